@@ -1,0 +1,239 @@
+// sonic — the embedded CPU executor: a model registry and a thread pool that runs models
+// in-process (the fallback when no server is left, and the engine of sonic-server).
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "sonic/detail/thread_pool.hpp"
+#include "sonic/error.hpp"
+#include "sonic/metadata.hpp"
+#include "sonic/request.hpp"
+#include "sonic/transport.hpp"
+#include "sonic/validate.hpp"
+
+namespace sonic {
+
+/// Computes a model's outputs from a validated request. It may run on several threads at once.
+/// Returned tensors should own their bytes (Tensor::from_vector); an Error becomes the
+/// request's error.
+using ModelFunction = std::function<Result<std::vector<NamedTensor>>(const InferRequest&)>;
+
+/// A model the executor can run: its metadata plus the function that computes it.
+struct Model {
+  std::string name;
+  std::string version = "1";
+  std::string platform = "sonic_cpu";
+  int max_batch_size = 0;  ///< 0: no batch dimension is implied
+  std::vector<TensorMetadata> inputs;
+  std::vector<TensorMetadata> outputs;
+  ModelFunction compute;
+
+  ModelMetadata metadata() const { return {name, {version}, platform, inputs, outputs}; }
+};
+
+/// Runs registered models on a thread pool. Thread-safe. Statistics follow Triton's meaning so
+/// that sonic-server reports real numbers.
+class CpuExecutor {
+ public:
+  /// `threads` == 0: one per hardware thread.
+  explicit CpuExecutor(std::size_t threads = 0) : pool_(threads) {}
+
+  /// An executor holding the given models.
+  static std::shared_ptr<CpuExecutor> with_models(std::vector<Model> models, std::size_t threads = 0) {
+    auto executor = std::make_shared<CpuExecutor>(threads);
+    for (auto& model : models) executor->add_model(std::move(model));
+    return executor;
+  }
+
+  /// Registers a model; throws sonic::Error(AlreadyExists) for a taken name and
+  /// Error(InvalidArgument) for a model without a function.
+  void add_model(Model model) {
+    if (!model.compute) {
+      throw Error(StatusCode::InvalidArgument, "model '" + model.name + "' has no compute function");
+    }
+    std::lock_guard<std::mutex> lock(mutex_);
+    auto [it, inserted] = models_.try_emplace(model.name);
+    if (!inserted) {
+      throw Error(StatusCode::AlreadyExists, "model '" + model.name + "' is already registered");
+    }
+    it->second = std::make_shared<Entry>();
+    it->second->model = std::move(model);
+  }
+
+  /// Whether a model (and version, unless empty) is registered.
+  bool has_model(const std::string& name, const std::string& version = {}) const {
+    return find(name, version).ok();
+  }
+
+  /// Names of the registered models, sorted.
+  std::vector<std::string> model_names() const {
+    std::lock_guard<std::mutex> lock(mutex_);
+    std::vector<std::string> names;
+    for (const auto& [name, entry] : models_) names.push_back(name);
+    return names;
+  }
+
+  /// A model's definition; NOT_FOUND names what is missing.
+  Result<std::shared_ptr<const Model>> model(const std::string& name,
+                                             const std::string& version = {}) const {
+    auto entry = find(name, version);
+    if (!entry) return entry.error();
+    return std::shared_ptr<const Model>(*entry, &(*entry)->model);
+  }
+
+  /// Runs a request on the calling thread: validation, the model, the requested outputs.
+  /// `queued_since` is when the request arrived, for the queue statistic.
+  Result<InferResult> infer(const InferRequest& request, Clock::time_point queued_since = Clock::now()) {
+    auto found = find(request.model_name(), request.model_version());
+    if (!found) return found.error();
+    Entry& entry = **found;
+    auto started = Clock::now();
+    add(entry.queue, started - queued_since);
+    auto result = run(entry.model, request, entry);
+    auto finished = Clock::now();
+    add(result ? entry.success : entry.fail, finished - queued_since);
+    if (result) {
+      entry.inference_count.fetch_add(batch_size(entry.model, request), std::memory_order_relaxed);
+      entry.execution_count.fetch_add(1, std::memory_order_relaxed);
+      entry.last_inference_ms.store(static_cast<std::uint64_t>(
+          std::chrono::duration_cast<std::chrono::milliseconds>(
+              std::chrono::system_clock::now().time_since_epoch())
+              .count()));
+    }
+    return result;
+  }
+
+  /// Runs a request on the pool. Contract: `done` runs exactly once, on a pool thread, never
+  /// inside this call; a request for an unknown model completes with NOT_FOUND. Borrowed input
+  /// tensors are read until `done` is called.
+  void infer_async(InferRequest request, Callback<InferResult> done) {
+    auto queued = Clock::now();
+    pool_.post([this, request = std::move(request), done = std::move(done), queued]() mutable {
+      done(infer(request, queued));
+    });
+  }
+
+  /// Statistics of one model; NOT_FOUND if it is not registered.
+  Result<ModelStatistics> statistics(const std::string& name, const std::string& version = {}) const {
+    auto found = find(name, version);
+    if (!found) return found.error();
+    return snapshot(**found);
+  }
+
+  /// Statistics of every model.
+  std::vector<ModelStatistics> all_statistics() const {
+    std::lock_guard<std::mutex> lock(mutex_);
+    std::vector<ModelStatistics> all;
+    for (const auto& [name, entry] : models_) all.push_back(snapshot(*entry));
+    return all;
+  }
+
+ private:
+  struct Counter {
+    std::atomic<std::uint64_t> count{0};
+    std::atomic<std::uint64_t> ns{0};
+  };
+  struct Entry {
+    Model model;
+    Counter success, fail, queue, compute_input, compute_infer, compute_output;
+    std::atomic<std::uint64_t> inference_count{0}, execution_count{0}, last_inference_ms{0};
+  };
+
+  static void add(Counter& counter, Clock::duration elapsed) {
+    counter.count.fetch_add(1, std::memory_order_relaxed);
+    counter.ns.fetch_add(static_cast<std::uint64_t>(
+                             std::chrono::duration_cast<std::chrono::nanoseconds>(elapsed).count()),
+                         std::memory_order_relaxed);
+  }
+  static Duration read(const Counter& counter) {
+    return {counter.count.load(std::memory_order_relaxed), counter.ns.load(std::memory_order_relaxed)};
+  }
+  static ModelStatistics snapshot(const Entry& e) {
+    ModelStatistics s;
+    s.name = e.model.name;
+    s.version = e.model.version;
+    s.last_inference_ms = e.last_inference_ms.load(std::memory_order_relaxed);
+    s.inference_count = e.inference_count.load(std::memory_order_relaxed);
+    s.execution_count = e.execution_count.load(std::memory_order_relaxed);
+    s.success = read(e.success);
+    s.fail = read(e.fail);
+    s.queue = read(e.queue);
+    s.compute_input = read(e.compute_input);
+    s.compute_infer = read(e.compute_infer);
+    s.compute_output = read(e.compute_output);
+    return s;
+  }
+
+  // With a batch dimension, each element of the first dimension counts as one inference.
+  static std::uint64_t batch_size(const Model& model, const InferRequest& request) {
+    if (model.max_batch_size > 0 && !request.inputs().empty() &&
+        !request.inputs().front().tensor.shape().empty()) {
+      auto n = request.inputs().front().tensor.shape().front();
+      return n > 0 ? static_cast<std::uint64_t>(n) : 1;
+    }
+    return 1;
+  }
+
+  Result<std::shared_ptr<Entry>> find(const std::string& name, const std::string& version) const {
+    std::lock_guard<std::mutex> lock(mutex_);
+    auto it = models_.find(name);
+    if (it == models_.end()) {
+      return Error(StatusCode::NotFound, "unknown model '" + name + "'");
+    }
+    if (!version.empty() && version != it->second->model.version) {
+      return Error(StatusCode::NotFound, "model '" + name + "' has no version '" + version +
+                                             "' (available: " + it->second->model.version + ")");
+    }
+    return it->second;
+  }
+
+  static Result<InferResult> run(const Model& model, const InferRequest& request, Entry& entry) {
+    auto t0 = Clock::now();
+    if (auto ok = validate_request(model.metadata(), request); !ok) return ok.error();
+    for (const auto& spec : model.inputs) {
+      if (!request.find_input(spec.name)) {
+        return Error(StatusCode::InvalidArgument,
+                     "model '" + model.name + "' needs input '" + spec.name + "'");
+      }
+    }
+    auto t1 = Clock::now();
+    add(entry.compute_input, t1 - t0);
+    Result<std::vector<NamedTensor>> computed = Error(StatusCode::Internal, "model did not run");
+    try {
+      computed = model.compute(request);
+    } catch (const Error& e) {
+      computed = e;
+    } catch (const std::exception& e) {
+      computed = Error(StatusCode::Internal, "model '" + model.name + "' failed: " + e.what());
+    }
+    auto t2 = Clock::now();
+    add(entry.compute_infer, t2 - t1);
+    if (!computed) return computed.error();
+    std::vector<NamedTensor> outputs;
+    if (request.outputs().empty()) {
+      outputs = std::move(*computed);
+    } else {
+      for (const auto& wanted : request.outputs()) {
+        for (auto& out : *computed) {
+          if (out.name == wanted.name) outputs.push_back(out);
+        }
+      }
+    }
+    add(entry.compute_output, Clock::now() - t2);
+    return InferResult(model.name, model.version, request.request_id(), std::move(outputs));
+  }
+
+  mutable std::mutex mutex_;
+  std::map<std::string, std::shared_ptr<Entry>> models_;
+  detail::ThreadPool pool_;  // last: joined first, while the models still exist
+};
+
+}  // namespace sonic

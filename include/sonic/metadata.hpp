@@ -1,0 +1,72 @@
+// sonic — what servers and models say about themselves: metadata and statistics.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "sonic/tensor.hpp"
+
+namespace sonic {
+
+/// A tensor a model takes or produces; -1 in the shape marks a variable dimension.
+struct TensorMetadata {
+  std::string name;
+  DataType dtype = DataType::Fp32;
+  Shape shape;
+};
+
+/// A server's answer to ServerMetadata.
+struct ServerMetadata {
+  std::string name;
+  std::string version;
+  std::vector<std::string> extensions;
+};
+
+/// A model's answer to ModelMetadata.
+struct ModelMetadata {
+  std::string name;
+  std::vector<std::string> versions;
+  std::string platform;
+  std::vector<TensorMetadata> inputs;
+  std::vector<TensorMetadata> outputs;
+
+  /// The input of that name, or nullptr.
+  const TensorMetadata* find_input(std::string_view input) const noexcept {
+    for (const auto& t : inputs) {
+      if (t.name == input) return &t;
+    }
+    return nullptr;
+  }
+  /// The output of that name, or nullptr.
+  const TensorMetadata* find_output(std::string_view output) const noexcept {
+    for (const auto& t : outputs) {
+      if (t.name == output) return &t;
+    }
+    return nullptr;
+  }
+};
+
+/// A count of events and the nanoseconds they took, as in KServe's StatisticDuration.
+struct Duration {
+  std::uint64_t count = 0;
+  std::uint64_t ns = 0;
+};
+
+/// Cumulative statistics of one model version, as ModelStatistics reports them.
+struct ModelStatistics {
+  std::string name;
+  std::string version;
+  std::uint64_t last_inference_ms = 0;  ///< ms since the epoch of the last request; 0 if none
+  std::uint64_t inference_count = 0;    ///< inferences, counting each batch element
+  std::uint64_t execution_count = 0;    ///< model executions
+  Duration success;                     ///< successful requests, end to end on the server
+  Duration fail;                        ///< failed requests
+  Duration queue;                       ///< waiting for an execution slot
+  Duration compute_input;               ///< preparing inputs
+  Duration compute_infer;               ///< running the model
+  Duration compute_output;              ///< preparing outputs
+};
+
+}  // namespace sonic

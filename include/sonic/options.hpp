@@ -1,0 +1,49 @@
+// sonic — client configuration, with every default in one place.
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace sonic {
+
+/// How a Client connects and behaves. Every field has a default that suits a grid job talking
+/// to a Triton-like server; change only what you need.
+struct ClientOptions {
+  /// Endpoint URLs: "grpc://host:port". The first one is used.
+  std::vector<std::string> endpoints;
+
+  /// Time limit for a request that sets none itself; zero means no limit.
+  std::chrono::milliseconds default_timeout{0};
+  /// Time limit for control calls (metadata, health, statistics).
+  std::chrono::milliseconds control_timeout{10'000};
+  /// Time to establish a connection before requests waiting on it fail with UNAVAILABLE.
+  std::chrono::milliseconds connect_timeout{3'000};
+  /// Interval of HTTP/2 PINGs on an idle connection; zero disables keepalive.
+  std::chrono::milliseconds keepalive_interval{30'000};
+  /// A PING unanswered for this long declares the connection dead (requests: UNAVAILABLE).
+  std::chrono::milliseconds keepalive_timeout{10'000};
+
+  /// Largest message accepted or sent, in bytes (gRPC's default is 4 MiB; Triton's clients,
+  /// like sonic, allow 2 GiB - 1). Larger responses fail with RESOURCE_EXHAUSTED.
+  std::size_t max_message_bytes = 0x7fffffff;
+  /// HTTP/2 receive window per stream: how much a server may send before sonic acknowledges.
+  /// Large windows let big tensors stream at full speed on high-latency links.
+  std::uint32_t stream_window_bytes = 16u << 20;
+  /// HTTP/2 receive window for the whole connection, shared by all streams.
+  std::uint32_t connection_window_bytes = 256u << 20;
+
+  /// Check inputs against the model's metadata (fetched once per model and cached) before
+  /// sending, so that mistakes fail at once with INVALID_ARGUMENT instead of on the server.
+  bool validate_inputs = true;
+  /// Metadata headers sent with every call (lower-case names).
+  std::vector<std::pair<std::string, std::string>> headers;
+  /// Threads that run completion callbacks. Callbacks never run on the caller's thread or on
+  /// a network thread, so a slow callback cannot stall the connection.
+  std::size_t callback_threads = 1;
+};
+
+}  // namespace sonic

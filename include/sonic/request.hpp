@@ -1,0 +1,173 @@
+// sonic — an inference request, its result, and their parameters.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <map>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <variant>
+#include <vector>
+
+#include "sonic/error.hpp"
+#include "sonic/tensor.hpp"
+
+namespace sonic {
+
+/// A KServe v2 parameter value: bool, int64, uint64, double or string.
+using Parameter = std::variant<bool, std::int64_t, std::uint64_t, double, std::string>;
+/// Named parameters of a request, a tensor or a response.
+using Parameters = std::map<std::string, Parameter, std::less<>>;
+
+/// A tensor with its name and per-tensor parameters, as it travels in a request or response.
+struct NamedTensor {
+  std::string name;
+  Tensor tensor;
+  Parameters parameters;
+};
+
+/// An output the caller asks for; when a request names none, the server returns all outputs.
+struct RequestedOutput {
+  std::string name;
+  Parameters parameters;  ///< e.g. {"classification", int64_t{3}}
+};
+
+/// One inference call: a model, its input tensors, and options. Built fluently:
+///   InferRequest("simple").input("INPUT0", Tensor::view(a, {1, 16})).timeout(50ms)
+/// A request holds its tensors by value; borrowed tensors must stay valid until it completes.
+class InferRequest {
+ public:
+  explicit InferRequest(std::string model, std::string version = {})
+      : model_(std::move(model)), version_(std::move(version)) {}
+
+  /// Adds an input tensor.
+  InferRequest& input(std::string name, Tensor tensor, Parameters parameters = {}) & {
+    inputs_.push_back({std::move(name), std::move(tensor), std::move(parameters)});
+    return *this;
+  }
+  InferRequest&& input(std::string name, Tensor tensor, Parameters parameters = {}) && {
+    return std::move(input(std::move(name), std::move(tensor), std::move(parameters)));
+  }
+  /// Asks for one output by name (repeat for several); without any, all outputs come back.
+  InferRequest& output(std::string name, Parameters parameters = {}) & {
+    outputs_.push_back({std::move(name), std::move(parameters)});
+    return *this;
+  }
+  InferRequest&& output(std::string name, Parameters parameters = {}) && {
+    return std::move(output(std::move(name), std::move(parameters)));
+  }
+  /// A request id the server echoes back in its response.
+  InferRequest& id(std::string request_id) & {
+    id_ = std::move(request_id);
+    return *this;
+  }
+  InferRequest&& id(std::string request_id) && { return std::move(id(std::move(request_id))); }
+  /// A request parameter (priority, sequence_id, ... or model-specific ones).
+  InferRequest& parameter(std::string name, Parameter value) & {
+    parameters_[std::move(name)] = std::move(value);
+    return *this;
+  }
+  InferRequest&& parameter(std::string name, Parameter value) && {
+    return std::move(parameter(std::move(name), std::move(value)));
+  }
+  /// The time this request may take from the call that sends it to its result; zero means the
+  /// client's default (ClientOptions::default_timeout). Sent to the server as grpc-timeout.
+  InferRequest& timeout(std::chrono::microseconds limit) & {
+    timeout_ = limit;
+    return *this;
+  }
+  InferRequest&& timeout(std::chrono::microseconds limit) && { return std::move(timeout(limit)); }
+  /// A metadata header sent with this request only (lower-case name; "-bin" names carry binary).
+  InferRequest& header(std::string name, std::string value) & {
+    headers_.emplace_back(std::move(name), std::move(value));
+    return *this;
+  }
+  InferRequest&& header(std::string name, std::string value) && {
+    return std::move(header(std::move(name), std::move(value)));
+  }
+
+  const std::string& model_name() const noexcept { return model_; }
+  const std::string& model_version() const noexcept { return version_; }
+  const std::string& request_id() const noexcept { return id_; }
+  const std::vector<NamedTensor>& inputs() const noexcept { return inputs_; }
+  const std::vector<RequestedOutput>& outputs() const noexcept { return outputs_; }
+  const Parameters& parameters() const noexcept { return parameters_; }
+  std::chrono::microseconds timeout() const noexcept { return timeout_; }
+  const std::vector<std::pair<std::string, std::string>>& headers() const noexcept {
+    return headers_;
+  }
+
+  /// The input of that name, or nullptr.
+  const NamedTensor* find_input(std::string_view name) const noexcept {
+    for (const auto& in : inputs_) {
+      if (in.name == name) return &in;
+    }
+    return nullptr;
+  }
+
+ private:
+  std::string model_;
+  std::string version_;
+  std::string id_;
+  std::vector<NamedTensor> inputs_;
+  std::vector<RequestedOutput> outputs_;
+  Parameters parameters_;
+  std::chrono::microseconds timeout_{0};
+  std::vector<std::pair<std::string, std::string>> headers_;
+};
+
+/// Where a result was computed.
+enum class ExecutedOn : std::uint8_t {
+  Remote,  ///< a server reached through a transport
+  Local,   ///< the in-process CpuExecutor
+};
+
+/// The answer to an InferRequest. Output tensors are views into the received message (no copy);
+/// they stay valid as long as any copy of this result or of the tensor lives.
+class InferResult {
+ public:
+  InferResult() = default;
+  InferResult(std::string model, std::string version, std::string id, std::vector<NamedTensor> outputs,
+              Parameters parameters = {})
+      : model_(std::move(model)),
+        version_(std::move(version)),
+        id_(std::move(id)),
+        outputs_(std::move(outputs)),
+        parameters_(std::move(parameters)) {}
+
+  const std::string& model_name() const noexcept { return model_; }
+  const std::string& model_version() const noexcept { return version_; }
+  /// The request id the server echoed.
+  const std::string& request_id() const noexcept { return id_; }
+  const Parameters& parameters() const noexcept { return parameters_; }
+  const std::vector<NamedTensor>& outputs() const noexcept { return outputs_; }
+  ExecutedOn executed_on() const noexcept { return executed_on_; }
+  void set_executed_on(ExecutedOn where) noexcept { executed_on_ = where; }
+
+  /// The output of that name, or nullptr.
+  const NamedTensor* find_output(std::string_view name) const noexcept {
+    for (const auto& out : outputs_) {
+      if (out.name == name) return &out;
+    }
+    return nullptr;
+  }
+  /// The output of that name; throws sonic::Error(NotFound) listing the outputs present.
+  const Tensor& output(std::string_view name) const {
+    if (const NamedTensor* out = find_output(name)) return out->tensor;
+    std::string present;
+    for (const auto& out : outputs_) present += (present.empty() ? "" : ", ") + out.name;
+    throw Error(StatusCode::NotFound, "result of model '" + model_ + "' has no output '" +
+                                          std::string(name) + "' (outputs: " + present + ")");
+  }
+
+ private:
+  std::string model_;
+  std::string version_;
+  std::string id_;
+  std::vector<NamedTensor> outputs_;
+  Parameters parameters_;
+  ExecutedOn executed_on_ = ExecutedOn::Remote;
+};
+
+}  // namespace sonic

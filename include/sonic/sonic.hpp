@@ -1,0 +1,19 @@
+// sonic — the one include: tensors, requests, the Client, the CPU executor.
+//
+//   #include <sonic/sonic.hpp>
+//   sonic::Client client("grpc://127.0.0.1:8001");
+//
+// Link a transport for the URL scheme you use (sonic::grpc for grpc://).
+#pragma once
+
+#include "sonic/client.hpp"
+#include "sonic/error.hpp"
+#include "sonic/executor.hpp"
+#include "sonic/metadata.hpp"
+#include "sonic/models.hpp"
+#include "sonic/options.hpp"
+#include "sonic/request.hpp"
+#include "sonic/tensor.hpp"
+#include "sonic/transport.hpp"
+#include "sonic/validate.hpp"
+#include "sonic/version.hpp"

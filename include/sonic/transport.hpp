@@ -1,0 +1,190 @@
+// sonic — the interface every transport implements, endpoint URLs, and the scheme registry.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "sonic/detail/unique_function.hpp"
+#include "sonic/error.hpp"
+#include "sonic/metadata.hpp"
+#include "sonic/options.hpp"
+#include "sonic/request.hpp"
+
+namespace sonic {
+
+using Clock = std::chrono::steady_clock;
+/// The moment an operation must be complete by; Deadline::max() means none.
+using Deadline = Clock::time_point;
+
+/// The deadline `timeout` from now; none for a zero timeout.
+inline Deadline deadline_after(std::chrono::microseconds timeout) {
+  return timeout.count() > 0 ? Clock::now() + timeout : Deadline::max();
+}
+
+/// A completion handler: called exactly once with the outcome. Move-only callables are fine.
+template <typename T>
+using Callback = detail::UniqueFunction<void(Result<T>)>;
+
+/// A parsed endpoint URL: scheme://host:port.
+struct Endpoint {
+  std::string url;
+  std::string scheme;
+  std::string host;  ///< without the brackets of an IPv6 literal
+  std::uint16_t port = 0;
+};
+
+/// Parses "scheme://host:port" ("grpc://127.0.0.1:8001", "grpc://[::1]:8001"). A URL without a
+/// scheme means grpc; one without a port means 8001, Triton's gRPC port.
+inline Result<Endpoint> parse_endpoint(std::string_view url) {
+  Endpoint ep;
+  ep.url = std::string(url);
+  std::string_view rest = url;
+  if (auto sep = rest.find("://"); sep != std::string_view::npos) {
+    ep.scheme = std::string(rest.substr(0, sep));
+    rest.remove_prefix(sep + 3);
+  } else {
+    ep.scheme = "grpc";
+  }
+  if (!rest.empty() && rest.back() == '/') rest.remove_suffix(1);
+  std::string_view port_text;
+  if (!rest.empty() && rest.front() == '[') {
+    auto close = rest.find(']');
+    if (close == std::string_view::npos) {
+      return Error(StatusCode::InvalidArgument, "endpoint '" + ep.url + "': unclosed '[' in host");
+    }
+    ep.host = std::string(rest.substr(1, close - 1));
+    rest.remove_prefix(close + 1);
+    if (!rest.empty()) {
+      if (rest.front() != ':') {
+        return Error(StatusCode::InvalidArgument, "endpoint '" + ep.url + "': junk after host");
+      }
+      port_text = rest.substr(1);
+    }
+  } else {
+    auto colon = rest.rfind(':');
+    ep.host = std::string(rest.substr(0, colon));
+    if (colon != std::string_view::npos) port_text = rest.substr(colon + 1);
+  }
+  if (ep.host.empty()) {
+    return Error(StatusCode::InvalidArgument,
+                 "endpoint '" + ep.url + "' has no host; expected scheme://host:port");
+  }
+  if (port_text.empty()) {
+    ep.port = 8001;
+    return ep;
+  }
+  unsigned long port = 0;
+  for (char c : port_text) {
+    if (c < '0' || c > '9' || port > 65535) {
+      port = 70000;
+      break;
+    }
+    port = port * 10 + static_cast<unsigned long>(c - '0');
+  }
+  if (port == 0 || port > 65535) {
+    return Error(StatusCode::InvalidArgument, "endpoint '" + ep.url + "' has an invalid port '" +
+                                                  std::string(port_text) + "'");
+  }
+  ep.port = static_cast<std::uint16_t>(port);
+  return ep;
+}
+
+/// A way to reach an inference server. Implementations are compiled libraries (sonic::grpc,
+/// ...) that register their URL schemes with transport_registry().
+///
+/// Async contract, for every *_async function below:
+/// - `done` is called exactly once, with a value or an Error carrying a gRPC status code;
+/// - never inside the initiating call, and on a thread owned by the transport;
+/// - by the deadline (plus the time to notice it), with DEADLINE_EXCEEDED if the answer is late;
+/// - destroying the transport completes every outstanding call with CANCELLED before the
+///   destructor returns.
+/// Every function is thread-safe.
+class Transport {
+ public:
+  virtual ~Transport() = default;
+
+  /// Sends an inference request. Borrowed input tensors are read until `done` is called.
+  virtual void infer_async(InferRequest request, Deadline deadline, Callback<InferResult> done) = 0;
+  /// Whether the server is live (KServe ServerLive).
+  virtual void server_live_async(Deadline deadline, Callback<bool> done) = 0;
+  /// Whether the server is ready for inference (KServe ServerReady).
+  virtual void server_ready_async(Deadline deadline, Callback<bool> done) = 0;
+  /// Whether a model (an empty version: the server's choice) is ready (KServe ModelReady).
+  virtual void model_ready_async(std::string model, std::string version, Deadline deadline,
+                                 Callback<bool> done) = 0;
+  /// The server's name, version and extensions.
+  virtual void server_metadata_async(Deadline deadline, Callback<ServerMetadata> done) = 0;
+  /// A model's inputs, outputs, versions and platform.
+  virtual void model_metadata_async(std::string model, std::string version, Deadline deadline,
+                                    Callback<ModelMetadata> done) = 0;
+  /// A model's configuration (Triton's ModelConfig) as JSON text.
+  virtual void model_config_async(std::string model, std::string version, Deadline deadline,
+                                  Callback<std::string> done) = 0;
+  /// Statistics of a model, or of every model when `model` is empty.
+  virtual void model_statistics_async(std::string model, std::string version, Deadline deadline,
+                                      Callback<std::vector<ModelStatistics>> done) = 0;
+};
+
+/// Makes a transport for an endpoint; returns an Error for a URL it cannot serve.
+using TransportFactory =
+    std::function<Result<std::unique_ptr<Transport>>(const Endpoint&, const ClientOptions&)>;
+
+/// The transports linked into this program, by URL scheme. Transport libraries add themselves
+/// when linked; users do not normally touch this.
+class TransportRegistry {
+ public:
+  /// Registers (or replaces) the factory of a scheme.
+  void add(std::string scheme, TransportFactory factory) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    factories_[std::move(scheme)] = std::move(factory);
+  }
+
+  /// A transport for the endpoint; an unlinked scheme is an error naming the target to link.
+  Result<std::unique_ptr<Transport>> create(const Endpoint& endpoint,
+                                            const ClientOptions& options) const {
+    TransportFactory factory;
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      auto it = factories_.find(endpoint.scheme);
+      if (it != factories_.end()) factory = it->second;
+    }
+    if (!factory) {
+      return Error(StatusCode::InvalidArgument,
+                   "no transport for scheme '" + endpoint.scheme + "' in '" + endpoint.url + "': " +
+                       link_hint(endpoint.scheme));
+    }
+    return factory(endpoint, options);
+  }
+
+  bool has(std::string_view scheme) const {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return factories_.find(scheme) != factories_.end();
+  }
+
+ private:
+  static std::string link_hint(std::string_view scheme) {
+    if (scheme == "grpc") return "link the CMake target sonic::grpc";
+    if (scheme == "grpc+shm") return "link the CMake target sonic::shm";
+    if (scheme == "tcp" || scheme == "tcp+zstd") return "link the CMake target sonic::tcp";
+    return "known schemes are grpc, grpc+shm, tcp and tcp+zstd";
+  }
+
+  mutable std::mutex mutex_;
+  std::map<std::string, TransportFactory, std::less<>> factories_;
+};
+
+/// The program-wide registry (one instance, whatever the number of translation units).
+inline TransportRegistry& transport_registry() {
+  static TransportRegistry registry;
+  return registry;
+}
+
+}  // namespace sonic

@@ -1,0 +1,71 @@
+// sonic — checks of a request before it leaves the process.
+#pragma once
+
+#include <string>
+
+#include "sonic/error.hpp"
+#include "sonic/metadata.hpp"
+#include "sonic/request.hpp"
+
+namespace sonic {
+
+/// Checks what needs no model knowledge: a model name, unique input names, and bytes that fit
+/// each input's shape and datatype. Errors are INVALID_ARGUMENT and name the tensor.
+inline Result<void> check_request(const InferRequest& request) {
+  if (request.model_name().empty()) {
+    return Error(StatusCode::InvalidArgument, "request has no model name");
+  }
+  const auto& inputs = request.inputs();
+  for (std::size_t i = 0; i < inputs.size(); ++i) {
+    for (std::size_t j = 0; j < i; ++j) {
+      if (inputs[j].name == inputs[i].name) {
+        return Error(StatusCode::InvalidArgument, "input '" + inputs[i].name + "' given twice");
+      }
+    }
+    if (auto ok = inputs[i].tensor.check(); !ok) {
+      return Error(StatusCode::InvalidArgument,
+                   "input '" + inputs[i].name + "': " + ok.error().message());
+    }
+  }
+  return {};
+}
+
+/// Checks a request against its model's metadata: every input known, of the right datatype and
+/// shape (-1 matches any size), every requested output known. Inputs the metadata lists but the
+/// request lacks are left to the server, since models may declare optional inputs.
+inline Result<void> validate_request(const ModelMetadata& model, const InferRequest& request) {
+  if (auto ok = check_request(request); !ok) return ok;
+  for (const auto& in : request.inputs()) {
+    const TensorMetadata* spec = model.find_input(in.name);
+    if (!spec) {
+      std::string known;
+      for (const auto& t : model.inputs) known += (known.empty() ? "" : ", ") + t.name;
+      return Error(StatusCode::InvalidArgument, "model '" + model.name + "' has no input '" +
+                                                    in.name + "' (inputs: " + known + ")");
+    }
+    if (spec->dtype != in.tensor.dtype()) {
+      return Error(StatusCode::InvalidArgument,
+                   "input '" + in.name + "' of model '" + model.name + "' must be " +
+                       to_string(spec->dtype) + ", got " + to_string(in.tensor.dtype()));
+    }
+    const Shape& shape = in.tensor.shape();
+    bool fits = shape.size() == spec->shape.size();
+    for (std::size_t d = 0; fits && d < shape.size(); ++d) {
+      fits = spec->shape[d] < 0 || spec->shape[d] == shape[d];
+    }
+    if (!fits) {
+      return Error(StatusCode::InvalidArgument,
+                   "input '" + in.name + "' of model '" + model.name + "' must have shape " +
+                       to_string(spec->shape) + ", got " + to_string(shape));
+    }
+  }
+  for (const auto& out : request.outputs()) {
+    if (!model.find_output(out.name)) {
+      return Error(StatusCode::InvalidArgument,
+                   "model '" + model.name + "' has no output '" + out.name + "'");
+    }
+  }
+  return {};
+}
+
+}  // namespace sonic

@@ -1,0 +1,550 @@
+#!/usr/bin/python3
+"""KServe v2 / Triton-compatible test server built on python3-grpcio.
+
+An independent implementation of the server side of proto/grpc_service.proto,
+used to check that sonic's C++ client interoperates with the stock gRPC
+stack. Python stubs are generated at run time from the repository's .proto
+files, so the wire format under test is exactly the one sonic compiles.
+
+Usage:
+    /usr/bin/python3 tests/interop/python_server.py \
+        --proto-dir proto --gen-dir build/interop-gen [--max-seconds 120]
+
+Once serving it prints exactly one line, `listening on 127.0.0.1:PORT`
+(PORT is ephemeral unless --port is given), and serves until SIGTERM/SIGINT
+or until --max-seconds elapse.
+
+Models (version "1", max_batch_size 0):
+  simple         INT32 INPUT0, INPUT1 [1,16] -> OUTPUT0 = INPUT0 + INPUT1,
+                                                OUTPUT1 = INPUT0 - INPUT1
+                 (int32 wrap-around arithmetic)
+  identity_fp32  FP32 INPUT0 [-1,-1] -> OUTPUT0 (identical)
+  slow           FP32 INPUT0 [-1,-1] -> OUTPUT0 (identical) after 2 seconds;
+                 gives up early if the client cancels or its deadline passes
+
+Implemented methods: ServerLive, ServerReady, ModelReady, ServerMetadata,
+ModelMetadata, ModelConfig, ModelStatistics, ModelInfer, ModelStreamInfer,
+RepositoryIndex, RepositoryModelLoad, RepositoryModelUnload. The rest answer
+UNIMPLEMENTED.
+
+Error statuses:
+  unknown model                     NOT_FOUND  "unknown model: NAME"
+  unknown version                   NOT_FOUND
+  model unloaded                    UNAVAILABLE
+  malformed inputs / outputs        INVALID_ARGUMENT
+ModelStreamInfer reports per-request errors in-band (error_message) and keeps
+the stream open, as Triton does.
+
+Request parameter `echo_metadata` (bool true): every invocation metadata
+entry whose key starts with "x-sonic-" comes back as a string response
+parameter under the same key. Repeated keys are joined with ",". Values of
+binary ("-bin") keys are returned base64-encoded (standard alphabet, padded)
+so the exact received bytes can be compared.
+
+Inputs may come as raw_input_contents or as typed contents (int_contents for
+INT32, fp32_contents for FP32); outputs are always returned raw. When the
+request names outputs only those are returned, in the requested order;
+otherwise every output of the model, in model order.
+"""
+
+import argparse
+import base64
+import glob
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from concurrent import futures
+
+GIB = 1 << 30
+PROTO_FILES = ("model_config.proto", "grpc_service.proto")
+GEN_MODULES = ("model_config_pb2.py", "grpc_service_pb2.py",
+               "grpc_service_pb2_grpc.py")
+
+
+def load_stubs(proto_dir, gen_dir):
+    """Generate (when absent or stale) and import the Python stubs."""
+    proto_dir = os.path.abspath(proto_dir)
+    gen_dir = os.path.abspath(gen_dir)
+    os.makedirs(gen_dir, exist_ok=True)
+    protos = [os.path.join(proto_dir, p) for p in PROTO_FILES]
+    for p in protos:
+        if not os.path.isfile(p):
+            raise SystemExit("missing proto file: %s" % p)
+    newest_proto = max(os.path.getmtime(p) for p in protos)
+    gen = [os.path.join(gen_dir, m) for m in GEN_MODULES]
+    if not all(os.path.isfile(g) and os.path.getmtime(g) >= newest_proto
+               for g in gen):
+        # Generate into a private directory, then move the files in place
+        # atomically so concurrent runs sharing gen_dir never see partial
+        # modules.
+        tmp = tempfile.mkdtemp(prefix=".gen-", dir=gen_dir)
+        try:
+            cmd = [sys.executable, "-m", "grpc_tools.protoc",
+                   "-I" + proto_dir, "--python_out=" + tmp,
+                   "--grpc_python_out=" + tmp] + protos
+            res = subprocess.run(cmd, stdout=subprocess.PIPE,
+                                 stderr=subprocess.STDOUT)
+            if res.returncode != 0:
+                raise SystemExit("grpc_tools.protoc failed:\n" +
+                                 res.stdout.decode(errors="replace"))
+            for f in glob.glob(os.path.join(tmp, "*.py")):
+                os.replace(f, os.path.join(gen_dir, os.path.basename(f)))
+        finally:
+            for f in glob.glob(os.path.join(tmp, "*")):
+                os.unlink(f)
+            os.rmdir(tmp)
+    if gen_dir not in sys.path:
+        sys.path.insert(0, gen_dir)
+    import model_config_pb2  # noqa: E402
+    import grpc_service_pb2  # noqa: E402
+    import grpc_service_pb2_grpc  # noqa: E402
+    return model_config_pb2, grpc_service_pb2, grpc_service_pb2_grpc
+
+
+def parse_args():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--proto-dir", required=True,
+                    help="directory holding grpc_service.proto")
+    ap.add_argument("--gen-dir", required=True,
+                    help="directory for generated Python stubs")
+    ap.add_argument("--max-seconds", type=float, default=120.0,
+                    help="exit after this many seconds (default 120)")
+    ap.add_argument("--host", default="127.0.0.1")
+    ap.add_argument("--port", type=int, default=0,
+                    help="port to bind (default 0 = ephemeral)")
+    ap.add_argument("--workers", type=int, default=96,
+                    help="handler threads (default 96)")
+    return ap.parse_args()
+
+
+ARGS = parse_args()
+mc_pb2, pb2, pb2_grpc = load_stubs(ARGS.proto_dir, ARGS.gen_dir)
+
+import grpc  # noqa: E402
+import numpy as np  # noqa: E402
+
+# KServe datatype string -> (numpy dtype, model_config DataType, typed field)
+DTYPES = {
+    "INT32": (np.dtype("<i4"), mc_pb2.TYPE_INT32, "int_contents"),
+    "FP32": (np.dtype("<f4"), mc_pb2.TYPE_FP32, "fp32_contents"),
+}
+TYPED_FIELDS = ("bool_contents", "int_contents", "int64_contents",
+                "uint_contents", "uint64_contents", "fp32_contents",
+                "fp64_contents", "bytes_contents")
+
+
+class InferError(Exception):
+    def __init__(self, code, message):
+        super().__init__(message)
+        self.code = code
+        self.message = message
+
+
+class Model:
+    def __init__(self, name, inputs, outputs, compute, delay_s=0.0):
+        self.name = name
+        self.version = "1"
+        self.inputs = inputs    # list of (name, datatype, shape)
+        self.outputs = outputs  # list of (name, datatype, shape)
+        self.compute = compute  # dict name->array  ->  dict name->array
+        self.delay_s = delay_s
+        self.ready = True
+        self.lock = threading.Lock()
+        self.last_inference_ms = 0
+        self.inference_count = 0
+        self.execution_count = 0
+        self.success = [0, 0]
+        self.fail = [0, 0]
+        self.queue = [0, 0]
+        self.compute_input = [0, 0]
+        self.compute_infer = [0, 0]
+        self.compute_output = [0, 0]
+        self.batch = {}  # batch size -> [count, in_ns, infer_ns, out_ns]
+
+    def record_success(self, total, t_in, t_infer, t_out, batch_size=1):
+        with self.lock:
+            self.last_inference_ms = int(time.time() * 1000)
+            self.inference_count += batch_size
+            self.execution_count += 1
+            for acc, ns in ((self.success, total), (self.queue, 0),
+                            (self.compute_input, t_in),
+                            (self.compute_infer, t_infer),
+                            (self.compute_output, t_out)):
+                acc[0] += 1
+                acc[1] += max(ns, 1)
+            b = self.batch.setdefault(batch_size, [0, 0, 0, 0])
+            b[0] += 1
+            b[1] += max(t_in, 1)
+            b[2] += max(t_infer, 1)
+            b[3] += max(t_out, 1)
+
+    def record_failure(self, total):
+        with self.lock:
+            self.fail[0] += 1
+            self.fail[1] += max(total, 1)
+
+    def statistics(self):
+        def dur(acc):
+            return pb2.StatisticDuration(count=acc[0], ns=acc[1])
+
+        with self.lock:
+            st = pb2.ModelStatistics(
+                name=self.name, version=self.version,
+                last_inference=self.last_inference_ms,
+                inference_count=self.inference_count,
+                execution_count=self.execution_count)
+            s = st.inference_stats
+            s.success.CopyFrom(dur(self.success))
+            s.fail.CopyFrom(dur(self.fail))
+            s.queue.CopyFrom(dur(self.queue))
+            s.compute_input.CopyFrom(dur(self.compute_input))
+            s.compute_infer.CopyFrom(dur(self.compute_infer))
+            s.compute_output.CopyFrom(dur(self.compute_output))
+            s.cache_hit.CopyFrom(dur([0, 0]))
+            s.cache_miss.CopyFrom(dur([0, 0]))
+            for size in sorted(self.batch):
+                c, i, n, o = self.batch[size]
+                st.batch_stats.add(
+                    batch_size=size,
+                    compute_input=pb2.StatisticDuration(count=c, ns=i),
+                    compute_infer=pb2.StatisticDuration(count=c, ns=n),
+                    compute_output=pb2.StatisticDuration(count=c, ns=o))
+        return st
+
+    def metadata(self):
+        md = pb2.ModelMetadataResponse(name=self.name,
+                                       versions=[self.version],
+                                       platform="sonic_python")
+        for n, dt, shape in self.inputs:
+            md.inputs.add(name=n, datatype=dt, shape=shape)
+        for n, dt, shape in self.outputs:
+            md.outputs.add(name=n, datatype=dt, shape=shape)
+        return md
+
+    def config(self):
+        cfg = mc_pb2.ModelConfig(name=self.name, platform="sonic_python",
+                                 backend="python", max_batch_size=0)
+        for n, dt, shape in self.inputs:
+            cfg.input.add(name=n, data_type=DTYPES[dt][1], dims=shape)
+        for n, dt, shape in self.outputs:
+            cfg.output.add(name=n, data_type=DTYPES[dt][1], dims=shape)
+        cfg.instance_group.add(name=self.name, kind=mc_pb2.
+                               ModelInstanceGroup.KIND_CPU, count=1)
+        return cfg
+
+
+def _simple(t):
+    a, b = t["INPUT0"], t["INPUT1"]
+    with np.errstate(over="ignore"):
+        return {"OUTPUT0": (a + b).astype("<i4"),
+                "OUTPUT1": (a - b).astype("<i4")}
+
+
+def _identity(t):
+    return {"OUTPUT0": t["INPUT0"]}
+
+
+def make_models():
+    vec = [1, 16]
+    var = [-1, -1]
+    models = [
+        Model("simple",
+              [("INPUT0", "INT32", vec), ("INPUT1", "INT32", vec)],
+              [("OUTPUT0", "INT32", vec), ("OUTPUT1", "INT32", vec)],
+              _simple),
+        Model("identity_fp32", [("INPUT0", "FP32", var)],
+              [("OUTPUT0", "FP32", var)], _identity),
+        Model("slow", [("INPUT0", "FP32", var)],
+              [("OUTPUT0", "FP32", var)], _identity, delay_s=2.0),
+    ]
+    return {m.name: m for m in models}
+
+
+def shape_str(shape):
+    return "[" + ",".join(str(d) for d in shape) + "]"
+
+
+class Servicer(pb2_grpc.GRPCInferenceServiceServicer):
+    def __init__(self):
+        self.models = make_models()
+
+    # -- helpers ----------------------------------------------------------
+
+    def lookup(self, name, version):
+        """Return the model or raise InferError."""
+        m = self.models.get(name)
+        if m is None:
+            raise InferError(grpc.StatusCode.NOT_FOUND,
+                             "unknown model: %s" % name)
+        if version not in ("", m.version):
+            raise InferError(grpc.StatusCode.NOT_FOUND,
+                             "unknown version %s of model: %s" %
+                             (version, name))
+        return m
+
+    @staticmethod
+    def abort(context, err):
+        context.abort(err.code, err.message)
+
+    def decode_inputs(self, m, req):
+        bad = grpc.StatusCode.INVALID_ARGUMENT
+        raw = list(req.raw_input_contents)
+        if raw and len(raw) != len(req.inputs):
+            raise InferError(bad, "raw_input_contents has %d entries but "
+                             "request has %d inputs" %
+                             (len(raw), len(req.inputs)))
+        spec = {n: (dt, shape) for n, dt, shape in m.inputs}
+        tensors = {}
+        for i, t in enumerate(req.inputs):
+            if t.name not in spec:
+                raise InferError(bad, "unexpected input '%s' for model '%s'"
+                                 % (t.name, m.name))
+            if t.name in tensors:
+                raise InferError(bad, "input '%s' given more than once" %
+                                 t.name)
+            if "shared_memory_region" in t.parameters:
+                raise InferError(bad, "input '%s': shared memory is not "
+                                 "supported by this server" % t.name)
+            dt, want = spec[t.name]
+            if t.datatype != dt:
+                raise InferError(bad, "input '%s': datatype %s, expected %s"
+                                 % (t.name, t.datatype or "<empty>", dt))
+            shape = list(t.shape)
+            if (len(shape) != len(want) or any(d < 0 for d in shape) or
+                    any(w >= 0 and d != w for d, w in zip(shape, want))):
+                raise InferError(bad, "input '%s': shape %s does not match "
+                                 "model shape %s" % (t.name, shape_str(shape),
+                                                     shape_str(want)))
+            npdt, _, typed_field = DTYPES[dt]
+            count = 1
+            for d in shape:
+                count *= d
+            has_contents = t.HasField("contents")
+            if raw:
+                if has_contents:
+                    raise InferError(bad, "input '%s': both typed contents "
+                                     "and raw_input_contents given" % t.name)
+                data = raw[i]
+                if len(data) != count * npdt.itemsize:
+                    raise InferError(bad, "input '%s': %d raw bytes, expected "
+                                     "%d for shape %s" %
+                                     (t.name, len(data),
+                                      count * npdt.itemsize,
+                                      shape_str(shape)))
+                arr = np.frombuffer(data, dtype=npdt)
+            else:
+                c = t.contents
+                for f in TYPED_FIELDS:
+                    if f != typed_field and len(getattr(c, f)):
+                        raise InferError(bad, "input '%s': %s given for "
+                                         "datatype %s" % (t.name, f, dt))
+                vals = getattr(c, typed_field)
+                if len(vals) != count:
+                    raise InferError(bad, "input '%s': %d %s elements, "
+                                     "expected %d for shape %s" %
+                                     (t.name, len(vals), typed_field, count,
+                                      shape_str(shape)))
+                arr = np.asarray(vals, dtype=npdt)
+            tensors[t.name] = arr.reshape(shape)
+        missing = [n for n, _, _ in m.inputs if n not in tensors]
+        if missing:
+            raise InferError(bad, "missing input(s) %s for model '%s'" %
+                             (", ".join(missing), m.name))
+        return tensors
+
+    def infer(self, req, context):
+        """Run one request; return ModelInferResponse or raise InferError."""
+        m = self.lookup(req.model_name, req.model_version)
+        if not m.ready:
+            raise InferError(grpc.StatusCode.UNAVAILABLE,
+                             "model is not ready: %s" % m.name)
+        t0 = time.monotonic_ns()
+        try:
+            bad = grpc.StatusCode.INVALID_ARGUMENT
+            tensors = self.decode_inputs(m, req)
+            out_names = [o for o, _, _ in m.outputs]
+            out_dt = {o: dt for o, dt, _ in m.outputs}
+            if req.outputs:
+                wanted = []
+                for o in req.outputs:
+                    if o.name not in out_dt:
+                        raise InferError(bad, "unknown output '%s' for model "
+                                         "'%s'" % (o.name, m.name))
+                    if "shared_memory_region" in o.parameters:
+                        raise InferError(bad, "output '%s': shared memory "
+                                         "is not supported by this server"
+                                         % o.name)
+                    if o.name in wanted:
+                        raise InferError(bad, "output '%s' requested more "
+                                         "than once" % o.name)
+                    wanted.append(o.name)
+                out_names = wanted
+            t1 = time.monotonic_ns()
+            if m.delay_s > 0:
+                end = time.monotonic() + m.delay_s
+                while time.monotonic() < end:
+                    if context is not None and not context.is_active():
+                        raise InferError(grpc.StatusCode.CANCELLED,
+                                         "request cancelled")
+                    time.sleep(min(0.05, max(0.0, end - time.monotonic())))
+            results = m.compute(tensors)
+            t2 = time.monotonic_ns()
+            resp = pb2.ModelInferResponse(model_name=m.name,
+                                          model_version=m.version,
+                                          id=req.id)
+            for n in out_names:
+                arr = np.ascontiguousarray(results[n],
+                                           dtype=DTYPES[out_dt[n]][0])
+                resp.outputs.add(name=n, datatype=out_dt[n],
+                                 shape=list(arr.shape))
+                resp.raw_output_contents.append(arr.tobytes())
+            p = req.parameters.get("echo_metadata")
+            if (p is not None and p.WhichOneof("parameter_choice") ==
+                    "bool_param" and p.bool_param and context is not None):
+                echoed = {}
+                for key, value in context.invocation_metadata():
+                    if not key.startswith("x-sonic-"):
+                        continue
+                    if isinstance(value, bytes):
+                        value = base64.b64encode(value).decode("ascii")
+                    echoed.setdefault(key, []).append(value)
+                for key, values in echoed.items():
+                    resp.parameters[key].string_param = ",".join(values)
+            t3 = time.monotonic_ns()
+        except InferError:
+            m.record_failure(time.monotonic_ns() - t0)
+            raise
+        m.record_success(t3 - t0, t1 - t0, t2 - t1, t3 - t2)
+        return resp
+
+    # -- health -----------------------------------------------------------
+
+    def ServerLive(self, request, context):
+        return pb2.ServerLiveResponse(live=True)
+
+    def ServerReady(self, request, context):
+        return pb2.ServerReadyResponse(ready=True)
+
+    def ModelReady(self, request, context):
+        m = self.models.get(request.name)
+        ok = (m is not None and m.ready and
+              request.version in ("", m.version))
+        return pb2.ModelReadyResponse(ready=ok)
+
+    # -- metadata ---------------------------------------------------------
+
+    def ServerMetadata(self, request, context):
+        return pb2.ServerMetadataResponse(
+            name="sonic-python-test-server", version="1.0.0",
+            extensions=["model_configuration", "statistics", "parameters",
+                        "model_repository"])
+
+    def ModelMetadata(self, request, context):
+        try:
+            return self.lookup(request.name, request.version).metadata()
+        except InferError as e:
+            self.abort(context, e)
+
+    def ModelConfig(self, request, context):
+        try:
+            m = self.lookup(request.name, request.version)
+        except InferError as e:
+            self.abort(context, e)
+        return pb2.ModelConfigResponse(config=m.config())
+
+    def ModelStatistics(self, request, context):
+        resp = pb2.ModelStatisticsResponse()
+        if request.name == "":
+            for name in sorted(self.models):
+                m = self.models[name]
+                if request.version in ("", m.version):
+                    resp.model_stats.append(m.statistics())
+            return resp
+        try:
+            m = self.lookup(request.name, request.version)
+        except InferError as e:
+            self.abort(context, e)
+        resp.model_stats.append(m.statistics())
+        return resp
+
+    # -- inference --------------------------------------------------------
+
+    def ModelInfer(self, request, context):
+        try:
+            return self.infer(request, context)
+        except InferError as e:
+            self.abort(context, e)
+
+    def ModelStreamInfer(self, request_iterator, context):
+        for req in request_iterator:
+            try:
+                yield pb2.ModelStreamInferResponse(
+                    infer_response=self.infer(req, context))
+            except InferError as e:
+                yield pb2.ModelStreamInferResponse(error_message=e.message)
+
+    # -- model repository -------------------------------------------------
+
+    def RepositoryIndex(self, request, context):
+        resp = pb2.RepositoryIndexResponse()
+        for name in sorted(self.models):
+            m = self.models[name]
+            if request.ready and not m.ready:
+                continue
+            resp.models.add(name=name, version=m.version,
+                            state="READY" if m.ready else "UNAVAILABLE",
+                            reason="" if m.ready else "unloaded")
+        return resp
+
+    def RepositoryModelLoad(self, request, context):
+        m = self.models.get(request.model_name)
+        if m is None:
+            context.abort(grpc.StatusCode.NOT_FOUND,
+                          "unknown model: %s" % request.model_name)
+        m.ready = True
+        return pb2.RepositoryModelLoadResponse()
+
+    def RepositoryModelUnload(self, request, context):
+        m = self.models.get(request.model_name)
+        if m is None:
+            context.abort(grpc.StatusCode.NOT_FOUND,
+                          "unknown model: %s" % request.model_name)
+        m.ready = False
+        return pb2.RepositoryModelUnloadResponse()
+
+
+def main():
+    options = [
+        ("grpc.max_receive_message_length", GIB),
+        ("grpc.max_send_message_length", GIB),
+        ("grpc.so_reuseport", 0),
+    ]
+    server = grpc.server(
+        futures.ThreadPoolExecutor(max_workers=ARGS.workers),
+        options=options)
+    pb2_grpc.add_GRPCInferenceServiceServicer_to_server(Servicer(), server)
+    host = ARGS.host
+    bind_host = "[%s]" % host if ":" in host else host
+    port = server.add_insecure_port("%s:%d" % (bind_host, ARGS.port))
+    if port == 0:
+        raise SystemExit("failed to bind %s:%d" % (host, ARGS.port))
+    stop = threading.Event()
+
+    def on_signal(signum, frame):
+        stop.set()
+
+    signal.signal(signal.SIGTERM, on_signal)
+    signal.signal(signal.SIGINT, on_signal)
+    server.start()
+    print("listening on %s:%d" % (host, port), flush=True)
+    stop.wait(ARGS.max_seconds)
+    server.stop(grace=1.0).wait()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

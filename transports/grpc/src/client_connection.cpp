@@ -1,0 +1,361 @@
+#include "client_connection.hpp"
+
+#include <algorithm>
+
+#include "protocol.hpp"
+#include "sonic/version.hpp"
+
+namespace sonic::grpc {
+
+namespace {
+
+nghttp2_nv header(std::string_view name, std::string_view value) {
+  return {reinterpret_cast<std::uint8_t*>(const_cast<char*>(name.data())),
+          reinterpret_cast<std::uint8_t*>(const_cast<char*>(value.data())), name.size(), value.size(),
+          NGHTTP2_NV_FLAG_NONE};
+}
+
+std::string_view view(const std::uint8_t* data, std::size_t size) {
+  return {reinterpret_cast<const char*>(data), size};
+}
+
+const std::string kUserAgent = std::string("sonic/") + kVersion;
+
+}  // namespace
+
+ClientConnection::ClientConnection(asio::io_context& io, Endpoint endpoint, const ClientOptions& options)
+    : H2Session(asio::ip::tcp::socket(io)),
+      io_(io),
+      endpoint_(std::move(endpoint)),
+      options_(options),
+      resolver_(io),
+      connect_timer_(io),
+      keepalive_timer_(io) {
+  bool ipv6 = endpoint_.host.find(':') != std::string::npos;
+  authority_ = (ipv6 ? "[" + endpoint_.host + "]" : endpoint_.host) + ":" + std::to_string(endpoint_.port);
+}
+
+ClientConnection::~ClientConnection() = default;
+
+std::string ClientConnection::describe() const { return endpoint_.scheme + "://" + authority_; }
+
+void ClientConnection::connect() {
+  state_ = State::Connecting;
+  auto self = std::static_pointer_cast<ClientConnection>(shared_from_this());
+  connect_timer_.expires_after(options_.connect_timeout);
+  connect_timer_.async_wait([self](std::error_code ec) {
+    if (!ec && self->state_ == State::Connecting) {
+      self->connect_failed("no connection after " + std::to_string(self->options_.connect_timeout.count()) + " ms");
+    }
+  });
+  resolver_.async_resolve(
+      endpoint_.host, std::to_string(endpoint_.port),
+      [self](std::error_code ec, asio::ip::tcp::resolver::results_type results) {
+        if (self->state_ != State::Connecting) return;
+        if (ec) return self->connect_failed("cannot resolve host: " + ec.message());
+        asio::async_connect(self->socket_, results, [self](std::error_code ec2, const asio::ip::tcp::endpoint&) {
+          if (self->state_ != State::Connecting) return;
+          if (ec2) return self->connect_failed(ec2.message());
+          self->on_connected();
+        });
+      });
+}
+
+void ClientConnection::connect_failed(const std::string& why) {
+  state_ = State::Closed;
+  lost_ = true;
+  connect_timer_.cancel();
+  resolver_.cancel();
+  close_socket();
+  auto waiting = std::move(waiting_);
+  waiting_.clear();
+  for (auto& call : waiting) {
+    complete(call, Error(StatusCode::Unavailable, "cannot connect to " + describe() + ": " + why));
+  }
+}
+
+void ClientConnection::on_connected() {
+  connect_timer_.cancel();
+  std::error_code ignored;
+  socket_.set_option(asio::ip::tcp::no_delay(true), ignored);
+
+  nghttp2_session_callbacks* callbacks = nullptr;
+  nghttp2_session_callbacks_new(&callbacks);
+  install_common_callbacks(callbacks);
+  nghttp2_session_callbacks_set_on_header_callback(callbacks, &ClientConnection::on_header);
+  nghttp2_session_callbacks_set_on_data_chunk_recv_callback(callbacks, &ClientConnection::on_data_chunk);
+  nghttp2_session_callbacks_set_on_frame_recv_callback(callbacks, &ClientConnection::on_frame_recv);
+  nghttp2_session_callbacks_set_on_stream_close_callback(callbacks, &ClientConnection::on_stream_close);
+  nghttp2_option* option = nullptr;
+  nghttp2_option_new(&option);
+  // Until the server's SETTINGS arrive, assume gRPC's customary limit rather than "unlimited".
+  nghttp2_option_set_peer_max_concurrent_streams(option, 100);
+  int rv = nghttp2_session_client_new2(&session_, callbacks, this, option);
+  nghttp2_option_del(option);
+  nghttp2_session_callbacks_del(callbacks);
+  if (rv != 0) return connect_failed(std::string("cannot create HTTP/2 session: ") + nghttp2_strerror(rv));
+
+  H2Settings settings;
+  settings.stream_window_bytes = options_.stream_window_bytes;
+  settings.connection_window_bytes = options_.connection_window_bytes;
+  settings.max_concurrent_streams = 0;  // the server may not push
+  if (int err = submit_settings(settings, false); err != 0) {
+    return connect_failed(std::string("cannot send SETTINGS: ") + nghttp2_strerror(err));
+  }
+  state_ = State::Ready;
+  start_reading();
+  auto waiting = std::move(waiting_);
+  waiting_.clear();
+  for (auto& call : waiting) {
+    if (!call->finished) start_stream(call);
+  }
+  flush();
+  schedule_keepalive();
+}
+
+void ClientConnection::submit(std::shared_ptr<ClientCall> call) {
+  arm_deadline(call);
+  if (call->finished) return;
+  switch (state_) {
+    case State::Idle:
+    case State::Connecting: waiting_.push_back(std::move(call)); return;
+    case State::Ready:
+      start_stream(call);
+      flush();
+      return;
+    case State::Closed:
+      complete(call, Error(StatusCode::Unavailable, "connection to " + describe() + " is closed"));
+      return;
+  }
+}
+
+void ClientConnection::arm_deadline(const std::shared_ptr<ClientCall>& call) {
+  if (call->deadline == Deadline::max()) return;
+  if (call->deadline <= Clock::now()) {
+    complete(call, Error(StatusCode::DeadlineExceeded, "deadline passed before the request was sent"));
+    return;
+  }
+  call->timer = std::make_unique<asio::steady_timer>(io_, call->deadline);
+  std::weak_ptr<ClientCall> weak = call;
+  auto self = std::static_pointer_cast<ClientConnection>(shared_from_this());
+  call->timer->async_wait([self, weak](std::error_code ec) {
+    auto expired = weak.lock();
+    if (ec || !expired || expired->finished) return;
+    if (expired->stream_id > 0 && !self->lost_) {
+      // Tell the server to stop working on it; the stream's close event finds it finished.
+      nghttp2_submit_rst_stream(self->session_, NGHTTP2_FLAG_NONE, expired->stream_id, NGHTTP2_CANCEL);
+      self->streams_.erase(expired->stream_id);
+      self->flush();
+    }
+    self->complete(expired, Error(StatusCode::DeadlineExceeded, "no response from " + self->describe() +
+                                                                 " before the deadline"));
+  });
+}
+
+void ClientConnection::start_stream(const std::shared_ptr<ClientCall>& call) {
+  std::vector<nghttp2_nv> nva;
+  std::string timeout;
+  nva.reserve(10 + call->headers.size() + options_.headers.size());
+  nva.push_back(header(":method", "POST"));
+  nva.push_back(header(":scheme", "http"));
+  nva.push_back(header(":path", call->path));
+  nva.push_back(header(":authority", authority_));
+  nva.push_back(header("content-type", "application/grpc"));
+  nva.push_back(header("te", "trailers"));
+  nva.push_back(header("user-agent", kUserAgent));
+  if (call->deadline != Deadline::max()) {
+    timeout = format_grpc_timeout(call->deadline - Clock::now());
+    nva.push_back(header("grpc-timeout", timeout));
+  }
+  for (const auto& [name, value] : call->headers) nva.push_back(header(name, value));
+
+  nghttp2_data_provider provider = body_provider(call->body.get());
+  std::int32_t id = nghttp2_submit_request(session_, nullptr, nva.data(), nva.size(), &provider, call.get());
+  if (id < 0) {
+    StatusCode code = id == NGHTTP2_ERR_STREAM_ID_NOT_AVAILABLE ? StatusCode::Unavailable : StatusCode::Internal;
+    if (id == NGHTTP2_ERR_STREAM_ID_NOT_AVAILABLE) goaway_ = true;  // the next call opens a new connection
+    complete(call, Error(code, std::string("cannot start the call: ") + nghttp2_strerror(id)));
+    return;
+  }
+  call->stream_id = id;
+  streams_[id] = call;
+}
+
+std::shared_ptr<ClientCall> ClientConnection::find(std::int32_t stream_id) const {
+  auto it = streams_.find(stream_id);
+  return it == streams_.end() ? nullptr : it->second;
+}
+
+int ClientConnection::on_header(nghttp2_session*, const nghttp2_frame* frame, const std::uint8_t* name,
+                                std::size_t namelen, const std::uint8_t* value, std::size_t valuelen, std::uint8_t,
+                                void* user_data) {
+  auto* self = static_cast<ClientConnection*>(user_data);
+  if (frame->hd.type != NGHTTP2_HEADERS) return 0;
+  auto call = self->find(frame->hd.stream_id);
+  if (!call) return 0;
+  std::string_view n = view(name, namelen), v = view(value, valuelen);
+  if (n == ":status") {
+    int status = 0;
+    for (char c : v) status = status * 10 + (c - '0');
+    call->http_status = status;
+  } else if (n == "content-type") {
+    call->content_type = std::string(v);
+  } else if (n == "grpc-status") {
+    std::int64_t code = 0;
+    for (char c : v) {
+      if (c < '0' || c > '9' || code > 1000) {
+        code = static_cast<std::int64_t>(StatusCode::Unknown);
+        break;
+      }
+      code = code * 10 + (c - '0');
+    }
+    call->grpc_status = code;
+  } else if (n == "grpc-message") {
+    call->grpc_message = percent_decode(v);
+  }
+  return 0;
+}
+
+int ClientConnection::on_data_chunk(nghttp2_session* session, std::uint8_t, std::int32_t stream_id,
+                                    const std::uint8_t* data, std::size_t len, void* user_data) {
+  auto* self = static_cast<ClientConnection*>(user_data);
+  auto call = self->find(stream_id);
+  if (!call || call->finished) return 0;
+  if (auto ok = call->reader.feed(data, len); !ok) {
+    nghttp2_submit_rst_stream(session, NGHTTP2_FLAG_NONE, stream_id, NGHTTP2_CANCEL);
+    self->streams_.erase(stream_id);
+    self->complete(call, ok.error());
+  }
+  return 0;
+}
+
+int ClientConnection::on_frame_recv(nghttp2_session*, const nghttp2_frame* frame, void* user_data) {
+  auto* self = static_cast<ClientConnection*>(user_data);
+  if (frame->hd.type == NGHTTP2_GOAWAY) {
+    self->goaway_ = true;  // streams above last_stream_id are closed with REFUSED_STREAM
+  } else if (frame->hd.type == NGHTTP2_PING && (frame->hd.flags & NGHTTP2_FLAG_ACK)) {
+    self->ping_outstanding_ = false;
+  }
+  return 0;
+}
+
+int ClientConnection::on_stream_close(nghttp2_session*, std::int32_t stream_id, std::uint32_t error_code,
+                                      void* user_data) {
+  auto* self = static_cast<ClientConnection*>(user_data);
+  auto it = self->streams_.find(stream_id);
+  if (it == self->streams_.end()) return 0;
+  auto call = std::move(it->second);
+  self->streams_.erase(it);
+  if (!call->finished) self->finish_stream(call, error_code);
+  return 0;
+}
+
+void ClientConnection::finish_stream(const std::shared_ptr<ClientCall>& call, std::uint32_t h2_error) {
+  complete(call, outcome_of(*call, h2_error));
+}
+
+Result<ReceivedMessage> ClientConnection::outcome_of(ClientCall& call, std::uint32_t h2_error) const {
+  if (call.grpc_status) {
+    StatusCode code = status_code_from_int(*call.grpc_status);
+    if (code != StatusCode::Ok) {
+      return Error(code, call.grpc_message.empty() ? sonic::describe(code) : call.grpc_message);
+    }
+    if (!call.reader.at_boundary()) {
+      return Error(StatusCode::Internal, "response from " + describe() + " ended inside a message (truncated)");
+    }
+    if (call.reader.messages().size() != 1) {
+      return Error(StatusCode::Internal, "expected one response message from " + describe() + ", got " +
+                                             std::to_string(call.reader.messages().size()));
+    }
+    return std::move(call.reader.messages().front());
+  }
+  if (h2_error != NGHTTP2_NO_ERROR) return error_from_reset(h2_error);
+  if (call.http_status != 200 && call.http_status != 0) {
+    return Error(status_from_http(call.http_status),
+                 "HTTP status " + std::to_string(call.http_status) + " from " + describe() + " (not a gRPC response)");
+  }
+  if (call.content_type.rfind("application/grpc", 0) != 0) {
+    return Error(StatusCode::Unknown,
+                 "not a gRPC server at " + describe() + " (content-type '" + call.content_type + "')");
+  }
+  return Error(StatusCode::Internal, "server " + describe() + " closed the stream without a grpc-status");
+}
+
+void ClientConnection::complete(const std::shared_ptr<ClientCall>& call, Result<ReceivedMessage> outcome) {
+  if (call->finished) return;
+  call->finished = true;
+  if (call->timer) call->timer->cancel();
+  if (call->body && call->body->in_flight_writes > 0) {
+    // A write still reads the caller's tensors: answer once it no longer does.
+    call->parked = std::move(outcome);
+    parked_[call->body.get()] = call;
+    return;
+  }
+  auto done = std::move(call->done);
+  done(std::move(outcome));
+}
+
+void ClientConnection::on_body_released(OutgoingBody& body) {
+  auto it = parked_.find(&body);
+  if (it == parked_.end()) return;
+  auto call = std::move(it->second);
+  parked_.erase(it);
+  auto done = std::move(call->done);
+  done(std::move(*call->parked));
+}
+
+void ClientConnection::schedule_keepalive() {
+  if (options_.keepalive_interval.count() <= 0 || lost_) return;
+  auto wait = ping_outstanding_ ? options_.keepalive_timeout : options_.keepalive_interval;
+  keepalive_timer_.expires_after(wait);
+  auto self = std::static_pointer_cast<ClientConnection>(shared_from_this());
+  keepalive_timer_.async_wait([self](std::error_code ec) {
+    if (ec || self->lost_) return;
+    if (self->ping_outstanding_) {
+      if (Clock::now() - self->ping_sent_ >= self->options_.keepalive_timeout) {
+        self->shutdown(StatusCode::Unavailable, "keepalive PING unanswered for " +
+                                                     std::to_string(self->options_.keepalive_timeout.count()) + " ms");
+        return;
+      }
+    } else if (!self->streams_.empty()) {
+      // Ping only while calls wait: servers penalise pings on idle connections.
+      nghttp2_submit_ping(self->session_, NGHTTP2_FLAG_NONE, nullptr);
+      self->ping_outstanding_ = true;
+      self->ping_sent_ = Clock::now();
+      self->flush();
+    }
+    self->schedule_keepalive();
+  });
+}
+
+void ClientConnection::on_connection_lost(const std::string& why) {
+  state_ = State::Closed;
+  keepalive_timer_.cancel();
+  connect_timer_.cancel();
+  auto streams = std::move(streams_);
+  streams_.clear();
+  auto waiting = std::move(waiting_);
+  waiting_.clear();
+  Error error(StatusCode::Unavailable, "connection to " + describe() + " lost: " + why);
+  for (auto& [id, call] : streams) complete(call, error);
+  for (auto& call : waiting) complete(call, error);
+}
+
+void ClientConnection::shutdown(StatusCode code, const std::string& why) {
+  keepalive_timer_.cancel();
+  connect_timer_.cancel();
+  resolver_.cancel();
+  auto streams = std::move(streams_);
+  streams_.clear();
+  auto waiting = std::move(waiting_);
+  waiting_.clear();
+  for (auto& [id, call] : streams) complete(call, Error(code, why));
+  for (auto& call : waiting) complete(call, Error(code, why));
+  state_ = State::Closed;
+  if (!lost_) {
+    lost_ = true;
+    close_socket();
+  }
+}
+
+}  // namespace sonic::grpc

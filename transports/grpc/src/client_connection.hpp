@@ -1,0 +1,105 @@
+// One HTTP/2 connection of the gRPC client: many concurrent calls multiplexed as streams.
+// All members run on the transport's io_context thread.
+#pragma once
+
+#include <chrono>
+#include <deque>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "h2_session.hpp"
+#include "sonic/detail/unique_function.hpp"
+#include "sonic/options.hpp"
+#include "sonic/transport.hpp"
+
+namespace sonic::grpc {
+
+/// One unary gRPC call: a request body, its deadline, and the handler of its outcome.
+struct ClientCall {
+  ClientCall(std::string method_path, std::shared_ptr<OutgoingBody> request_body, Deadline call_deadline,
+             std::uint32_t raw_field, std::size_t max_message_bytes)
+      : path(std::move(method_path)),
+        body(std::move(request_body)),
+        deadline(call_deadline),
+        reader(raw_field, max_message_bytes) {}
+
+  std::string path;
+  std::shared_ptr<OutgoingBody> body;
+  Deadline deadline;
+  std::vector<std::pair<std::string, std::string>> headers;
+  /// Runs exactly once on the io thread.
+  detail::UniqueFunction<void(Result<ReceivedMessage>)> done;
+
+  // Progress, owned by the connection.
+  std::int32_t stream_id = 0;
+  MessageReader reader;
+  int http_status = 0;
+  std::string content_type;
+  std::optional<std::int64_t> grpc_status;
+  std::string grpc_message;
+  std::unique_ptr<asio::steady_timer> timer;
+  bool finished = false;
+  std::optional<Result<ReceivedMessage>> parked;  // outcome held until the body's bytes are released
+};
+
+/// A client connection. Created per endpoint; replaced when it fails or receives GOAWAY.
+class ClientConnection final : public H2Session {
+ public:
+  ClientConnection(asio::io_context& io, Endpoint endpoint, const ClientOptions& options);
+  ~ClientConnection() override;
+
+  /// Resolves and connects; calls submitted meanwhile wait (bounded by connect_timeout).
+  void connect();
+  /// Starts a call, or queues it until the connection is up.
+  void submit(std::shared_ptr<ClientCall> call);
+  /// Completes every call with `code` and closes the connection.
+  void shutdown(StatusCode code, const std::string& why);
+  /// False once the connection failed, was shut down, or the server sent GOAWAY.
+  bool usable() const noexcept { return !lost_ && !goaway_; }
+
+ private:
+  enum class State { Idle, Connecting, Ready, Closed };
+
+  void on_connected();
+  void connect_failed(const std::string& why);
+  void start_stream(const std::shared_ptr<ClientCall>& call);
+  void arm_deadline(const std::shared_ptr<ClientCall>& call);
+  void finish_stream(const std::shared_ptr<ClientCall>& call, std::uint32_t h2_error);
+  Result<ReceivedMessage> outcome_of(ClientCall& call, std::uint32_t h2_error) const;
+  void complete(const std::shared_ptr<ClientCall>& call, Result<ReceivedMessage> outcome);
+  void schedule_keepalive();
+  std::shared_ptr<ClientCall> find(std::int32_t stream_id) const;
+  std::string describe() const;
+
+  void on_connection_lost(const std::string& why) override;
+  void on_body_released(OutgoingBody& body) override;
+
+  static int on_header(nghttp2_session*, const nghttp2_frame*, const std::uint8_t*, std::size_t,
+                       const std::uint8_t*, std::size_t, std::uint8_t, void*);
+  static int on_data_chunk(nghttp2_session*, std::uint8_t, std::int32_t, const std::uint8_t*,
+                           std::size_t, void*);
+  static int on_frame_recv(nghttp2_session*, const nghttp2_frame*, void*);
+  static int on_stream_close(nghttp2_session*, std::int32_t, std::uint32_t, void*);
+
+  asio::io_context& io_;
+  Endpoint endpoint_;
+  const ClientOptions& options_;
+  std::string authority_;
+  State state_ = State::Idle;
+  bool goaway_ = false;
+  asio::ip::tcp::resolver resolver_;
+  asio::steady_timer connect_timer_;
+  asio::steady_timer keepalive_timer_;
+  bool ping_outstanding_ = false;
+  Clock::time_point ping_sent_;
+  std::deque<std::shared_ptr<ClientCall>> waiting_;                  // until connected
+  std::map<std::int32_t, std::shared_ptr<ClientCall>> streams_;      // open streams
+  std::unordered_map<OutgoingBody*, std::shared_ptr<ClientCall>> parked_;
+};
+
+}  // namespace sonic::grpc

@@ -1,0 +1,102 @@
+// The HTTP/2 plumbing shared by the client and server halves: an nghttp2 session driven over
+// an Asio TCP socket, with gathered writes that send tensor bytes straight from their memory.
+// Everything here runs on the connection's io_context thread.
+#pragma once
+
+#include <nghttp2/nghttp2.h>
+
+#include <asio.hpp>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "message.hpp"
+
+namespace sonic::grpc {
+
+/// Settings both halves apply to their session.
+struct H2Settings {
+  std::uint32_t stream_window_bytes = 16u << 20;
+  std::uint32_t connection_window_bytes = 256u << 20;
+  std::uint32_t max_frame_bytes = 1u << 20;  // bigger DATA frames: fewer headers and callbacks
+  std::uint32_t max_concurrent_streams = 1024;
+};
+
+/// Owns the socket and the nghttp2 session; derived classes create the session (client or
+/// server) and handle stream events.
+class H2Session : public std::enable_shared_from_this<H2Session> {
+ public:
+  explicit H2Session(asio::ip::tcp::socket socket);
+  virtual ~H2Session();
+  H2Session(const H2Session&) = delete;
+  H2Session& operator=(const H2Session&) = delete;
+
+ protected:
+  /// Sets the callbacks every session needs (DATA without copies); derived classes add theirs.
+  static void install_common_callbacks(nghttp2_session_callbacks* callbacks);
+  /// Sends the initial SETTINGS and enlarges the connection window.
+  int submit_settings(const H2Settings& settings, bool is_server);
+  /// A data provider streaming `body`, which must outlive the stream.
+  static nghttp2_data_provider body_provider(OutgoingBody* body);
+
+  /// Starts the read loop (call once the session exists).
+  void start_reading();
+  /// Moves whatever nghttp2 wants to send into the socket; call after submitting anything.
+  void flush();
+  /// Closes the socket; outstanding operations end with operation_aborted.
+  void close_socket();
+
+  /// The connection failed (peer closed, reset, protocol error); called once.
+  virtual void on_connection_lost(const std::string& why) = 0;
+  /// A body's borrowed bytes are no longer referenced by any pending write.
+  virtual void on_body_released(OutgoingBody& body) { (void)body; }
+  /// The body of a stream was fully handed to the socket layer; `flags` may get
+  /// NGHTTP2_DATA_FLAG_NO_END_STREAM (to send trailers after it).
+  virtual void on_body_end(std::int32_t stream_id, std::uint32_t* flags) {
+    (void)stream_id;
+    (void)flags;
+  }
+
+  asio::ip::tcp::socket socket_;
+  nghttp2_session* session_ = nullptr;
+  bool lost_ = false;  // on_connection_lost was called
+
+ private:
+  struct WriteBatch {
+    std::string copied;  // frames serialised by nghttp2 and small payload runs
+    struct Span {
+      const std::uint8_t* external;  // null: `offset` into `copied`
+      std::size_t offset;
+      std::size_t size;
+    };
+    std::vector<Span> spans;
+    std::vector<std::shared_ptr<OutgoingBody>> bodies;  // holding borrowed bytes in `spans`
+    std::vector<asio::const_buffer> buffers;
+    bool empty() const { return spans.empty(); }
+    void clear() {
+      copied.clear();
+      spans.clear();
+      bodies.clear();
+      buffers.clear();
+    }
+  };
+
+  void append_copy(const std::uint8_t* data, std::size_t size);
+  void append_external(const std::uint8_t* data, std::size_t size);
+  void start_write();
+  void fail(const std::string& why);
+
+  static ssize_t read_body(nghttp2_session* session, std::int32_t stream_id, std::uint8_t* buf,
+                           std::size_t length, std::uint32_t* flags, nghttp2_data_source* source,
+                           void* user_data);
+  static int send_body(nghttp2_session* session, nghttp2_frame* frame, const std::uint8_t* framehd,
+                       std::size_t length, nghttp2_data_source* source, void* user_data);
+
+  std::vector<std::uint8_t> read_buffer_;
+  WriteBatch pending_;  // being filled
+  WriteBatch active_;   // being written
+  bool writing_ = false;
+};
+
+}  // namespace sonic::grpc

@@ -1,0 +1,35 @@
+// The KServe v2 inference messages, encoded and decoded by hand so that tensor bytes travel
+// from memory to socket and from socket to aligned buffers without passing through protobuf.
+// Field numbers follow grpc_service.proto (ModelInferRequest / ModelInferResponse).
+#pragma once
+
+#include <memory>
+
+#include "message.hpp"
+#include "sonic/request.hpp"
+
+namespace sonic::grpc {
+
+/// Top-level field numbers of the raw tensor payloads.
+inline constexpr std::uint32_t kRawInputField = 7;   // ModelInferRequest.raw_input_contents
+inline constexpr std::uint32_t kRawOutputField = 6;  // ModelInferResponse.raw_output_contents
+
+/// A ModelInferRequest whose inputs travel as raw_input_contents, borrowed from the request's
+/// tensors (the body keeps owned tensors alive; borrowed ones are the caller's to keep).
+Result<std::shared_ptr<OutgoingBody>> encode_infer_request(const InferRequest& request,
+                                                          std::size_t max_message_bytes);
+
+/// An InferResult whose outputs view the message's raw buffers. A malformed or lying response
+/// (sizes that do not fit shapes, unknown datatypes, mismatched counts) is INTERNAL.
+Result<InferResult> decode_infer_response(ReceivedMessage message);
+
+/// The server's view of a ModelInferRequest: raw or typed contents, every tensor checked.
+/// Malformed input is INVALID_ARGUMENT.
+Result<InferRequest> decode_infer_request(ReceivedMessage message);
+
+/// A ModelInferResponse with raw_output_contents borrowed from the result's tensors (kept
+/// alive by the body).
+Result<std::shared_ptr<OutgoingBody>> encode_infer_response(const InferResult& result,
+                                                           std::size_t max_message_bytes);
+
+}  // namespace sonic::grpc
