@@ -279,13 +279,13 @@ class Tensor {
   static Tensor copy_bytes(DataType type, Shape shape, const void* data, std::size_t byte_size) {
     const auto* begin = static_cast<const std::uint8_t*>(data);
     auto owner = std::make_shared<std::vector<std::uint8_t>>(begin, begin + byte_size);
-    return Tensor(type, std::move(shape), owner->data(), owner->size(), std::move(owner));
+    return owning(type, std::move(shape), std::move(owner));
   }
   /// A BYTES tensor holding the given strings (serialised once, owned).
   template <typename Strings>
   static Tensor from_strings(const Strings& strings, Shape shape) {
-    auto owner = std::make_shared<std::vector<std::uint8_t>>(detail::encode_bytes_elements(strings));
-    return Tensor(DataType::Bytes, std::move(shape), owner->data(), owner->size(), std::move(owner));
+    return owning(DataType::Bytes, std::move(shape),
+                  std::make_shared<std::vector<std::uint8_t>>(detail::encode_bytes_elements(strings)));
   }
   /// Bytes kept alive by `owner` (a received message, a memory pool block, ...).
   static Tensor from_shared(DataType type, Shape shape, std::shared_ptr<const void> owner,
@@ -368,6 +368,14 @@ class Tensor {
   }
 
  private:
+  // Reads the vector's address before the pointer moves into the tensor (argument evaluation
+  // order is unspecified, so this cannot be one call).
+  static Tensor owning(DataType type, Shape shape, std::shared_ptr<std::vector<std::uint8_t>> bytes) {
+    const std::uint8_t* data = bytes->data();
+    std::size_t size = bytes->size();
+    return Tensor(type, std::move(shape), data, size, std::move(bytes));
+  }
+
   Tensor(DataType type, Shape shape, const std::uint8_t* data, std::size_t size,
          std::shared_ptr<const void> owner)
       : dtype_(type), shape_(std::move(shape)), data_(data), size_(size), owner_(std::move(owner)) {}

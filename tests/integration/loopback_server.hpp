@@ -1,0 +1,60 @@
+// Test fixture: a sonic::grpc::Server on 127.0.0.1 with an ephemeral port, hosting the built-in
+// models plus test models (slow, bytes identity), stopped when the fixture goes away.
+#pragma once
+
+#include <sonic/grpc/server.hpp>
+#include <sonic/sonic.hpp>
+
+#include <chrono>
+#include <memory>
+#include <string>
+
+namespace sonic::test {
+
+/// FP32 identity that sleeps first: deadlines and in-flight failures.
+inline constexpr const char* kSlowModel = "slow_fp32";
+inline constexpr std::chrono::milliseconds kSlowDelay{1000};
+
+inline std::shared_ptr<CpuExecutor> test_executor(std::size_t threads = 4) {
+  auto executor = CpuExecutor::with_models(models::builtin(), threads);
+  executor->add_model(models::identity(kSlowModel, DataType::Fp32, kSlowDelay));
+  executor->add_model(models::identity("identity_bytes", DataType::Bytes));
+  executor->add_model(models::identity("paced_fp32", DataType::Fp32, std::chrono::milliseconds(5)));
+  return executor;
+}
+
+class LoopbackServer {
+ public:
+  explicit LoopbackServer(grpc::ServerOptions options = {}, std::size_t threads = 4)
+      : executor_(test_executor(threads)), server_(executor_, with_ephemeral_port(std::move(options))) {
+    server_.start();
+  }
+
+  std::string url() const { return "grpc://127.0.0.1:" + std::to_string(server_.port()); }
+  std::uint16_t port() const { return server_.port(); }
+  CpuExecutor& executor() { return *executor_; }
+  void stop() { server_.stop(); }
+
+ private:
+  static grpc::ServerOptions with_ephemeral_port(grpc::ServerOptions options) {
+    options.host = "127.0.0.1";
+    options.port = 0;
+    return options;
+  }
+
+  std::shared_ptr<CpuExecutor> executor_;
+  grpc::Server server_;
+};
+
+/// Two INT32 [1,16] inputs for `simple`.
+inline InferRequest simple_request(std::int32_t a, std::int32_t b) {
+  return InferRequest("simple")
+      .input("INPUT0", Tensor::from_vector(std::vector<std::int32_t>(16, a), {1, 16}))
+      .input("INPUT1", Tensor::from_vector(std::vector<std::int32_t>(16, b), {1, 16}));
+}
+
+inline double ms_since(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+}
+
+}  // namespace sonic::test

@@ -1,0 +1,227 @@
+// Failures: unknown models, bad input, no server, deadlines, servers and clients going away.
+#include <doctest/doctest.h>
+
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <future>
+#include <thread>
+#include <vector>
+
+#include "loopback_server.hpp"
+
+using namespace sonic;
+using namespace sonic::test;
+using namespace std::chrono_literals;
+
+namespace {
+
+// A loopback port with nothing listening: bound, then released.
+std::uint16_t unused_port() {
+  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  REQUIRE(::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0);
+  socklen_t len = sizeof addr;
+  ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
+  ::close(fd);
+  return ntohs(addr.sin_port);
+}
+
+StatusCode code_of(std::future<InferResult>& future) {
+  try {
+    future.get();
+    return StatusCode::Ok;
+  } catch (const Error& e) {
+    return e.code();
+  }
+}
+
+}  // namespace
+
+TEST_CASE("an unknown model is NOT_FOUND with the server's message") {
+  LoopbackServer server;
+  Client client(server.url());
+  try {
+    (void)client.infer(InferRequest("no_such_model").input("X", Tensor::from_vector(std::vector<float>{1}, {1})));
+    FAIL("must throw");
+  } catch (const Error& e) {
+    CHECK(e.code() == StatusCode::NotFound);
+    CHECK(e.message().find("no_such_model") != std::string::npos);
+  }
+}
+
+TEST_CASE("bad input is INVALID_ARGUMENT at once, without a round trip") {
+  LoopbackServer server;
+  Client client(server.url());
+  (void)client.infer(simple_request(1, 1));  // caches the model's metadata
+  auto before = server.executor().statistics("simple").value();
+
+  std::vector<float> floats(16);
+  std::vector<std::int32_t> ints(16);
+  std::vector<InferRequest> bad;
+  bad.push_back(InferRequest("simple").input("INPUT0", Tensor::view(floats, {1, 16})).input("INPUT1", Tensor::view(ints, {1, 16})));
+  bad.push_back(InferRequest("simple").input("INPUT0", Tensor::view(ints.data(), 16, {2, 8})).input("INPUT1", Tensor::view(ints, {1, 16})));
+  bad.push_back(InferRequest("simple").input("INPUT7", Tensor::view(ints, {1, 16})));
+  bad.push_back(InferRequest("simple").input("INPUT0", Tensor::view(ints.data(), 15, {1, 16})));
+  for (auto& request : bad) {
+    auto start = std::chrono::steady_clock::now();
+    try {
+      (void)client.infer(std::move(request));
+      FAIL("must throw");
+    } catch (const Error& e) {
+      CHECK(e.code() == StatusCode::InvalidArgument);
+      CHECK(e.message().find("INPUT") != std::string::npos);  // names the tensor
+    }
+    CHECK(ms_since(start) < 50);
+  }
+  auto after = server.executor().statistics("simple").value();
+  CHECK(after.success.count == before.success.count);
+  CHECK(after.fail.count == before.fail.count);  // the server never saw them
+}
+
+TEST_CASE("the server rejects bad input too when client validation is off") {
+  LoopbackServer server;
+  ClientOptions options;
+  options.validate_inputs = false;
+  Client client(server.url(), options);
+  std::vector<float> floats(16);
+  try {
+    (void)client.infer(InferRequest("simple").input("INPUT0", Tensor::view(floats, {1, 16})));
+    FAIL("must throw");
+  } catch (const Error& e) {
+    CHECK(e.code() == StatusCode::InvalidArgument);
+  }
+  CHECK(server.executor().statistics("simple")->fail.count == 1);
+}
+
+TEST_CASE("no server listening is UNAVAILABLE within 1 s") {
+  Client client("grpc://127.0.0.1:" + std::to_string(unused_port()));
+  auto start = std::chrono::steady_clock::now();
+  try {
+    (void)client.infer(simple_request(1, 2));
+    FAIL("must throw");
+  } catch (const Error& e) {
+    CHECK(e.code() == StatusCode::Unavailable);
+    CHECK(e.message().find("Connection refused") != std::string::npos);
+  }
+  CHECK(ms_since(start) < 1000);
+  CHECK_THROWS_AS(client.server_live(), Error);
+}
+
+TEST_CASE("a slow model and a short deadline give DEADLINE_EXCEEDED on time") {
+  LoopbackServer server;
+  Client client(server.url());
+  (void)client.model_metadata(kSlowModel);
+  std::vector<float> data(4);
+  auto start = std::chrono::steady_clock::now();
+  try {
+    (void)client.infer(InferRequest(kSlowModel).input("INPUT0", Tensor::view(data, {2, 2})).timeout(150ms));
+    FAIL("must throw");
+  } catch (const Error& e) {
+    CHECK(e.code() == StatusCode::DeadlineExceeded);
+  }
+  double elapsed = ms_since(start);
+  CHECK(elapsed >= 150);
+  CHECK(elapsed < 150 + 250);  // margin for a loaded 2-core machine, far below the 1 s model
+
+  // The default timeout applies to requests that set none.
+  ClientOptions options;
+  options.default_timeout = 100ms;
+  Client hurried(server.url(), options);
+  auto future = hurried.infer_future(InferRequest(kSlowModel).input("INPUT0", Tensor::view(data, {2, 2})));
+  CHECK(code_of(future) == StatusCode::DeadlineExceeded);
+}
+
+TEST_CASE("a server stopping mid-request completes every request exactly once") {
+  auto server = std::make_unique<LoopbackServer>();
+  Client client(server->url());
+  std::vector<float> data(4);
+  std::atomic<int> calls{0}, unavailable{0};
+  std::promise<void> all_done;
+  constexpr int kRequests = 20;
+  for (int i = 0; i < kRequests; ++i) {
+    client.infer_async(InferRequest(kSlowModel).input("INPUT0", Tensor::view(data, {2, 2})),
+                       [&](Result<InferResult> r) {
+                         if (r.code() == StatusCode::Unavailable) ++unavailable;
+                         if (++calls == kRequests) all_done.set_value();
+                       });
+  }
+  std::this_thread::sleep_for(200ms);
+  auto start = std::chrono::steady_clock::now();
+  server->stop();
+  REQUIRE(all_done.get_future().wait_for(10s) == std::future_status::ready);
+  CHECK(ms_since(start) < 2000);
+  CHECK(calls == kRequests);
+  CHECK(unavailable == kRequests);
+  server.reset();
+  std::this_thread::sleep_for(50ms);
+  CHECK(calls == kRequests);  // never twice
+}
+
+TEST_CASE("a client destroyed with requests in flight completes them all with CANCELLED") {
+  LoopbackServer server;
+  std::atomic<int> calls{0}, cancelled{0};
+  std::vector<float> data(4);
+  constexpr int kRequests = 50;
+  {
+    Client client(server.url());
+    (void)client.model_metadata(kSlowModel);
+    for (int i = 0; i < kRequests; ++i) {
+      client.infer_async(InferRequest(kSlowModel).input("INPUT0", Tensor::view(data, {2, 2})),
+                         [&](Result<InferResult> r) {
+                           if (r.code() == StatusCode::Cancelled) ++cancelled;
+                           ++calls;
+                         });
+    }
+    std::this_thread::sleep_for(50ms);
+  }  // destructor: every callback has run when it returns
+  CHECK(calls == kRequests);
+  CHECK(cancelled == kRequests);
+}
+
+TEST_CASE("a peer that is not a gRPC server produces an error, not a hang") {
+  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  REQUIRE(::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0);
+  REQUIRE(::listen(fd, 4) == 0);
+  socklen_t len = sizeof addr;
+  ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
+  std::thread peer([fd] {
+    int conn = ::accept(fd, nullptr, nullptr);
+    if (conn < 0) return;
+    const char reply[] = "HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\n\r\n";
+    (void)::write(conn, reply, sizeof reply - 1);
+    std::this_thread::sleep_for(50ms);
+    ::close(conn);
+  });
+  Client client("grpc://127.0.0.1:" + std::to_string(ntohs(addr.sin_port)));
+  auto start = std::chrono::steady_clock::now();
+  auto future = client.infer_future(simple_request(1, 1).timeout(5s));
+  StatusCode code = code_of(future);
+  CHECK(code != StatusCode::Ok);
+  CHECK(code != StatusCode::DeadlineExceeded);
+  CHECK(ms_since(start) < 2000);
+  peer.join();
+  ::close(fd);
+}
+
+TEST_CASE("a request larger than max_message_bytes is refused before sending") {
+  LoopbackServer server;
+  ClientOptions options;
+  options.max_message_bytes = 1 << 20;
+  Client client(server.url(), options);
+  std::vector<float> big(1 << 19);  // 2 MiB
+  try {
+    (void)client.infer(InferRequest("identity_fp32").input("INPUT0", Tensor::view(big, {1, 1 << 19})));
+    FAIL("must throw");
+  } catch (const Error& e) {
+    CHECK(e.code() == StatusCode::ResourceExhausted);
+  }
+  CHECK(server.executor().statistics("identity_fp32")->success.count == 0);
+}

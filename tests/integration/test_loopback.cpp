@@ -1,0 +1,196 @@
+// End to end over loopback: values, sizes, concurrency, control calls.
+#include <doctest/doctest.h>
+
+#include <atomic>
+#include <cstring>
+#include <future>
+#include <random>
+#include <thread>
+#include <vector>
+
+#include "loopback_server.hpp"
+
+using namespace sonic;
+using namespace sonic::test;
+using namespace std::chrono_literals;
+
+TEST_CASE("simple returns sum and difference through infer, infer_async and infer_future") {
+  LoopbackServer server;
+  Client client(server.url());
+  std::vector<std::int32_t> a(16), b(16);
+  for (int i = 0; i < 16; ++i) {
+    a[i] = i * 3;
+    b[i] = 7 - i;
+  }
+  auto request = [&] {
+    return InferRequest("simple")
+        .id("req-42")
+        .input("INPUT0", Tensor::view(a, {1, 16}))
+        .input("INPUT1", Tensor::view(b, {1, 16}));
+  };
+  auto verify = [&](const InferResult& r) {
+    CHECK(r.model_name() == "simple");
+    CHECK(r.request_id() == "req-42");
+    auto sum = r.output("OUTPUT0").as<std::int32_t>();
+    auto difference = r.output("OUTPUT1").as<std::int32_t>();
+    REQUIRE(sum.size() == 16);
+    for (int i = 0; i < 16; ++i) {
+      CHECK(sum[i] == a[i] + b[i]);
+      CHECK(difference[i] == a[i] - b[i]);
+    }
+  };
+  verify(client.infer(request()));
+  verify(client.infer_future(request()).get());
+  std::promise<Result<InferResult>> promise;
+  client.infer_async(request(), [&](Result<InferResult> r) { promise.set_value(std::move(r)); });
+  verify(promise.get_future().get().value());
+}
+
+TEST_CASE("identity_fp32 returns the same bytes from 4 bytes to 64 MiB") {
+  LoopbackServer server;
+  Client client(server.url());
+  std::mt19937 random(1234);
+  for (std::size_t elements : {std::size_t{1}, std::size_t{255}, std::size_t{16384}, std::size_t{262147},
+                               std::size_t{1} << 20, std::size_t{16} << 20}) {
+    CAPTURE(elements * 4);
+    std::vector<float> input(elements);
+    for (auto& v : input) v = static_cast<float>(random()) / 7.f;
+    auto result = client.infer(InferRequest("identity_fp32").input("INPUT0", Tensor::view(input, {1, static_cast<std::int64_t>(elements)})));
+    const Tensor& out = result.output("OUTPUT0");
+    CHECK(out.shape() == Shape{1, static_cast<std::int64_t>(elements)});
+    REQUIRE(out.byte_size() == elements * 4);
+    CHECK(std::memcmp(out.data(), input.data(), out.byte_size()) == 0);
+    CHECK(out.as<float>()[elements - 1] == input.back());  // typed view of the received buffer
+  }
+}
+
+TEST_CASE("BYTES tensors travel intact") {
+  LoopbackServer server;
+  Client client(server.url());
+  std::vector<std::string> strings = {"jet", "", std::string("\0\1\2", 3), std::string(5000, 'z')};
+  auto result = client.infer(
+      InferRequest("identity_bytes").input("INPUT0", Tensor::from_strings(strings, {2, 2})));
+  CHECK(result.output("OUTPUT0").to_strings() == strings);
+}
+
+TEST_CASE("1000 concurrent async requests from 8 threads all complete once with right answers") {
+  LoopbackServer server;
+  Client client(server.url());
+  constexpr int kThreads = 8, kPerThread = 125;
+  std::atomic<int> completed{0}, wrong{0}, failed{0};
+  std::vector<std::atomic<int>> calls(kThreads * kPerThread);
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      for (int i = 0; i < kPerThread; ++i) {
+        int n = t * kPerThread + i;
+        client.infer_async(simple_request(n, 1), [&, n](Result<InferResult> r) {
+          calls[n].fetch_add(1);
+          if (!r) {
+            ++failed;
+          } else if (r->output("OUTPUT0").as<std::int32_t>()[0] != n + 1 ||
+                     r->output("OUTPUT1").as<std::int32_t>()[15] != n - 1) {
+            ++wrong;
+          }
+          ++completed;
+        });
+      }
+    });
+  }
+  for (auto& thread : threads) thread.join();
+  auto start = std::chrono::steady_clock::now();
+  while (completed < kThreads * kPerThread && ms_since(start) < 30000) std::this_thread::sleep_for(1ms);
+  CHECK(completed == kThreads * kPerThread);
+  CHECK(failed == 0);
+  CHECK(wrong == 0);
+  for (auto& count : calls) CHECK(count.load() == 1);
+}
+
+TEST_CASE("control calls: health, metadata, config, statistics") {
+  LoopbackServer server;
+  Client client(server.url());
+  CHECK(client.server_live());
+  CHECK(client.server_ready());
+  CHECK(client.model_ready("simple"));
+  CHECK_FALSE(client.model_ready("no_such_model"));
+
+  auto server_metadata = client.server_metadata();
+  CHECK(server_metadata.name == "sonic-server");
+  CHECK(server_metadata.version == kVersion);
+
+  auto metadata = client.model_metadata("simple");
+  CHECK(metadata.name == "simple");
+  REQUIRE(metadata.inputs.size() == 2);
+  CHECK(metadata.inputs[0].name == "INPUT0");
+  CHECK(metadata.inputs[0].dtype == DataType::Int32);
+  CHECK(metadata.inputs[0].shape == Shape{1, 16});
+  CHECK(metadata.outputs[1].name == "OUTPUT1");
+
+  std::string config = client.model_config("simple");
+  CHECK(config.find("\"name\":\"simple\"") != std::string::npos);
+  CHECK(config.find("TYPE_INT32") != std::string::npos);
+
+  for (int i = 0; i < 3; ++i) (void)client.infer(simple_request(i, i));
+  auto stats = client.model_statistics("simple");
+  REQUIRE(stats.size() == 1);
+  CHECK(stats[0].inference_count == 3);
+  CHECK(stats[0].success.count == 3);
+  CHECK(stats[0].success.ns > 0);
+  CHECK(stats[0].compute_infer.count == 3);
+  CHECK(client.model_statistics().size() >= 4);
+
+  try {
+    (void)client.model_metadata("no_such_model");
+    FAIL("unknown model metadata must throw");
+  } catch (const Error& e) {
+    CHECK(e.code() == StatusCode::NotFound);
+    CHECK(e.message().find("no_such_model") != std::string::npos);
+  }
+}
+
+TEST_CASE("requested outputs: only those come back") {
+  LoopbackServer server;
+  Client client(server.url());
+  auto result = client.infer(simple_request(5, 2).output("OUTPUT1"));
+  REQUIRE(result.outputs().size() == 1);
+  CHECK(result.output("OUTPUT1").as<std::int32_t>()[0] == 3);
+}
+
+TEST_CASE("the client respects the server's limit on concurrent streams") {
+  grpc::ServerOptions options;
+  options.max_concurrent_streams = 4;
+  LoopbackServer server(options);
+  Client client(server.url());
+  std::vector<std::future<InferResult>> futures;
+  std::vector<float> data(64, 1.f);
+  for (int i = 0; i < 100; ++i) {
+    futures.push_back(client.infer_future(InferRequest("paced_fp32").input("INPUT0", Tensor::view(data, {8, 8}))));
+  }
+  int ok = 0;
+  for (auto& f : futures) ok += f.get().output("OUTPUT0").as<float>()[63] == 1.f;
+  CHECK(ok == 100);
+}
+
+TEST_CASE("keepalive pings on a busy connection do not disturb requests") {
+  LoopbackServer server;
+  ClientOptions options;
+  options.keepalive_interval = 20ms;
+  options.keepalive_timeout = 500ms;
+  Client client(server.url(), options);
+  std::vector<float> data(4, 2.f);
+  auto result = client.infer(InferRequest(kSlowModel).input("INPUT0", Tensor::view(data, {2, 2})));
+  CHECK(result.output("OUTPUT0").as<float>()[3] == 2.f);
+}
+
+TEST_CASE("callbacks never run inside the initiating call, even for immediate errors") {
+  LoopbackServer server;
+  Client client(server.url());
+  std::promise<std::thread::id> ran_on;
+  client.infer_async(InferRequest(""), [&](Result<InferResult> r) {
+    CHECK(r.code() == StatusCode::InvalidArgument);
+    ran_on.set_value(std::this_thread::get_id());
+  });
+  auto future = ran_on.get_future();
+  REQUIRE(future.wait_for(5s) == std::future_status::ready);
+  CHECK((future.get() != std::this_thread::get_id()));
+}
