@@ -24,7 +24,8 @@ namespace detail {
 /// A Client's shared state: the transport, the model metadata cache and the callback pool.
 class ClientCore {
  public:
-  explicit ClientCore(ClientOptions options) : options_(std::move(options)), callbacks_(options_.callback_threads) {
+  explicit ClientCore(ClientOptions options)
+      : options_(std::move(options)), callbacks_(std::make_shared<ThreadPool>(options_.callback_threads)) {
     if (options_.endpoints.empty()) {
       throw Error(StatusCode::InvalidArgument, "no endpoint given: pass a URL such as grpc://127.0.0.1:8001");
     }
@@ -77,7 +78,9 @@ class ClientCore {
         [this, key](Result<ModelMetadata> metadata) { on_metadata(key, std::move(metadata)); });
   }
 
-  void post(detail::ThreadPool::Task task) { callbacks_.post(std::move(task)); }
+  /// The callback threads. Completions hold them weakly: a network thread must never own the
+  /// client (it would have to join itself when the client goes away).
+  std::weak_ptr<ThreadPool> callback_pool() const { return callbacks_; }
 
  private:
   struct Waiting {
@@ -123,7 +126,7 @@ class ClientCore {
   ClientOptions options_;
   std::mutex mutex_;
   std::map<std::string, CacheEntry> metadata_;
-  ThreadPool callbacks_;
+  std::shared_ptr<ThreadPool> callbacks_;
   std::unique_ptr<Transport> transport_;  // last: destroyed first, while the pool still runs
 };
 
@@ -168,11 +171,10 @@ class Client {
   /// way. Borrowed input tensors must stay valid until `done` runs.
   void infer_async(InferRequest request, Callback<InferResult> done) {
     Deadline deadline = core_->request_deadline(request);
-    std::weak_ptr<detail::ClientCore> weak = core_;
     core_->submit(std::move(request), deadline,
-                  [weak, done = std::move(done)](Result<InferResult> result) mutable {
-                    if (auto core = weak.lock()) {
-                      core->post([done = std::move(done), result = std::move(result)]() mutable {
+                  [pool = core_->callback_pool(), done = std::move(done)](Result<InferResult> result) mutable {
+                    if (auto callbacks = pool.lock()) {
+                      callbacks->post([done = std::move(done), result = std::move(result)]() mutable {
                         done(std::move(result));
                       });
                     } else {

@@ -225,3 +225,20 @@ TEST_CASE("a request larger than max_message_bytes is refused before sending") {
   }
   CHECK(server.executor().statistics("identity_fp32")->success.count == 0);
 }
+
+TEST_CASE("after the server restarts, the same client reconnects") {
+  auto server = std::make_unique<LoopbackServer>();
+  std::uint16_t port = server->port();
+  Client client(server->url());
+  CHECK(client.infer(simple_request(2, 3)).output("OUTPUT0").as<std::int32_t>()[0] == 5);
+  server.reset();  // GOAWAY and close
+  auto down = client.infer_future(simple_request(1, 1));
+  CHECK(code_of(down) == StatusCode::Unavailable);
+
+  grpc::ServerOptions options;
+  options.host = "127.0.0.1";
+  options.port = port;
+  grpc::Server again(test_executor(1), options);
+  again.start();
+  CHECK(client.infer(simple_request(4, 3)).output("OUTPUT0").as<std::int32_t>()[0] == 7);
+}

@@ -1,0 +1,744 @@
+// sonic-infer: sends one inference request built from the command line and prints the outputs.
+//
+//   sonic-infer simple INPUT0=INT32:1x16:*1 INPUT1=@input1.npy
+//   sonic-infer --save-dir out identity_fp32 INPUT0=FP32:2x3:0.5,1,1.5,2,2.5,3
+//   sonic-infer --list simple
+#include <sonic/sonic.hpp>
+
+#include "npy.hpp"
+
+#include <algorithm>
+#include <cctype>
+#include <cerrno>
+#include <charconv>
+#include <chrono>
+#include <cinttypes>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <iostream>
+#include <limits>
+#include <memory>
+#include <sstream>
+#include <string>
+#include <string_view>
+#include <system_error>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+namespace {
+
+using sonic::DataType;
+using sonic::Shape;
+using sonic::Tensor;
+
+/// Largest inline tensor accepted, in bytes: a request cannot carry more than 2 GiB anyway, and
+/// a typo such as "*1" over a shape of 100000x100000 should fail at once, not exhaust memory.
+constexpr std::size_t kMaxInlineBytes = std::size_t{1} << 31;
+/// How many values of each output are printed.
+constexpr std::size_t kPrintedValues = 32;
+
+/// A mistake on the command line: reported with a hint to --help, exit status 2.
+struct UsageError {
+  std::string message;
+};
+
+/// What the command line asks for.
+struct Options {
+  std::string url = "grpc://127.0.0.1:8001";
+  long long timeout_ms = 0;  ///< 0: no limit
+  std::string version;
+  std::string id;
+  std::vector<std::string> outputs;
+  std::string save_dir;
+  bool list = false;
+  std::string model;
+  std::vector<std::pair<std::string, std::string>> inputs;  ///< name, spec
+};
+
+/// The --help text.
+void usage(std::ostream& out) {
+  out << "usage: sonic-infer [options] MODEL INPUT=SPEC...\n"
+         "       sonic-infer [--url URL] --list [MODEL]\n"
+         "Sends one inference request and prints each output's name, datatype, shape and values.\n"
+         "\n"
+         "options:\n"
+         "  --url URL        server endpoint (default grpc://127.0.0.1:8001)\n"
+         "  --timeout MS     time limit of each call in milliseconds (default: none)\n"
+         "  --version V      model version (default: the server's choice)\n"
+         "  --id ID          request id, echoed by the server\n"
+         "  --output NAME    return only this output (repeat for several; default: all)\n"
+         "  --save-dir DIR   also write each output to DIR/NAME.npy (BF16 is saved as FP32)\n"
+         "  --list           print the server's metadata and, given MODEL, the model's inputs\n"
+         "                   and outputs; sends no request\n"
+         "  -h, --help       print this help\n"
+         "\n"
+         "SPEC is one of:\n"
+         "  @FILE.npy              a NumPy array (little-endian, C order; |S<n> arrays are BYTES)\n"
+         "  DTYPE:SHAPE:VALUES     inline: INT32:1x16:1,2,...,16   BYTES:2:hello,world\n"
+         "  DTYPE:SHAPE:*VALUE     one value repeated over the shape: FP32:2x3:*0.5\n"
+         "DTYPE is a KServe datatype (BOOL, UINT8..UINT64, INT8..INT64, FP16, BF16, FP32, FP64,\n"
+         "BYTES); SHAPE is dimensions joined by 'x'; VALUES are separated by commas (in BYTES\n"
+         "values, write '\\,' for a comma, '\\\\' for a backslash, a leading '\\*' for '*').\n"
+         "Prints 'latency: X.XXX ms', the round trip of the inference call, at the end.\n"
+         "Exit status: 0 success, 1 a failed call or unreadable input, 2 a bad command line.\n";
+}
+
+// ---------------------------------------------------------------------------------------------
+// Half-precision conversions (C++17 has no 16-bit float types).
+
+/// The float a binary16 bit pattern stands for (exact).
+float half_to_float(std::uint16_t half) {
+  std::uint32_t sign = static_cast<std::uint32_t>(half & 0x8000u) << 16;
+  std::uint32_t exponent = (half >> 10) & 0x1fu;
+  std::uint32_t mantissa = half & 0x3ffu;
+  std::uint32_t bits;
+  if (exponent == 0x1f) {
+    bits = sign | 0x7f800000u | (mantissa << 13);  // infinity or NaN
+  } else if (exponent != 0) {
+    bits = sign | ((exponent + 112) << 23) | (mantissa << 13);
+  } else if (mantissa == 0) {
+    bits = sign;  // signed zero
+  } else {
+    // Subnormal: shift the mantissa up until its leading 1 becomes the implicit bit.
+    std::uint32_t e = 113;
+    while ((mantissa & 0x400u) == 0) {
+      mantissa <<= 1;
+      --e;
+    }
+    bits = sign | (e << 23) | ((mantissa & 0x3ffu) << 13);
+  }
+  float value;
+  std::memcpy(&value, &bits, sizeof value);
+  return value;
+}
+
+/// The binary16 nearest to a float (ties to even); overflow gives infinity, NaN stays NaN.
+std::uint16_t float_to_half(float value) {
+  std::uint32_t bits;
+  std::memcpy(&bits, &value, sizeof bits);
+  auto sign = static_cast<std::uint16_t>((bits >> 16) & 0x8000u);
+  std::uint32_t exponent = (bits >> 23) & 0xffu;
+  std::uint32_t mantissa = bits & 0x7fffffu;
+  if (exponent == 0xff) {
+    return static_cast<std::uint16_t>(sign | 0x7c00u | (mantissa ? 0x200u : 0u));
+  }
+  int e = static_cast<int>(exponent) - 127 + 15;
+  if (e >= 0x1f) return static_cast<std::uint16_t>(sign | 0x7c00u);  // too large: infinity
+  if (e <= 0) {
+    if (e < -10) return sign;  // below half the smallest subnormal: zero
+    // Subnormal: the implicit bit joins the mantissa, which is shifted right with rounding.
+    mantissa |= 0x800000u;
+    auto shift = static_cast<std::uint32_t>(14 - e);
+    std::uint32_t half_mantissa = mantissa >> shift;
+    std::uint32_t rest = mantissa & ((1u << shift) - 1);
+    std::uint32_t halfway = 1u << (shift - 1);
+    if (rest > halfway || (rest == halfway && (half_mantissa & 1u))) ++half_mantissa;
+    return static_cast<std::uint16_t>(sign | half_mantissa);
+  }
+  std::uint32_t half_bits = (static_cast<std::uint32_t>(e) << 10) | (mantissa >> 13);
+  std::uint32_t rest = mantissa & 0x1fffu;
+  // Rounding may carry into the exponent, up to infinity, which is the right answer.
+  if (rest > 0x1000u || (rest == 0x1000u && (half_bits & 1u))) ++half_bits;
+  return static_cast<std::uint16_t>(sign | half_bits);
+}
+
+/// The bfloat16 nearest to a float (ties to even); NaN stays NaN.
+std::uint16_t float_to_bf16(float value) {
+  std::uint32_t bits;
+  std::memcpy(&bits, &value, sizeof bits);
+  if ((bits & 0x7fffffffu) > 0x7f800000u) return static_cast<std::uint16_t>((bits >> 16) | 0x40u);
+  bits += 0x7fffu + ((bits >> 16) & 1u);
+  return static_cast<std::uint16_t>(bits >> 16);
+}
+
+/// The float a bfloat16 bit pattern stands for (exact).
+float bf16_to_float(std::uint16_t bf16) { return sonic::BFloat16{bf16}.to_float(); }
+
+// ---------------------------------------------------------------------------------------------
+// Inline tensors: DTYPE:SHAPE:VALUES.
+
+/// Throws the usage error of a malformed SPEC, naming the input.
+[[noreturn]] void bad_spec(const std::string& input, const std::string& what) {
+  throw UsageError{"input '" + input + "': " + what};
+}
+
+/// The text without leading and trailing blanks.
+std::string_view trim(std::string_view text) {
+  while (!text.empty() && (text.front() == ' ' || text.front() == '\t')) text.remove_prefix(1);
+  while (!text.empty() && (text.back() == ' ' || text.back() == '\t')) text.remove_suffix(1);
+  return text;
+}
+
+/// "1x16" → {1, 16}.
+Shape parse_shape(const std::string& input, std::string_view text) {
+  Shape shape;
+  if (text.empty()) bad_spec(input, "empty SHAPE (write dimensions joined by 'x', e.g. 1x16)");
+  std::size_t start = 0;
+  while (true) {
+    std::size_t end = text.find('x', start);
+    std::string_view dim = text.substr(start, end == std::string_view::npos ? end : end - start);
+    std::int64_t value = 0;
+    auto [ptr, ec] = std::from_chars(dim.data(), dim.data() + dim.size(), value);
+    if (dim.empty() || dim.front() == '-' || dim.front() == '+' || ec != std::errc() ||
+        ptr != dim.data() + dim.size()) {
+      bad_spec(input, "bad dimension '" + std::string(dim) + "' in SHAPE '" + std::string(text) +
+                          "' (write dimensions joined by 'x', e.g. 1x16)");
+    }
+    shape.push_back(value);
+    if (end == std::string_view::npos) break;
+    start = end + 1;
+  }
+  return shape;
+}
+
+/// One integer of type T, in decimal, range-checked.
+template <typename T>
+T parse_integer(const std::string& input, DataType type, std::string_view text) {
+  T value{};
+  auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+  bool negative = !text.empty() && text.front() == '-';
+  if (ec == std::errc::result_out_of_range || (negative && std::is_unsigned_v<T>)) {
+    bad_spec(input,
+             "value '" + std::string(text) + "' is out of range for " + sonic::to_string(type));
+  }
+  if (text.empty() || ec != std::errc() || ptr != text.data() + text.size()) {
+    bad_spec(input, "value '" + std::string(text) + "' is not " + sonic::to_string(type));
+  }
+  return value;
+}
+
+/// One floating-point value (decimal, "inf", "nan"); a finite value too large for `type`,
+/// once rounded, is an error rather than a silent infinity.
+double parse_real(const std::string& input, DataType type, std::string_view text) {
+  std::string copy(text);
+  char* end = nullptr;
+  errno = 0;
+  double value = std::strtod(copy.c_str(), &end);
+  if (copy.empty() || end != copy.c_str() + copy.size() ||
+      std::isspace(static_cast<unsigned char>(copy[0]))) {
+    bad_spec(input, "value '" + copy + "' is not " + sonic::to_string(type));
+  }
+  bool finite_text = !std::isinf(value) || errno == ERANGE;
+  bool finite_result = true;
+  if (type == DataType::Fp32) finite_result = !std::isinf(static_cast<float>(value));
+  if (type == DataType::Fp16) {
+    finite_result = (float_to_half(static_cast<float>(value)) & 0x7fffu) != 0x7c00u;
+  }
+  if (type == DataType::Bf16) {
+    finite_result = (float_to_bf16(static_cast<float>(value)) & 0x7fffu) != 0x7f80u;
+  }
+  if (type == DataType::Fp64) finite_result = !std::isinf(value);
+  if (finite_text && !std::isnan(value) && !finite_result) {
+    bad_spec(input, "value '" + copy + "' is out of range for " + sonic::to_string(type));
+  }
+  return value;
+}
+
+/// Appends the little-endian bytes of one element.
+template <typename T>
+void append(std::vector<std::uint8_t>& out, T value) {
+  static_assert(std::is_trivially_copyable_v<T>);
+  std::uint8_t bytes[sizeof(T)];
+  std::memcpy(bytes, &value, sizeof(T));  // sonic's targets are little-endian, like the wire
+  out.insert(out.end(), bytes, bytes + sizeof(T));
+}
+
+/// Appends one element of `type` parsed from text.
+void append_value(std::vector<std::uint8_t>& out, const std::string& input, DataType type,
+                  std::string_view raw) {
+  std::string_view text = trim(raw);
+  switch (type) {
+    case DataType::Bool:
+      if (text == "1" || text == "true" || text == "True" || text == "TRUE") {
+        out.push_back(1);
+      } else if (text == "0" || text == "false" || text == "False" || text == "FALSE") {
+        out.push_back(0);
+      } else {
+        bad_spec(input, "value '" + std::string(text) + "' is not BOOL (true, false, 1 or 0)");
+      }
+      return;
+    case DataType::UInt8: return append(out, parse_integer<std::uint8_t>(input, type, text));
+    case DataType::UInt16: return append(out, parse_integer<std::uint16_t>(input, type, text));
+    case DataType::UInt32: return append(out, parse_integer<std::uint32_t>(input, type, text));
+    case DataType::UInt64: return append(out, parse_integer<std::uint64_t>(input, type, text));
+    case DataType::Int8: return append(out, parse_integer<std::int8_t>(input, type, text));
+    case DataType::Int16: return append(out, parse_integer<std::int16_t>(input, type, text));
+    case DataType::Int32: return append(out, parse_integer<std::int32_t>(input, type, text));
+    case DataType::Int64: return append(out, parse_integer<std::int64_t>(input, type, text));
+    case DataType::Fp16: {
+      double value = parse_real(input, type, text);
+      return append(out, float_to_half(static_cast<float>(value)));
+    }
+    case DataType::Bf16: {
+      double value = parse_real(input, type, text);
+      return append(out, float_to_bf16(static_cast<float>(value)));
+    }
+    case DataType::Fp32: {
+      // strtof rounds once, where going through double could round twice.
+      double checked = parse_real(input, type, text);
+      std::string copy(text);
+      float value = std::strtof(copy.c_str(), nullptr);
+      if (std::isnan(checked)) value = static_cast<float>(checked);
+      return append(out, value);
+    }
+    case DataType::Fp64: return append(out, parse_real(input, type, text));
+    case DataType::Bytes: break;
+  }
+  bad_spec(input, "internal error: no parser for BYTES values");
+}
+
+/// Splits BYTES values at unescaped commas, undoing the escapes \, \\ and a leading \*.
+std::vector<std::string> split_strings(const std::string& input, std::string_view text) {
+  std::vector<std::string> items(1);
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    char c = text[i];
+    if (c == ',') {
+      items.emplace_back();
+    } else if (c == '\\') {
+      if (i + 1 >= text.size()) bad_spec(input, "BYTES value ends with a lone '\\'");
+      char next = text[++i];
+      if (next != ',' && next != '\\' && next != '*') {
+        bad_spec(input, std::string("unknown escape '\\") + next +
+                            "' in BYTES values (use \\, \\\\ or \\*)");
+      }
+      items.back() += next;
+    } else {
+      items.back() += c;
+    }
+  }
+  return items;
+}
+
+/// A tensor that owns `bytes`.
+Tensor owned_tensor(DataType type, Shape shape, std::vector<std::uint8_t> bytes) {
+  auto owner = std::make_shared<const std::vector<std::uint8_t>>(std::move(bytes));
+  const std::uint8_t* data = owner->data();
+  std::size_t size = owner->size();
+  return Tensor::from_shared(type, std::move(shape), std::move(owner), data, size);
+}
+
+/// DTYPE:SHAPE:VALUES → a tensor.
+Tensor parse_inline(const std::string& input, const std::string& spec) {
+  std::size_t first = spec.find(':');
+  std::size_t second = first == std::string::npos ? first : spec.find(':', first + 1);
+  if (second == std::string::npos) {
+    bad_spec(input, "expected @FILE.npy or DTYPE:SHAPE:VALUES, got '" + spec + "'");
+  }
+  std::string type_name = spec.substr(0, first);
+  for (char& c : type_name) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  auto type = sonic::parse_datatype(type_name);
+  if (!type) {
+    bad_spec(input, "unknown datatype '" + spec.substr(0, first) +
+                        "' (BOOL, UINT8, UINT16, UINT32, UINT64, INT8, INT16, INT32, INT64, FP16, "
+                        "BF16, FP32, FP64, BYTES)");
+  }
+  Shape shape = parse_shape(input, std::string_view(spec).substr(first + 1, second - first - 1));
+  auto count = sonic::element_count(shape);
+  std::size_t width = *type == DataType::Bytes ? 4 : sonic::element_size(*type);
+  if (!count || (*count != 0 && width > kMaxInlineBytes / *count)) {
+    bad_spec(input, "shape " + sonic::to_string(shape) + " is too large for an inline tensor");
+  }
+  std::string_view values = std::string_view(spec).substr(second + 1);
+
+  bool repeat = !values.empty() && values.front() == '*';
+  if (repeat) values.remove_prefix(1);
+  if (*type == DataType::Bytes) {
+    std::vector<std::string> items = split_strings(input, values);
+    if (repeat) {
+      if (items.size() != 1)
+        bad_spec(input, "'*' repeats one value, got " + std::to_string(items.size()));
+      if (*count != 0 && items[0].size() + 4 > kMaxInlineBytes / *count) {
+        bad_spec(input, "repeated BYTES value makes the tensor too large");
+      }
+      items.assign(*count, items[0]);
+    } else if (*count == 0 && values.empty()) {
+      items.clear();
+    }
+    if (items.size() != *count) {
+      bad_spec(input, "shape " + sonic::to_string(shape) + " needs " + std::to_string(*count) +
+                          " values, got " + std::to_string(items.size()));
+    }
+    return owned_tensor(DataType::Bytes, std::move(shape),
+                        sonic::detail::encode_bytes_elements(items));
+  }
+
+  std::vector<std::string_view> items;
+  if (!(values.empty() && *count == 0 && !repeat)) {
+    std::size_t start = 0;
+    while (true) {
+      std::size_t comma = values.find(',', start);
+      items.push_back(
+          values.substr(start, comma == std::string_view::npos ? comma : comma - start));
+      if (comma == std::string_view::npos) break;
+      start = comma + 1;
+    }
+  }
+  std::vector<std::uint8_t> bytes;
+  if (repeat) {
+    if (items.size() != 1)
+      bad_spec(input, "'*' repeats one value, got " + std::to_string(items.size()));
+    std::vector<std::uint8_t> one;
+    append_value(one, input, *type, items[0]);
+    bytes.reserve(one.size() * *count);
+    for (std::size_t i = 0; i < *count; ++i) bytes.insert(bytes.end(), one.begin(), one.end());
+  } else {
+    if (items.size() != *count) {
+      bad_spec(input, "shape " + sonic::to_string(shape) + " needs " + std::to_string(*count) +
+                          " values, got " + std::to_string(items.size()));
+    }
+    bytes.reserve(width * *count);
+    for (std::string_view item : items) append_value(bytes, input, *type, item);
+  }
+  return owned_tensor(*type, std::move(shape), std::move(bytes));
+}
+
+/// An input tensor from its SPEC: a .npy file or inline values.
+Tensor make_input(const std::string& input, const std::string& spec) {
+  if (!spec.empty() && spec.front() == '@') {
+    if (spec.size() == 1) bad_spec(input, "'@' needs a file name");
+    return sonic::tools::read_npy(spec.substr(1));
+  }
+  return parse_inline(input, spec);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Printing.
+
+/// The shortest decimal text that reads back as the same value of a 16-bit float type.
+template <typename ToBits>
+std::string shortest_16bit(float value, std::uint16_t bits, ToBits to_bits) {
+  if (std::isnan(value)) return "nan";
+  if (std::isinf(value)) return value < 0 ? "-inf" : "inf";
+  char buffer[64];
+  for (int precision = 1; precision <= 9; ++precision) {
+    std::snprintf(buffer, sizeof buffer, "%.*g", precision, static_cast<double>(value));
+    if (to_bits(std::strtof(buffer, nullptr)) == bits) break;
+  }
+  return buffer;
+}
+
+/// Shortest round-trip text of a float or double.
+template <typename T>
+std::string shortest(T value) {
+  if (std::isnan(value)) return "nan";
+  if (std::isinf(value)) return value < 0 ? "-inf" : "inf";
+  char buffer[64];
+  auto result = std::to_chars(buffer, buffer + sizeof buffer, value);
+  return std::string(buffer, result.ptr);
+}
+
+/// A BYTES element as a double-quoted string with C-style escapes.
+std::string quoted(std::string_view text) {
+  static const char kHex[] = "0123456789abcdef";
+  std::string out = "\"";
+  for (char ch : text) {
+    auto c = static_cast<unsigned char>(ch);
+    if (c == '"' || c == '\\') {
+      out += '\\';
+      out += ch;
+    } else if (c == '\n') {
+      out += "\\n";
+    } else if (c == '\t') {
+      out += "\\t";
+    } else if (c < 0x20 || c >= 0x7f) {
+      out += "\\x";
+      out += kHex[c >> 4];
+      out += kHex[c & 15];
+    } else {
+      out += ch;
+    }
+  }
+  return out + "\"";
+}
+
+/// Element i of a fixed-size tensor. Reads through memcpy: received tensors may sit at any
+/// alignment inside the message.
+template <typename T>
+T load(const Tensor& tensor, std::size_t i) {
+  T value;
+  std::memcpy(&value, tensor.data() + i * sizeof(T), sizeof(T));
+  return value;
+}
+
+/// Element i of a fixed-size tensor as text: integers in decimal, floats in their shortest
+/// round-trip form, 16-bit floats widened first.
+std::string element_text(const Tensor& tensor, std::size_t i) {
+  switch (tensor.dtype()) {
+    case DataType::Bool: return tensor.data()[i] ? "true" : "false";
+    case DataType::UInt8: return std::to_string(load<std::uint8_t>(tensor, i));
+    case DataType::UInt16: return std::to_string(load<std::uint16_t>(tensor, i));
+    case DataType::UInt32: return std::to_string(load<std::uint32_t>(tensor, i));
+    case DataType::UInt64: return std::to_string(load<std::uint64_t>(tensor, i));
+    case DataType::Int8: return std::to_string(load<std::int8_t>(tensor, i));
+    case DataType::Int16: return std::to_string(load<std::int16_t>(tensor, i));
+    case DataType::Int32: return std::to_string(load<std::int32_t>(tensor, i));
+    case DataType::Int64: return std::to_string(load<std::int64_t>(tensor, i));
+    case DataType::Fp16: {
+      auto bits = load<std::uint16_t>(tensor, i);
+      return shortest_16bit(half_to_float(bits), bits, float_to_half);
+    }
+    case DataType::Bf16: {
+      auto bits = load<std::uint16_t>(tensor, i);
+      return shortest_16bit(bf16_to_float(bits), bits, float_to_bf16);
+    }
+    case DataType::Fp32: return shortest(load<float>(tensor, i));
+    case DataType::Fp64: return shortest(load<double>(tensor, i));
+    case DataType::Bytes: break;
+  }
+  return "?";
+}
+
+/// "OUTPUT0 INT32 [1,16]" and, indented below, the first values.
+void print_output(const sonic::NamedTensor& output) {
+  const Tensor& tensor = output.tensor;
+  std::cout << output.name << ' ' << sonic::to_string(tensor.dtype()) << ' '
+            << sonic::to_string(tensor.shape()) << '\n';
+  if (auto ok = tensor.check(); !ok) {
+    throw sonic::Error(ok.code(), "output '" + output.name + "': " + ok.error().message());
+  }
+  std::vector<std::string> texts;
+  std::size_t count = 0;
+  if (tensor.dtype() == DataType::Bytes) {
+    auto items = tensor.string_views();
+    count = items.size();
+    for (std::size_t i = 0; i < count && i < kPrintedValues; ++i) texts.push_back(quoted(items[i]));
+  } else {
+    count = tensor.byte_size() / sonic::element_size(tensor.dtype());
+    for (std::size_t i = 0; i < count && i < kPrintedValues; ++i) {
+      texts.push_back(element_text(tensor, i));
+    }
+  }
+  std::cout << "  [";
+  for (std::size_t i = 0; i < texts.size(); ++i) std::cout << (i ? ", " : "") << texts[i];
+  std::cout << ']';
+  if (count > texts.size()) std::cout << " ... (" << count - texts.size() << " more)";
+  std::cout << '\n';
+}
+
+/// A file name for an output: its name with anything but [A-Za-z0-9._-] replaced by '_', so a
+/// server's output name cannot point outside the save directory.
+std::string file_name_for(const std::string& name) {
+  std::string safe = name;
+  for (char& c : safe) {
+    bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+              c == '.' || c == '_' || c == '-';
+    if (!ok) c = '_';
+  }
+  if (safe.empty() || safe == "." || safe == "..") safe = "_" + safe;
+  return safe + ".npy";
+}
+
+/// Writes an output as DIR/NAME.npy; BF16, which numpy lacks, is widened to FP32 (exactly).
+void save_output(const std::string& dir, const sonic::NamedTensor& output) {
+  Tensor tensor = output.tensor;
+  std::string note;
+  if (tensor.dtype() == DataType::Bf16) {
+    std::vector<std::uint8_t> widened;
+    std::size_t count = tensor.byte_size() / 2;
+    widened.reserve(count * 4);
+    for (std::size_t i = 0; i < count; ++i) {
+      append(widened, bf16_to_float(load<std::uint16_t>(tensor, i)));
+    }
+    tensor = owned_tensor(DataType::Fp32, tensor.shape(), std::move(widened));
+    note = " (BF16 saved as FP32)";
+  }
+  std::string path = (std::filesystem::path(dir) / file_name_for(output.name)).string();
+  sonic::tools::write_npy(path, tensor);
+  std::cout << "  saved " << path << note << '\n';
+}
+
+/// "    INPUT0 INT32 [1,16]" for each tensor, under a title.
+void print_tensor_metadata(const char* title, const std::vector<sonic::TensorMetadata>& tensors) {
+  std::cout << "  " << title << ":\n";
+  for (const auto& t : tensors) {
+    std::cout << "    " << t.name << ' ' << sonic::to_string(t.dtype) << ' '
+              << sonic::to_string(t.shape) << '\n';
+  }
+}
+
+/// --list: the server's metadata and, when a model is named, the model's.
+void print_list(sonic::Client& client, const Options& options) {
+  sonic::ServerMetadata server = client.server_metadata();
+  std::cout << "server: " << server.name << ' ' << server.version << '\n';
+  std::cout << "  extensions:";
+  for (const auto& extension : server.extensions) std::cout << ' ' << extension;
+  std::cout << '\n';
+  if (options.model.empty()) return;
+  sonic::ModelMetadata model = client.model_metadata(options.model, options.version);
+  std::cout << "model: " << model.name << '\n';
+  std::cout << "  versions:";
+  for (const auto& version : model.versions) std::cout << ' ' << version;
+  std::cout << '\n';
+  if (!model.platform.empty()) std::cout << "  platform: " << model.platform << '\n';
+  print_tensor_metadata("inputs", model.inputs);
+  print_tensor_metadata("outputs", model.outputs);
+}
+
+// ---------------------------------------------------------------------------------------------
+// The command line.
+
+/// The --timeout value: a positive number of milliseconds (at most a year).
+long long parse_timeout(const std::string& text) {
+  long long value = 0;
+  auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (text.empty() || ec != std::errc() || ptr != text.data() + text.size() || value <= 0 ||
+      value > 365LL * 24 * 3600 * 1000) {
+    throw UsageError{"--timeout needs a positive number of milliseconds, got '" + text + "'"};
+  }
+  return value;
+}
+
+/// The command line as Options; throws UsageError for a malformed one, exits after --help.
+Options parse_args(int argc, char** argv) {
+  Options options;
+  std::vector<std::string> positional;
+  bool options_done = false;
+  for (int i = 1; i < argc; ++i) {
+    std::string arg = argv[i];
+    if (options_done || arg.size() < 2 || arg[0] != '-') {
+      positional.push_back(arg);
+      continue;
+    }
+    if (arg == "--") {
+      options_done = true;
+      continue;
+    }
+    if (arg == "-h" || arg == "--help") {
+      usage(std::cout);
+      std::exit(0);
+    }
+    if (arg == "--list") {
+      options.list = true;
+      continue;
+    }
+    // Options with a value: "--flag VALUE" or "--flag=VALUE".
+    std::string flag = arg, value;
+    if (auto eq = arg.find('='); eq != std::string::npos && arg.compare(0, 2, "--") == 0) {
+      flag = arg.substr(0, eq);
+      value = arg.substr(eq + 1);
+    } else if (flag == "--url" || flag == "--timeout" || flag == "--version" || flag == "--id" ||
+               flag == "--output" || flag == "--save-dir") {
+      if (i + 1 >= argc) throw UsageError{flag + " needs a value"};
+      value = argv[++i];
+    } else {
+      throw UsageError{"unknown option '" + arg + "'"};
+    }
+    if (flag == "--url") {
+      options.url = value;
+    } else if (flag == "--timeout") {
+      options.timeout_ms = parse_timeout(value);
+    } else if (flag == "--version") {
+      options.version = value;
+    } else if (flag == "--id") {
+      options.id = value;
+    } else if (flag == "--output") {
+      if (value.empty()) throw UsageError{"--output needs a name"};
+      options.outputs.push_back(value);
+    } else if (flag == "--save-dir") {
+      if (value.empty()) throw UsageError{"--save-dir needs a directory"};
+      options.save_dir = value;
+    } else {
+      throw UsageError{"unknown option '" + flag + "'"};
+    }
+  }
+
+  if (!positional.empty()) {
+    options.model = positional.front();
+    if (options.model.find('=') != std::string::npos) {
+      throw UsageError{"the first argument must be the MODEL name, got '" + options.model + "'"};
+    }
+  }
+  for (std::size_t i = 1; i < positional.size(); ++i) {
+    const std::string& arg = positional[i];
+    std::size_t eq = arg.find('=');
+    if (eq == std::string::npos || eq == 0) {
+      throw UsageError{"expected INPUT=SPEC, got '" + arg + "'"};
+    }
+    std::string name = arg.substr(0, eq);
+    for (const auto& known : options.inputs) {
+      if (known.first == name) throw UsageError{"input '" + name + "' given twice"};
+    }
+    options.inputs.emplace_back(name, arg.substr(eq + 1));
+  }
+  if (options.list) {
+    if (!options.inputs.empty()) throw UsageError{"--list sends no request: drop the inputs"};
+  } else if (options.model.empty()) {
+    throw UsageError{"no MODEL given"};
+  } else if (options.inputs.empty()) {
+    throw UsageError{"no INPUT=SPEC given (see --list for the model's inputs)"};
+  }
+  return options;
+}
+
+/// Does what the options ask; throws sonic::Error (or another std::exception) on failure.
+int run(const Options& options) {
+  sonic::ClientOptions client_options;
+  // Inputs are validated here, against metadata fetched before the request, so that the timed
+  // call is the inference round trip alone, on a connection already established.
+  client_options.validate_inputs = false;
+  if (options.timeout_ms > 0) {
+    std::chrono::milliseconds limit(options.timeout_ms);
+    client_options.control_timeout = limit;
+    client_options.connect_timeout = std::min(client_options.connect_timeout, limit);
+  }
+  sonic::Client client(options.url, client_options);
+  if (options.list) {
+    print_list(client, options);
+    return 0;
+  }
+
+  sonic::InferRequest request(options.model, options.version);
+  for (const auto& [name, spec] : options.inputs) request.input(name, make_input(name, spec));
+  for (const auto& name : options.outputs) request.output(name);
+  if (!options.id.empty()) request.id(options.id);
+  if (options.timeout_ms > 0) request.timeout(std::chrono::milliseconds(options.timeout_ms));
+
+  sonic::ModelMetadata metadata = client.model_metadata(options.model, options.version);
+  sonic::validate_request(metadata, request).value();
+
+  auto start = std::chrono::steady_clock::now();
+  sonic::InferResult result = client.infer(std::move(request));
+  std::chrono::duration<double, std::milli> latency = std::chrono::steady_clock::now() - start;
+
+  std::cout << "model: " << result.model_name();
+  if (!result.model_version().empty()) std::cout << " (version " << result.model_version() << ')';
+  if (!result.request_id().empty()) std::cout << ", id " << quoted(result.request_id());
+  std::cout << '\n';
+  if (!options.save_dir.empty()) {
+    std::error_code ec;
+    std::filesystem::create_directories(options.save_dir, ec);
+    if (ec) {
+      throw sonic::Error(sonic::StatusCode::InvalidArgument,
+                         "cannot create '" + options.save_dir + "': " + ec.message());
+    }
+  }
+  for (const auto& output : result.outputs()) {
+    print_output(output);
+    if (!options.save_dir.empty()) save_output(options.save_dir, output);
+  }
+  char text[64];
+  std::snprintf(text, sizeof text, "%.3f", latency.count());
+  std::cout << "latency: " << text << " ms\n";
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  try {
+    return run(parse_args(argc, argv));
+  } catch (const UsageError& e) {
+    std::cout.flush();
+    std::cerr << "sonic-infer: " << e.message << "\n(see sonic-infer --help)\n";
+    return 2;
+  } catch (const std::exception& e) {
+    std::cout.flush();
+    std::cerr << "sonic-infer: " << e.what() << '\n';
+    return 1;
+  }
+}

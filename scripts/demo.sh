@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# The demo: starts sonic-server on a free loopback port, sends the `simple` model a request with
+# the example client, prints the outputs and round-trip latencies, and stops the server.
+#   scripts/demo.sh [BUILD_DIR]   (default: build)
+set -euo pipefail
+build=${1:-build}
+server="$build/examples/sonic-server"
+client="$build/examples/simple_client"
+[ -x "$server" ] && [ -x "$client" ] || { echo "demo: build first (cmake --build $build)" >&2; exit 1; }
+
+log=$(mktemp)
+"$server" --host 127.0.0.1 --port 0 >"$log" 2>&1 &
+pid=$!
+trap 'kill $pid 2>/dev/null; wait $pid 2>/dev/null; rm -f "$log"' EXIT
+
+port=""
+for _ in $(seq 100); do
+  port=$(sed -n 's/^sonic-server listening on .*:\([0-9]*\)$/\1/p' "$log")
+  [ -n "$port" ] && break
+  kill -0 $pid 2>/dev/null || { cat "$log" >&2; exit 1; }
+  sleep 0.05
+done
+[ -n "$port" ] || { echo "demo: sonic-server did not start" >&2; cat "$log" >&2; exit 1; }
+
+echo "sonic-server is listening on 127.0.0.1:$port"
+"$client" "grpc://127.0.0.1:$port"
