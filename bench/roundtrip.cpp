@@ -32,7 +32,8 @@ double median(std::vector<double> values) {
 
 double percentile(std::vector<double> values, double p) {
   std::sort(values.begin(), values.end());
-  return values[std::min(values.size() - 1, static_cast<std::size_t>(p * static_cast<double>(values.size())))];
+  return values[std::min(values.size() - 1,
+                         static_cast<std::size_t>(p * static_cast<double>(values.size())))];
 }
 
 struct Args {
@@ -102,7 +103,8 @@ int main(int argc, char** argv) try {
     auto start = Clock::now();
     for (int i = 0; i < args.transfers; ++i) {
       auto result = client.infer(identity());
-      if (result.output("OUTPUT0").byte_size() != elements * 4) throw std::runtime_error("short output");
+      if (result.output("OUTPUT0").byte_size() != elements * 4)
+        throw std::runtime_error("short output");
     }
     round_trips.push_back(ms_between(start, Clock::now()) / args.transfers);
 
@@ -119,11 +121,11 @@ int main(int argc, char** argv) try {
   std::cout << std::fixed << std::setprecision(1);
   std::cout << "simple latency (us, median of " << args.repeats << " runs of " << args.requests
             << "): p50 " << median(p50s) << "  p99 " << median(p99s) << '\n';
-  std::cout << std::setprecision(3) << "identity_fp32 " << mib << " MiB sync round trip: " << rtt << " ms = "
-            << 2 * mib / 1024 / (rtt / 1000) << " GiB/s of payload (both directions), "
+  std::cout << std::setprecision(3) << "identity_fp32 " << mib << " MiB sync round trip: " << rtt
+            << " ms = " << 2 * mib / 1024 / (rtt / 1000) << " GiB/s of payload (both directions), "
             << 1000 / rtt << " req/s\n";
-  std::cout << "memcpy of the same payload, same run: " << median(memcpys) << " ms = "
-            << mib / 1024 / (median(memcpys) / 1000) << " GiB/s\n";
+  std::cout << "memcpy of the same payload, same run: " << median(memcpys)
+            << " ms = " << mib / 1024 / (median(memcpys) / 1000) << " GiB/s\n";
 } catch (const std::exception& e) {
   std::cerr << "sonic-roundtrip: " << e.what() << '\n';
   return 1;

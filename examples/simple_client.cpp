@@ -28,11 +28,12 @@ int main(int argc, char** argv) try {
   for (int i = 0; i < 1000; ++i) {
     auto start = std::chrono::steady_clock::now();
     (void)client.infer(request());
-    ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count());
+    ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
+                     .count());
   }
   std::sort(ms.begin(), ms.end());
-  std::cout << "round trip over " << ms.size() << " requests: p50 " << ms[ms.size() / 2] << " ms, p99 "
-            << ms[ms.size() * 99 / 100] << " ms\n";
+  std::cout << "round trip over " << ms.size() << " requests: p50 " << ms[ms.size() / 2]
+            << " ms, p99 " << ms[ms.size() * 99 / 100] << " ms\n";
 } catch (const sonic::Error& e) {
   std::cerr << "simple_client: " << e.what() << '\n';
   return 1;

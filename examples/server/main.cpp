@@ -24,7 +24,8 @@ unsigned long parse_number(std::string_view flag, const char* text, unsigned lon
   char* end = nullptr;
   unsigned long value = std::strtoul(text, &end, 10);
   if (!*text || *end || value > max) {
-    std::cerr << "sonic-server: " << flag << " needs a number up to " << max << ", got '" << text << "'\n";
+    std::cerr << "sonic-server: " << flag << " needs a number up to " << max << ", got '" << text
+              << "'\n";
     std::exit(2);
   }
   return value;

@@ -25,10 +25,13 @@ namespace detail {
 class ClientCore {
  public:
   explicit ClientCore(ClientOptions options)
-      : options_(std::move(options)), callbacks_(std::make_shared<ThreadPool>(options_.callback_threads)) {
+      : options_(std::move(options)),
+        callbacks_(std::make_shared<ThreadPool>(options_.callback_threads)) {
     if (options_.endpoints.empty()) {
-      throw Error(StatusCode::InvalidArgument, "no endpoint given: pass a URL such as grpc://127.0.0.1:8001");
+      throw Error(StatusCode::InvalidArgument,
+                  "no endpoint given: pass a URL such as grpc://127.0.0.1:8001");
     }
+    check_headers(options_.headers).value();
     Endpoint endpoint = parse_endpoint(options_.endpoints.front()).value();
     transport_ = transport_registry().create(endpoint, options_).value();
   }
@@ -43,17 +46,18 @@ class ClientCore {
   Transport& transport() noexcept { return *transport_; }
 
   Deadline request_deadline(const InferRequest& request) const {
-    return deadline_after(request.timeout().count() > 0 ? request.timeout()
-                                                         : std::chrono::microseconds(options_.default_timeout));
+    return deadline_after(request.timeout().count() > 0
+                              ? request.timeout()
+                              : std::chrono::microseconds(options_.default_timeout));
   }
   Deadline control_deadline() const { return deadline_after(options_.control_timeout); }
 
   /// Validates and sends. `done` may run inside this call (for errors found before sending)
   /// or on a transport thread.
   void submit(InferRequest request, Deadline deadline, Callback<InferResult> done) {
-    for (const auto& header : options_.headers) request.header(header.first, header.second);
     if (auto ok = check_request(request); !ok) return done(ok.error());
-    if (!options_.validate_inputs) return transport_->infer_async(std::move(request), deadline, std::move(done));
+    if (!options_.validate_inputs)
+      return transport_->infer_async(std::move(request), deadline, std::move(done));
 
     std::string key = request.model_name() + '\0' + request.model_version();
     std::shared_ptr<const ModelMetadata> known;
@@ -152,9 +156,11 @@ class Client {
  public:
   /// A client for one endpoint URL. Throws sonic::Error(InvalidArgument) for a malformed URL
   /// or a scheme whose transport is not linked (the message names the CMake target to link).
-  explicit Client(const std::string& url, ClientOptions options = {}) : Client(with_url(url, std::move(options))) {}
+  explicit Client(const std::string& url, ClientOptions options = {})
+      : Client(with_url(url, std::move(options))) {}
   /// A client configured by options (options.endpoints must name at least one URL).
-  explicit Client(ClientOptions options) : core_(std::make_shared<detail::ClientCore>(std::move(options))) {}
+  explicit Client(ClientOptions options)
+      : core_(std::make_shared<detail::ClientCore>(std::move(options))) {}
 
   Client(Client&&) noexcept = default;
   Client& operator=(Client&&) noexcept = default;
@@ -171,16 +177,18 @@ class Client {
   /// way. Borrowed input tensors must stay valid until `done` runs.
   void infer_async(InferRequest request, Callback<InferResult> done) {
     Deadline deadline = core_->request_deadline(request);
-    core_->submit(std::move(request), deadline,
-                  [pool = core_->callback_pool(), done = std::move(done)](Result<InferResult> result) mutable {
-                    if (auto callbacks = pool.lock()) {
-                      callbacks->post([done = std::move(done), result = std::move(result)]() mutable {
-                        done(std::move(result));
-                      });
-                    } else {
-                      done(std::move(result));  // the client is gone; complete right here
-                    }
-                  });
+    core_->submit(
+        std::move(request), deadline,
+        [pool = core_->callback_pool(),
+         done = std::move(done)](Result<InferResult> result) mutable {
+          if (auto callbacks = pool.lock()) {
+            callbacks->post([done = std::move(done), result = std::move(result)]() mutable {
+              done(std::move(result));
+            });
+          } else {
+            done(std::move(result));  // the client is gone; complete right here
+          }
+        });
   }
 
   /// Sends a request; the future holds the result or throws sonic::Error from get(). The
@@ -201,18 +209,21 @@ class Client {
 
   /// Whether the server is live. Throws sonic::Error when it cannot be asked.
   bool server_live() {
-    return detail::call_sync<bool>(
-        [&](Callback<bool> done) { core_->transport().server_live_async(core_->control_deadline(), std::move(done)); });
+    return detail::call_sync<bool>([&](Callback<bool> done) {
+      core_->transport().server_live_async(core_->control_deadline(), std::move(done));
+    });
   }
   /// Whether the server is ready for inference.
   bool server_ready() {
-    return detail::call_sync<bool>(
-        [&](Callback<bool> done) { core_->transport().server_ready_async(core_->control_deadline(), std::move(done)); });
+    return detail::call_sync<bool>([&](Callback<bool> done) {
+      core_->transport().server_ready_async(core_->control_deadline(), std::move(done));
+    });
   }
   /// Whether a model is loaded and ready (empty version: the server's choice).
   bool model_ready(const std::string& model, const std::string& version = {}) {
     return detail::call_sync<bool>([&](Callback<bool> done) {
-      core_->transport().model_ready_async(model, version, core_->control_deadline(), std::move(done));
+      core_->transport().model_ready_async(model, version, core_->control_deadline(),
+                                           std::move(done));
     });
   }
   /// The server's name, version and protocol extensions.
@@ -224,20 +235,25 @@ class Client {
   /// A model's inputs and outputs (fetched now, not from the validation cache).
   ModelMetadata model_metadata(const std::string& model, const std::string& version = {}) {
     return detail::call_sync<ModelMetadata>([&](Callback<ModelMetadata> done) {
-      core_->transport().model_metadata_async(model, version, core_->control_deadline(), std::move(done));
+      core_->transport().model_metadata_async(model, version, core_->control_deadline(),
+                                              std::move(done));
     });
   }
   /// A model's configuration as JSON (Triton's ModelConfig message in protobuf's JSON mapping).
   std::string model_config(const std::string& model, const std::string& version = {}) {
     return detail::call_sync<std::string>([&](Callback<std::string> done) {
-      core_->transport().model_config_async(model, version, core_->control_deadline(), std::move(done));
+      core_->transport().model_config_async(model, version, core_->control_deadline(),
+                                            std::move(done));
     });
   }
   /// Statistics of one model, or of all models when `model` is empty.
-  std::vector<ModelStatistics> model_statistics(const std::string& model = {}, const std::string& version = {}) {
-    return detail::call_sync<std::vector<ModelStatistics>>([&](Callback<std::vector<ModelStatistics>> done) {
-      core_->transport().model_statistics_async(model, version, core_->control_deadline(), std::move(done));
-    });
+  std::vector<ModelStatistics> model_statistics(const std::string& model = {},
+                                                const std::string& version = {}) {
+    return detail::call_sync<std::vector<ModelStatistics>>(
+        [&](Callback<std::vector<ModelStatistics>> done) {
+          core_->transport().model_statistics_async(model, version, core_->control_deadline(),
+                                                    std::move(done));
+        });
   }
 
   const ClientOptions& options() const noexcept { return core_->options(); }

@@ -47,7 +47,8 @@ class CpuExecutor {
   explicit CpuExecutor(std::size_t threads = 0) : pool_(threads) {}
 
   /// An executor holding the given models.
-  static std::shared_ptr<CpuExecutor> with_models(std::vector<Model> models, std::size_t threads = 0) {
+  static std::shared_ptr<CpuExecutor> with_models(std::vector<Model> models,
+                                                  std::size_t threads = 0) {
     auto executor = std::make_shared<CpuExecutor>(threads);
     for (auto& model : models) executor->add_model(std::move(model));
     return executor;
@@ -57,7 +58,8 @@ class CpuExecutor {
   /// Error(InvalidArgument) for a model without a function.
   void add_model(Model model) {
     if (!model.compute) {
-      throw Error(StatusCode::InvalidArgument, "model '" + model.name + "' has no compute function");
+      throw Error(StatusCode::InvalidArgument,
+                  "model '" + model.name + "' has no compute function");
     }
     std::lock_guard<std::mutex> lock(mutex_);
     auto [it, inserted] = models_.try_emplace(model.name);
@@ -91,7 +93,8 @@ class CpuExecutor {
 
   /// Runs a request on the calling thread: validation, the model, the requested outputs.
   /// `queued_since` is when the request arrived, for the queue statistic.
-  Result<InferResult> infer(const InferRequest& request, Clock::time_point queued_since = Clock::now()) {
+  Result<InferResult> infer(const InferRequest& request,
+                            Clock::time_point queued_since = Clock::now()) {
     auto found = find(request.model_name(), request.model_version());
     if (!found) return found.error();
     Entry& entry = **found;
@@ -103,10 +106,10 @@ class CpuExecutor {
     if (result) {
       entry.inference_count.fetch_add(batch_size(entry.model, request), std::memory_order_relaxed);
       entry.execution_count.fetch_add(1, std::memory_order_relaxed);
-      entry.last_inference_ms.store(static_cast<std::uint64_t>(
-          std::chrono::duration_cast<std::chrono::milliseconds>(
-              std::chrono::system_clock::now().time_since_epoch())
-              .count()));
+      entry.last_inference_ms.store(
+          static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::milliseconds>(
+                                         std::chrono::system_clock::now().time_since_epoch())
+                                         .count()));
     }
     return result;
   }
@@ -122,7 +125,8 @@ class CpuExecutor {
   }
 
   /// Statistics of one model; NOT_FOUND if it is not registered.
-  Result<ModelStatistics> statistics(const std::string& name, const std::string& version = {}) const {
+  Result<ModelStatistics> statistics(const std::string& name,
+                                     const std::string& version = {}) const {
     auto found = find(name, version);
     if (!found) return found.error();
     return snapshot(**found);
@@ -154,7 +158,8 @@ class CpuExecutor {
                          std::memory_order_relaxed);
   }
   static Duration read(const Counter& counter) {
-    return {counter.count.load(std::memory_order_relaxed), counter.ns.load(std::memory_order_relaxed)};
+    return {counter.count.load(std::memory_order_relaxed),
+            counter.ns.load(std::memory_order_relaxed)};
   }
   static ModelStatistics snapshot(const Entry& e) {
     ModelStatistics s;

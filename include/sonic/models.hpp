@@ -24,9 +24,10 @@ inline Model simple() {
     std::vector<std::int32_t> sum(a.size()), difference(a.size());
     for (std::size_t i = 0; i < a.size(); ++i) {
       // Wrap like the hardware does instead of overflowing signed arithmetic.
-      sum[i] = static_cast<std::int32_t>(static_cast<std::uint32_t>(a[i]) + static_cast<std::uint32_t>(b[i]));
-      difference[i] =
-          static_cast<std::int32_t>(static_cast<std::uint32_t>(a[i]) - static_cast<std::uint32_t>(b[i]));
+      sum[i] = static_cast<std::int32_t>(static_cast<std::uint32_t>(a[i]) +
+                                         static_cast<std::uint32_t>(b[i]));
+      difference[i] = static_cast<std::int32_t>(static_cast<std::uint32_t>(a[i]) -
+                                                static_cast<std::uint32_t>(b[i]));
     }
     return std::vector<NamedTensor>{
         {"OUTPUT0", Tensor::from_vector(std::move(sum), {1, 16}), {}},
@@ -44,7 +45,8 @@ inline Model identity(std::string name, DataType type, std::chrono::milliseconds
   m.outputs = {{"OUTPUT0", type, {-1, -1}}};
   m.compute = [delay](const InferRequest& request) -> Result<std::vector<NamedTensor>> {
     if (delay.count() > 0) std::this_thread::sleep_for(delay);
-    return std::vector<NamedTensor>{{"OUTPUT0", request.find_input("INPUT0")->tensor.to_owned(), {}}};
+    return std::vector<NamedTensor>{
+        {"OUTPUT0", request.find_input("INPUT0")->tensor.to_owned(), {}}};
   };
   return m;
 }

@@ -22,8 +22,11 @@ struct ClientOptions {
   std::chrono::milliseconds control_timeout{10'000};
   /// Time to establish a connection before requests waiting on it fail with UNAVAILABLE.
   std::chrono::milliseconds connect_timeout{3'000};
-  /// Interval of HTTP/2 PINGs on an idle connection; zero disables keepalive.
-  std::chrono::milliseconds keepalive_interval{30'000};
+  /// Interval of HTTP/2 PINGs while calls wait for answers, to notice a peer that vanished
+  /// without closing the connection; zero disables keepalive. Pings are never sent on an idle
+  /// connection. gRPC servers (Triton included) by default refuse more than two pings in five
+  /// minutes on a connection where they send nothing: keep this at a minute or more for them.
+  std::chrono::milliseconds keepalive_interval{60'000};
   /// A PING unanswered for this long declares the connection dead (requests: UNAVAILABLE).
   std::chrono::milliseconds keepalive_timeout{10'000};
 

@@ -128,8 +128,8 @@ enum class ExecutedOn : std::uint8_t {
 class InferResult {
  public:
   InferResult() = default;
-  InferResult(std::string model, std::string version, std::string id, std::vector<NamedTensor> outputs,
-              Parameters parameters = {})
+  InferResult(std::string model, std::string version, std::string id,
+              std::vector<NamedTensor> outputs, Parameters parameters = {})
       : model_(std::move(model)),
         version_(std::move(version)),
         id_(std::move(id)),

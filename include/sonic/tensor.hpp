@@ -56,9 +56,9 @@ inline const char* to_string(DataType type) noexcept {
 
 /// All datatypes, for iteration in tests and tools.
 inline constexpr DataType kAllDataTypes[] = {
-    DataType::Bool,  DataType::UInt8, DataType::UInt16, DataType::UInt32, DataType::UInt64,
-    DataType::Int8,  DataType::Int16, DataType::Int32,  DataType::Int64,  DataType::Fp16,
-    DataType::Bf16,  DataType::Fp32,  DataType::Fp64,   DataType::Bytes};
+    DataType::Bool, DataType::UInt8, DataType::UInt16, DataType::UInt32, DataType::UInt64,
+    DataType::Int8, DataType::Int16, DataType::Int32,  DataType::Int64,  DataType::Fp16,
+    DataType::Bf16, DataType::Fp32,  DataType::Fp64,   DataType::Bytes};
 
 /// The datatype named by a KServe v2 string, or nothing for an unknown name.
 inline std::optional<DataType> parse_datatype(std::string_view name) noexcept {
@@ -112,19 +112,58 @@ struct BFloat16 {
 namespace detail {
 template <typename T>
 struct DataTypeOf;
-template <> struct DataTypeOf<bool> { static constexpr DataType value = DataType::Bool; };
-template <> struct DataTypeOf<std::uint8_t> { static constexpr DataType value = DataType::UInt8; };
-template <> struct DataTypeOf<std::uint16_t> { static constexpr DataType value = DataType::UInt16; };
-template <> struct DataTypeOf<std::uint32_t> { static constexpr DataType value = DataType::UInt32; };
-template <> struct DataTypeOf<std::uint64_t> { static constexpr DataType value = DataType::UInt64; };
-template <> struct DataTypeOf<std::int8_t> { static constexpr DataType value = DataType::Int8; };
-template <> struct DataTypeOf<std::int16_t> { static constexpr DataType value = DataType::Int16; };
-template <> struct DataTypeOf<std::int32_t> { static constexpr DataType value = DataType::Int32; };
-template <> struct DataTypeOf<std::int64_t> { static constexpr DataType value = DataType::Int64; };
-template <> struct DataTypeOf<Float16> { static constexpr DataType value = DataType::Fp16; };
-template <> struct DataTypeOf<BFloat16> { static constexpr DataType value = DataType::Bf16; };
-template <> struct DataTypeOf<float> { static constexpr DataType value = DataType::Fp32; };
-template <> struct DataTypeOf<double> { static constexpr DataType value = DataType::Fp64; };
+template <>
+struct DataTypeOf<bool> {
+  static constexpr DataType value = DataType::Bool;
+};
+template <>
+struct DataTypeOf<std::uint8_t> {
+  static constexpr DataType value = DataType::UInt8;
+};
+template <>
+struct DataTypeOf<std::uint16_t> {
+  static constexpr DataType value = DataType::UInt16;
+};
+template <>
+struct DataTypeOf<std::uint32_t> {
+  static constexpr DataType value = DataType::UInt32;
+};
+template <>
+struct DataTypeOf<std::uint64_t> {
+  static constexpr DataType value = DataType::UInt64;
+};
+template <>
+struct DataTypeOf<std::int8_t> {
+  static constexpr DataType value = DataType::Int8;
+};
+template <>
+struct DataTypeOf<std::int16_t> {
+  static constexpr DataType value = DataType::Int16;
+};
+template <>
+struct DataTypeOf<std::int32_t> {
+  static constexpr DataType value = DataType::Int32;
+};
+template <>
+struct DataTypeOf<std::int64_t> {
+  static constexpr DataType value = DataType::Int64;
+};
+template <>
+struct DataTypeOf<Float16> {
+  static constexpr DataType value = DataType::Fp16;
+};
+template <>
+struct DataTypeOf<BFloat16> {
+  static constexpr DataType value = DataType::Bf16;
+};
+template <>
+struct DataTypeOf<float> {
+  static constexpr DataType value = DataType::Fp32;
+};
+template <>
+struct DataTypeOf<double> {
+  static constexpr DataType value = DataType::Fp64;
+};
 }  // namespace detail
 
 /// The datatype of a C++ element type: datatype_of<float> == DataType::Fp32.
@@ -201,7 +240,8 @@ std::vector<std::uint8_t> encode_bytes_elements(const Strings& strings) {
     std::string_view s(item);
     if (s.size() > UINT32_MAX) throw Error(StatusCode::InvalidArgument, "BYTES element over 4 GiB");
     auto n = static_cast<std::uint32_t>(s.size());
-    for (int shift = 0; shift < 32; shift += 8) out.push_back(static_cast<std::uint8_t>(n >> shift));
+    for (int shift = 0; shift < 32; shift += 8)
+      out.push_back(static_cast<std::uint8_t>(n >> shift));
     out.insert(out.end(), s.begin(), s.end());
   }
   return out;
@@ -247,8 +287,9 @@ class Tensor {
   /// Borrows a vector's elements.
   template <typename T>
   static Tensor view(const std::vector<T>& values, Shape shape) {
-    static_assert(!std::is_same_v<T, bool>, "std::vector<bool> is packed; use std::vector<uint8_t>"
-                                            " with view_bytes(DataType::Bool, ...)");
+    static_assert(!std::is_same_v<T, bool>,
+                  "std::vector<bool> is packed; use std::vector<uint8_t>"
+                  " with view_bytes(DataType::Bool, ...)");
     return view(values.data(), values.size(), std::move(shape));
   }
   /// Borrows `count` elements at `data`.
@@ -268,8 +309,9 @@ class Tensor {
   /// Takes a vector's elements by move: no copy when the caller passes an rvalue.
   template <typename T>
   static Tensor from_vector(std::vector<T> values, Shape shape) {
-    static_assert(!std::is_same_v<T, bool>, "std::vector<bool> is packed; use std::vector<uint8_t>"
-                                            " with copy_bytes(DataType::Bool, ...)");
+    static_assert(!std::is_same_v<T, bool>,
+                  "std::vector<bool> is packed; use std::vector<uint8_t>"
+                  " with copy_bytes(DataType::Bool, ...)");
     auto owner = std::make_shared<std::vector<T>>(std::move(values));
     const auto* bytes = reinterpret_cast<const std::uint8_t*>(owner->data());
     std::size_t size = owner->size() * sizeof(T);
@@ -284,8 +326,9 @@ class Tensor {
   /// A BYTES tensor holding the given strings (serialised once, owned).
   template <typename Strings>
   static Tensor from_strings(const Strings& strings, Shape shape) {
-    return owning(DataType::Bytes, std::move(shape),
-                  std::make_shared<std::vector<std::uint8_t>>(detail::encode_bytes_elements(strings)));
+    return owning(
+        DataType::Bytes, std::move(shape),
+        std::make_shared<std::vector<std::uint8_t>>(detail::encode_bytes_elements(strings)));
   }
   /// Bytes kept alive by `owner` (a received message, a memory pool block, ...).
   static Tensor from_shared(DataType type, Shape shape, std::shared_ptr<const void> owner,
@@ -311,8 +354,8 @@ class Tensor {
   Result<void> check() const {
     auto count = element_count(shape_);
     if (!count) {
-      return Error(StatusCode::InvalidArgument, "shape " + to_string(shape_) +
-                                                    " has a negative dimension or is too large");
+      return Error(StatusCode::InvalidArgument,
+                   "shape " + to_string(shape_) + " has a negative dimension or is too large");
     }
     if (dtype_ == DataType::Bytes) {
       auto items = detail::decode_bytes_elements(data_, size_);
@@ -327,10 +370,10 @@ class Tensor {
     }
     std::size_t expected = *count * element_size(dtype_);
     if (expected / element_size(dtype_) != *count || expected != size_) {
-      return Error(StatusCode::InvalidArgument,
-                   std::string(to_string(dtype_)) + " tensor of shape " + to_string(shape_) +
-                       " needs " + std::to_string(expected) + " bytes but has " +
-                       std::to_string(size_));
+      return Error(StatusCode::InvalidArgument, std::string(to_string(dtype_)) +
+                                                    " tensor of shape " + to_string(shape_) +
+                                                    " needs " + std::to_string(expected) +
+                                                    " bytes but has " + std::to_string(size_));
     }
     return {};
   }
@@ -345,9 +388,9 @@ class Tensor {
     }
     check().value();
     if (reinterpret_cast<std::uintptr_t>(data_) % alignof(T) != 0) {
-      throw Error(StatusCode::Internal,
-                  "tensor bytes are not aligned for " + std::string(to_string(dtype_)) +
-                      " access; use to_owned() or copy the bytes");
+      throw Error(StatusCode::Internal, "tensor bytes are not aligned for " +
+                                            std::string(to_string(dtype_)) +
+                                            " access; use to_owned() or copy the bytes");
     }
     return TensorView<T>(reinterpret_cast<const T*>(data_), size_ / sizeof(T));
   }
@@ -370,7 +413,8 @@ class Tensor {
  private:
   // Reads the vector's address before the pointer moves into the tensor (argument evaluation
   // order is unspecified, so this cannot be one call).
-  static Tensor owning(DataType type, Shape shape, std::shared_ptr<std::vector<std::uint8_t>> bytes) {
+  static Tensor owning(DataType type, Shape shape,
+                       std::shared_ptr<std::vector<std::uint8_t>> bytes) {
     const std::uint8_t* data = bytes->data();
     std::size_t size = bytes->size();
     return Tensor(type, std::move(shape), data, size, std::move(bytes));
@@ -378,7 +422,11 @@ class Tensor {
 
   Tensor(DataType type, Shape shape, const std::uint8_t* data, std::size_t size,
          std::shared_ptr<const void> owner)
-      : dtype_(type), shape_(std::move(shape)), data_(data), size_(size), owner_(std::move(owner)) {}
+      : dtype_(type),
+        shape_(std::move(shape)),
+        data_(data),
+        size_(size),
+        owner_(std::move(owner)) {}
 
   DataType dtype_ = DataType::Fp32;
   Shape shape_;

@@ -90,8 +90,8 @@ inline Result<Endpoint> parse_endpoint(std::string_view url) {
     port = port * 10 + static_cast<unsigned long>(c - '0');
   }
   if (port == 0 || port > 65535) {
-    return Error(StatusCode::InvalidArgument, "endpoint '" + ep.url + "' has an invalid port '" +
-                                                  std::string(port_text) + "'");
+    return Error(StatusCode::InvalidArgument,
+                 "endpoint '" + ep.url + "' has an invalid port '" + std::string(port_text) + "'");
   }
   ep.port = static_cast<std::uint16_t>(port);
   return ep;
@@ -157,9 +157,9 @@ class TransportRegistry {
       if (it != factories_.end()) factory = it->second;
     }
     if (!factory) {
-      return Error(StatusCode::InvalidArgument,
-                   "no transport for scheme '" + endpoint.scheme + "' in '" + endpoint.url + "': " +
-                       link_hint(endpoint.scheme));
+      return Error(StatusCode::InvalidArgument, "no transport for scheme '" + endpoint.scheme +
+                                                    "' in '" + endpoint.url +
+                                                    "': " + link_hint(endpoint.scheme));
     }
     return factory(endpoint, options);
   }

@@ -2,6 +2,8 @@
 #pragma once
 
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "sonic/error.hpp"
 #include "sonic/metadata.hpp"
@@ -9,12 +11,44 @@
 
 namespace sonic {
 
+/// Checks metadata headers before they reach the wire: HTTP/2 needs lower-case token names, the
+/// protocol owns grpc-*, te, content-type and user-agent, and only "-bin" headers may carry bytes
+/// that are not printable ASCII (they travel base64-encoded).
+inline Result<void> check_headers(const std::vector<std::pair<std::string, std::string>>& headers) {
+  for (const auto& header : headers) {
+    const std::string& name = header.first;
+    bool token = !name.empty();
+    for (char c : name) {
+      token = token && ((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' || c == '_' ||
+                        c == '.');
+    }
+    if (!token || name.rfind("grpc-", 0) == 0 || name == "te" || name == "content-type" ||
+        name == "user-agent") {
+      return Error(StatusCode::InvalidArgument,
+                   "header '" + name +
+                       "' cannot be sent: names are lower-case letters, digits and '-_.', "
+                       "and grpc-*, te, content-type and user-agent are reserved for the protocol");
+    }
+    if (name.size() < 4 || name.compare(name.size() - 4, 4, "-bin") != 0) {
+      for (char c : header.second) {
+        if (c < 0x20 || c > 0x7e) {
+          return Error(StatusCode::InvalidArgument,
+                       "header '" + name +
+                           "' has a non-printable value; binary values need a name ending in -bin");
+        }
+      }
+    }
+  }
+  return {};
+}
+
 /// Checks what needs no model knowledge: a model name, unique input names, and bytes that fit
 /// each input's shape and datatype. Errors are INVALID_ARGUMENT and name the tensor.
 inline Result<void> check_request(const InferRequest& request) {
   if (request.model_name().empty()) {
     return Error(StatusCode::InvalidArgument, "request has no model name");
   }
+  if (auto ok = check_headers(request.headers()); !ok) return ok;
   const auto& inputs = request.inputs();
   for (std::size_t i = 0; i < inputs.size(); ++i) {
     for (std::size_t j = 0; j < i; ++j) {
@@ -44,9 +78,9 @@ inline Result<void> validate_request(const ModelMetadata& model, const InferRequ
                                                     in.name + "' (inputs: " + known + ")");
     }
     if (spec->dtype != in.tensor.dtype()) {
-      return Error(StatusCode::InvalidArgument,
-                   "input '" + in.name + "' of model '" + model.name + "' must be " +
-                       to_string(spec->dtype) + ", got " + to_string(in.tensor.dtype()));
+      return Error(StatusCode::InvalidArgument, "input '" + in.name + "' of model '" + model.name +
+                                                    "' must be " + to_string(spec->dtype) +
+                                                    ", got " + to_string(in.tensor.dtype()));
     }
     const Shape& shape = in.tensor.shape();
     bool fits = shape.size() == spec->shape.size();
@@ -54,9 +88,9 @@ inline Result<void> validate_request(const ModelMetadata& model, const InferRequ
       fits = spec->shape[d] < 0 || spec->shape[d] == shape[d];
     }
     if (!fits) {
-      return Error(StatusCode::InvalidArgument,
-                   "input '" + in.name + "' of model '" + model.name + "' must have shape " +
-                       to_string(spec->shape) + ", got " + to_string(shape));
+      return Error(StatusCode::InvalidArgument, "input '" + in.name + "' of model '" + model.name +
+                                                    "' must have shape " + to_string(spec->shape) +
+                                                    ", got " + to_string(shape));
     }
   }
   for (const auto& out : request.outputs()) {

@@ -29,7 +29,9 @@ std::string frame(const google::protobuf::Message& message) {
   return body_bytes(body);
 }
 
-std::string bytes_of(const Tensor& t) { return std::string(reinterpret_cast<const char*>(t.data()), t.byte_size()); }
+std::string bytes_of(const Tensor& t) {
+  return std::string(reinterpret_cast<const char*>(t.data()), t.byte_size());
+}
 
 }  // namespace
 
@@ -72,7 +74,8 @@ TEST_CASE("an encoded request is a ModelInferRequest to libprotobuf, field for f
   REQUIRE(pb.outputs_size() == 1);
   CHECK(pb.outputs(0).parameters().at("classification").int64_param() == 2);
   REQUIRE(pb.raw_input_contents_size() == 3);
-  CHECK(pb.raw_input_contents(0) == std::string(reinterpret_cast<const char*>(big.data()), big.size() * 4));
+  CHECK(pb.raw_input_contents(0) ==
+        std::string(reinterpret_cast<const char*>(big.data()), big.size() * 4));
   CHECK(pb.raw_input_contents(1) == std::string(reinterpret_cast<const char*>(small.data()), 24));
 
   // The big tensor is sent from the caller's memory, not copied into the body.
@@ -86,8 +89,10 @@ TEST_CASE("an encoded request is a ModelInferRequest to libprotobuf, field for f
 TEST_CASE("request round trip: client encoder to server decoder") {
   std::vector<std::int32_t> a(16);
   std::iota(a.begin(), a.end(), -8);
-  auto request = InferRequest("simple").id("abc").input("INPUT0", Tensor::view(a, {1, 16})).output("OUTPUT1");
-  auto decoded = decode_infer_request(receive(body_bytes(*encode_infer_request(request, 1 << 20).value()), kRawInputField));
+  auto request =
+      InferRequest("simple").id("abc").input("INPUT0", Tensor::view(a, {1, 16})).output("OUTPUT1");
+  auto decoded = decode_infer_request(
+      receive(body_bytes(*encode_infer_request(request, 1 << 20).value()), kRawInputField));
   REQUIRE(decoded.ok());
   CHECK(decoded->model_name() == "simple");
   CHECK(decoded->request_id() == "abc");
@@ -105,7 +110,8 @@ TEST_CASE("every datatype round-trips raw through request and response") {
                    ? Tensor::from_strings(std::vector<std::string>{"x", "", "long string"}, {3})
                    : [&] {
                        std::vector<std::uint8_t> bytes(6 * element_size(type));
-                       for (std::size_t i = 0; i < bytes.size(); ++i) bytes[i] = static_cast<std::uint8_t>(i * 37 + 1);
+                       for (std::size_t i = 0; i < bytes.size(); ++i)
+                         bytes[i] = static_cast<std::uint8_t>(i * 37 + 1);
                        if (type == DataType::Bool) {
                          for (auto& b : bytes) b &= 1;
                        }
@@ -120,8 +126,9 @@ TEST_CASE("every datatype round-trips raw through request and response") {
     CHECK(out.shape() == t.shape());
     CHECK(bytes_of(out) == bytes_of(t));
 
-    auto request = decode_infer_request(
-        receive(body_bytes(*encode_infer_request(InferRequest("m").input("IN", t), 1 << 20).value()), kRawInputField));
+    auto request = decode_infer_request(receive(
+        body_bytes(*encode_infer_request(InferRequest("m").input("IN", t), 1 << 20).value()),
+        kRawInputField));
     REQUIRE(request.ok());
     CHECK(bytes_of(request->inputs()[0].tensor) == bytes_of(t));
   }
@@ -169,7 +176,9 @@ TEST_CASE("typed contents are accepted for every datatype that has them") {
 }
 
 TEST_CASE("malformed requests are INVALID_ARGUMENT naming the tensor") {
-  auto decode = [](const inference::ModelInferRequest& pb) { return decode_infer_request(receive(frame(pb), kRawInputField)); };
+  auto decode = [](const inference::ModelInferRequest& pb) {
+    return decode_infer_request(receive(frame(pb), kRawInputField));
+  };
   inference::ModelInferRequest pb;
   pb.set_model_name("m");
   auto* in = pb.add_inputs();
@@ -239,6 +248,10 @@ TEST_CASE("lying responses are INTERNAL errors, never crashes") {
   s->set_name("S");
   s->set_datatype("BYTES");
   s->add_shape(1);
-  strings.add_raw_output_contents(std::string("\xff\x00\x00\x00" "ab", 6));  // element length lies
-  CHECK(decode_infer_response(receive(frame(strings), kRawOutputField)).code() == StatusCode::Internal);
+  strings.add_raw_output_contents(
+      std::string("\xff\x00\x00\x00"
+                  "ab",
+                  6));  // element length lies
+  CHECK(decode_infer_response(receive(frame(strings), kRawOutputField)).code() ==
+        StatusCode::Internal);
 }

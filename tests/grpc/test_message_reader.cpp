@@ -46,20 +46,24 @@ TEST_CASE("raw fields are split into their own aligned buffers, whatever the chu
   raw_a[17] = 'Z';
   std::string message = sample_message(raw_a, raw_b);
   std::string bytes = framed(message) + framed(message);  // two messages back to back
-  for (std::size_t chunk : {std::size_t{1}, std::size_t{3}, std::size_t{7}, std::size_t{4096}, bytes.size()}) {
+  for (std::size_t chunk :
+       {std::size_t{1}, std::size_t{3}, std::size_t{7}, std::size_t{4096}, bytes.size()}) {
     CAPTURE(chunk);
     MessageReader reader(7, 1 << 20);
     for (std::size_t pos = 0; pos < bytes.size(); pos += chunk) {
-      REQUIRE(reader.feed(reinterpret_cast<const std::uint8_t*>(bytes.data()) + pos,
-                          std::min(chunk, bytes.size() - pos))
+      REQUIRE(reader
+                  .feed(reinterpret_cast<const std::uint8_t*>(bytes.data()) + pos,
+                        std::min(chunk, bytes.size() - pos))
                   .ok());
     }
     CHECK(reader.at_boundary());
     REQUIRE(reader.messages().size() == 2);
     for (auto& m : reader.messages()) {
       REQUIRE(m.raw.size() == 2);
-      CHECK(std::string(reinterpret_cast<const char*>(m.raw[0].data.get()), m.raw[0].size) == raw_a);
-      CHECK(std::string(reinterpret_cast<const char*>(m.raw[1].data.get()), m.raw[1].size) == raw_b);
+      CHECK(std::string(reinterpret_cast<const char*>(m.raw[0].data.get()), m.raw[0].size) ==
+            raw_a);
+      CHECK(std::string(reinterpret_cast<const char*>(m.raw[1].data.get()), m.raw[1].size) ==
+            raw_b);
       CHECK(reinterpret_cast<std::uintptr_t>(m.raw[0].data.get()) % 16 == 0);
       // The envelope is the message without the raw fields, still valid protobuf.
       std::string expected;
@@ -100,17 +104,24 @@ TEST_CASE("hostile input is an error, never a crash or a huge allocation") {
   auto big = feed(1000, 7, std::string("\x00\x7f\xff\xff\xff", 5));
   CHECK(big.code() == sonic::StatusCode::ResourceExhausted);
   // Compressed without negotiation.
-  CHECK(feed(1000, 7, std::string("\x01\x00\x00\x00\x01\x08", 6)).code() == sonic::StatusCode::Unimplemented);
-  CHECK(feed(1000, 7, std::string("\x02\x00\x00\x00\x00", 5)).code() == sonic::StatusCode::Internal);
+  CHECK(feed(1000, 7, std::string("\x01\x00\x00\x00\x01\x08", 6)).code() ==
+        sonic::StatusCode::Unimplemented);
+  CHECK(feed(1000, 7, std::string("\x02\x00\x00\x00\x00", 5)).code() ==
+        sonic::StatusCode::Internal);
   // A raw field claiming more bytes than the message holds (a lying length).
-  CHECK(feed(1000, 7, std::string("\x00\x00\x00\x00\x03\x3a\x7f\x00", 8)).code() == sonic::StatusCode::Internal);
+  CHECK(feed(1000, 7, std::string("\x00\x00\x00\x00\x03\x3a\x7f\x00", 8)).code() ==
+        sonic::StatusCode::Internal);
   // A string field running past the message end.
-  CHECK(feed(1000, 0, std::string("\x00\x00\x00\x00\x02\x0a\x05", 7)).code() == sonic::StatusCode::Internal);
+  CHECK(feed(1000, 0, std::string("\x00\x00\x00\x00\x02\x0a\x05", 7)).code() ==
+        sonic::StatusCode::Internal);
   // Field number zero, and the unsupported group wire type.
   CHECK_FALSE(feed(1000, 0, std::string("\x00\x00\x00\x00\x02\x00\x00", 7)).ok());
   CHECK_FALSE(feed(1000, 0, std::string("\x00\x00\x00\x00\x01\x0b", 6)).ok());
   // A varint longer than ten bytes.
-  CHECK_FALSE(feed(1000, 0, std::string("\x00\x00\x00\x00\x0c\x08\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\x01", 17)).ok());
+  CHECK_FALSE(
+      feed(1000, 0,
+           std::string("\x00\x00\x00\x00\x0c\x08\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\x01", 17))
+          .ok());
   // A fixed64 cut by the message end.
   CHECK_FALSE(feed(1000, 0, std::string("\x00\x00\x00\x00\x03\x09\x01\x02", 8)).ok());
 }

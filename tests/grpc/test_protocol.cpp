@@ -15,7 +15,9 @@ TEST_CASE("grpc-timeout has at most 8 digits, rounds up, and parses back") {
   CHECK(format_grpc_timeout(1234567891ns) == "1234568u");
   CHECK(format_grpc_timeout(0ns) == "1n");
   CHECK(format_grpc_timeout(std::chrono::hours(200000)).size() <= 9);
-  for (std::chrono::nanoseconds d : {std::chrono::nanoseconds(1ns), std::chrono::nanoseconds(999us), std::chrono::nanoseconds(3s), std::chrono::nanoseconds(90min)}) {
+  for (std::chrono::nanoseconds d :
+       {std::chrono::nanoseconds(1ns), std::chrono::nanoseconds(999us),
+        std::chrono::nanoseconds(3s), std::chrono::nanoseconds(90min)}) {
     auto parsed = parse_grpc_timeout(format_grpc_timeout(d));
     REQUIRE(parsed.has_value());
     CHECK(*parsed >= d);
@@ -46,4 +48,12 @@ TEST_CASE("HTTP statuses and stream resets map to gRPC codes as the spec says") 
   CHECK(sonic::grpc::error_from_reset(NGHTTP2_REFUSED_STREAM).code() == StatusCode::Unavailable);
   CHECK(sonic::grpc::error_from_reset(NGHTTP2_CANCEL).code() == StatusCode::Cancelled);
   CHECK(sonic::grpc::error_from_reset(NGHTTP2_PROTOCOL_ERROR).code() == StatusCode::Internal);
+}
+
+TEST_CASE("binary metadata is base64 with padding") {
+  CHECK(sonic::grpc::base64_encode("") == "");
+  CHECK(sonic::grpc::base64_encode("f") == "Zg==");
+  CHECK(sonic::grpc::base64_encode("fo") == "Zm8=");
+  CHECK(sonic::grpc::base64_encode("foo") == "Zm9v");
+  CHECK(sonic::grpc::base64_encode(std::string("\0\xff\x10", 3)) == "AP8Q");
 }

@@ -26,7 +26,8 @@ inline std::shared_ptr<CpuExecutor> test_executor(std::size_t threads = 4) {
 class LoopbackServer {
  public:
   explicit LoopbackServer(grpc::ServerOptions options = {}, std::size_t threads = 4)
-      : executor_(test_executor(threads)), server_(executor_, with_ephemeral_port(std::move(options))) {
+      : executor_(test_executor(threads)),
+        server_(executor_, with_ephemeral_port(std::move(options))) {
     server_.start();
   }
 
@@ -54,7 +55,8 @@ inline InferRequest simple_request(std::int32_t a, std::int32_t b) {
 }
 
 inline double ms_since(std::chrono::steady_clock::time_point start) {
-  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
+      .count();
 }
 
 }  // namespace sonic::test

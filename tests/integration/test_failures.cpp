@@ -46,7 +46,8 @@ TEST_CASE("an unknown model is NOT_FOUND with the server's message") {
   LoopbackServer server;
   Client client(server.url());
   try {
-    (void)client.infer(InferRequest("no_such_model").input("X", Tensor::from_vector(std::vector<float>{1}, {1})));
+    (void)client.infer(
+        InferRequest("no_such_model").input("X", Tensor::from_vector(std::vector<float>{1}, {1})));
     FAIL("must throw");
   } catch (const Error& e) {
     CHECK(e.code() == StatusCode::NotFound);
@@ -63,8 +64,12 @@ TEST_CASE("bad input is INVALID_ARGUMENT at once, without a round trip") {
   std::vector<float> floats(16);
   std::vector<std::int32_t> ints(16);
   std::vector<InferRequest> bad;
-  bad.push_back(InferRequest("simple").input("INPUT0", Tensor::view(floats, {1, 16})).input("INPUT1", Tensor::view(ints, {1, 16})));
-  bad.push_back(InferRequest("simple").input("INPUT0", Tensor::view(ints.data(), 16, {2, 8})).input("INPUT1", Tensor::view(ints, {1, 16})));
+  bad.push_back(InferRequest("simple")
+                    .input("INPUT0", Tensor::view(floats, {1, 16}))
+                    .input("INPUT1", Tensor::view(ints, {1, 16})));
+  bad.push_back(InferRequest("simple")
+                    .input("INPUT0", Tensor::view(ints.data(), 16, {2, 8}))
+                    .input("INPUT1", Tensor::view(ints, {1, 16})));
   bad.push_back(InferRequest("simple").input("INPUT7", Tensor::view(ints, {1, 16})));
   bad.push_back(InferRequest("simple").input("INPUT0", Tensor::view(ints.data(), 15, {1, 16})));
   for (auto& request : bad) {
@@ -119,7 +124,8 @@ TEST_CASE("a slow model and a short deadline give DEADLINE_EXCEEDED on time") {
   std::vector<float> data(4);
   auto start = std::chrono::steady_clock::now();
   try {
-    (void)client.infer(InferRequest(kSlowModel).input("INPUT0", Tensor::view(data, {2, 2})).timeout(150ms));
+    (void)client.infer(
+        InferRequest(kSlowModel).input("INPUT0", Tensor::view(data, {2, 2})).timeout(150ms));
     FAIL("must throw");
   } catch (const Error& e) {
     CHECK(e.code() == StatusCode::DeadlineExceeded);
@@ -132,7 +138,8 @@ TEST_CASE("a slow model and a short deadline give DEADLINE_EXCEEDED on time") {
   ClientOptions options;
   options.default_timeout = 100ms;
   Client hurried(server.url(), options);
-  auto future = hurried.infer_future(InferRequest(kSlowModel).input("INPUT0", Tensor::view(data, {2, 2})));
+  auto future =
+      hurried.infer_future(InferRequest(kSlowModel).input("INPUT0", Tensor::view(data, {2, 2})));
   CHECK(code_of(future) == StatusCode::DeadlineExceeded);
 }
 
@@ -218,7 +225,8 @@ TEST_CASE("a request larger than max_message_bytes is refused before sending") {
   Client client(server.url(), options);
   std::vector<float> big(1 << 19);  // 2 MiB
   try {
-    (void)client.infer(InferRequest("identity_fp32").input("INPUT0", Tensor::view(big, {1, 1 << 19})));
+    (void)client.infer(
+        InferRequest("identity_fp32").input("INPUT0", Tensor::view(big, {1, 1 << 19})));
     FAIL("must throw");
   } catch (const Error& e) {
     CHECK(e.code() == StatusCode::ResourceExhausted);

@@ -50,12 +50,14 @@ TEST_CASE("identity_fp32 returns the same bytes from 4 bytes to 64 MiB") {
   LoopbackServer server;
   Client client(server.url());
   std::mt19937 random(1234);
-  for (std::size_t elements : {std::size_t{1}, std::size_t{255}, std::size_t{16384}, std::size_t{262147},
-                               std::size_t{1} << 20, std::size_t{16} << 20}) {
+  for (std::size_t elements : {std::size_t{1}, std::size_t{255}, std::size_t{16384},
+                               std::size_t{262147}, std::size_t{1} << 20, std::size_t{16} << 20}) {
     CAPTURE(elements * 4);
     std::vector<float> input(elements);
     for (auto& v : input) v = static_cast<float>(random()) / 7.f;
-    auto result = client.infer(InferRequest("identity_fp32").input("INPUT0", Tensor::view(input, {1, static_cast<std::int64_t>(elements)})));
+    auto result = client.infer(
+        InferRequest("identity_fp32")
+            .input("INPUT0", Tensor::view(input, {1, static_cast<std::int64_t>(elements)})));
     const Tensor& out = result.output("OUTPUT0");
     CHECK(out.shape() == Shape{1, static_cast<std::int64_t>(elements)});
     REQUIRE(out.byte_size() == elements * 4);
@@ -99,7 +101,8 @@ TEST_CASE("1000 concurrent async requests from 8 threads all complete once with 
   }
   for (auto& thread : threads) thread.join();
   auto start = std::chrono::steady_clock::now();
-  while (completed < kThreads * kPerThread && ms_since(start) < 30000) std::this_thread::sleep_for(1ms);
+  while (completed < kThreads * kPerThread && ms_since(start) < 30000)
+    std::this_thread::sleep_for(1ms);
   CHECK(completed == kThreads * kPerThread);
   CHECK(failed == 0);
   CHECK(wrong == 0);
@@ -164,7 +167,8 @@ TEST_CASE("the client respects the server's limit on concurrent streams") {
   std::vector<std::future<InferResult>> futures;
   std::vector<float> data(64, 1.f);
   for (int i = 0; i < 100; ++i) {
-    futures.push_back(client.infer_future(InferRequest("paced_fp32").input("INPUT0", Tensor::view(data, {8, 8}))));
+    futures.push_back(client.infer_future(
+        InferRequest("paced_fp32").input("INPUT0", Tensor::view(data, {8, 8}))));
   }
   int ok = 0;
   for (auto& f : futures) ok += f.get().output("OUTPUT0").as<float>()[63] == 1.f;

@@ -10,7 +10,8 @@
 #include "sonic/models.hpp"
 
 namespace {
-sonic::InferRequest simple_request(const std::vector<std::int32_t>& a, const std::vector<std::int32_t>& b) {
+sonic::InferRequest simple_request(const std::vector<std::int32_t>& a,
+                                   const std::vector<std::int32_t>& b) {
   return sonic::InferRequest("simple")
       .input("INPUT0", sonic::Tensor::view(a, {1, 16}))
       .input("INPUT1", sonic::Tensor::view(b, {1, 16}));
@@ -49,7 +50,8 @@ TEST_CASE("unknown models, versions and bad inputs are errors, not crashes") {
   std::vector<std::int32_t> a(16), b(16);
   CHECK(executor->infer(sonic::InferRequest("nope")).code() == sonic::StatusCode::NotFound);
   CHECK(executor->infer(sonic::InferRequest("simple", "7")).code() == sonic::StatusCode::NotFound);
-  auto missing = executor->infer(sonic::InferRequest("simple").input("INPUT0", sonic::Tensor::view(a, {1, 16})));
+  auto missing = executor->infer(
+      sonic::InferRequest("simple").input("INPUT0", sonic::Tensor::view(a, {1, 16})));
   CHECK(missing.code() == sonic::StatusCode::InvalidArgument);
   CHECK(missing.error().message().find("INPUT1") != std::string::npos);
   CHECK_THROWS_AS(executor->add_model(sonic::models::simple()), sonic::Error);
@@ -66,7 +68,8 @@ TEST_CASE("a throwing model becomes an INTERNAL error") {
   };
   executor.add_model(m);
   std::vector<float> x(4);
-  auto r = executor.infer(sonic::InferRequest("throws").input("INPUT0", sonic::Tensor::view(x, {2, 2})));
+  auto r =
+      executor.infer(sonic::InferRequest("throws").input("INPUT0", sonic::Tensor::view(x, {2, 2})));
   CHECK(r.code() == sonic::StatusCode::Internal);
   CHECK(r.error().message().find("model exploded") != std::string::npos);
   CHECK(executor.statistics("throws")->fail.count == 1);
@@ -99,7 +102,8 @@ TEST_CASE("infer_async completes every request exactly once from many threads") 
         auto request = sonic::InferRequest("simple")
                            .input("INPUT0", sonic::Tensor::from_vector(std::move(a), {1, 16}))
                            .input("INPUT1", sonic::Tensor::view(b, {1, 16}));
-        executor->infer_async(std::move(request), [&, expected = t * 1000 + i + 1](sonic::Result<sonic::InferResult> r) {
+        executor->infer_async(std::move(request), [&, expected = t * 1000 + i + 1](
+                                                      sonic::Result<sonic::InferResult> r) {
           if (!r || r->output("OUTPUT0").as<std::int32_t>()[0] != expected) ++wrong;
           ++completed;
         });

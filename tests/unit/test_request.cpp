@@ -33,7 +33,8 @@ TEST_CASE("InferRequest builds fluently and keeps everything it was given") {
 }
 
 TEST_CASE("InferResult finds outputs by name and names the missing ones") {
-  sonic::InferResult result("m", "1", "id", {{"OUT", sonic::Tensor::from_vector(std::vector<float>{1, 2}, {2}), {}}});
+  sonic::InferResult result(
+      "m", "1", "id", {{"OUT", sonic::Tensor::from_vector(std::vector<float>{1, 2}, {2}), {}}});
   CHECK(result.output("OUT").as<float>()[1] == 2.f);
   CHECK(result.find_output("NOPE") == nullptr);
   try {
@@ -57,7 +58,8 @@ TEST_CASE("endpoint URLs parse with defaults and reject junk") {
   CHECK(bare.scheme == "grpc");
   CHECK(bare.port == 8001);
   CHECK(sonic::parse_endpoint("tcp+zstd://gpu.example.org:8010").value().scheme == "tcp+zstd");
-  for (const char* bad : {"grpc://", "grpc://host:0", "grpc://host:70000", "grpc://host:8x", "grpc://[::1"}) {
+  for (const char* bad :
+       {"grpc://", "grpc://host:0", "grpc://host:70000", "grpc://host:8x", "grpc://[::1"}) {
     CAPTURE(bad);
     auto r = sonic::parse_endpoint(bad);
     CHECK_FALSE(r.ok());
@@ -67,36 +69,46 @@ TEST_CASE("endpoint URLs parse with defaults and reject junk") {
 
 TEST_CASE("an unlinked scheme names the CMake target to link") {
   sonic::ClientOptions options;
-  auto r = sonic::transport_registry().create(sonic::parse_endpoint("tcp+zstd://h:1").value(), options);
+  auto r =
+      sonic::transport_registry().create(sonic::parse_endpoint("tcp+zstd://h:1").value(), options);
   REQUIRE_FALSE(r.ok());
   CHECK(r.error().message().find("sonic::tcp") != std::string::npos);
 }
 
 TEST_CASE("requests are validated against model metadata, naming the tensor") {
-  sonic::ModelMetadata model{"simple", {"1"}, "x",
-                             {{"INPUT0", sonic::DataType::Int32, {1, 16}}, {"INPUT1", sonic::DataType::Int32, {-1, 16}}},
-                             {{"OUTPUT0", sonic::DataType::Int32, {1, 16}}}};
+  sonic::ModelMetadata model{
+      "simple",
+      {"1"},
+      "x",
+      {{"INPUT0", sonic::DataType::Int32, {1, 16}}, {"INPUT1", sonic::DataType::Int32, {-1, 16}}},
+      {{"OUTPUT0", sonic::DataType::Int32, {1, 16}}}};
   std::vector<std::int32_t> ints(16);
   std::vector<float> floats(16);
   auto check = [&](const sonic::InferRequest& r) { return sonic::validate_request(model, r); };
 
-  CHECK(check(sonic::InferRequest("simple").input("INPUT0", sonic::Tensor::view(ints, {1, 16}))).ok());
-  CHECK(check(sonic::InferRequest("simple").input("INPUT1", sonic::Tensor::view(ints, {1, 16}))).ok());
+  CHECK(check(sonic::InferRequest("simple").input("INPUT0", sonic::Tensor::view(ints, {1, 16})))
+            .ok());
+  CHECK(check(sonic::InferRequest("simple").input("INPUT1", sonic::Tensor::view(ints, {1, 16})))
+            .ok());
 
-  auto unknown = check(sonic::InferRequest("simple").input("INPUT9", sonic::Tensor::view(ints, {1, 16})));
+  auto unknown =
+      check(sonic::InferRequest("simple").input("INPUT9", sonic::Tensor::view(ints, {1, 16})));
   REQUIRE_FALSE(unknown.ok());
   CHECK(unknown.code() == sonic::StatusCode::InvalidArgument);
   CHECK(unknown.error().message().find("INPUT9") != std::string::npos);
 
-  auto dtype = check(sonic::InferRequest("simple").input("INPUT0", sonic::Tensor::view(floats, {1, 16})));
+  auto dtype =
+      check(sonic::InferRequest("simple").input("INPUT0", sonic::Tensor::view(floats, {1, 16})));
   REQUIRE_FALSE(dtype.ok());
   CHECK(dtype.error().message().find("must be INT32, got FP32") != std::string::npos);
 
-  auto shape = check(sonic::InferRequest("simple").input("INPUT0", sonic::Tensor::view(ints.data(), 16, {16})));
+  auto shape = check(
+      sonic::InferRequest("simple").input("INPUT0", sonic::Tensor::view(ints.data(), 16, {16})));
   REQUIRE_FALSE(shape.ok());
   CHECK(shape.error().message().find("[1,16]") != std::string::npos);
 
-  auto bytes = check(sonic::InferRequest("simple").input("INPUT0", sonic::Tensor::view(ints.data(), 15, {1, 16})));
+  auto bytes = check(
+      sonic::InferRequest("simple").input("INPUT0", sonic::Tensor::view(ints.data(), 15, {1, 16})));
   REQUIRE_FALSE(bytes.ok());
   CHECK(bytes.error().message().find("INPUT0") != std::string::npos);
 
@@ -105,7 +117,25 @@ TEST_CASE("requests are validated against model metadata, naming the tensor") {
                          .input("INPUT0", sonic::Tensor::view(ints, {1, 16})));
   CHECK_FALSE(twice.ok());
 
-  auto output = check(sonic::InferRequest("simple").input("INPUT0", sonic::Tensor::view(ints, {1, 16})).output("X"));
+  auto output = check(sonic::InferRequest("simple")
+                          .input("INPUT0", sonic::Tensor::view(ints, {1, 16}))
+                          .output("X"));
   CHECK_FALSE(output.ok());
   CHECK_FALSE(sonic::check_request(sonic::InferRequest("")).ok());
+}
+
+TEST_CASE("metadata headers are checked before they reach the wire") {
+  using Headers = std::vector<std::pair<std::string, std::string>>;
+  CHECK(sonic::check_headers(
+            Headers{{"x-trace-id", "abc-123"}, {"x-blob-bin", std::string("\0\xff", 2)}})
+            .ok());
+  for (const char* reserved :
+       {"grpc-timeout", "te", "content-type", "user-agent", "X-Upper", "", "bad name"}) {
+    CAPTURE(reserved);
+    CHECK(sonic::check_headers(Headers{{reserved, "v"}}).code() ==
+          sonic::StatusCode::InvalidArgument);
+  }
+  CHECK_FALSE(sonic::check_headers(Headers{{"x-text", std::string("a\nb")}}).ok());
+  CHECK(sonic::check_request(sonic::InferRequest("m").header("grpc-status", "0")).code() ==
+        sonic::StatusCode::InvalidArgument);
 }

@@ -11,7 +11,7 @@ using sonic::Tensor;
 
 TEST_CASE("datatypes have KServe names, parse back, and element sizes") {
   const std::pair<DataType, std::size_t> sizes[] = {
-      {DataType::Bool, 1},  {DataType::UInt8, 1}, {DataType::UInt16, 2}, {DataType::UInt32, 4},
+      {DataType::Bool, 1},   {DataType::UInt8, 1}, {DataType::UInt16, 2}, {DataType::UInt32, 4},
       {DataType::UInt64, 8}, {DataType::Int8, 1},  {DataType::Int16, 2},  {DataType::Int32, 4},
       {DataType::Int64, 8},  {DataType::Fp16, 2},  {DataType::Bf16, 2},   {DataType::Fp32, 4},
       {DataType::Fp64, 8},   {DataType::Bytes, 0}};
@@ -78,7 +78,8 @@ TEST_CASE("typed views check datatype and size with clear messages") {
   }
   Tensor wrong_shape = Tensor::view(values.data(), values.size(), {1, 15});
   CHECK_FALSE(wrong_shape.check().ok());
-  CHECK(wrong_shape.check().error().message().find("needs 60 bytes but has 64") != std::string::npos);
+  CHECK(wrong_shape.check().error().message().find("needs 60 bytes but has 64") !=
+        std::string::npos);
   CHECK_THROWS_AS(wrong_shape.as<std::int32_t>(), sonic::Error);
   CHECK_THROWS_AS(t.as<std::int32_t>().at(16), sonic::Error);
 }

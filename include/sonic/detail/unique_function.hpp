@@ -18,8 +18,9 @@ class UniqueFunction<R(Args...)> {
   UniqueFunction() = default;
   UniqueFunction(std::nullptr_t) {}  // NOLINT: implicit, like std::function
 
-  template <typename F, typename = std::enable_if_t<!std::is_same_v<std::decay_t<F>, UniqueFunction> &&
-                                                    std::is_invocable_r_v<R, F&, Args...>>>
+  template <typename F,
+            typename = std::enable_if_t<!std::is_same_v<std::decay_t<F>, UniqueFunction> &&
+                                        std::is_invocable_r_v<R, F&, Args...>>>
   UniqueFunction(F&& f)  // NOLINT: implicit, like std::function
       : callable_(std::make_unique<Model<std::decay_t<F>>>(std::forward<F>(f))) {}
 

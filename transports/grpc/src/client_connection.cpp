@@ -11,8 +11,8 @@ namespace {
 
 nghttp2_nv header(std::string_view name, std::string_view value) {
   return {reinterpret_cast<std::uint8_t*>(const_cast<char*>(name.data())),
-          reinterpret_cast<std::uint8_t*>(const_cast<char*>(value.data())), name.size(), value.size(),
-          NGHTTP2_NV_FLAG_NONE};
+          reinterpret_cast<std::uint8_t*>(const_cast<char*>(value.data())), name.size(),
+          value.size(), NGHTTP2_NV_FLAG_NONE};
 }
 
 std::string_view view(const std::uint8_t* data, std::size_t size) {
@@ -23,7 +23,8 @@ const std::string kUserAgent = std::string("sonic/") + kVersion;
 
 }  // namespace
 
-ClientConnection::ClientConnection(asio::io_context& io, Endpoint endpoint, const ClientOptions& options)
+ClientConnection::ClientConnection(asio::io_context& io, Endpoint endpoint,
+                                   const ClientOptions& options)
     : H2Session(asio::ip::tcp::socket(io)),
       io_(io),
       endpoint_(std::move(endpoint)),
@@ -32,7 +33,8 @@ ClientConnection::ClientConnection(asio::io_context& io, Endpoint endpoint, cons
       connect_timer_(io),
       keepalive_timer_(io) {
   bool ipv6 = endpoint_.host.find(':') != std::string::npos;
-  authority_ = (ipv6 ? "[" + endpoint_.host + "]" : endpoint_.host) + ":" + std::to_string(endpoint_.port);
+  authority_ =
+      (ipv6 ? "[" + endpoint_.host + "]" : endpoint_.host) + ":" + std::to_string(endpoint_.port);
 }
 
 ClientConnection::~ClientConnection() = default;
@@ -45,7 +47,8 @@ void ClientConnection::connect() {
   connect_timer_.expires_after(options_.connect_timeout);
   connect_timer_.async_wait([self](std::error_code ec) {
     if (!ec && self->state_ == State::Connecting) {
-      self->connect_failed("no connection after " + std::to_string(self->options_.connect_timeout.count()) + " ms");
+      self->connect_failed("no connection after " +
+                           std::to_string(self->options_.connect_timeout.count()) + " ms");
     }
   });
   resolver_.async_resolve(
@@ -53,11 +56,12 @@ void ClientConnection::connect() {
       [self](std::error_code ec, asio::ip::tcp::resolver::results_type results) {
         if (self->state_ != State::Connecting) return;
         if (ec) return self->connect_failed("cannot resolve host: " + ec.message());
-        asio::async_connect(self->socket_, results, [self](std::error_code ec2, const asio::ip::tcp::endpoint&) {
-          if (self->state_ != State::Connecting) return;
-          if (ec2) return self->connect_failed(ec2.message());
-          self->on_connected();
-        });
+        asio::async_connect(self->socket_, results,
+                            [self](std::error_code ec2, const asio::ip::tcp::endpoint&) {
+                              if (self->state_ != State::Connecting) return;
+                              if (ec2) return self->connect_failed(ec2.message());
+                              self->on_connected();
+                            });
       });
 }
 
@@ -83,9 +87,11 @@ void ClientConnection::on_connected() {
   nghttp2_session_callbacks_new(&callbacks);
   install_common_callbacks(callbacks);
   nghttp2_session_callbacks_set_on_header_callback(callbacks, &ClientConnection::on_header);
-  nghttp2_session_callbacks_set_on_data_chunk_recv_callback(callbacks, &ClientConnection::on_data_chunk);
+  nghttp2_session_callbacks_set_on_data_chunk_recv_callback(callbacks,
+                                                            &ClientConnection::on_data_chunk);
   nghttp2_session_callbacks_set_on_frame_recv_callback(callbacks, &ClientConnection::on_frame_recv);
-  nghttp2_session_callbacks_set_on_stream_close_callback(callbacks, &ClientConnection::on_stream_close);
+  nghttp2_session_callbacks_set_on_stream_close_callback(callbacks,
+                                                         &ClientConnection::on_stream_close);
   nghttp2_option* option = nullptr;
   nghttp2_option_new(&option);
   // Until the server's SETTINGS arrive, assume gRPC's customary limit rather than "unlimited".
@@ -93,7 +99,8 @@ void ClientConnection::on_connected() {
   int rv = nghttp2_session_client_new2(&session_, callbacks, this, option);
   nghttp2_option_del(option);
   nghttp2_session_callbacks_del(callbacks);
-  if (rv != 0) return connect_failed(std::string("cannot create HTTP/2 session: ") + nghttp2_strerror(rv));
+  if (rv != 0)
+    return connect_failed(std::string("cannot create HTTP/2 session: ") + nghttp2_strerror(rv));
 
   H2Settings settings;
   settings.stream_window_bytes = options_.stream_window_bytes;
@@ -132,7 +139,8 @@ void ClientConnection::submit(std::shared_ptr<ClientCall> call) {
 void ClientConnection::arm_deadline(const std::shared_ptr<ClientCall>& call) {
   if (call->deadline == Deadline::max()) return;
   if (call->deadline <= Clock::now()) {
-    complete(call, Error(StatusCode::DeadlineExceeded, "deadline passed before the request was sent"));
+    complete(call,
+             Error(StatusCode::DeadlineExceeded, "deadline passed before the request was sent"));
     return;
   }
   call->timer = std::make_unique<asio::steady_timer>(io_, call->deadline);
@@ -143,12 +151,13 @@ void ClientConnection::arm_deadline(const std::shared_ptr<ClientCall>& call) {
     if (ec || !expired || expired->finished) return;
     if (expired->stream_id > 0 && !self->lost_) {
       // Tell the server to stop working on it; the stream's close event finds it finished.
-      nghttp2_submit_rst_stream(self->session_, NGHTTP2_FLAG_NONE, expired->stream_id, NGHTTP2_CANCEL);
+      nghttp2_submit_rst_stream(self->session_, NGHTTP2_FLAG_NONE, expired->stream_id,
+                                NGHTTP2_CANCEL);
       self->streams_.erase(expired->stream_id);
       self->flush();
     }
-    self->complete(expired, Error(StatusCode::DeadlineExceeded, "no response from " + self->describe() +
-                                                                 " before the deadline"));
+    self->complete(expired, Error(StatusCode::DeadlineExceeded,
+                                  "no response from " + self->describe() + " before the deadline"));
   });
 }
 
@@ -167,13 +176,23 @@ void ClientConnection::start_stream(const std::shared_ptr<ClientCall>& call) {
     timeout = format_grpc_timeout(call->deadline - Clock::now());
     nva.push_back(header("grpc-timeout", timeout));
   }
-  for (const auto& [name, value] : call->headers) nva.push_back(header(name, value));
+  std::vector<std::string> encoded;  // base64 values of binary headers, alive until submitted
+  encoded.reserve(call->headers.size());
+  for (const auto& [name, value] : call->headers) {
+    bool binary = name.size() > 4 && name.compare(name.size() - 4, 4, "-bin") == 0;
+    if (binary) encoded.push_back(base64_encode(value));
+    nva.push_back(
+        header(name, binary ? std::string_view(encoded.back()) : std::string_view(value)));
+  }
 
   nghttp2_data_provider provider = body_provider(call->body.get());
-  std::int32_t id = nghttp2_submit_request(session_, nullptr, nva.data(), nva.size(), &provider, call.get());
+  std::int32_t id =
+      nghttp2_submit_request(session_, nullptr, nva.data(), nva.size(), &provider, call.get());
   if (id < 0) {
-    StatusCode code = id == NGHTTP2_ERR_STREAM_ID_NOT_AVAILABLE ? StatusCode::Unavailable : StatusCode::Internal;
-    if (id == NGHTTP2_ERR_STREAM_ID_NOT_AVAILABLE) goaway_ = true;  // the next call opens a new connection
+    StatusCode code =
+        id == NGHTTP2_ERR_STREAM_ID_NOT_AVAILABLE ? StatusCode::Unavailable : StatusCode::Internal;
+    if (id == NGHTTP2_ERR_STREAM_ID_NOT_AVAILABLE)
+      goaway_ = true;  // the next call opens a new connection
     complete(call, Error(code, std::string("cannot start the call: ") + nghttp2_strerror(id)));
     return;
   }
@@ -186,8 +205,9 @@ std::shared_ptr<ClientCall> ClientConnection::find(std::int32_t stream_id) const
   return it == streams_.end() ? nullptr : it->second;
 }
 
-int ClientConnection::on_header(nghttp2_session*, const nghttp2_frame* frame, const std::uint8_t* name,
-                                std::size_t namelen, const std::uint8_t* value, std::size_t valuelen, std::uint8_t,
+int ClientConnection::on_header(nghttp2_session*, const nghttp2_frame* frame,
+                                const std::uint8_t* name, std::size_t namelen,
+                                const std::uint8_t* value, std::size_t valuelen, std::uint8_t,
                                 void* user_data) {
   auto* self = static_cast<ClientConnection*>(user_data);
   if (frame->hd.type != NGHTTP2_HEADERS) return 0;
@@ -239,8 +259,8 @@ int ClientConnection::on_frame_recv(nghttp2_session*, const nghttp2_frame* frame
   return 0;
 }
 
-int ClientConnection::on_stream_close(nghttp2_session*, std::int32_t stream_id, std::uint32_t error_code,
-                                      void* user_data) {
+int ClientConnection::on_stream_close(nghttp2_session*, std::int32_t stream_id,
+                                      std::uint32_t error_code, void* user_data) {
   auto* self = static_cast<ClientConnection*>(user_data);
   auto it = self->streams_.find(stream_id);
   if (it == self->streams_.end()) return 0;
@@ -250,21 +270,25 @@ int ClientConnection::on_stream_close(nghttp2_session*, std::int32_t stream_id, 
   return 0;
 }
 
-void ClientConnection::finish_stream(const std::shared_ptr<ClientCall>& call, std::uint32_t h2_error) {
+void ClientConnection::finish_stream(const std::shared_ptr<ClientCall>& call,
+                                     std::uint32_t h2_error) {
   complete(call, outcome_of(*call, h2_error));
 }
 
-Result<ReceivedMessage> ClientConnection::outcome_of(ClientCall& call, std::uint32_t h2_error) const {
+Result<ReceivedMessage> ClientConnection::outcome_of(ClientCall& call,
+                                                     std::uint32_t h2_error) const {
   if (call.grpc_status) {
     StatusCode code = status_code_from_int(*call.grpc_status);
     if (code != StatusCode::Ok) {
       return Error(code, call.grpc_message.empty() ? sonic::describe(code) : call.grpc_message);
     }
     if (!call.reader.at_boundary()) {
-      return Error(StatusCode::Internal, "response from " + describe() + " ended inside a message (truncated)");
+      return Error(StatusCode::Internal,
+                   "response from " + describe() + " ended inside a message (truncated)");
     }
     if (call.reader.messages().size() != 1) {
-      return Error(StatusCode::Internal, "expected one response message from " + describe() + ", got " +
+      return Error(StatusCode::Internal, "expected one response message from " + describe() +
+                                             ", got " +
                                              std::to_string(call.reader.messages().size()));
     }
     return std::move(call.reader.messages().front());
@@ -272,16 +296,19 @@ Result<ReceivedMessage> ClientConnection::outcome_of(ClientCall& call, std::uint
   if (h2_error != NGHTTP2_NO_ERROR) return error_from_reset(h2_error);
   if (call.http_status != 200 && call.http_status != 0) {
     return Error(status_from_http(call.http_status),
-                 "HTTP status " + std::to_string(call.http_status) + " from " + describe() + " (not a gRPC response)");
+                 "HTTP status " + std::to_string(call.http_status) + " from " + describe() +
+                     " (not a gRPC response)");
   }
   if (call.content_type.rfind("application/grpc", 0) != 0) {
-    return Error(StatusCode::Unknown,
-                 "not a gRPC server at " + describe() + " (content-type '" + call.content_type + "')");
+    return Error(StatusCode::Unknown, "not a gRPC server at " + describe() + " (content-type '" +
+                                          call.content_type + "')");
   }
-  return Error(StatusCode::Internal, "server " + describe() + " closed the stream without a grpc-status");
+  return Error(StatusCode::Internal,
+               "server " + describe() + " closed the stream without a grpc-status");
 }
 
-void ClientConnection::complete(const std::shared_ptr<ClientCall>& call, Result<ReceivedMessage> outcome) {
+void ClientConnection::complete(const std::shared_ptr<ClientCall>& call,
+                                Result<ReceivedMessage> outcome) {
   if (call->finished) return;
   call->finished = true;
   if (call->timer) call->timer->cancel();
@@ -313,8 +340,9 @@ void ClientConnection::schedule_keepalive() {
     if (ec || self->lost_) return;
     if (self->ping_outstanding_) {
       if (Clock::now() - self->ping_sent_ >= self->options_.keepalive_timeout) {
-        self->shutdown(StatusCode::Unavailable, "keepalive PING unanswered for " +
-                                                     std::to_string(self->options_.keepalive_timeout.count()) + " ms");
+        self->shutdown(StatusCode::Unavailable,
+                       "keepalive PING unanswered for " +
+                           std::to_string(self->options_.keepalive_timeout.count()) + " ms");
         return;
       }
     } else if (!self->streams_.empty()) {

@@ -21,8 +21,8 @@ namespace sonic::grpc {
 
 /// One unary gRPC call: a request body, its deadline, and the handler of its outcome.
 struct ClientCall {
-  ClientCall(std::string method_path, std::shared_ptr<OutgoingBody> request_body, Deadline call_deadline,
-             std::uint32_t raw_field, std::size_t max_message_bytes)
+  ClientCall(std::string method_path, std::shared_ptr<OutgoingBody> request_body,
+             Deadline call_deadline, std::uint32_t raw_field, std::size_t max_message_bytes)
       : path(std::move(method_path)),
         body(std::move(request_body)),
         deadline(call_deadline),
@@ -44,7 +44,8 @@ struct ClientCall {
   std::string grpc_message;
   std::unique_ptr<asio::steady_timer> timer;
   bool finished = false;
-  std::optional<Result<ReceivedMessage>> parked;  // outcome held until the body's bytes are released
+  std::optional<Result<ReceivedMessage>>
+      parked;  // outcome held until the body's bytes are released
 };
 
 /// A client connection. Created per endpoint; replaced when it fails or receives GOAWAY.
@@ -97,8 +98,8 @@ class ClientConnection final : public H2Session {
   asio::steady_timer keepalive_timer_;
   bool ping_outstanding_ = false;
   Clock::time_point ping_sent_;
-  std::deque<std::shared_ptr<ClientCall>> waiting_;                  // until connected
-  std::map<std::int32_t, std::shared_ptr<ClientCall>> streams_;      // open streams
+  std::deque<std::shared_ptr<ClientCall>> waiting_;              // until connected
+  std::map<std::int32_t, std::shared_ptr<ClientCall>> streams_;  // open streams
   std::unordered_map<OutgoingBody*, std::shared_ptr<ClientCall>> parked_;
 };
 

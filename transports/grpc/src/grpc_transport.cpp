@@ -32,7 +32,8 @@ class GrpcTransport final : public Transport {
     }
     asio::post(io_, [this] {
       for (auto& weak : connections_) {
-        if (auto connection = weak.lock()) connection->shutdown(StatusCode::Cancelled, "the client was destroyed");
+        if (auto connection = weak.lock())
+          connection->shutdown(StatusCode::Cancelled, "the client was destroyed");
       }
       connections_.clear();
       current_.reset();
@@ -55,30 +56,34 @@ class GrpcTransport final : public Transport {
   }
 
   void server_live_async(Deadline deadline, Callback<bool> done) override {
-    unary<inference::ServerLiveResponse>("ServerLive", inference::ServerLiveRequest{}, deadline,
-                                         [done = std::move(done)](Result<inference::ServerLiveResponse> r) mutable {
-                                           if (!r) return done(r.error());
-                                           done(r->live());
-                                         });
+    unary<inference::ServerLiveResponse>(
+        "ServerLive", inference::ServerLiveRequest{}, deadline,
+        [done = std::move(done)](Result<inference::ServerLiveResponse> r) mutable {
+          if (!r) return done(r.error());
+          done(r->live());
+        });
   }
 
   void server_ready_async(Deadline deadline, Callback<bool> done) override {
-    unary<inference::ServerReadyResponse>("ServerReady", inference::ServerReadyRequest{}, deadline,
-                                          [done = std::move(done)](Result<inference::ServerReadyResponse> r) mutable {
-                                            if (!r) return done(r.error());
-                                            done(r->ready());
-                                          });
+    unary<inference::ServerReadyResponse>(
+        "ServerReady", inference::ServerReadyRequest{}, deadline,
+        [done = std::move(done)](Result<inference::ServerReadyResponse> r) mutable {
+          if (!r) return done(r.error());
+          done(r->ready());
+        });
   }
 
-  void model_ready_async(std::string model, std::string version, Deadline deadline, Callback<bool> done) override {
+  void model_ready_async(std::string model, std::string version, Deadline deadline,
+                         Callback<bool> done) override {
     inference::ModelReadyRequest request;
     request.set_name(std::move(model));
     request.set_version(std::move(version));
-    unary<inference::ModelReadyResponse>("ModelReady", request, deadline,
-                                         [done = std::move(done)](Result<inference::ModelReadyResponse> r) mutable {
-                                           if (!r) return done(r.error());
-                                           done(r->ready());
-                                         });
+    unary<inference::ModelReadyResponse>(
+        "ModelReady", request, deadline,
+        [done = std::move(done)](Result<inference::ModelReadyResponse> r) mutable {
+          if (!r) return done(r.error());
+          done(r->ready());
+        });
   }
 
   void server_metadata_async(Deadline deadline, Callback<ServerMetadata> done) override {
@@ -109,13 +114,15 @@ class GrpcTransport final : public Transport {
     request.set_name(std::move(model));
     request.set_version(std::move(version));
     unary<inference::ModelConfigResponse>(
-        "ModelConfig", request, deadline, [done = std::move(done)](Result<inference::ModelConfigResponse> r) mutable {
+        "ModelConfig", request, deadline,
+        [done = std::move(done)](Result<inference::ModelConfigResponse> r) mutable {
           if (!r) return done(r.error());
           std::string json;
           google::protobuf::util::JsonPrintOptions print;
           print.preserve_proto_field_names = true;
           auto status = google::protobuf::util::MessageToJsonString(r->config(), &json, print);
-          if (!status.ok()) return done(Error(StatusCode::Internal, "cannot print model config as JSON"));
+          if (!status.ok())
+            return done(Error(StatusCode::Internal, "cannot print model config as JSON"));
           done(std::move(json));
         });
   }
@@ -138,26 +145,29 @@ class GrpcTransport final : public Transport {
  private:
   using MessageHandler = detail::UniqueFunction<void(Result<ReceivedMessage>)>;
 
-  std::shared_ptr<ClientCall> make_call(const char* method, std::shared_ptr<OutgoingBody> body, Deadline deadline,
-                                        std::uint32_t raw_field) {
-    auto call = std::make_shared<ClientCall>(std::string(kServicePrefix) + method, std::move(body), deadline,
-                                             raw_field, options_.max_message_bytes);
+  std::shared_ptr<ClientCall> make_call(const char* method, std::shared_ptr<OutgoingBody> body,
+                                        Deadline deadline, std::uint32_t raw_field) {
+    auto call = std::make_shared<ClientCall>(std::string(kServicePrefix) + method, std::move(body),
+                                             deadline, raw_field, options_.max_message_bytes);
     return call;
   }
 
   template <typename Response, typename Request, typename Handler>
   void unary(const char* method, const Request& request, Deadline deadline, Handler handler) {
-    auto complete = [handler = std::move(handler), method](Result<ReceivedMessage> message) mutable {
+    auto complete = [handler = std::move(handler),
+                     method](Result<ReceivedMessage> message) mutable {
       if (!message) return handler(message.error());
       Response response;
       if (!response.ParseFromString(message->envelope)) {
-        return handler(Error(StatusCode::Internal, std::string("malformed ") + method + " response from server"));
+        return handler(Error(StatusCode::Internal,
+                             std::string("malformed ") + method + " response from server"));
       }
       handler(std::move(response));
     };
     auto body = std::make_shared<OutgoingBody>();
     body->append_owned(request.SerializeAsString());
-    if (auto ok = body->finish(options_.max_message_bytes); !ok) return fail(ok.error(), std::move(complete));
+    if (auto ok = body->finish(options_.max_message_bytes); !ok)
+      return fail(ok.error(), std::move(complete));
     auto call = make_call(method, std::move(body), deadline, 0);
     call->done = std::move(complete);
     start(std::move(call));
@@ -165,7 +175,9 @@ class GrpcTransport final : public Transport {
 
   // Completes with an error found before sending, on the network thread (never inline).
   void fail(Error error, MessageHandler done) {
-    auto task = [error = std::move(error), done = std::move(done)]() mutable { done(std::move(error)); };
+    auto task = [error = std::move(error), done = std::move(done)]() mutable {
+      done(std::move(error));
+    };
     std::unique_lock<std::mutex> lock(mutex_);
     if (closing_) {
       lock.unlock();
@@ -184,16 +196,18 @@ class GrpcTransport final : public Transport {
       done(Error(StatusCode::Cancelled, "the client is being destroyed"));
       return;
     }
-    asio::post(io_, [this, call = std::move(call)]() mutable { connection().submit(std::move(call)); });
+    asio::post(io_,
+               [this, call = std::move(call)]() mutable { connection().submit(std::move(call)); });
   }
 
   // The connection new calls go to: the current one while usable, else a fresh one.
   ClientConnection& connection() {
     if (!current_ || !current_->usable()) {
       current_ = std::make_shared<ClientConnection>(io_, endpoint_, options_);
-      connections_.erase(std::remove_if(connections_.begin(), connections_.end(),
-                                        [](const std::weak_ptr<ClientConnection>& c) { return c.expired(); }),
-                         connections_.end());
+      connections_.erase(
+          std::remove_if(connections_.begin(), connections_.end(),
+                         [](const std::weak_ptr<ClientConnection>& c) { return c.expired(); }),
+          connections_.end());
       connections_.push_back(current_);
       current_->connect();
     }
@@ -213,10 +227,12 @@ class GrpcTransport final : public Transport {
 };
 
 const bool registered = [] {
-  transport_registry().add("grpc", [](const Endpoint& endpoint, const ClientOptions& options)
-                                       -> Result<std::unique_ptr<Transport>> {
-    return std::unique_ptr<Transport>(std::make_unique<GrpcTransport>(endpoint, options));
-  });
+  transport_registry().add(
+      "grpc",
+      [](const Endpoint& endpoint,
+         const ClientOptions& options) -> Result<std::unique_ptr<Transport>> {
+        return std::unique_ptr<Transport>(std::make_unique<GrpcTransport>(endpoint, options));
+      });
   return true;
 }();
 

@@ -23,8 +23,10 @@ void H2Session::install_common_callbacks(nghttp2_session_callbacks* callbacks) {
 int H2Session::submit_settings(const H2Settings& s, bool is_server) {
   std::vector<nghttp2_settings_entry> entries = {
       {NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS, s.max_concurrent_streams},
-      {NGHTTP2_SETTINGS_INITIAL_WINDOW_SIZE, std::min<std::uint32_t>(s.stream_window_bytes, 0x7fffffff)},
-      {NGHTTP2_SETTINGS_MAX_FRAME_SIZE, std::clamp<std::uint32_t>(s.max_frame_bytes, 16384, 16777215)},
+      {NGHTTP2_SETTINGS_INITIAL_WINDOW_SIZE,
+       std::min<std::uint32_t>(s.stream_window_bytes, 0x7fffffff)},
+      {NGHTTP2_SETTINGS_MAX_FRAME_SIZE,
+       std::clamp<std::uint32_t>(s.max_frame_bytes, 16384, 16777215)},
   };
   if (!is_server) entries.push_back({NGHTTP2_SETTINGS_ENABLE_PUSH, 0});
   int rv = nghttp2_submit_settings(session_, NGHTTP2_FLAG_NONE, entries.data(), entries.size());
@@ -42,8 +44,8 @@ nghttp2_data_provider H2Session::body_provider(OutgoingBody* body) {
 }
 
 ssize_t H2Session::read_body(nghttp2_session*, std::int32_t stream_id, std::uint8_t*,
-                             std::size_t length, std::uint32_t* flags,
-                             nghttp2_data_source* source, void* user_data) {
+                             std::size_t length, std::uint32_t* flags, nghttp2_data_source* source,
+                             void* user_data) {
   auto* self = static_cast<H2Session*>(user_data);
   auto* body = static_cast<OutgoingBody*>(source->ptr);
   std::size_t left = body->size() - body->reserved;
@@ -105,20 +107,21 @@ void H2Session::append_external(const std::uint8_t* data, std::size_t size) {
 
 void H2Session::start_reading() {
   auto self = shared_from_this();
-  socket_.async_read_some(asio::buffer(read_buffer_), [this, self](std::error_code ec, std::size_t n) {
-    if (lost_) return;
-    if (ec) {
-      fail(ec == asio::error::eof ? std::string("connection closed by peer") : ec.message());
-      return;
-    }
-    ssize_t rv = nghttp2_session_mem_recv(session_, read_buffer_.data(), n);
-    if (rv < 0) {
-      fail(std::string("HTTP/2 protocol error: ") + nghttp2_strerror(static_cast<int>(rv)));
-      return;
-    }
-    flush();
-    if (!lost_) start_reading();
-  });
+  socket_.async_read_some(
+      asio::buffer(read_buffer_), [this, self](std::error_code ec, std::size_t n) {
+        if (lost_) return;
+        if (ec) {
+          fail(ec == asio::error::eof ? std::string("connection closed by peer") : ec.message());
+          return;
+        }
+        ssize_t rv = nghttp2_session_mem_recv(session_, read_buffer_.data(), n);
+        if (rv < 0) {
+          fail(std::string("HTTP/2 protocol error: ") + nghttp2_strerror(static_cast<int>(rv)));
+          return;
+        }
+        flush();
+        if (!lost_) start_reading();
+      });
 }
 
 void H2Session::flush() {

@@ -16,7 +16,8 @@ using wire::WireType;
 
 // ---- Encoding ------------------------------------------------------------------------------
 
-void put_parameter(std::string& out, std::uint32_t field, const std::string& key, const Parameter& value) {
+void put_parameter(std::string& out, std::uint32_t field, const std::string& key,
+                   const Parameter& value) {
   std::string param;  // InferParameter: oneof bool=1, int64=2, string=3, double=4, uint64=5
   if (auto b = std::get_if<bool>(&value)) {
     wire::put_varint_field(param, 1, *b ? 1 : 0);
@@ -55,8 +56,10 @@ void put_tensor_header(std::string& out, std::uint32_t field, const NamedTensor&
   wire::put_len_field(out, field, msg);
 }
 
-Result<std::shared_ptr<OutgoingBody>> finish_with_raw(std::string envelope, const std::vector<NamedTensor>& tensors,
-                                                      std::uint32_t raw_field, std::size_t max_bytes,
+Result<std::shared_ptr<OutgoingBody>> finish_with_raw(std::string envelope,
+                                                      const std::vector<NamedTensor>& tensors,
+                                                      std::uint32_t raw_field,
+                                                      std::size_t max_bytes,
                                                       std::shared_ptr<const void> owner) {
   auto body = std::make_shared<OutgoingBody>();
   std::string field_header;
@@ -203,7 +206,8 @@ void append_element(std::vector<std::uint8_t>& out, std::uint64_t bits, std::siz
 }
 
 // Typed contents (InferTensorContents) into an owned tensor of the declared datatype.
-Result<Tensor> decode_contents(std::string_view contents, DataType dtype, const Shape& shape, StatusCode on_error) {
+Result<Tensor> decode_contents(std::string_view contents, DataType dtype, const Shape& shape,
+                               StatusCode on_error) {
   std::uint32_t wanted = contents_field(dtype);
   if (wanted == 0) {
     return Error(on_error, std::string(to_string(dtype)) + " tensors must use raw contents");
@@ -228,7 +232,9 @@ Result<Tensor> decode_contents(std::string_view contents, DataType dtype, const 
       continue;
     }
     // Scalar fields: packed (one Len run) or one element per field.
-    WireType element = field == 6 ? WireType::Fixed32 : field == 7 ? WireType::Fixed64 : WireType::Varint;
+    WireType element = field == 6   ? WireType::Fixed32
+                       : field == 7 ? WireType::Fixed64
+                                    : WireType::Varint;
     auto read_one = [&](Reader& from) -> bool {
       std::uint64_t v = 0;
       std::uint32_t v32 = 0;
@@ -263,11 +269,14 @@ Result<Tensor> decode_contents(std::string_view contents, DataType dtype, const 
 }
 
 // Pairs decoded tensor messages with raw payloads (or typed contents) and checks each one.
-Result<std::vector<NamedTensor>> assemble(std::vector<TensorMessage>& messages, std::vector<ReceivedMessage::Raw>& raw,
+Result<std::vector<NamedTensor>> assemble(std::vector<TensorMessage>& messages,
+                                          std::vector<ReceivedMessage::Raw>& raw,
                                           StatusCode on_error, const char* kind) {
   if (!raw.empty() && raw.size() != messages.size()) {
-    return Error(on_error, std::to_string(messages.size()) + " " + kind + " tensors but " + std::to_string(raw.size()) +
-                               " raw contents; raw contents must be given for every tensor or none");
+    return Error(on_error,
+                 std::to_string(messages.size()) + " " + kind + " tensors but " +
+                     std::to_string(raw.size()) +
+                     " raw contents; raw contents must be given for every tensor or none");
   }
   std::vector<NamedTensor> tensors;
   tensors.reserve(messages.size());
@@ -275,21 +284,25 @@ Result<std::vector<NamedTensor>> assemble(std::vector<TensorMessage>& messages, 
     auto& m = messages[i];
     auto dtype = parse_datatype(m.datatype);
     if (!dtype) {
-      return Error(on_error, std::string(kind) + " '" + m.name + "' has unknown datatype '" + m.datatype + "'");
+      return Error(on_error, std::string(kind) + " '" + m.name + "' has unknown datatype '" +
+                                 m.datatype + "'");
     }
     if (!element_count(m.shape)) {
-      return Error(on_error, std::string(kind) + " '" + m.name + "' has invalid shape " + to_string(m.shape));
+      return Error(on_error,
+                   std::string(kind) + " '" + m.name + "' has invalid shape " + to_string(m.shape));
     }
     Tensor tensor;
     if (!raw.empty()) {
       if (m.contents) {
-        return Error(on_error, std::string(kind) + " '" + m.name + "' has both raw and typed contents");
+        return Error(on_error,
+                     std::string(kind) + " '" + m.name + "' has both raw and typed contents");
       }
       tensor = Tensor::from_shared(*dtype, m.shape, raw[i].data, raw[i].data.get(), raw[i].size);
     } else if (m.contents) {
       auto decoded = decode_contents(*m.contents, *dtype, m.shape, on_error);
       if (!decoded) {
-        return Error(on_error, std::string(kind) + " '" + m.name + "': " + decoded.error().message());
+        return Error(on_error,
+                     std::string(kind) + " '" + m.name + "': " + decoded.error().message());
       }
       tensor = std::move(*decoded);
     } else if (m.parameters.count("shared_memory_region")) {
@@ -310,7 +323,8 @@ Result<std::vector<NamedTensor>> assemble(std::vector<TensorMessage>& messages, 
 
 }  // namespace
 
-Result<std::shared_ptr<OutgoingBody>> encode_infer_request(const InferRequest& request, std::size_t max_bytes) {
+Result<std::shared_ptr<OutgoingBody>> encode_infer_request(const InferRequest& request,
+                                                           std::size_t max_bytes) {
   std::string env;
   env.reserve(256);
   wire::put_string_field(env, 1, request.model_name());
@@ -330,7 +344,8 @@ Result<std::shared_ptr<OutgoingBody>> encode_infer_request(const InferRequest& r
   return finish_with_raw(std::move(env), *inputs, kRawInputField, max_bytes, inputs);
 }
 
-Result<std::shared_ptr<OutgoingBody>> encode_infer_response(const InferResult& result, std::size_t max_bytes) {
+Result<std::shared_ptr<OutgoingBody>> encode_infer_response(const InferResult& result,
+                                                            std::size_t max_bytes) {
   std::string env;
   env.reserve(256);
   wire::put_string_field(env, 1, result.model_name());
@@ -373,9 +388,11 @@ Result<InferResult> decode_infer_response(ReceivedMessage message) {
   }
   auto tensors = assemble(outputs, message.raw, StatusCode::Internal, "output");
   if (!tensors) {
-    return Error(StatusCode::Internal, "invalid response from server: " + tensors.error().message());
+    return Error(StatusCode::Internal,
+                 "invalid response from server: " + tensors.error().message());
   }
-  return InferResult(std::move(model), std::move(version), std::move(id), std::move(*tensors), std::move(parameters));
+  return InferResult(std::move(model), std::move(version), std::move(id), std::move(*tensors),
+                     std::move(parameters));
 }
 
 Result<InferRequest> decode_infer_request(ReceivedMessage message) {
@@ -433,7 +450,8 @@ Result<InferRequest> decode_infer_request(ReceivedMessage message) {
   InferRequest request(std::move(model), std::move(version));
   request.id(std::move(id));
   for (auto& [key, value] : parameters) request.parameter(key, std::move(value));
-  for (auto& t : *tensors) request.input(std::move(t.name), std::move(t.tensor), std::move(t.parameters));
+  for (auto& t : *tensors)
+    request.input(std::move(t.name), std::move(t.tensor), std::move(t.parameters));
   for (auto& o : outputs) request.output(std::move(o.name), std::move(o.parameters));
   return request;
 }

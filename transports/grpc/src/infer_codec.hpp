@@ -17,7 +17,7 @@ inline constexpr std::uint32_t kRawOutputField = 6;  // ModelInferResponse.raw_o
 /// A ModelInferRequest whose inputs travel as raw_input_contents, borrowed from the request's
 /// tensors (the body keeps owned tensors alive; borrowed ones are the caller's to keep).
 Result<std::shared_ptr<OutgoingBody>> encode_infer_request(const InferRequest& request,
-                                                          std::size_t max_message_bytes);
+                                                           std::size_t max_message_bytes);
 
 /// An InferResult whose outputs view the message's raw buffers. A malformed or lying response
 /// (sizes that do not fit shapes, unknown datatypes, mismatched counts) is INTERNAL.
@@ -30,6 +30,6 @@ Result<InferRequest> decode_infer_request(ReceivedMessage message);
 /// A ModelInferResponse with raw_output_contents borrowed from the result's tensors (kept
 /// alive by the body).
 Result<std::shared_ptr<OutgoingBody>> encode_infer_response(const InferResult& result,
-                                                           std::size_t max_message_bytes);
+                                                            std::size_t max_message_bytes);
 
 }  // namespace sonic::grpc

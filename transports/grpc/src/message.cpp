@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <new>
 
 namespace sonic::grpc {
 
@@ -69,9 +70,9 @@ Result<void> MessageReader::begin_message() {
   std::size_t length = (std::size_t{prefix_[1]} << 24) | (std::size_t{prefix_[2]} << 16) |
                        (std::size_t{prefix_[3]} << 8) | std::size_t{prefix_[4]};
   if (length > max_bytes_) {
-    return Error(StatusCode::ResourceExhausted,
-                 "received message of " + std::to_string(length) +
-                     " bytes exceeds the limit of " + std::to_string(max_bytes_) + " bytes");
+    return Error(StatusCode::ResourceExhausted, "received message of " + std::to_string(length) +
+                                                    " bytes exceeds the limit of " +
+                                                    std::to_string(max_bytes_) + " bytes");
   }
   message_left_ = length;
   current_ = ReceivedMessage{};
@@ -174,13 +175,23 @@ Result<void> MessageReader::feed(const std::uint8_t* data, std::size_t size) {
       case State::FieldLength:
         if (last) {
           std::uint64_t length = varint_;
-          if (length > message_left_) return malformed("length-delimited field runs past the message end");
+          if (length > message_left_)
+            return malformed("length-delimited field runs past the message end");
           field_left_ = static_cast<std::size_t>(length);
           if (pending_raw_key_) {
             pending_raw_key_ = false;
             raw_size_ = field_left_;
-            raw_buffer_ = std::shared_ptr<std::uint8_t>(new std::uint8_t[std::max<std::size_t>(raw_size_, 1)],
-                                                       std::default_delete<std::uint8_t[]>());
+            // Large blocks are mapped lazily by the allocator, so a peer that announces a big
+            // tensor and stops costs address space, not memory; failure is an error, not a crash.
+            try {
+              raw_buffer_ = std::shared_ptr<std::uint8_t>(
+                  new std::uint8_t[std::max<std::size_t>(raw_size_, 1)],
+                  std::default_delete<std::uint8_t[]>());
+            } catch (const std::bad_alloc&) {
+              return Error(
+                  StatusCode::ResourceExhausted,
+                  "cannot allocate " + std::to_string(raw_size_) + " bytes for a received tensor");
+            }
           } else {
             wire_append_varint(length);
           }

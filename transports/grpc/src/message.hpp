@@ -35,7 +35,8 @@ class OutgoingBody : public std::enable_shared_from_this<OutgoingBody> {
   std::size_t size() const noexcept { return total_; }
   const std::vector<Piece>& pieces() const noexcept { return pieces_; }
   const std::uint8_t* piece_data(const Piece& piece) const {
-    return piece.data ? piece.data : reinterpret_cast<const std::uint8_t*>(head_.data()) + piece.offset;
+    return piece.data ? piece.data
+                      : reinterpret_cast<const std::uint8_t*>(head_.data()) + piece.offset;
   }
 
   /// Keeps tensors (and anything else the pieces borrow from) alive with the body.
@@ -101,10 +102,11 @@ class MessageReader {
   std::uint64_t varint_ = 0;      // key or length being decoded
   int varint_shift_ = 0;
   std::uint32_t field_ = 0;
-  std::size_t field_left_ = 0;    // payload bytes still to come
+  std::size_t field_left_ = 0;  // payload bytes still to come
   std::shared_ptr<std::uint8_t> raw_buffer_;
   std::size_t raw_size_ = 0;
-  bool pending_raw_key_ = false;  // the key just read is the raw field's: keep it out of the envelope
+  bool pending_raw_key_ =
+      false;  // the key just read is the raw field's: keep it out of the envelope
   ReceivedMessage current_;
   std::vector<ReceivedMessage> done_;
 };

@@ -7,8 +7,8 @@ namespace {
 Result<TensorMetadata> from_pb(const inference::ModelMetadataResponse::TensorMetadata& pb) {
   auto dtype = parse_datatype(pb.datatype());
   if (!dtype) {
-    return Error(StatusCode::Internal,
-                 "model metadata names unknown datatype '" + pb.datatype() + "' for tensor '" + pb.name() + "'");
+    return Error(StatusCode::Internal, "model metadata names unknown datatype '" + pb.datatype() +
+                                           "' for tensor '" + pb.name() + "'");
   }
   return TensorMetadata{pb.name(), *dtype, Shape(pb.shape().begin(), pb.shape().end())};
 }

@@ -23,12 +23,8 @@ inline std::string format_grpc_timeout(std::chrono::nanoseconds remaining) {
     std::int64_t ns;
     char suffix;
   };
-  constexpr Unit units[] = {{1, 'n'},
-                            {1000, 'u'},
-                            {1000000, 'm'},
-                            {1000000000, 'S'},
-                            {60000000000, 'M'},
-                            {3600000000000, 'H'}};
+  constexpr Unit units[] = {{1, 'n'},          {1000, 'u'},        {1000000, 'm'},
+                            {1000000000, 'S'}, {60000000000, 'M'}, {3600000000000, 'H'}};
   for (const auto& unit : units) {
     std::int64_t value = (ns + unit.ns - 1) / unit.ns;
     if (value < 100000000) return std::to_string(value) + unit.suffix;
@@ -82,12 +78,32 @@ inline std::string percent_decode(std::string_view text) {
   std::string out;
   out.reserve(text.size());
   for (std::size_t i = 0; i < text.size(); ++i) {
-    if (text[i] == '%' && i + 2 < text.size() && digit(text[i + 1]) >= 0 && digit(text[i + 2]) >= 0) {
+    if (text[i] == '%' && i + 2 < text.size() && digit(text[i + 1]) >= 0 &&
+        digit(text[i + 2]) >= 0) {
       out.push_back(static_cast<char>(digit(text[i + 1]) * 16 + digit(text[i + 2])));
       i += 2;
     } else {
       out.push_back(text[i]);  // malformed escapes pass through, as gRPC specifies
     }
+  }
+  return out;
+}
+
+/// Binary ("-bin") metadata values travel base64-encoded (standard alphabet, padded).
+inline std::string base64_encode(std::string_view bytes) {
+  static constexpr char alphabet[] =
+      "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+  std::string out;
+  out.reserve((bytes.size() + 2) / 3 * 4);
+  for (std::size_t i = 0; i < bytes.size(); i += 3) {
+    std::uint32_t n = static_cast<std::uint32_t>(static_cast<unsigned char>(bytes[i])) << 16;
+    if (i + 1 < bytes.size())
+      n |= static_cast<std::uint32_t>(static_cast<unsigned char>(bytes[i + 1])) << 8;
+    if (i + 2 < bytes.size()) n |= static_cast<unsigned char>(bytes[i + 2]);
+    out.push_back(alphabet[(n >> 18) & 63]);
+    out.push_back(alphabet[(n >> 12) & 63]);
+    out.push_back(i + 1 < bytes.size() ? alphabet[(n >> 6) & 63] : '=');
+    out.push_back(i + 2 < bytes.size() ? alphabet[n & 63] : '=');
   }
   return out;
 }
@@ -119,8 +135,8 @@ inline Error error_from_reset(std::uint32_t h2_error) {
     case NGHTTP2_INADEQUATE_SECURITY:
       return Error(StatusCode::PermissionDenied, "server requires stronger transport security");
     default:
-      return Error(StatusCode::Internal, std::string("stream reset by the server: ") +
-                                             nghttp2_http2_strerror(h2_error));
+      return Error(StatusCode::Internal,
+                   std::string("stream reset by the server: ") + nghttp2_http2_strerror(h2_error));
   }
 }
 

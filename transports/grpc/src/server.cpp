@@ -19,8 +19,8 @@ namespace {
 
 nghttp2_nv header(std::string_view name, std::string_view value) {
   return {reinterpret_cast<std::uint8_t*>(const_cast<char*>(name.data())),
-          reinterpret_cast<std::uint8_t*>(const_cast<char*>(value.data())), name.size(), value.size(),
-          NGHTTP2_NV_FLAG_NONE};
+          reinterpret_cast<std::uint8_t*>(const_cast<char*>(value.data())), name.size(),
+          value.size(), NGHTTP2_NV_FLAG_NONE};
 }
 
 // One request stream on the server.
@@ -45,7 +45,8 @@ using IoContext = std::shared_ptr<asio::io_context>;
 class ServerConnection;
 
 struct Server::Impl {
-  Impl(std::shared_ptr<CpuExecutor> exec, ServerOptions opts) : executor(std::move(exec)), options(std::move(opts)) {}
+  Impl(std::shared_ptr<CpuExecutor> exec, ServerOptions opts)
+      : executor(std::move(exec)), options(std::move(opts)) {}
 
   void accept_next();
 
@@ -67,7 +68,10 @@ struct Server::Impl {
 class ServerConnection final : public H2Session {
  public:
   ServerConnection(asio::ip::tcp::socket socket, IoContext io, Server::Impl& server)
-      : H2Session(std::move(socket)), io_(std::move(io)), server_(server), executor_(server.executor) {}
+      : H2Session(std::move(socket)),
+        io_(std::move(io)),
+        server_(server),
+        executor_(server.executor) {}
 
   IoContext io_context() const { return io_; }
 
@@ -75,11 +79,15 @@ class ServerConnection final : public H2Session {
     nghttp2_session_callbacks* callbacks = nullptr;
     nghttp2_session_callbacks_new(&callbacks);
     install_common_callbacks(callbacks);
-    nghttp2_session_callbacks_set_on_begin_headers_callback(callbacks, &ServerConnection::on_begin_headers);
+    nghttp2_session_callbacks_set_on_begin_headers_callback(callbacks,
+                                                            &ServerConnection::on_begin_headers);
     nghttp2_session_callbacks_set_on_header_callback(callbacks, &ServerConnection::on_header);
-    nghttp2_session_callbacks_set_on_data_chunk_recv_callback(callbacks, &ServerConnection::on_data_chunk);
-    nghttp2_session_callbacks_set_on_frame_recv_callback(callbacks, &ServerConnection::on_frame_recv);
-    nghttp2_session_callbacks_set_on_stream_close_callback(callbacks, &ServerConnection::on_stream_close);
+    nghttp2_session_callbacks_set_on_data_chunk_recv_callback(callbacks,
+                                                              &ServerConnection::on_data_chunk);
+    nghttp2_session_callbacks_set_on_frame_recv_callback(callbacks,
+                                                         &ServerConnection::on_frame_recv);
+    nghttp2_session_callbacks_set_on_stream_close_callback(callbacks,
+                                                           &ServerConnection::on_stream_close);
     int rv = nghttp2_session_server_new(&session_, callbacks, this);
     nghttp2_session_callbacks_del(callbacks);
     if (rv != 0) return close_socket();
@@ -122,13 +130,15 @@ class ServerConnection final : public H2Session {
   static int on_begin_headers(nghttp2_session*, const nghttp2_frame* frame, void* user_data) {
     auto* self = static_cast<ServerConnection*>(user_data);
     if (frame->hd.type == NGHTTP2_HEADERS && frame->headers.cat == NGHTTP2_HCAT_REQUEST) {
-      self->streams_[frame->hd.stream_id] = std::make_unique<ServerStream>(self->server_.options.max_message_bytes);
+      self->streams_[frame->hd.stream_id] =
+          std::make_unique<ServerStream>(self->server_.options.max_message_bytes);
     }
     return 0;
   }
 
-  static int on_header(nghttp2_session*, const nghttp2_frame* frame, const std::uint8_t* name, std::size_t namelen,
-                       const std::uint8_t* value, std::size_t valuelen, std::uint8_t, void* user_data) {
+  static int on_header(nghttp2_session*, const nghttp2_frame* frame, const std::uint8_t* name,
+                       std::size_t namelen, const std::uint8_t* value, std::size_t valuelen,
+                       std::uint8_t, void* user_data) {
     auto* self = static_cast<ServerConnection*>(user_data);
     ServerStream* stream = self->find(frame->hd.stream_id);
     if (!stream) return 0;
@@ -146,8 +156,8 @@ class ServerConnection final : public H2Session {
     return 0;
   }
 
-  static int on_data_chunk(nghttp2_session*, std::uint8_t, std::int32_t stream_id, const std::uint8_t* data,
-                           std::size_t len, void* user_data) {
+  static int on_data_chunk(nghttp2_session*, std::uint8_t, std::int32_t stream_id,
+                           const std::uint8_t* data, std::size_t len, void* user_data) {
     auto* self = static_cast<ServerConnection*>(user_data);
     ServerStream* stream = self->find(stream_id);
     if (!stream || stream->error) return 0;
@@ -167,7 +177,8 @@ class ServerConnection final : public H2Session {
     return 0;
   }
 
-  static int on_stream_close(nghttp2_session*, std::int32_t stream_id, std::uint32_t, void* user_data) {
+  static int on_stream_close(nghttp2_session*, std::int32_t stream_id, std::uint32_t,
+                             void* user_data) {
     static_cast<ServerConnection*>(user_data)->streams_.erase(stream_id);
     return 0;
   }
@@ -177,16 +188,19 @@ class ServerConnection final : public H2Session {
     if (!stream) return;
     if (stream->error) return respond_error(id, *stream->error);
     if (stream->content_type.rfind("application/grpc", 0) != 0) {
-      return respond_error(id, Error(StatusCode::InvalidArgument,
-                                     "content-type must be application/grpc, got '" + stream->content_type + "'"));
+      return respond_error(
+          id, Error(StatusCode::InvalidArgument,
+                    "content-type must be application/grpc, got '" + stream->content_type + "'"));
     }
     if (stream->path.rfind(kServicePrefix, 0) != 0) {
-      return respond_error(id, Error(StatusCode::Unimplemented, "unknown service in path '" + stream->path + "'"));
+      return respond_error(
+          id, Error(StatusCode::Unimplemented, "unknown service in path '" + stream->path + "'"));
     }
     if (!stream->reader) stream->reader.emplace(0, stream->max_message_bytes);
     auto& messages = stream->reader->messages();
     if (messages.size() != 1 || !stream->reader->at_boundary()) {
-      return respond_error(id, Error(StatusCode::InvalidArgument, "a unary call needs exactly one request message"));
+      return respond_error(
+          id, Error(StatusCode::InvalidArgument, "a unary call needs exactly one request message"));
     }
     ReceivedMessage message = std::move(messages.front());
     messages.clear();
@@ -198,23 +212,27 @@ class ServerConnection final : public H2Session {
   void infer(std::int32_t id, ReceivedMessage message) {
     auto request = decode_infer_request(std::move(message));
     if (!request) return respond_error(id, request.error());
-    std::weak_ptr<ServerConnection> weak = std::static_pointer_cast<ServerConnection>(shared_from_this());
+    std::weak_ptr<ServerConnection> weak =
+        std::static_pointer_cast<ServerConnection>(shared_from_this());
     IoContext io = io_;
     std::size_t max_bytes = server_.options.max_message_bytes;
-    executor_->infer_async(std::move(*request), [weak, io, id, max_bytes](Result<InferResult> result) {
-      // On an executor thread: encode here, answer on the connection's thread.
-      Result<std::shared_ptr<OutgoingBody>> body = result ? encode_infer_response(*result, max_bytes)
-                                                          : Result<std::shared_ptr<OutgoingBody>>(result.error());
-      asio::post(*io, [weak, id, body = std::move(body)]() mutable {
-        if (auto self = weak.lock()) {
-          if (body) {
-            self->respond(id, std::move(*body));
-          } else {
-            self->respond_error(id, body.error());
-          }
-        }
-      });
-    });
+    executor_->infer_async(std::move(*request),
+                           [weak, io, id, max_bytes](Result<InferResult> result) {
+                             // On an executor thread: encode here, answer on the connection's
+                             // thread.
+                             Result<std::shared_ptr<OutgoingBody>> body =
+                                 result ? encode_infer_response(*result, max_bytes)
+                                        : Result<std::shared_ptr<OutgoingBody>>(result.error());
+                             asio::post(*io, [weak, id, body = std::move(body)]() mutable {
+                               if (auto self = weak.lock()) {
+                                 if (body) {
+                                   self->respond(id, std::move(*body));
+                                 } else {
+                                   self->respond_error(id, body.error());
+                                 }
+                               }
+                             });
+                           });
   }
 
   template <typename Request>
@@ -295,14 +313,16 @@ class ServerConnection final : public H2Session {
       }
       return respond_message(id, response);
     }
-    respond_error(id, Error(StatusCode::Unimplemented, "method " + method + " is not implemented by this server"));
+    respond_error(id, Error(StatusCode::Unimplemented,
+                            "method " + method + " is not implemented by this server"));
   }
 
   template <typename Message>
   void respond_message(std::int32_t id, const Message& message) {
     auto body = std::make_shared<OutgoingBody>();
     body->append_owned(message.SerializeAsString());
-    if (auto ok = body->finish(server_.options.max_message_bytes); !ok) return respond_error(id, ok.error());
+    if (auto ok = body->finish(server_.options.max_message_bytes); !ok)
+      return respond_error(id, ok.error());
     respond(id, std::move(body));
   }
 
@@ -310,7 +330,8 @@ class ServerConnection final : public H2Session {
     ServerStream* stream = find(id);
     if (!stream || stream->answered || lost_) return;
     if (stream->timeout && Clock::now() - stream->started > *stream->timeout) {
-      return respond_error(id, Error(StatusCode::DeadlineExceeded, "the request's grpc-timeout passed on the server"));
+      return respond_error(id, Error(StatusCode::DeadlineExceeded,
+                                     "the request's grpc-timeout passed on the server"));
     }
     stream->answered = true;
     stream->response = std::move(body);
@@ -350,9 +371,10 @@ void Server::Impl::accept_next() {
     {
       std::lock_guard<std::mutex> lock(mutex);
       if (stopped) return;  // raced with stop(): the socket closes with `connection`
-      connections.erase(std::remove_if(connections.begin(), connections.end(),
-                                       [](const std::weak_ptr<ServerConnection>& c) { return c.expired(); }),
-                        connections.end());
+      connections.erase(
+          std::remove_if(connections.begin(), connections.end(),
+                         [](const std::weak_ptr<ServerConnection>& c) { return c.expired(); }),
+          connections.end());
       connections.push_back(connection);
     }
     asio::post(*io, [connection] { connection->start(); });
@@ -377,7 +399,9 @@ void Server::start() {
   }
   std::error_code ec;
   auto address = asio::ip::make_address(s.options.host, ec);
-  if (ec) throw Error(StatusCode::InvalidArgument, "cannot bind '" + s.options.host + "': not an IP address");
+  if (ec)
+    throw Error(StatusCode::InvalidArgument,
+                "cannot bind '" + s.options.host + "': not an IP address");
   asio::ip::tcp::endpoint endpoint(address, s.options.port);
   s.acceptor = std::make_unique<asio::ip::tcp::acceptor>(*s.contexts.front());
   s.acceptor->open(endpoint.protocol(), ec);
@@ -385,8 +409,8 @@ void Server::start() {
   if (!ec) s.acceptor->bind(endpoint, ec);
   if (!ec) s.acceptor->listen(asio::socket_base::max_listen_connections, ec);
   if (ec) {
-    throw Error(StatusCode::Unavailable,
-                "cannot listen on " + s.options.host + ":" + std::to_string(s.options.port) + ": " + ec.message());
+    throw Error(StatusCode::Unavailable, "cannot listen on " + s.options.host + ":" +
+                                             std::to_string(s.options.port) + ": " + ec.message());
   }
   s.bound_port = s.acceptor->local_endpoint().port();
   s.started = true;

@@ -1,0 +1,619 @@
+// Interop: sonic::Client against python_server.py, an independent KServe v2 server built on the
+// stock gRPC stack (python3-grpcio). The suite starts the server as a child process on first use
+// and stops it when the program exits; where to find Python and the script is compiled in.
+#include <doctest/doctest.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <cstring>
+#include <future>
+#include <memory>
+#include <mutex>
+#include <stdexcept>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <sonic/sonic.hpp>
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using namespace std::chrono_literals;
+
+// ---- The Python server as a child process ----
+
+class PythonServer {
+ public:
+  PythonServer() { start(); }
+  ~PythonServer() { stop(); }
+  PythonServer(const PythonServer&) = delete;
+  PythonServer& operator=(const PythonServer&) = delete;
+
+  int port() const { return port_; }
+
+ private:
+  void start() {
+    // Everything the child needs is prepared before fork(): after it only async-signal-safe
+    // calls are made.
+    std::vector<std::string> args = {SONIC_INTEROP_PYTHON, SONIC_INTEROP_SERVER_SCRIPT,
+                                     "--proto-dir", SONIC_INTEROP_PROTO_DIR, "--gen-dir",
+                                     SONIC_INTEROP_GEN_DIR, "--host", "127.0.0.1", "--port", "0",
+                                     // A backstop should this process vanish without a trace.
+                                     "--max-seconds", "300"};
+    std::vector<char*> argv;
+    for (auto& a : args) argv.push_back(a.data());
+    argv.push_back(nullptr);
+
+    int out[2];
+    if (pipe2(out, O_CLOEXEC) != 0) fail("pipe2", errno);
+    int devnull = open("/dev/null", O_RDONLY | O_CLOEXEC);
+    if (devnull < 0) fail("open /dev/null", errno);
+    const pid_t parent = getpid();
+
+    pid_t pid = fork();
+    if (pid < 0) fail("fork", errno);
+    if (pid == 0) {
+      // Die with this process, even when it crashes or is killed by ctest's timeout.
+      prctl(PR_SET_PDEATHSIG, SIGKILL);
+      if (getppid() != parent) _exit(127);
+      dup2(devnull, STDIN_FILENO);
+      dup2(out[1], STDOUT_FILENO);  // stderr stays ours: the server's diagnostics show in the log
+      execv(argv[0], argv.data());
+      static const char msg[] = "interop: cannot execute " SONIC_INTEROP_PYTHON "\n";
+      ssize_t ignored = write(STDERR_FILENO, msg, sizeof msg - 1);
+      (void)ignored;
+      _exit(127);
+    }
+    pid_ = pid;
+    close(devnull);
+    close(out[1]);
+    out_fd_ = out[0];
+    try {
+      port_ = read_port(20s);
+    } catch (...) {
+      stop();
+      throw;
+    }
+  }
+
+  // Waits for the one line "listening on 127.0.0.1:PORT".
+  int read_port(std::chrono::seconds limit) {
+    const auto deadline = Clock::now() + limit;
+    std::string text;
+    for (;;) {
+      auto newline = text.find('\n');
+      if (newline != std::string::npos) {
+        std::string line = text.substr(0, newline);
+        const std::string prefix = "listening on 127.0.0.1:";
+        if (line.compare(0, prefix.size(), prefix) != 0) {
+          throw std::runtime_error("python_server.py printed '" + line +
+                                   "' instead of its listening line");
+        }
+        int port = std::stoi(line.substr(prefix.size()));
+        if (port <= 0 || port > 65535) throw std::runtime_error("bad port in '" + line + "'");
+        return port;
+      }
+      auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
+      if (left.count() <= 0) {
+        throw std::runtime_error("python_server.py did not print its listening line within " +
+                                 std::to_string(limit.count()) + " s (output so far: '" + text +
+                                 "')");
+      }
+      pollfd p{out_fd_, POLLIN, 0};
+      int n = poll(&p, 1, static_cast<int>(left.count()));
+      if (n < 0) {
+        if (errno == EINTR) continue;
+        fail("poll", errno);
+      }
+      if (n == 0) continue;
+      char buf[256];
+      ssize_t got = read(out_fd_, buf, sizeof buf);
+      if (got < 0) {
+        if (errno == EINTR || errno == EAGAIN) continue;
+        fail("read", errno);
+      }
+      if (got == 0) {
+        // Its stdout closed: it is exiting. Say how, if it does so promptly.
+        int status = 0;
+        std::string how = "closed its stdout";
+        for (int i = 0; i < 100; ++i) {
+          if (waitpid(pid_, &status, WNOHANG) == pid_) {
+            pid_ = -1;
+            if (WIFEXITED(status))
+              how = "exited with status " + std::to_string(WEXITSTATUS(status));
+            if (WIFSIGNALED(status))
+              how = "was killed by signal " + std::to_string(WTERMSIG(status));
+            break;
+          }
+          std::this_thread::sleep_for(20ms);
+        }
+        throw std::runtime_error("python_server.py " + how +
+                                 " before it printed its listening line (see its stderr above; "
+                                 "output so far: '" +
+                                 text + "')");
+      }
+      text.append(buf, static_cast<std::size_t>(got));
+    }
+  }
+
+  // SIGTERM (the server stops gracefully within about a second), then SIGKILL after 5 s.
+  void stop() noexcept {
+    if (pid_ > 0) {
+      kill(pid_, SIGTERM);
+      const auto deadline = Clock::now() + 5s;
+      bool reaped = false;
+      while (Clock::now() < deadline) {
+        pid_t r = waitpid(pid_, nullptr, WNOHANG);
+        if (r == pid_ || (r < 0 && errno != EINTR)) {
+          reaped = true;
+          break;
+        }
+        std::this_thread::sleep_for(20ms);
+      }
+      if (!reaped) {
+        kill(pid_, SIGKILL);
+        while (waitpid(pid_, nullptr, 0) < 0 && errno == EINTR) {
+        }
+      }
+      pid_ = -1;
+    }
+    if (out_fd_ >= 0) {
+      close(out_fd_);
+      out_fd_ = -1;
+    }
+  }
+
+  [[noreturn]] static void fail(const char* what, int error) {
+    throw std::runtime_error(std::string("starting python_server.py: ") + what + ": " +
+                             std::strerror(error));
+  }
+
+  pid_t pid_ = -1;
+  int out_fd_ = -1;
+  int port_ = 0;
+};
+
+// The server, started on first use and stopped (SIGTERM, then SIGKILL) when the program exits.
+// A failed start is remembered, so that every test reports it without waiting again.
+std::string server_url() {
+  static std::string error;
+  static std::unique_ptr<PythonServer> server = [] {
+    try {
+      return std::make_unique<PythonServer>();
+    } catch (const std::exception& e) {
+      error = e.what();
+      return std::unique_ptr<PythonServer>();
+    }
+  }();
+  if (!server) throw std::runtime_error(error);
+  return "grpc://127.0.0.1:" + std::to_string(server->port());
+}
+
+sonic::Client make_client(sonic::ClientOptions options = {}) {
+  // A limit on every request, so that a hang fails one check instead of the whole run.
+  if (options.default_timeout.count() == 0) options.default_timeout = 30s;
+  return sonic::Client(server_url(), std::move(options));
+}
+
+// ---- The `simple` model: inputs and the expected outputs ----
+
+struct SimpleCase {
+  std::vector<std::int32_t> a, b;
+
+  explicit SimpleCase(std::int32_t seed) : a(16), b(16) {
+    for (int i = 0; i < 16; ++i) {
+      a[i] = seed * 100 + i * 3;
+      b[i] = 7 - 2 * i + seed;
+    }
+    a[15] = INT32_MAX;  // the sum wraps around, as the server's int32 arithmetic does
+    b[15] = 1 + seed;
+  }
+  std::int32_t sum(int i) const {
+    return static_cast<std::int32_t>(static_cast<std::uint32_t>(a[i]) +
+                                     static_cast<std::uint32_t>(b[i]));
+  }
+  std::int32_t difference(int i) const {
+    return static_cast<std::int32_t>(static_cast<std::uint32_t>(a[i]) -
+                                     static_cast<std::uint32_t>(b[i]));
+  }
+  // A request borrowing this case's vectors.
+  sonic::InferRequest request() const {
+    return sonic::InferRequest("simple")
+        .input("INPUT0", sonic::Tensor::view(a, {1, 16}))
+        .input("INPUT1", sonic::Tensor::view(b, {1, 16}));
+  }
+  // A request owning copies, for calls that outlive this case.
+  sonic::InferRequest owning_request() const {
+    return sonic::InferRequest("simple")
+        .input("INPUT0", sonic::Tensor::from_vector(a, {1, 16}))
+        .input("INPUT1", sonic::Tensor::from_vector(b, {1, 16}));
+  }
+  // Whether a result carries both outputs with the right values.
+  bool matches(const sonic::InferResult& result) const {
+    const auto* out0 = result.find_output("OUTPUT0");
+    const auto* out1 = result.find_output("OUTPUT1");
+    if (!out0 || !out1) return false;
+    auto s = out0->tensor.as<std::int32_t>();
+    auto d = out1->tensor.as<std::int32_t>();
+    if (s.size() != 16 || d.size() != 16) return false;
+    for (int i = 0; i < 16; ++i) {
+      if (s[i] != sum(i) || d[i] != difference(i)) return false;
+    }
+    return true;
+  }
+};
+
+void check_simple_outputs(const SimpleCase& c, const sonic::InferResult& result) {
+  REQUIRE(result.outputs().size() == 2);
+  CHECK(result.outputs()[0].name == "OUTPUT0");  // the model's order when none were requested
+  CHECK(result.outputs()[1].name == "OUTPUT1");
+  for (const char* name : {"OUTPUT0", "OUTPUT1"}) {
+    const auto& t = result.output(name);
+    CHECK(t.dtype() == sonic::DataType::Int32);
+    CHECK(t.shape() == sonic::Shape{1, 16});
+    CHECK(t.byte_size() == 64);
+  }
+  auto s = result.output("OUTPUT0").as<std::int32_t>();
+  auto d = result.output("OUTPUT1").as<std::int32_t>();
+  REQUIRE(s.size() == 16);
+  REQUIRE(d.size() == 16);
+  for (int i = 0; i < 16; ++i) {
+    CAPTURE(i);
+    CHECK(s[i] == c.sum(i));
+    CHECK(d[i] == c.difference(i));
+  }
+}
+
+std::string string_parameter(const sonic::Parameters& parameters, const std::string& name) {
+  auto it = parameters.find(name);
+  if (it == parameters.end()) return "<absent>";
+  if (const auto* s = std::get_if<std::string>(&it->second)) return *s;
+  return "<not a string>";
+}
+
+// Runs `call`, expecting a sonic::Error; returns it.
+template <typename F>
+sonic::Error expect_error(F&& call) {
+  try {
+    call();
+  } catch (const sonic::Error& e) {
+    return e;
+  }
+  FAIL("the call succeeded but an error was expected");
+  return sonic::Error(sonic::StatusCode::Ok, "");
+}
+
+// Bytes that survive only an exact copy: every bit pattern, NaNs and denormals included.
+std::vector<float> pattern_floats(std::size_t count, std::uint32_t salt) {
+  std::vector<float> values(count);
+  std::uint32_t x = salt;
+  for (auto& v : values) {
+    x = x * 1664525u + 1013904223u;
+    std::memcpy(&v, &x, sizeof v);
+  }
+  return values;
+}
+
+}  // namespace
+
+TEST_SUITE("interop: sonic client vs python server") {
+  TEST_CASE("server_live and server_ready") {
+    auto client = make_client();
+    CHECK(client.server_live());
+    CHECK(client.server_ready());
+  }
+
+  TEST_CASE("server_metadata") {
+    auto client = make_client();
+    auto md = client.server_metadata();
+    CHECK(md.name == "sonic-python-test-server");
+    CHECK(md.version == "1.0.0");
+    CHECK(md.extensions == std::vector<std::string>{"model_configuration", "statistics",
+                                                    "parameters", "model_repository"});
+  }
+
+  TEST_CASE("model_metadata") {
+    auto client = make_client();
+    SUBCASE("simple") {
+      auto md = client.model_metadata("simple");
+      CHECK(md.name == "simple");
+      CHECK(md.versions == std::vector<std::string>{"1"});
+      CHECK(md.platform == "sonic_python");
+      REQUIRE(md.inputs.size() == 2);
+      REQUIRE(md.outputs.size() == 2);
+      CHECK(md.inputs[0].name == "INPUT0");
+      CHECK(md.inputs[1].name == "INPUT1");
+      CHECK(md.outputs[0].name == "OUTPUT0");
+      CHECK(md.outputs[1].name == "OUTPUT1");
+      for (const auto* list : {&md.inputs, &md.outputs}) {
+        for (const auto& t : *list) {
+          CAPTURE(t.name);
+          CHECK(t.dtype == sonic::DataType::Int32);
+          CHECK(t.shape == sonic::Shape{1, 16});
+        }
+      }
+    }
+    SUBCASE("identity_fp32 has variable dimensions") {
+      auto md = client.model_metadata("identity_fp32", "1");
+      CHECK(md.name == "identity_fp32");
+      REQUIRE(md.inputs.size() == 1);
+      REQUIRE(md.outputs.size() == 1);
+      CHECK(md.inputs[0].dtype == sonic::DataType::Fp32);
+      CHECK(md.inputs[0].shape == sonic::Shape{-1, -1});
+      CHECK(md.outputs[0].name == "OUTPUT0");
+      CHECK(md.outputs[0].shape == sonic::Shape{-1, -1});
+    }
+  }
+
+  TEST_CASE("model_config is JSON naming the model and its INT32 tensors") {
+    auto client = make_client();
+    std::string config = client.model_config("simple");
+    CAPTURE(config);
+    auto first = config.find_first_not_of(" \t\r\n");
+    REQUIRE(first != std::string::npos);
+    CHECK(config[first] == '{');
+    CHECK(config.find_last_not_of(" \t\r\n") == config.rfind('}'));
+    CHECK(config.find("\"simple\"") != std::string::npos);
+    CHECK(config.find("TYPE_INT32") != std::string::npos);
+    CHECK(config.find("INPUT0") != std::string::npos);
+    CHECK(config.find("OUTPUT1") != std::string::npos);
+  }
+
+  TEST_CASE("model_ready") {
+    auto client = make_client();
+    CHECK(client.model_ready("simple"));
+    CHECK(client.model_ready("simple", "1"));
+    CHECK(client.model_ready("identity_fp32"));
+    CHECK_FALSE(client.model_ready("simple", "7"));
+    CHECK_FALSE(client.model_ready("no_such_model"));
+  }
+
+  TEST_CASE("infer simple: sum, difference and the request id") {
+    auto client = make_client();
+    SimpleCase c(1);
+    auto result = client.infer(c.request().id("interop-42"));
+    CHECK(result.model_name() == "simple");
+    CHECK(result.model_version() == "1");
+    CHECK(result.request_id() == "interop-42");
+    CHECK(result.executed_on() == sonic::ExecutedOn::Remote);
+    check_simple_outputs(c, result);
+
+    SUBCASE("without validation (no metadata fetched first)") {
+      sonic::ClientOptions options;
+      options.validate_inputs = false;
+      auto direct = make_client(options);
+      SimpleCase c2(2);
+      auto r = direct.infer(c2.request());
+      CHECK(r.request_id().empty());
+      check_simple_outputs(c2, r);
+    }
+  }
+
+  TEST_CASE("infer simple with only OUTPUT1 requested") {
+    auto client = make_client();
+    SimpleCase c(3);
+    auto result = client.infer(c.request().output("OUTPUT1"));
+    REQUIRE(result.outputs().size() == 1);
+    CHECK(result.outputs()[0].name == "OUTPUT1");
+    CHECK(result.find_output("OUTPUT0") == nullptr);
+    auto d = result.output("OUTPUT1").as<std::int32_t>();
+    REQUIRE(d.size() == 16);
+    for (int i = 0; i < 16; ++i) CHECK(d[i] == c.difference(i));
+
+    SUBCASE("both, in the requested order") {
+      auto both = client.infer(c.request().output("OUTPUT1").output("OUTPUT0"));
+      REQUIRE(both.outputs().size() == 2);
+      CHECK(both.outputs()[0].name == "OUTPUT1");
+      CHECK(both.outputs()[1].name == "OUTPUT0");
+      CHECK(c.matches(both));
+    }
+  }
+
+  TEST_CASE("infer_async and infer_future") {
+    auto client = make_client();
+    SimpleCase c(4);
+
+    SUBCASE("infer_async") {
+      std::promise<sonic::Result<sonic::InferResult>> promise;
+      auto future = promise.get_future();
+      client.infer_async(c.request().id("async"), [&](sonic::Result<sonic::InferResult> r) {
+        promise.set_value(std::move(r));
+      });
+      REQUIRE(future.wait_for(30s) == std::future_status::ready);
+      auto r = future.get();
+      REQUIRE(r.ok());
+      CHECK(r->request_id() == "async");
+      check_simple_outputs(c, *r);
+    }
+    SUBCASE("infer_future") {
+      auto future = client.infer_future(c.request().id("future"));
+      REQUIRE(future.wait_for(30s) == std::future_status::ready);
+      auto r = future.get();
+      CHECK(r.request_id() == "future");
+      check_simple_outputs(c, r);
+    }
+    SUBCASE("infer_future reports errors through get()") {
+      auto future = client.infer_future(sonic::InferRequest("no_such_model", "")
+                                            .input("INPUT0", sonic::Tensor::view(c.a, {1, 16})));
+      REQUIRE(future.wait_for(30s) == std::future_status::ready);
+      auto e = expect_error([&] { future.get(); });
+      CHECK(e.code() == sonic::StatusCode::NotFound);
+    }
+  }
+
+  TEST_CASE("identity_fp32 round-trips large tensors byte for byte") {
+    auto client = make_client();
+    std::size_t count = 0;
+    SUBCASE("4 MiB") { count = std::size_t{1} << 20; }
+    SUBCASE("64 MiB") { count = std::size_t{16} << 20; }
+    CAPTURE(count);
+    auto values = pattern_floats(count, static_cast<std::uint32_t>(count));
+    auto result = client.infer(
+        sonic::InferRequest("identity_fp32")
+            .input("INPUT0", sonic::Tensor::view(values, {1, static_cast<std::int64_t>(count)}))
+            .timeout(60s));
+    REQUIRE(result.outputs().size() == 1);
+    const auto& out = result.output("OUTPUT0");
+    CHECK(out.dtype() == sonic::DataType::Fp32);
+    CHECK(out.shape() == sonic::Shape{1, static_cast<std::int64_t>(count)});
+    REQUIRE(out.byte_size() == count * sizeof(float));
+    CHECK(std::memcmp(out.data(), values.data(), out.byte_size()) == 0);
+  }
+
+  TEST_CASE("an unknown model fails with NOT_FOUND and the server's message") {
+    const std::string expected = "unknown model: no_such_model";
+    SimpleCase c(5);
+    auto request = [&] {
+      return sonic::InferRequest("no_such_model")
+          .input("INPUT0", sonic::Tensor::view(c.a, {1, 16}))
+          .input("INPUT1", sonic::Tensor::view(c.b, {1, 16}));
+    };
+    SUBCASE("infer, validated (the metadata fetch fails)") {
+      auto client = make_client();
+      auto e = expect_error([&] { client.infer(request()); });
+      CHECK(e.code() == sonic::StatusCode::NotFound);
+      CHECK_MESSAGE(e.message().find(expected) != std::string::npos, e.message());
+    }
+    SUBCASE("infer, unvalidated (ModelInfer itself fails)") {
+      sonic::ClientOptions options;
+      options.validate_inputs = false;
+      auto client = make_client(options);
+      auto e = expect_error([&] { client.infer(request()); });
+      CHECK(e.code() == sonic::StatusCode::NotFound);
+      CHECK(e.message() == expected);
+    }
+    SUBCASE("model_metadata") {
+      auto client = make_client();
+      auto e = expect_error([&] { client.model_metadata("no_such_model"); });
+      CHECK(e.code() == sonic::StatusCode::NotFound);
+      CHECK(e.message() == expected);
+    }
+    SUBCASE("model_config") {
+      auto client = make_client();
+      auto e = expect_error([&] { client.model_config("no_such_model"); });
+      CHECK(e.code() == sonic::StatusCode::NotFound);
+      CHECK(e.message() == expected);
+    }
+  }
+
+  TEST_CASE("a per-request timeout ends a slow call with DEADLINE_EXCEEDED") {
+    auto client = make_client();
+    std::vector<float> x = {1.0f, 2.0f, 3.0f, 4.0f};
+    auto start = Clock::now();
+    auto e = expect_error([&] {
+      client.infer(sonic::InferRequest("slow")
+                       .input("INPUT0", sonic::Tensor::view(x, {1, 4}))
+                       .timeout(300ms));
+    });
+    auto elapsed = Clock::now() - start;
+    CAPTURE(std::chrono::duration_cast<std::chrono::milliseconds>(elapsed).count());
+    CHECK(e.code() == sonic::StatusCode::DeadlineExceeded);
+    CHECK(elapsed < 1500ms);  // the model sleeps 2 s: the deadline, not the answer, ended it
+    CHECK(elapsed >= 250ms);
+
+    // The connection is still good afterwards.
+    SimpleCase c(6);
+    CHECK(c.matches(client.infer(c.request())));
+  }
+
+  TEST_CASE("custom metadata headers reach the server") {
+    sonic::ClientOptions options;
+    options.headers = {{"x-sonic-client", "from-options"}};
+    auto client = make_client(options);
+    SimpleCase c(7);
+
+    SUBCASE("a request header, echoed") {
+      auto result = client.infer(
+          c.request().header("x-sonic-test", "hello").parameter("echo_metadata", true));
+      CHECK(c.matches(result));
+      CHECK(string_parameter(result.parameters(), "x-sonic-test") == "hello");
+      CHECK(string_parameter(result.parameters(), "x-sonic-client") == "from-options");
+    }
+    SUBCASE("a binary (-bin) header arrives byte for byte") {
+      const std::string blob("\x00\x01\xfe\xff", 4);
+      auto result = client.infer(
+          c.request().header("x-sonic-blob-bin", blob).parameter("echo_metadata", true));
+      CHECK(string_parameter(result.parameters(), "x-sonic-blob-bin") == "AAH+/w==");
+    }
+    SUBCASE("nothing echoed unless asked") {
+      auto result = client.infer(c.request().header("x-sonic-test", "hello"));
+      CHECK(result.parameters().count("x-sonic-test") == 0);
+    }
+  }
+
+  TEST_CASE("model_statistics counts inferences") {
+    auto client = make_client();
+    SimpleCase c(8);
+    CHECK(c.matches(client.infer(c.request())));
+    auto stats = client.model_statistics("simple");
+    REQUIRE(stats.size() == 1);
+    const auto& s = stats[0];
+    CHECK(s.name == "simple");
+    CHECK(s.version == "1");
+    CHECK(s.inference_count > 0);
+    CHECK(s.execution_count > 0);
+    CHECK(s.success.count > 0);
+    CHECK(s.success.ns > 0);
+    CHECK(s.last_inference_ms > 0);
+
+    auto all = client.model_statistics();
+    CHECK(all.size() == 3);
+  }
+
+  TEST_CASE("200 concurrent infer_async calls from 4 threads each complete once") {
+    constexpr int kThreads = 4;
+    constexpr int kPerThread = 50;
+    constexpr int kTotal = kThreads * kPerThread;
+    std::vector<std::atomic<int>> calls(kTotal);
+    std::vector<std::atomic<bool>> right(kTotal);
+    std::atomic<int> done{0};
+    std::mutex mutex;
+    std::condition_variable finished;
+    {
+      sonic::ClientOptions options;
+      options.callback_threads = 2;
+      auto client = make_client(options);
+      std::vector<std::thread> threads;
+      for (int t = 0; t < kThreads; ++t) {
+        threads.emplace_back([&, t] {
+          for (int k = 0; k < kPerThread; ++k) {
+            const int index = t * kPerThread + k;
+            auto c = std::make_shared<SimpleCase>(index);
+            client.infer_async(c->owning_request().id(std::to_string(index)),
+                               [&, c, index](sonic::Result<sonic::InferResult> r) {
+                                 right[index] = r.ok() &&
+                                                r->request_id() == std::to_string(index) &&
+                                                c->matches(*r);
+                                 calls[index].fetch_add(1);
+                                 if (done.fetch_add(1) + 1 == kTotal) {
+                                   std::lock_guard<std::mutex> lock(mutex);
+                                   finished.notify_all();
+                                 }
+                               });
+          }
+        });
+      }
+      for (auto& th : threads) th.join();
+      std::unique_lock<std::mutex> lock(mutex);
+      CHECK(finished.wait_for(lock, 60s, [&] { return done.load() == kTotal; }));
+    }  // the client is gone: nothing may complete after this
+    CHECK(done.load() == kTotal);
+    int once = 0, correct = 0;
+    for (int i = 0; i < kTotal; ++i) {
+      once += calls[i].load() == 1;
+      correct += right[i].load();
+    }
+    CHECK(once == kTotal);
+    CHECK(correct == kTotal);
+  }
+}
