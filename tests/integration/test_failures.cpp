@@ -250,3 +250,44 @@ TEST_CASE("after the server restarts, the same client reconnects") {
   again.start();
   CHECK(client.infer(simple_request(4, 3)).output("OUTPUT0").as<std::int32_t>()[0] == 7);
 }
+
+TEST_CASE("keepalive notices a peer that accepted the connection and went silent") {
+  // A peer that accepts and reads, but never answers anything, not even PINGs.
+  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  REQUIRE(::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0);
+  REQUIRE(::listen(fd, 4) == 0);
+  socklen_t len = sizeof addr;
+  ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
+  std::atomic<bool> stop{false};
+  std::thread peer([fd, &stop] {
+    int conn = ::accept(fd, nullptr, nullptr);
+    char sink[4096];
+    while (!stop && conn >= 0 && ::recv(conn, sink, sizeof sink, MSG_DONTWAIT) != 0) {
+      std::this_thread::sleep_for(5ms);
+    }
+    if (conn >= 0) ::close(conn);
+  });
+
+  ClientOptions options;
+  options.keepalive_interval = 50ms;
+  options.keepalive_timeout = 100ms;
+  options.validate_inputs = false;  // straight to the silent peer
+  Client client("grpc://127.0.0.1:" + std::to_string(ntohs(addr.sin_port)), options);
+  auto start = std::chrono::steady_clock::now();
+  auto future = client.infer_future(simple_request(1, 1));  // no deadline: only keepalive helps
+  REQUIRE(future.wait_for(5s) == std::future_status::ready);
+  try {
+    future.get();
+    FAIL("must fail");
+  } catch (const Error& e) {
+    CHECK(e.code() == StatusCode::Unavailable);
+    CHECK(e.message().find("keepalive") != std::string::npos);
+  }
+  CHECK(ms_since(start) < 1000);
+  stop = true;
+  peer.join();
+  ::close(fd);
+}

@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# sonic-infer against a real sonic-server: inline values, .npy round trip through --save-dir,
+# and the errors a user would make.  test_sonic_infer.sh SONIC_SERVER SONIC_INFER
+set -euo pipefail
+server=$1 infer=$2
+work=$(mktemp -d)
+"$server" --host 127.0.0.1 --port 0 >"$work/server.log" 2>&1 &
+pid=$!
+trap 'kill $pid 2>/dev/null; wait $pid 2>/dev/null; rm -rf "$work"' EXIT
+for _ in $(seq 100); do
+  port=$(sed -n 's/^sonic-server listening on .*:\([0-9]*\)$/\1/p' "$work/server.log")
+  [ -n "$port" ] && break
+  sleep 0.05
+done
+url=grpc://127.0.0.1:$port
+fail() { echo "FAIL: $*"; exit 1; }
+
+out=$("$infer" --url "$url" simple INPUT0=INT32:1x16:0,1,2,3,4,5,6,7,8,9,10,11,12,13,14,15 INPUT1=INT32:1x16:*1)
+grep -q "1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16" <<<"$out" || fail "simple sum: $out"
+grep -q "\-1, 0, 1, 2" <<<"$out" || fail "simple difference: $out"
+grep -q "^latency: [0-9.]* ms" <<<"$out" || fail "no latency line: $out"
+
+"$infer" --url "$url" --save-dir "$work/out" identity_fp32 INPUT0=FP32:2x3:0.5,-2,3,4,5,6 >/dev/null
+"$infer" --url "$url" identity_fp32 INPUT0=@"$work/out/OUTPUT0.npy" | grep -q "0.5, -2, 3, 4, 5, 6" ||
+  fail ".npy round trip"
+
+set +e
+"$infer" --url "$url" simple INPUT0=FP32:1x16:*1 INPUT1=INT32:1x16:*1 2>"$work/err"; rc=$?
+set -e
+[ $rc -eq 1 ] && grep -q "INVALID_ARGUMENT" "$work/err" || fail "wrong dtype: rc=$rc $(cat "$work/err")"
+set +e
+"$infer" --url "$url" nope INPUT0=FP32:1:1 2>"$work/err"; rc=$?
+set -e
+[ $rc -eq 1 ] && grep -q "NOT_FOUND" "$work/err" || fail "unknown model: rc=$rc $(cat "$work/err")"
+set +e
+"$infer" --url "$url" simple INPUT0=INT32:1x16:1,2 2>"$work/err"; rc=$?
+set -e
+[ $rc -eq 2 ] || fail "wrong value count must be a usage error: rc=$rc"
+echo "sonic-infer: 5 passed, 0 failed"
