@@ -38,8 +38,11 @@ class ClientCore {
 
   ~ClientCore() {
     // Destroying the transport completes every outstanding call with CANCELLED; those
-    // completions still reach the callback pool, which is destroyed (drained) after it.
-    transport_.reset();
+    // completions still reach the callback pool, destroyed after it. The pointer stays set
+    // while the transport's destructor runs: a metadata answer delivered meanwhile may still
+    // send its request, which a closing transport answers with CANCELLED.
+    delete transport_.get();
+    (void)transport_.release();
   }
 
   const ClientOptions& options() const noexcept { return options_; }
@@ -65,21 +68,27 @@ class ClientCore {
     {
       std::lock_guard<std::mutex> lock(mutex_);
       auto& entry = metadata_[key];
-      if (entry.metadata) {
-        known = entry.metadata;
-      } else {
-        fetch = entry.waiting.empty();
-        entry.waiting.push_back({std::move(request), deadline, std::move(done)});
-      }
+      known = entry.metadata;
+      if (!known && !entry.fetching) fetch = entry.fetching = true;
     }
     if (known) return send_validated(*known, std::move(request), deadline, std::move(done));
-    if (!fetch) return;  // another request is already fetching this model's metadata
-
-    auto model = key.substr(0, key.find('\0'));
-    auto version = key.substr(key.find('\0') + 1);
+    if (!fetch) {
+      // Another request is fetching this model's metadata. Waiting for it could outlast this
+      // request's own deadline, so send now and let the server validate.
+      return transport_->infer_async(std::move(request), deadline, std::move(done));
+    }
+    std::string model = request.model_name(), version = request.model_version();
     transport_->model_metadata_async(
-        model, version, std::min(deadline, control_deadline()),
-        [this, key](Result<ModelMetadata> metadata) { on_metadata(key, std::move(metadata)); });
+        std::move(model), std::move(version), std::min(deadline, control_deadline()),
+        [this, key, request = std::move(request), deadline,
+         done = std::move(done)](Result<ModelMetadata> metadata) mutable {
+          auto model_metadata = remember(key, std::move(metadata));
+          if (!model_metadata) {
+            const Error& e = model_metadata.error();
+            return done(Error(e.code(), "model '" + request.model_name() + "': " + e.message()));
+          }
+          send_validated(**model_metadata, std::move(request), deadline, std::move(done));
+        });
   }
 
   /// The callback threads. Completions hold them weakly: a network thread must never own the
@@ -87,14 +96,9 @@ class ClientCore {
   std::weak_ptr<ThreadPool> callback_pool() const { return callbacks_; }
 
  private:
-  struct Waiting {
-    InferRequest request;
-    Deadline deadline;
-    Callback<InferResult> done;
-  };
   struct CacheEntry {
     std::shared_ptr<const ModelMetadata> metadata;
-    std::vector<Waiting> waiting;
+    bool fetching = false;
   };
 
   void send_validated(const ModelMetadata& metadata, InferRequest request, Deadline deadline,
@@ -103,28 +107,18 @@ class ClientCore {
     transport_->infer_async(std::move(request), deadline, std::move(done));
   }
 
-  void on_metadata(const std::string& key, Result<ModelMetadata> metadata) {
-    std::vector<Waiting> waiting;
-    std::shared_ptr<const ModelMetadata> known;
-    {
-      std::lock_guard<std::mutex> lock(mutex_);
-      auto& entry = metadata_[key];
-      waiting.swap(entry.waiting);
-      if (metadata) {
-        known = std::make_shared<const ModelMetadata>(std::move(*metadata));
-        entry.metadata = known;
-      } else {
-        metadata_.erase(key);  // a failure is not cached: the model may appear later
-      }
+  // Caches fetched metadata; a failure is not cached, since the model may appear later.
+  Result<std::shared_ptr<const ModelMetadata>> remember(const std::string& key,
+                                                        Result<ModelMetadata> metadata) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (!metadata) {
+      metadata_.erase(key);
+      return metadata.error();
     }
-    for (auto& w : waiting) {
-      if (known) {
-        send_validated(*known, std::move(w.request), w.deadline, std::move(w.done));
-      } else {
-        const Error& e = metadata.error();
-        w.done(Error(e.code(), "model '" + w.request.model_name() + "': " + e.message()));
-      }
-    }
+    auto& entry = metadata_[key];
+    entry.metadata = std::make_shared<const ModelMetadata>(std::move(*metadata));
+    entry.fetching = false;
+    return entry.metadata;
   }
 
   ClientOptions options_;

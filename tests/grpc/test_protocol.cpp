@@ -57,3 +57,14 @@ TEST_CASE("binary metadata is base64 with padding") {
   CHECK(sonic::grpc::base64_encode("foo") == "Zm9v");
   CHECK(sonic::grpc::base64_encode(std::string("\0\xff\x10", 3)) == "AP8Q");
 }
+
+TEST_CASE("grpc-status parses digits only; anything else is UNKNOWN") {
+  using sonic::StatusCode;
+  CHECK(sonic::grpc::parse_grpc_status("0") == StatusCode::Ok);
+  CHECK(sonic::grpc::parse_grpc_status("14") == StatusCode::Unavailable);
+  CHECK(sonic::grpc::parse_grpc_status("") == StatusCode::Unknown);
+  CHECK(sonic::grpc::parse_grpc_status("1x") == StatusCode::Unknown);
+  CHECK(sonic::grpc::parse_grpc_status("99") == StatusCode::Unknown);
+  CHECK(sonic::grpc::parse_grpc_status("99999999999") == StatusCode::Unknown);
+  CHECK(sonic::grpc::parse_grpc_timeout("99999999H").has_value());  // clamped, no overflow
+}

@@ -291,3 +291,31 @@ TEST_CASE("keepalive notices a peer that accepted the connection and went silent
   peer.join();
   ::close(fd);
 }
+
+TEST_CASE("a client destroyed while its first request still fetches model metadata") {
+  LoopbackServer server;
+  for (int round = 0; round < 20; ++round) {
+    std::atomic<int> calls{0};
+    {
+      Client client(server.url());
+      for (int i = 0; i < 5; ++i) {
+        client.infer_async(simple_request(i, 1), [&](Result<InferResult>) { ++calls; });
+      }
+    }  // the metadata answer may arrive during destruction
+    CHECK(calls == 5);
+  }
+}
+
+TEST_CASE("the last owner of a client may release it from inside a callback") {
+  LoopbackServer server;
+  auto client = std::make_shared<Client>(server.url());
+  std::promise<void> released;
+  client->infer_async(simple_request(1, 1), [&](Result<InferResult> r) {
+    CHECK(r.ok());
+    client.reset();  // destroys the client, and its callback pool, on a callback thread
+    released.set_value();
+  });
+  REQUIRE(released.get_future().wait_for(10s) == std::future_status::ready);
+  std::this_thread::sleep_for(50ms);  // let the detached worker finish on its own state
+  CHECK_FALSE(client);
+}

@@ -5,6 +5,7 @@
 #include <condition_variable>
 #include <cstddef>
 #include <deque>
+#include <memory>
 #include <mutex>
 #include <thread>
 #include <utility>
@@ -15,26 +16,30 @@
 namespace sonic::detail {
 
 /// Runs posted tasks on a fixed set of threads, in FIFO order. Destruction runs every task
-/// already posted, then joins: nothing posted is ever dropped.
+/// already posted, then joins: nothing posted is ever dropped. The pool may be destroyed from
+/// one of its own tasks (the last owner of a client can be a callback): that worker is
+/// detached and finishes the queue on state it shares, never touching the freed pool.
 class ThreadPool {
  public:
   using Task = UniqueFunction<void()>;
 
   /// `threads` == 0 means one per hardware thread.
-  explicit ThreadPool(std::size_t threads) {
+  explicit ThreadPool(std::size_t threads) : state_(std::make_shared<State>()) {
     if (threads == 0) threads = std::max(1u, std::thread::hardware_concurrency());
     workers_.reserve(threads);
-    for (std::size_t i = 0; i < threads; ++i) workers_.emplace_back([this] { run(); });
+    for (std::size_t i = 0; i < threads; ++i) {
+      workers_.emplace_back([state = state_] { run(*state); });
+    }
   }
   ThreadPool(const ThreadPool&) = delete;
   ThreadPool& operator=(const ThreadPool&) = delete;
 
   ~ThreadPool() {
     {
-      std::lock_guard<std::mutex> lock(mutex_);
-      stopping_ = true;
+      std::lock_guard<std::mutex> lock(state_->mutex);
+      state_->stopping = true;
     }
-    wake_.notify_all();
+    state_->wake.notify_all();
     for (auto& worker : workers_) {
       if (worker.get_id() == std::this_thread::get_id()) {
         worker.detach();  // destroyed from one of its own tasks: cannot join itself
@@ -47,33 +52,37 @@ class ThreadPool {
   /// Queues a task. Thread-safe; tasks posted during destruction still run.
   void post(Task task) {
     {
-      std::lock_guard<std::mutex> lock(mutex_);
-      tasks_.push_back(std::move(task));
+      std::lock_guard<std::mutex> lock(state_->mutex);
+      state_->tasks.push_back(std::move(task));
     }
-    wake_.notify_one();
+    state_->wake.notify_one();
   }
 
   std::size_t size() const noexcept { return workers_.size(); }
 
  private:
-  void run() {
+  struct State {
+    std::mutex mutex;
+    std::condition_variable wake;
+    std::deque<Task> tasks;
+    bool stopping = false;
+  };
+
+  static void run(State& state) {
     for (;;) {
       Task task;
       {
-        std::unique_lock<std::mutex> lock(mutex_);
-        wake_.wait(lock, [this] { return stopping_ || !tasks_.empty(); });
-        if (tasks_.empty()) return;  // stopping and drained
-        task = std::move(tasks_.front());
-        tasks_.pop_front();
+        std::unique_lock<std::mutex> lock(state.mutex);
+        state.wake.wait(lock, [&state] { return state.stopping || !state.tasks.empty(); });
+        if (state.tasks.empty()) return;  // stopping and drained
+        task = std::move(state.tasks.front());
+        state.tasks.pop_front();
       }
       task();
     }
   }
 
-  std::mutex mutex_;
-  std::condition_variable wake_;
-  std::deque<Task> tasks_;
-  bool stopping_ = false;
+  std::shared_ptr<State> state_;
   std::vector<std::thread> workers_;
 };
 

@@ -221,15 +221,7 @@ int ClientConnection::on_header(nghttp2_session*, const nghttp2_frame* frame,
   } else if (n == "content-type") {
     call->content_type = std::string(v);
   } else if (n == "grpc-status") {
-    std::int64_t code = 0;
-    for (char c : v) {
-      if (c < '0' || c > '9' || code > 1000) {
-        code = static_cast<std::int64_t>(StatusCode::Unknown);
-        break;
-      }
-      code = code * 10 + (c - '0');
-    }
-    call->grpc_status = code;
+    call->grpc_status = parse_grpc_status(v);
   } else if (n == "grpc-message") {
     call->grpc_message = percent_decode(v);
   }
@@ -241,7 +233,11 @@ int ClientConnection::on_data_chunk(nghttp2_session* session, std::uint8_t, std:
   auto* self = static_cast<ClientConnection*>(user_data);
   auto call = self->find(stream_id);
   if (!call || call->finished) return 0;
-  if (auto ok = call->reader.feed(data, len); !ok) {
+  auto ok = call->reader.feed(data, len);
+  if (ok && call->reader.messages().size() > 1) {
+    ok = Error(StatusCode::Internal, "server sent more than one message for a unary call");
+  }
+  if (!ok) {
     nghttp2_submit_rst_stream(session, NGHTTP2_FLAG_NONE, stream_id, NGHTTP2_CANCEL);
     self->streams_.erase(stream_id);
     self->complete(call, ok.error());
@@ -259,6 +255,22 @@ int ClientConnection::on_frame_recv(nghttp2_session*, const nghttp2_frame* frame
   return 0;
 }
 
+int ClientConnection::on_frame_not_send(nghttp2_session*, const nghttp2_frame* frame, int lib_error,
+                                        void* user_data) {
+  // A request nghttp2 held back (over the stream limit) that can no longer start, e.g. after
+  // GOAWAY: it never reached the server, so it is safe to retry elsewhere.
+  auto* self = static_cast<ClientConnection*>(user_data);
+  if (frame->hd.type != NGHTTP2_HEADERS) return 0;
+  auto call = self->find(frame->hd.stream_id);
+  if (!call) return 0;
+  self->streams_.erase(frame->hd.stream_id);
+  self->complete(call, Error(StatusCode::Unavailable,
+                             "the call could not start on the connection to " + self->describe() +
+                                 " (" + nghttp2_strerror(lib_error) +
+                                 "); it never reached the server, safe to retry"));
+  return 0;
+}
+
 int ClientConnection::on_stream_close(nghttp2_session*, std::int32_t stream_id,
                                       std::uint32_t error_code, void* user_data) {
   auto* self = static_cast<ClientConnection*>(user_data);
@@ -266,7 +278,18 @@ int ClientConnection::on_stream_close(nghttp2_session*, std::int32_t stream_id,
   if (it == self->streams_.end()) return 0;
   auto call = std::move(it->second);
   self->streams_.erase(it);
-  if (!call->finished) self->finish_stream(call, error_code);
+  if (call->finished) return 0;
+  // REFUSED_STREAM means the server did not process the stream (typically: more streams than
+  // its limit, sent before its SETTINGS arrived). Like gRPC, start it again transparently.
+  constexpr int kMaxRefusals = 5;
+  if (error_code == NGHTTP2_REFUSED_STREAM && !call->grpc_status && call->http_status == 0 &&
+      self->usable() && call->refusals < kMaxRefusals) {
+    ++call->refusals;
+    call->reset_for_retry();
+    self->start_stream(call);
+    return 0;
+  }
+  self->finish_stream(call, error_code);
   return 0;
 }
 
@@ -278,7 +301,7 @@ void ClientConnection::finish_stream(const std::shared_ptr<ClientCall>& call,
 Result<ReceivedMessage> ClientConnection::outcome_of(ClientCall& call,
                                                      std::uint32_t h2_error) const {
   if (call.grpc_status) {
-    StatusCode code = status_code_from_int(*call.grpc_status);
+    StatusCode code = *call.grpc_status;
     if (code != StatusCode::Ok) {
       return Error(code, call.grpc_message.empty() ? sonic::describe(code) : call.grpc_message);
     }

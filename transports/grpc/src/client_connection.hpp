@@ -26,11 +26,28 @@ struct ClientCall {
       : path(std::move(method_path)),
         body(std::move(request_body)),
         deadline(call_deadline),
+        response_raw_field(raw_field),
+        max_response_bytes(max_message_bytes),
         reader(raw_field, max_message_bytes) {}
+
+  /// Forgets a refused attempt so that the call can start again on a new stream.
+  void reset_for_retry() {
+    stream_id = 0;
+    reader = MessageReader(response_raw_field, max_response_bytes);
+    http_status = 0;
+    content_type.clear();
+    grpc_status.reset();
+    grpc_message.clear();
+    body->reserved = 0;
+    body->piece_index = 0;
+    body->piece_offset = 0;
+  }
 
   std::string path;
   std::shared_ptr<OutgoingBody> body;
   Deadline deadline;
+  std::uint32_t response_raw_field;
+  std::size_t max_response_bytes;
   std::vector<std::pair<std::string, std::string>> headers;
   /// Runs exactly once on the io thread.
   detail::UniqueFunction<void(Result<ReceivedMessage>)> done;
@@ -40,10 +57,11 @@ struct ClientCall {
   MessageReader reader;
   int http_status = 0;
   std::string content_type;
-  std::optional<std::int64_t> grpc_status;
+  std::optional<StatusCode> grpc_status;
   std::string grpc_message;
   std::unique_ptr<asio::steady_timer> timer;
   bool finished = false;
+  int refusals = 0;  // times the server refused the stream unprocessed
   std::optional<Result<ReceivedMessage>>
       parked;  // outcome held until the body's bytes are released
 };
@@ -86,6 +104,7 @@ class ClientConnection final : public H2Session {
                            std::size_t, void*);
   static int on_frame_recv(nghttp2_session*, const nghttp2_frame*, void*);
   static int on_stream_close(nghttp2_session*, std::int32_t, std::uint32_t, void*);
+  static int on_frame_not_send(nghttp2_session*, const nghttp2_frame*, int, void*);
 
   asio::io_context& io_;
   Endpoint endpoint_;

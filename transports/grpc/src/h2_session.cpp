@@ -114,7 +114,10 @@ void H2Session::start_reading() {
           fail(ec == asio::error::eof ? std::string("connection closed by peer") : ec.message());
           return;
         }
+        // nghttp2 must not be asked to send from inside its receive callbacks: flush() waits.
+        receiving_ = true;
         ssize_t rv = nghttp2_session_mem_recv(session_, read_buffer_.data(), n);
+        receiving_ = false;
         if (rv < 0) {
           fail(std::string("HTTP/2 protocol error: ") + nghttp2_strerror(static_cast<int>(rv)));
           return;
@@ -125,7 +128,7 @@ void H2Session::start_reading() {
 }
 
 void H2Session::flush() {
-  if (lost_ || !session_) return;
+  if (lost_ || !session_ || receiving_) return;
   for (;;) {
     const std::uint8_t* data = nullptr;
     ssize_t n = nghttp2_session_mem_send(session_, &data);
@@ -157,6 +160,12 @@ void H2Session::start_write() {
     writing_ = false;
     auto bodies = std::move(active_.bodies);
     active_.clear();
+    if (lost_ || ec) {
+      // Nothing queued behind this write will be sent: release its bodies too, or the calls
+      // parked on them would never complete.
+      for (auto& body : pending_.bodies) bodies.push_back(std::move(body));
+      pending_.clear();
+    }
     for (auto& body : bodies) {
       if (--body->in_flight_writes == 0) on_body_released(*body);
     }

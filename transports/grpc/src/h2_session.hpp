@@ -43,9 +43,12 @@ class H2Session : public std::enable_shared_from_this<H2Session> {
   /// Starts the read loop (call once the session exists).
   void start_reading();
   /// Moves whatever nghttp2 wants to send into the socket; call after submitting anything.
+  /// Inside nghttp2's receive callbacks it does nothing: the read loop flushes afterwards.
   void flush();
   /// Closes the socket; outstanding operations end with operation_aborted.
   void close_socket();
+  /// Closes the connection and reports it lost (once).
+  void fail(const std::string& why);
 
   /// The connection failed (peer closed, reset, protocol error); called once.
   virtual void on_connection_lost(const std::string& why) = 0;
@@ -85,7 +88,6 @@ class H2Session : public std::enable_shared_from_this<H2Session> {
   void append_copy(const std::uint8_t* data, std::size_t size);
   void append_external(const std::uint8_t* data, std::size_t size);
   void start_write();
-  void fail(const std::string& why);
 
   static ssize_t read_body(nghttp2_session* session, std::int32_t stream_id, std::uint8_t* buf,
                            std::size_t length, std::uint32_t* flags, nghttp2_data_source* source,
@@ -97,6 +99,7 @@ class H2Session : public std::enable_shared_from_this<H2Session> {
   WriteBatch pending_;  // being filled
   WriteBatch active_;   // being written
   bool writing_ = false;
+  bool receiving_ = false;  // inside nghttp2_session_mem_recv
 };
 
 }  // namespace sonic::grpc

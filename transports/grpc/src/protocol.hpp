@@ -3,6 +3,7 @@
 
 #include <nghttp2/nghttp2.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdint>
 #include <optional>
@@ -46,9 +47,20 @@ inline std::optional<std::chrono::nanoseconds> parse_grpc_timeout(std::string_vi
     case 'm': return std::chrono::milliseconds(value);
     case 'S': return std::chrono::seconds(value);
     case 'M': return std::chrono::minutes(value);
-    case 'H': return std::chrono::hours(value);
+    case 'H': return std::chrono::hours(std::min<std::int64_t>(value, 2562047));  // fits in ns
     default: return std::nullopt;
   }
+}
+
+/// The code of a grpc-status header: decimal digits; anything else (empty included) is UNKNOWN.
+inline StatusCode parse_grpc_status(std::string_view text) {
+  if (text.empty() || text.size() > 3) return StatusCode::Unknown;
+  std::int64_t code = 0;
+  for (char c : text) {
+    if (c < '0' || c > '9') return StatusCode::Unknown;
+    code = code * 10 + (c - '0');
+  }
+  return status_code_from_int(code);
 }
 
 /// grpc-message is percent-encoded: bytes outside printable ASCII and '%' itself.

@@ -71,11 +71,13 @@ class ServerConnection final : public H2Session {
       : H2Session(std::move(socket)),
         io_(std::move(io)),
         server_(server),
-        executor_(server.executor) {}
+        executor_(server.executor),
+        close_timer_(*io_) {}
 
   IoContext io_context() const { return io_; }
 
   void start() {
+    if (lost_) return;  // stopped before it started
     nghttp2_session_callbacks* callbacks = nullptr;
     nghttp2_session_callbacks_new(&callbacks);
     install_common_callbacks(callbacks);
@@ -102,18 +104,29 @@ class ServerConnection final : public H2Session {
     flush();
   }
 
-  /// Ends the connection: GOAWAY, then close. Runs on the connection's thread.
+  /// Ends the connection: GOAWAY, then close once it is written (a peer that does not read
+  /// gets half a second). Runs on the connection's thread.
   void shutdown() {
     if (lost_) return;
+    if (!session_) {
+      lost_ = true;
+      close_socket();
+      return;
+    }
     nghttp2_session_terminate_session(session_, NGHTTP2_NO_ERROR);
-    flush();
-    streams_.clear();
-    lost_ = true;
-    close_socket();
+    flush();  // when the GOAWAY is written, flush() finds nothing left and closes
+    auto self = std::static_pointer_cast<ServerConnection>(shared_from_this());
+    close_timer_.expires_after(std::chrono::milliseconds(500));
+    close_timer_.async_wait([self](std::error_code ec) {
+      if (!ec) self->fail("server stopping");
+    });
   }
 
  private:
-  void on_connection_lost(const std::string&) override { streams_.clear(); }
+  void on_connection_lost(const std::string&) override {
+    close_timer_.cancel();
+    streams_.clear();
+  }
 
   void on_body_end(std::int32_t stream_id, std::uint32_t* flags) override {
     // Trailers follow the body: grpc-status 0.
@@ -160,12 +173,19 @@ class ServerConnection final : public H2Session {
                            const std::uint8_t* data, std::size_t len, void* user_data) {
     auto* self = static_cast<ServerConnection*>(user_data);
     ServerStream* stream = self->find(stream_id);
-    if (!stream || stream->error) return 0;
+    if (!stream || stream->error || stream->answered) return 0;
     if (!stream->reader) {
       bool infer = stream->path == std::string(kServicePrefix) + "ModelInfer";
       stream->reader.emplace(infer ? kRawInputField : 0, stream->max_message_bytes);
     }
-    if (auto ok = stream->reader->feed(data, len); !ok) stream->error = ok.error();
+    if (auto ok = stream->reader->feed(data, len); !ok) {
+      stream->error = ok.error();
+    } else if (stream->reader->messages().size() > 1) {
+      stream->error =
+          Error(StatusCode::InvalidArgument, "a unary call takes exactly one request message");
+    }
+    // Answer at once and ignore the rest of the stream: nothing more is buffered for it.
+    if (stream->error) self->respond_error(stream_id, *stream->error);
     return 0;
   }
 
@@ -358,6 +378,7 @@ class ServerConnection final : public H2Session {
   Server::Impl& server_;
   std::shared_ptr<CpuExecutor> executor_;
   std::map<std::int32_t, std::unique_ptr<ServerStream>> streams_;
+  asio::steady_timer close_timer_;
 };
 
 void Server::Impl::accept_next() {
