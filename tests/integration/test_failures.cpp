@@ -18,18 +18,33 @@ using namespace std::chrono_literals;
 
 namespace {
 
-// A loopback port with nothing listening: bound, then released.
-std::uint16_t unused_port() {
-  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  REQUIRE(::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0);
-  socklen_t len = sizeof addr;
-  ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
-  ::close(fd);
-  return ntohs(addr.sin_port);
-}
+// A TCP socket bound to an ephemeral loopback port, listening when asked; closed on scope exit.
+class LoopbackSocket {
+ public:
+  explicit LoopbackSocket(bool listen) : fd_(::socket(AF_INET, SOCK_STREAM, 0)) {
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    REQUIRE(::bind(fd_, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0);
+    if (listen) REQUIRE(::listen(fd_, 4) == 0);
+    socklen_t len = sizeof addr;
+    ::getsockname(fd_, reinterpret_cast<sockaddr*>(&addr), &len);
+    port_ = ntohs(addr.sin_port);
+  }
+  ~LoopbackSocket() { ::close(fd_); }
+  LoopbackSocket(const LoopbackSocket&) = delete;
+  LoopbackSocket& operator=(const LoopbackSocket&) = delete;
+
+  int fd() const { return fd_; }
+  std::string url() const { return "grpc://127.0.0.1:" + std::to_string(port_); }
+
+ private:
+  int fd_;
+  std::uint16_t port_ = 0;
+};
+
+// A loopback URL with nothing listening: the port was bound, then released.
+std::string unused_url() { return LoopbackSocket(false).url(); }
 
 StatusCode code_of(std::future<InferResult>& future) {
   try {
@@ -104,7 +119,7 @@ TEST_CASE("the server rejects bad input too when client validation is off") {
 }
 
 TEST_CASE("no server listening is UNAVAILABLE within 1 s") {
-  Client client("grpc://127.0.0.1:" + std::to_string(unused_port()));
+  Client client(unused_url());
   auto start = std::chrono::steady_clock::now();
   try {
     (void)client.infer(simple_request(1, 2));
@@ -191,14 +206,8 @@ TEST_CASE("a client destroyed with requests in flight completes them all with CA
 }
 
 TEST_CASE("a peer that is not a gRPC server produces an error, not a hang") {
-  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  REQUIRE(::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0);
-  REQUIRE(::listen(fd, 4) == 0);
-  socklen_t len = sizeof addr;
-  ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
+  LoopbackSocket listener(true);
+  int fd = listener.fd();
   std::thread peer([fd] {
     int conn = ::accept(fd, nullptr, nullptr);
     if (conn < 0) return;
@@ -207,7 +216,7 @@ TEST_CASE("a peer that is not a gRPC server produces an error, not a hang") {
     std::this_thread::sleep_for(50ms);
     ::close(conn);
   });
-  Client client("grpc://127.0.0.1:" + std::to_string(ntohs(addr.sin_port)));
+  Client client(listener.url());
   auto start = std::chrono::steady_clock::now();
   auto future = client.infer_future(simple_request(1, 1).timeout(5s));
   StatusCode code = code_of(future);
@@ -215,7 +224,6 @@ TEST_CASE("a peer that is not a gRPC server produces an error, not a hang") {
   CHECK(code != StatusCode::DeadlineExceeded);
   CHECK(ms_since(start) < 2000);
   peer.join();
-  ::close(fd);
 }
 
 TEST_CASE("a request larger than max_message_bytes is refused before sending") {
@@ -253,14 +261,8 @@ TEST_CASE("after the server restarts, the same client reconnects") {
 
 TEST_CASE("keepalive notices a peer that accepted the connection and went silent") {
   // A peer that accepts and reads, but never answers anything, not even PINGs.
-  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  REQUIRE(::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0);
-  REQUIRE(::listen(fd, 4) == 0);
-  socklen_t len = sizeof addr;
-  ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
+  LoopbackSocket listener(true);
+  int fd = listener.fd();
   std::atomic<bool> stop{false};
   std::thread peer([fd, &stop] {
     int conn = ::accept(fd, nullptr, nullptr);
@@ -275,7 +277,7 @@ TEST_CASE("keepalive notices a peer that accepted the connection and went silent
   options.keepalive_interval = 50ms;
   options.keepalive_timeout = 100ms;
   options.validate_inputs = false;  // straight to the silent peer
-  Client client("grpc://127.0.0.1:" + std::to_string(ntohs(addr.sin_port)), options);
+  Client client(listener.url(), options);
   auto start = std::chrono::steady_clock::now();
   auto future = client.infer_future(simple_request(1, 1));  // no deadline: only keepalive helps
   REQUIRE(future.wait_for(5s) == std::future_status::ready);
@@ -289,7 +291,6 @@ TEST_CASE("keepalive notices a peer that accepted the connection and went silent
   CHECK(ms_since(start) < 1000);
   stop = true;
   peer.join();
-  ::close(fd);
 }
 
 TEST_CASE("a client destroyed while its first request still fetches model metadata") {

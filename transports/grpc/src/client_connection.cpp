@@ -9,12 +9,6 @@ namespace sonic::grpc {
 
 namespace {
 
-nghttp2_nv header(std::string_view name, std::string_view value) {
-  return {reinterpret_cast<std::uint8_t*>(const_cast<char*>(name.data())),
-          reinterpret_cast<std::uint8_t*>(const_cast<char*>(value.data())), name.size(),
-          value.size(), NGHTTP2_NV_FLAG_NONE};
-}
-
 std::string_view view(const std::uint8_t* data, std::size_t size) {
   return {reinterpret_cast<const char*>(data), size};
 }
@@ -165,16 +159,16 @@ void ClientConnection::start_stream(const std::shared_ptr<ClientCall>& call) {
   std::vector<nghttp2_nv> nva;
   std::string timeout;
   nva.reserve(10 + call->headers.size() + options_.headers.size());
-  nva.push_back(header(":method", "POST"));
-  nva.push_back(header(":scheme", "http"));
-  nva.push_back(header(":path", call->path));
-  nva.push_back(header(":authority", authority_));
-  nva.push_back(header("content-type", "application/grpc"));
-  nva.push_back(header("te", "trailers"));
-  nva.push_back(header("user-agent", kUserAgent));
+  nva.push_back(make_header(":method", "POST"));
+  nva.push_back(make_header(":scheme", "http"));
+  nva.push_back(make_header(":path", call->path));
+  nva.push_back(make_header(":authority", authority_));
+  nva.push_back(make_header("content-type", "application/grpc"));
+  nva.push_back(make_header("te", "trailers"));
+  nva.push_back(make_header("user-agent", kUserAgent));
   if (call->deadline != Deadline::max()) {
     timeout = format_grpc_timeout(call->deadline - Clock::now());
-    nva.push_back(header("grpc-timeout", timeout));
+    nva.push_back(make_header("grpc-timeout", timeout));
   }
   std::vector<std::string> encoded;  // base64 values of binary headers, alive until submitted
   encoded.reserve(call->headers.size());
@@ -182,7 +176,7 @@ void ClientConnection::start_stream(const std::shared_ptr<ClientCall>& call) {
     bool binary = name.size() > 4 && name.compare(name.size() - 4, 4, "-bin") == 0;
     if (binary) encoded.push_back(base64_encode(value));
     nva.push_back(
-        header(name, binary ? std::string_view(encoded.back()) : std::string_view(value)));
+        make_header(name, binary ? std::string_view(encoded.back()) : std::string_view(value)));
   }
 
   nghttp2_data_provider provider = body_provider(call->body.get());

@@ -9,11 +9,19 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "message.hpp"
 
 namespace sonic::grpc {
+
+/// An HTTP/2 header field referring to `name` and `value`, which must outlive its submission.
+inline nghttp2_nv make_header(std::string_view name, std::string_view value) {
+  return {reinterpret_cast<std::uint8_t*>(const_cast<char*>(name.data())),
+          reinterpret_cast<std::uint8_t*>(const_cast<char*>(value.data())), name.size(),
+          value.size(), NGHTTP2_NV_FLAG_NONE};
+}
 
 /// Settings both halves apply to their session.
 struct H2Settings {

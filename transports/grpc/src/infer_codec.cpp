@@ -182,6 +182,69 @@ bool read_tensor_message(std::string_view bytes, TensorMessage& t) {
   return true;
 }
 
+// Fields 1-5 are common to ModelInferRequest and ModelInferResponse (model_name,
+// model_version, id, parameters, tensors); field 6 of a request lists the requested outputs.
+// Raw tensor contents never reach here: the MessageReader took them out.
+struct Envelope {
+  std::string model;
+  std::string version;
+  std::string id;
+  Parameters parameters;
+  std::vector<TensorMessage> tensors;
+  std::vector<RequestedOutput> outputs;
+};
+
+bool read_requested_output(std::string_view bytes, RequestedOutput& out) {
+  Reader r(bytes);
+  std::uint32_t field;
+  WireType type;
+  while (!r.done()) {
+    std::string_view s;
+    if (!r.tag(field, type)) return false;
+    if (field == 1 && type == WireType::Len) {
+      if (!r.bytes(s)) return false;
+      out.name = std::string(s);
+    } else if (field == 2 && type == WireType::Len) {
+      if (!r.bytes(s) || !read_parameter_entry(s, out.parameters)) return false;
+    } else if (!r.skip(type)) {
+      return false;
+    }
+  }
+  return true;
+}
+
+bool read_envelope(std::string_view bytes, bool is_request, Envelope& e) {
+  Reader r(bytes);
+  std::uint32_t field;
+  WireType type;
+  while (!r.done()) {
+    if (!r.tag(field, type)) return false;
+    std::string_view s;
+    if (type != WireType::Len || field > 6 || (field == 6 && !is_request)) {
+      if (!r.skip(type)) return false;
+      continue;
+    }
+    if (!r.bytes(s)) return false;
+    switch (field) {
+      case 1: e.model = std::string(s); break;
+      case 2: e.version = std::string(s); break;
+      case 3: e.id = std::string(s); break;
+      case 4:
+        if (!read_parameter_entry(s, e.parameters)) return false;
+        break;
+      case 5:
+        e.tensors.emplace_back();
+        if (!read_tensor_message(s, e.tensors.back())) return false;
+        break;
+      case 6:
+        e.outputs.emplace_back();
+        if (!read_requested_output(s, e.outputs.back())) return false;
+        break;
+    }
+  }
+  return true;
+}
+
 // The InferTensorContents field that carries each datatype (Triton's convention).
 std::uint32_t contents_field(DataType type) {
   switch (type) {
@@ -358,101 +421,33 @@ Result<std::shared_ptr<OutgoingBody>> encode_infer_response(const InferResult& r
 }
 
 Result<InferResult> decode_infer_response(ReceivedMessage message) {
-  Reader r(message.envelope);
-  std::string model, version, id;
-  Parameters parameters;
-  std::vector<TensorMessage> outputs;
-  std::uint32_t field;
-  WireType type;
-  auto bad = [] { return Error(StatusCode::Internal, "malformed ModelInferResponse from server"); };
-  while (!r.done()) {
-    if (!r.tag(field, type)) return bad();
-    std::string_view s;
-    if (type == WireType::Len && field >= 1 && field <= 5) {
-      if (!r.bytes(s)) return bad();
-      switch (field) {
-        case 1: model = std::string(s); break;
-        case 2: version = std::string(s); break;
-        case 3: id = std::string(s); break;
-        case 4:
-          if (!read_parameter_entry(s, parameters)) return bad();
-          break;
-        case 5:
-          outputs.emplace_back();
-          if (!read_tensor_message(s, outputs.back())) return bad();
-          break;
-      }
-    } else if (!r.skip(type)) {
-      return bad();
-    }
+  Envelope e;
+  if (!read_envelope(message.envelope, false, e)) {
+    return Error(StatusCode::Internal, "malformed ModelInferResponse from server");
   }
-  auto tensors = assemble(outputs, message.raw, StatusCode::Internal, "output");
+  auto tensors = assemble(e.tensors, message.raw, StatusCode::Internal, "output");
   if (!tensors) {
     return Error(StatusCode::Internal,
                  "invalid response from server: " + tensors.error().message());
   }
-  return InferResult(std::move(model), std::move(version), std::move(id), std::move(*tensors),
-                     std::move(parameters));
+  return InferResult(std::move(e.model), std::move(e.version), std::move(e.id), std::move(*tensors),
+                     std::move(e.parameters));
 }
 
 Result<InferRequest> decode_infer_request(ReceivedMessage message) {
-  Reader r(message.envelope);
-  std::string model, version, id;
-  Parameters parameters;
-  std::vector<TensorMessage> inputs;
-  std::vector<RequestedOutput> outputs;
-  std::uint32_t field;
-  WireType type;
-  auto bad = [] { return Error(StatusCode::InvalidArgument, "malformed ModelInferRequest"); };
-  while (!r.done()) {
-    if (!r.tag(field, type)) return bad();
-    std::string_view s;
-    if (type == WireType::Len && field >= 1 && field <= 6) {
-      if (!r.bytes(s)) return bad();
-      switch (field) {
-        case 1: model = std::string(s); break;
-        case 2: version = std::string(s); break;
-        case 3: id = std::string(s); break;
-        case 4:
-          if (!read_parameter_entry(s, parameters)) return bad();
-          break;
-        case 5:
-          inputs.emplace_back();
-          if (!read_tensor_message(s, inputs.back())) return bad();
-          break;
-        case 6: {
-          RequestedOutput out;
-          Reader o(s);
-          std::uint32_t of;
-          WireType ot;
-          while (!o.done()) {
-            std::string_view os;
-            if (!o.tag(of, ot)) return bad();
-            if (of == 1 && ot == WireType::Len) {
-              if (!o.bytes(os)) return bad();
-              out.name = std::string(os);
-            } else if (of == 2 && ot == WireType::Len) {
-              if (!o.bytes(os) || !read_parameter_entry(os, out.parameters)) return bad();
-            } else if (!o.skip(ot)) {
-              return bad();
-            }
-          }
-          outputs.push_back(std::move(out));
-          break;
-        }
-      }
-    } else if (!r.skip(type)) {
-      return bad();
-    }
+  Envelope e;
+  if (!read_envelope(message.envelope, true, e)) {
+    return Error(StatusCode::InvalidArgument, "malformed ModelInferRequest");
   }
-  auto tensors = assemble(inputs, message.raw, StatusCode::InvalidArgument, "input");
+  auto tensors = assemble(e.tensors, message.raw, StatusCode::InvalidArgument, "input");
   if (!tensors) return tensors.error();
-  InferRequest request(std::move(model), std::move(version));
-  request.id(std::move(id));
-  for (auto& [key, value] : parameters) request.parameter(key, std::move(value));
-  for (auto& t : *tensors)
+  InferRequest request(std::move(e.model), std::move(e.version));
+  request.id(std::move(e.id));
+  for (auto& [key, value] : e.parameters) request.parameter(key, std::move(value));
+  for (auto& t : *tensors) {
     request.input(std::move(t.name), std::move(t.tensor), std::move(t.parameters));
-  for (auto& o : outputs) request.output(std::move(o.name), std::move(o.parameters));
+  }
+  for (auto& o : e.outputs) request.output(std::move(o.name), std::move(o.parameters));
   return request;
 }
 

@@ -80,12 +80,14 @@ Result<void> MessageReader::begin_message() {
   state_ = State::FieldKey;
   varint_ = 0;
   varint_shift_ = 0;
-  if (message_left_ == 0) {
-    done_.push_back(std::move(current_));
-    state_ = State::Prefix;
-    prefix_have_ = 0;
-  }
+  if (message_left_ == 0) finish_message();
   return {};
+}
+
+void MessageReader::finish_message() {
+  done_.push_back(std::move(current_));
+  state_ = State::Prefix;
+  prefix_have_ = 0;
 }
 
 Result<void> MessageReader::on_key() {
@@ -114,11 +116,7 @@ Result<void> MessageReader::end_field() {
   state_ = State::FieldKey;
   varint_ = 0;
   varint_shift_ = 0;
-  if (message_left_ == 0) {
-    done_.push_back(std::move(current_));
-    state_ = State::Prefix;
-    prefix_have_ = 0;
-  }
+  if (message_left_ == 0) finish_message();
   return {};
 }
 

@@ -91,6 +91,7 @@ class MessageReader {
   Result<void> begin_message();
   Result<void> on_key();
   Result<void> end_field();
+  void finish_message();
   void wire_append_varint(std::uint64_t value);
 
   std::uint32_t raw_field_;

@@ -17,12 +17,6 @@ namespace sonic::grpc {
 
 namespace {
 
-nghttp2_nv header(std::string_view name, std::string_view value) {
-  return {reinterpret_cast<std::uint8_t*>(const_cast<char*>(name.data())),
-          reinterpret_cast<std::uint8_t*>(const_cast<char*>(value.data())), name.size(),
-          value.size(), NGHTTP2_NV_FLAG_NONE};
-}
-
 // One request stream on the server.
 struct ServerStream {
   explicit ServerStream(std::size_t max_bytes) : max_message_bytes(max_bytes) {}
@@ -131,7 +125,7 @@ class ServerConnection final : public H2Session {
   void on_body_end(std::int32_t stream_id, std::uint32_t* flags) override {
     // Trailers follow the body: grpc-status 0.
     *flags |= NGHTTP2_DATA_FLAG_NO_END_STREAM;
-    nghttp2_nv trailers[] = {header("grpc-status", "0")};
+    nghttp2_nv trailers[] = {make_header("grpc-status", "0")};
     nghttp2_submit_trailer(session_, stream_id, trailers, 1);
   }
 
@@ -355,7 +349,8 @@ class ServerConnection final : public H2Session {
     }
     stream->answered = true;
     stream->response = std::move(body);
-    nghttp2_nv headers[] = {header(":status", "200"), header("content-type", "application/grpc")};
+    nghttp2_nv headers[] = {make_header(":status", "200"),
+                            make_header("content-type", "application/grpc")};
     nghttp2_data_provider provider = body_provider(stream->response.get());
     nghttp2_submit_response(session_, id, headers, 2, &provider);
     flush();
@@ -368,8 +363,9 @@ class ServerConnection final : public H2Session {
     stream->answered = true;
     std::string code = std::to_string(static_cast<int>(error.code()));
     std::string message = percent_encode(error.message());
-    nghttp2_nv headers[] = {header(":status", "200"), header("content-type", "application/grpc"),
-                            header("grpc-status", code), header("grpc-message", message)};
+    nghttp2_nv headers[] = {make_header(":status", "200"),
+                            make_header("content-type", "application/grpc"),
+                            make_header("grpc-status", code), make_header("grpc-message", message)};
     nghttp2_submit_response(session_, id, headers, 4, nullptr);
     flush();
   }
