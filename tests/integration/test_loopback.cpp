@@ -198,3 +198,25 @@ TEST_CASE("callbacks never run inside the initiating call, even for immediate er
   REQUIRE(future.wait_for(5s) == std::future_status::ready);
   CHECK((future.get() != std::this_thread::get_id()));
 }
+
+TEST_CASE("many clients at once, each with many concurrent streams") {
+  LoopbackServer server;
+  constexpr int kClients = 12, kPerClient = 40;
+  std::atomic<int> right{0};
+  std::vector<std::thread> threads;
+  for (int c = 0; c < kClients; ++c) {
+    threads.emplace_back([&, c] {
+      Client client(server.url());
+      std::vector<std::future<InferResult>> futures;
+      for (int i = 0; i < kPerClient; ++i)
+        futures.push_back(client.infer_future(simple_request(c, i)));
+      for (int i = 0; i < kPerClient; ++i) {
+        right +=
+            futures[static_cast<std::size_t>(i)].get().output("OUTPUT1").as<std::int32_t>()[0] ==
+            c - i;
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  CHECK(right == kClients * kPerClient);
+}
