@@ -9,7 +9,7 @@
 #include <utility>
 #include <vector>
 
-#include "sonic/detail/thread_pool.hpp"
+#include "sonic/detail/client_core.hpp"
 #include "sonic/error.hpp"
 #include "sonic/metadata.hpp"
 #include "sonic/options.hpp"
@@ -20,113 +20,6 @@
 namespace sonic {
 
 namespace detail {
-
-/// A Client's shared state: the transport, the model metadata cache and the callback pool.
-class ClientCore {
- public:
-  explicit ClientCore(ClientOptions options)
-      : options_(std::move(options)),
-        callbacks_(std::make_shared<ThreadPool>(options_.callback_threads)) {
-    if (options_.endpoints.empty()) {
-      throw Error(StatusCode::InvalidArgument,
-                  "no endpoint given: pass a URL such as grpc://127.0.0.1:8001");
-    }
-    check_headers(options_.headers).value();
-    Endpoint endpoint = parse_endpoint(options_.endpoints.front()).value();
-    transport_ = transport_registry().create(endpoint, options_).value();
-  }
-
-  ~ClientCore() {
-    // Destroying the transport completes every outstanding call with CANCELLED; those
-    // completions still reach the callback pool, destroyed after it. The pointer stays set
-    // while the transport's destructor runs: a metadata answer delivered meanwhile may still
-    // send its request, which a closing transport answers with CANCELLED.
-    delete transport_.get();
-    (void)transport_.release();
-  }
-
-  const ClientOptions& options() const noexcept { return options_; }
-  Transport& transport() noexcept { return *transport_; }
-
-  Deadline request_deadline(const InferRequest& request) const {
-    return deadline_after(request.timeout().count() > 0
-                              ? request.timeout()
-                              : std::chrono::microseconds(options_.default_timeout));
-  }
-  Deadline control_deadline() const { return deadline_after(options_.control_timeout); }
-
-  /// Validates and sends. `done` may run inside this call (for errors found before sending)
-  /// or on a transport thread.
-  void submit(InferRequest request, Deadline deadline, Callback<InferResult> done) {
-    if (auto ok = check_request(request); !ok) return done(ok.error());
-    if (!options_.validate_inputs)
-      return transport_->infer_async(std::move(request), deadline, std::move(done));
-
-    std::string key = request.model_name() + '\0' + request.model_version();
-    std::shared_ptr<const ModelMetadata> known;
-    bool fetch = false;
-    {
-      std::lock_guard<std::mutex> lock(mutex_);
-      auto& entry = metadata_[key];
-      known = entry.metadata;
-      if (!known && !entry.fetching) fetch = entry.fetching = true;
-    }
-    if (known) return send_validated(*known, std::move(request), deadline, std::move(done));
-    if (!fetch) {
-      // Another request is fetching this model's metadata. Waiting for it could outlast this
-      // request's own deadline, so send now and let the server validate.
-      return transport_->infer_async(std::move(request), deadline, std::move(done));
-    }
-    std::string model = request.model_name(), version = request.model_version();
-    transport_->model_metadata_async(
-        std::move(model), std::move(version), std::min(deadline, control_deadline()),
-        [this, key, request = std::move(request), deadline,
-         done = std::move(done)](Result<ModelMetadata> metadata) mutable {
-          auto model_metadata = remember(key, std::move(metadata));
-          if (!model_metadata) {
-            const Error& e = model_metadata.error();
-            return done(Error(e.code(), "model '" + request.model_name() + "': " + e.message()));
-          }
-          send_validated(**model_metadata, std::move(request), deadline, std::move(done));
-        });
-  }
-
-  /// The callback threads. Completions hold them weakly: a network thread must never own the
-  /// client (it would have to join itself when the client goes away).
-  std::weak_ptr<ThreadPool> callback_pool() const { return callbacks_; }
-
- private:
-  struct CacheEntry {
-    std::shared_ptr<const ModelMetadata> metadata;
-    bool fetching = false;
-  };
-
-  void send_validated(const ModelMetadata& metadata, InferRequest request, Deadline deadline,
-                      Callback<InferResult> done) {
-    if (auto ok = validate_request(metadata, request); !ok) return done(ok.error());
-    transport_->infer_async(std::move(request), deadline, std::move(done));
-  }
-
-  // Caches fetched metadata; a failure is not cached, since the model may appear later.
-  Result<std::shared_ptr<const ModelMetadata>> remember(const std::string& key,
-                                                        Result<ModelMetadata> metadata) {
-    std::lock_guard<std::mutex> lock(mutex_);
-    if (!metadata) {
-      metadata_.erase(key);
-      return metadata.error();
-    }
-    auto& entry = metadata_[key];
-    entry.metadata = std::make_shared<const ModelMetadata>(std::move(*metadata));
-    entry.fetching = false;
-    return entry.metadata;
-  }
-
-  ClientOptions options_;
-  std::mutex mutex_;
-  std::map<std::string, CacheEntry> metadata_;
-  std::shared_ptr<ThreadPool> callbacks_;
-  std::unique_ptr<Transport> transport_;  // last: destroyed first, while the pool still runs
-};
 
 /// Waits for a transport call and returns its value or throws its Error.
 template <typename T, typename Start>
@@ -204,40 +97,40 @@ class Client {
   /// Whether the server is live. Throws sonic::Error when it cannot be asked.
   bool server_live() {
     return detail::call_sync<bool>([&](Callback<bool> done) {
-      core_->transport().server_live_async(core_->control_deadline(), std::move(done));
+      core_->control_transport().server_live_async(core_->control_deadline(), std::move(done));
     });
   }
   /// Whether the server is ready for inference.
   bool server_ready() {
     return detail::call_sync<bool>([&](Callback<bool> done) {
-      core_->transport().server_ready_async(core_->control_deadline(), std::move(done));
+      core_->control_transport().server_ready_async(core_->control_deadline(), std::move(done));
     });
   }
   /// Whether a model is loaded and ready (empty version: the server's choice).
   bool model_ready(const std::string& model, const std::string& version = {}) {
     return detail::call_sync<bool>([&](Callback<bool> done) {
-      core_->transport().model_ready_async(model, version, core_->control_deadline(),
-                                           std::move(done));
+      core_->control_transport().model_ready_async(model, version, core_->control_deadline(),
+                                                   std::move(done));
     });
   }
   /// The server's name, version and protocol extensions.
   ServerMetadata server_metadata() {
     return detail::call_sync<ServerMetadata>([&](Callback<ServerMetadata> done) {
-      core_->transport().server_metadata_async(core_->control_deadline(), std::move(done));
+      core_->control_transport().server_metadata_async(core_->control_deadline(), std::move(done));
     });
   }
   /// A model's inputs and outputs (fetched now, not from the validation cache).
   ModelMetadata model_metadata(const std::string& model, const std::string& version = {}) {
     return detail::call_sync<ModelMetadata>([&](Callback<ModelMetadata> done) {
-      core_->transport().model_metadata_async(model, version, core_->control_deadline(),
-                                              std::move(done));
+      core_->control_transport().model_metadata_async(model, version, core_->control_deadline(),
+                                                      std::move(done));
     });
   }
   /// A model's configuration as JSON (Triton's ModelConfig message in protobuf's JSON mapping).
   std::string model_config(const std::string& model, const std::string& version = {}) {
     return detail::call_sync<std::string>([&](Callback<std::string> done) {
-      core_->transport().model_config_async(model, version, core_->control_deadline(),
-                                            std::move(done));
+      core_->control_transport().model_config_async(model, version, core_->control_deadline(),
+                                                    std::move(done));
     });
   }
   /// Statistics of one model, or of all models when `model` is empty.
@@ -245,12 +138,16 @@ class Client {
                                                 const std::string& version = {}) {
     return detail::call_sync<std::vector<ModelStatistics>>(
         [&](Callback<std::vector<ModelStatistics>> done) {
-          core_->transport().model_statistics_async(model, version, core_->control_deadline(),
-                                                    std::move(done));
+          core_->control_transport().model_statistics_async(
+              model, version, core_->control_deadline(), std::move(done));
         });
   }
 
   const ClientOptions& options() const noexcept { return core_->options(); }
+
+  /// Counters of this client (requests, retries, fallbacks, failures by code, per-endpoint
+  /// load and latency); ClientStats::to_json() gives them as JSON.
+  ClientStats stats() const { return core_->stats(); }
 
  private:
   static ClientOptions with_url(const std::string& url, ClientOptions options) {

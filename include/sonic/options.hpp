@@ -4,17 +4,39 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "sonic/retry.hpp"
+#include "sonic/stats.hpp"
+
 namespace sonic {
+
+class CpuExecutor;
 
 /// How a Client connects and behaves. Every field has a default that suits a grid job talking
 /// to a Triton-like server; change only what you need.
 struct ClientOptions {
-  /// Endpoint URLs: "grpc://host:port". The first one is used.
+  /// Endpoint URLs: "grpc://host:port". Requests go to the healthy endpoint with the fewest
+  /// requests in flight; a failing one is ejected for a while (see `breaker`).
   std::vector<std::string> endpoints;
+
+  /// Retries of failed requests (by default: up to 3 attempts on UNAVAILABLE).
+  RetryPolicy retry;
+  /// Ejection of failing endpoints and their return.
+  CircuitBreaker breaker;
+  /// Runs a request in-process when no endpoint can: all ejected, attempts spent on
+  /// server-side failures, or the model unknown to the servers. Only models registered in it
+  /// fall back; the result says where it ran (InferResult::executed_on()).
+  std::shared_ptr<CpuExecutor> fallback;
+  /// With a fallback: a request still unanswered after this long also starts locally, and the
+  /// first answer wins. Zero disables it.
+  std::chrono::milliseconds fallback_latency_budget{0};
+  /// Receives sonic's log messages (endpoint ejections and returns, fallback transitions);
+  /// nothing is printed without it.
+  LogHook log;
 
   /// Time limit for a request that sets none itself; zero means no limit.
   std::chrono::milliseconds default_timeout{0};

@@ -13,6 +13,8 @@
 #include "sonic/models.hpp"
 #include "sonic/options.hpp"
 #include "sonic/request.hpp"
+#include "sonic/retry.hpp"
+#include "sonic/stats.hpp"
 #include "sonic/tensor.hpp"
 #include "sonic/transport.hpp"
 #include "sonic/validate.hpp"

@@ -1,0 +1,447 @@
+// sonic — the engine behind Client: endpoints, retries, circuit breaking, CPU fallback,
+// metadata cache, statistics.
+#pragma once
+
+#include <algorithm>
+#include <atomic>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <random>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "sonic/detail/thread_pool.hpp"
+#include "sonic/detail/timer_queue.hpp"
+#include "sonic/error.hpp"
+#include "sonic/executor.hpp"
+#include "sonic/metadata.hpp"
+#include "sonic/options.hpp"
+#include "sonic/request.hpp"
+#include "sonic/stats.hpp"
+#include "sonic/transport.hpp"
+#include "sonic/validate.hpp"
+
+namespace sonic::detail {
+
+/// A Client's shared state. Every completion path funnels into finish(), which completes a
+/// request exactly once.
+class ClientCore {
+ public:
+  explicit ClientCore(ClientOptions options)
+      : options_(std::move(options)),
+        random_(std::random_device{}()),
+        callbacks_(std::make_shared<ThreadPool>(options_.callback_threads)) {
+    if (options_.endpoints.empty()) {
+      throw Error(StatusCode::InvalidArgument,
+                  "no endpoint given: pass a URL such as grpc://127.0.0.1:8001");
+    }
+    check_headers(options_.headers).value();
+    for (const auto& url : options_.endpoints) {
+      Endpoint endpoint = parse_endpoint(url).value();
+      auto slot = std::make_unique<Slot>();
+      slot->url = url;
+      slot->transport = transport_registry().create(endpoint, options_).value();
+      slots_.push_back(std::move(slot));
+    }
+    stats_.endpoints.resize(slots_.size());
+  }
+
+  ~ClientCore() {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      closing_ = true;  // from now on nothing is retried, probed or scheduled
+    }
+    timers_.reset();  // runs pending retries at once: they complete with CANCELLED
+    // Destroying a transport completes its outstanding calls with CANCELLED. The pointer stays
+    // set meanwhile: a completion arriving during destruction may still read it.
+    for (auto& slot : slots_) {
+      delete slot->transport.get();
+      (void)slot->transport.release();
+    }
+  }
+
+  const ClientOptions& options() const noexcept { return options_; }
+
+  /// The transport for control calls: the first endpoint not ejected (else the first).
+  Transport& control_transport() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    for (auto& slot : slots_) {
+      if (!slot->ejected) return *slot->transport;
+    }
+    return *slots_.front()->transport;
+  }
+
+  Deadline request_deadline(const InferRequest& request) const {
+    return deadline_after(request.timeout().count() > 0
+                              ? request.timeout()
+                              : std::chrono::microseconds(options_.default_timeout));
+  }
+  Deadline control_deadline() const { return deadline_after(options_.control_timeout); }
+
+  /// Checks, validates and sends a request, retrying and falling back as configured. `done`
+  /// runs exactly once: inside this call for errors found before sending, else on a sonic
+  /// thread.
+  void submit(InferRequest request, Deadline deadline, Callback<InferResult> done) {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      ++stats_.requests;
+    }
+    auto flight = std::make_shared<Flight>(std::move(request), deadline, std::move(done));
+    if (auto ok = check_request(flight->request); !ok) return finish(flight, ok.error());
+    if (options_.fallback_latency_budget.count() > 0 && local_model(flight->request)) {
+      arm_latency_budget(flight);
+    }
+    if (!options_.validate_inputs) return attempt(flight);
+
+    // The local model's metadata validates without a round trip.
+    if (auto model = local_model(flight->request)) {
+      if (auto ok = validate_request(model->metadata(), flight->request); !ok) {
+        return finish(flight, ok.error());
+      }
+      return attempt(flight);
+    }
+    std::string key = flight->request.model_name() + '\0' + flight->request.model_version();
+    std::shared_ptr<const ModelMetadata> known;
+    bool fetch = false;
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      auto& entry = metadata_[key];
+      known = entry.metadata;
+      if (!known && !entry.fetching) fetch = entry.fetching = true;
+    }
+    if (known) {
+      if (auto ok = validate_request(*known, flight->request); !ok)
+        return finish(flight, ok.error());
+      return attempt(flight);
+    }
+    // Another request is already fetching: waiting for it could outlast this request's own
+    // deadline, so send now and let the server validate.
+    if (!fetch) return attempt(flight);
+    control_transport().model_metadata_async(
+        flight->request.model_name(), flight->request.model_version(),
+        std::min(deadline, control_deadline()),
+        [this, key, flight](Result<ModelMetadata> metadata) {
+          auto model_metadata = remember(key, std::move(metadata));
+          if (model_metadata) {
+            if (auto ok = validate_request(**model_metadata, flight->request); !ok) {
+              return finish(flight, ok.error());
+            }
+          } else if (model_metadata.code() == StatusCode::NotFound) {
+            const Error& e = model_metadata.error();
+            return give_up(flight, Error(e.code(), "model '" + flight->request.model_name() +
+                                                       "': " + e.message()));
+          }
+          // Metadata unavailable (server down, say): the attempts decide what happens.
+          attempt(flight);
+        });
+  }
+
+  /// The callback threads. Completions hold them weakly: a network thread must never own the
+  /// client (it would have to join itself when the client goes away).
+  std::weak_ptr<ThreadPool> callback_pool() const { return callbacks_; }
+
+  /// A snapshot of the counters.
+  ClientStats stats() const {
+    std::lock_guard<std::mutex> lock(mutex_);
+    ClientStats copy = stats_;
+    for (std::size_t i = 0; i < slots_.size(); ++i) {
+      copy.endpoints[i].url = slots_[i]->url;
+      copy.endpoints[i].healthy = !slots_[i]->ejected;
+    }
+    return copy;
+  }
+
+ private:
+  struct Slot {
+    std::string url;
+    std::unique_ptr<Transport> transport;
+    // Guarded by ClientCore::mutex_.
+    int consecutive_failures = 0;
+    bool ejected = false;
+    bool probing = false;
+    Clock::time_point rest_until{};
+  };
+
+  struct Flight {
+    Flight(InferRequest r, Deadline d, Callback<InferResult> cb)
+        : request(std::move(r)), deadline(d), done(std::move(cb)) {}
+    InferRequest request;
+    Deadline deadline;
+    Callback<InferResult> done;
+    std::atomic<bool> completed{false};
+    std::atomic<bool> local_started{false};
+    int attempts = 0;                  // only touched by the attempt chain
+    std::size_t last_slot = SIZE_MAX;  // where the previous attempt went
+  };
+
+  struct CacheEntry {
+    std::shared_ptr<const ModelMetadata> metadata;
+    bool fetching = false;
+  };
+
+  static constexpr std::size_t kNone = SIZE_MAX;
+
+  void log(LogLevel level, const std::string& message) const {
+    if (options_.log) options_.log(level, message);
+  }
+
+  std::shared_ptr<const Model> local_model(const InferRequest& request) const {
+    if (!options_.fallback) return nullptr;
+    auto model = options_.fallback->model(request.model_name(), request.model_version());
+    return model ? *model : nullptr;
+  }
+
+  // Healthy endpoint with the fewest attempts in flight, avoiding `avoid` when another is
+  // healthy. kNone when every endpoint is ejected.
+  std::size_t pick(std::size_t avoid) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    const std::size_t n = slots_.size();
+    std::size_t best = kNone;
+    auto better = [&](std::size_t i) {
+      if (best == kNone) return true;
+      if ((i == avoid) != (best == avoid)) return best == avoid;
+      return stats_.endpoints[i].outstanding < stats_.endpoints[best].outstanding;
+    };
+    // Start the scan one further each time, so that ties rotate over the endpoints.
+    std::size_t start = rotation_++ % n;
+    for (std::size_t k = 0; k < n; ++k) {
+      std::size_t i = (start + k) % n;
+      if (!slots_[i]->ejected && better(i)) best = i;
+    }
+    if (best != kNone) {
+      ++stats_.endpoints[best].outstanding;
+      ++stats_.endpoints[best].attempts;
+    }
+    return best;
+  }
+
+  void attempt(const std::shared_ptr<Flight>& flight) {
+    if (flight->completed) return;
+    if (closing()) return finish(flight, Error(StatusCode::Cancelled, "the client was destroyed"));
+    if (Clock::now() >= flight->deadline) {
+      return finish(flight, Error(StatusCode::DeadlineExceeded,
+                                  "deadline passed before an attempt could be made"));
+    }
+    std::size_t slot = pick(flight->last_slot);
+    if (slot == kNone) {
+      return give_up(flight, Error(StatusCode::Unavailable, "no endpoint available: all " +
+                                                                std::to_string(slots_.size()) +
+                                                                " are ejected after failures"));
+    }
+    if (++flight->attempts > 1) {
+      std::lock_guard<std::mutex> lock(mutex_);
+      ++stats_.retries;
+    }
+    flight->last_slot = slot;
+    Deadline attempt_deadline = flight->deadline;
+    if (options_.retry.per_attempt_timeout.count() > 0) {
+      attempt_deadline =
+          std::min(attempt_deadline, Clock::now() + options_.retry.per_attempt_timeout);
+    }
+    auto started = Clock::now();
+    slots_[slot]->transport->infer_async(
+        flight->request, attempt_deadline,
+        [this, flight, slot, started, attempt_deadline](Result<InferResult> result) mutable {
+          on_attempt(flight, slot, started, attempt_deadline, std::move(result));
+        });
+  }
+
+  void on_attempt(const std::shared_ptr<Flight>& flight, std::size_t slot,
+                  Clock::time_point started, Deadline attempt_deadline,
+                  Result<InferResult> result) {
+    StatusCode code = result.code();
+    // A per-attempt timeout that is not the request's own deadline counts as a server failure.
+    bool attempt_timed_out =
+        code == StatusCode::DeadlineExceeded && attempt_deadline < flight->deadline;
+    bool server_failure = code == StatusCode::Unavailable || attempt_timed_out;
+    record(slot, result.ok(), server_failure, Clock::now() - started);
+    if (result) {
+      if (local_mode_.exchange(false))
+        log(LogLevel::Info, "servers answer again: requests go remote");
+      return finish(flight, std::move(result));
+    }
+    bool retry = (options_.retry.retryable(code) || attempt_timed_out) &&
+                 flight->attempts < options_.retry.max_attempts;
+    if (retry) {
+      std::lock_guard<std::mutex> lock(mutex_);
+      auto at = Clock::now() + options_.retry.backoff(flight->attempts + 1, random_);
+      if (at < flight->deadline && !closing_) {
+        timers_->schedule(at, [this, flight] { attempt(flight); });
+        return;
+      }
+    }
+    give_up(flight, result.error());
+  }
+
+  // Remote attempts are over: the CPU executor if it can help, else the error.
+  void give_up(const std::shared_ptr<Flight>& flight, Error error) {
+    bool server_side =
+        error.code() == StatusCode::Unavailable || error.code() == StatusCode::DeadlineExceeded ||
+        error.code() == StatusCode::NotFound || error.code() == StatusCode::Unimplemented ||
+        error.code() == StatusCode::ResourceExhausted;
+    if (server_side && local_model(flight->request) && Clock::now() < flight->deadline) {
+      return run_locally(flight, error.message());
+    }
+    finish(flight, std::move(error));
+  }
+
+  void run_locally(const std::shared_ptr<Flight>& flight, const std::string& reason) {
+    if (flight->local_started.exchange(true)) return;
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      if (!closing_) ++stats_.fallbacks;
+    }
+    if (closing()) return finish(flight, Error(StatusCode::Cancelled, "the client was destroyed"));
+    if (!local_mode_.exchange(true)) {
+      log(LogLevel::Warning, "running requests on the CPU executor: " + reason);
+    }
+    options_.fallback->infer_async(flight->request, [this, flight](Result<InferResult> result) {
+      if (result) result->set_executed_on(ExecutedOn::Local);
+      finish(flight, std::move(result));
+    });
+  }
+
+  void arm_latency_budget(const std::shared_ptr<Flight>& flight) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (closing_) return;
+    timers_->schedule(Clock::now() + options_.fallback_latency_budget, [this, flight] {
+      if (!flight->completed) {
+        run_locally(flight, "no answer within the latency budget of " +
+                                std::to_string(options_.fallback_latency_budget.count()) + " ms");
+      }
+    });
+  }
+
+  // Breaker bookkeeping for one attempt's outcome.
+  void record(std::size_t slot, bool ok, bool server_failure, Clock::duration latency) {
+    bool ejected_now = false;
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      auto& s = *slots_[slot];
+      auto& e = stats_.endpoints[slot];
+      --e.outstanding;
+      if (ok) {
+        ++e.successes;
+        e.latency_ns += static_cast<std::uint64_t>(
+            std::chrono::duration_cast<std::chrono::nanoseconds>(latency).count());
+        s.consecutive_failures = 0;
+        return;
+      }
+      ++e.failures;
+      if (!server_failure) return;
+      // A lone endpoint is ejected only when a fallback can take its requests meanwhile.
+      bool can_eject = slots_.size() > 1 || options_.fallback != nullptr;
+      if (++s.consecutive_failures >= options_.breaker.failures_to_eject && !s.ejected &&
+          can_eject) {
+        s.ejected = true;
+        s.rest_until = Clock::now() + options_.breaker.cool_down;
+        ++e.ejections;
+        ejected_now = true;
+      }
+    }
+    if (ejected_now) {
+      log(LogLevel::Warning, "endpoint " + slots_[slot]->url + " ejected after " +
+                                 std::to_string(options_.breaker.failures_to_eject) +
+                                 " consecutive failures");
+      schedule_probe();
+    }
+  }
+
+  // Probes ejected endpoints whose rest is over; reschedules itself while any is ejected.
+  void schedule_probe() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (closing_ || probe_scheduled_) return;
+    probe_scheduled_ = true;
+    timers_->schedule(Clock::now() + options_.breaker.probe_interval, [this] { probe(); });
+  }
+
+  void probe() {
+    std::vector<std::size_t> due;
+    bool any_ejected = false;
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      probe_scheduled_ = false;
+      if (closing_) return;
+      for (std::size_t i = 0; i < slots_.size(); ++i) {
+        auto& s = *slots_[i];
+        if (!s.ejected) continue;
+        any_ejected = true;
+        if (!s.probing && Clock::now() >= s.rest_until) {
+          s.probing = true;
+          due.push_back(i);
+        }
+      }
+    }
+    for (std::size_t i : due) {
+      slots_[i]->transport->server_ready_async(
+          Clock::now() + options_.breaker.cool_down, [this, i](Result<bool> ready) {
+            bool back = false;
+            {
+              std::lock_guard<std::mutex> lock(mutex_);
+              auto& s = *slots_[i];
+              s.probing = false;
+              if (ready && *ready) {
+                s.ejected = false;
+                s.consecutive_failures = 0;
+                back = true;
+              } else {
+                s.rest_until = Clock::now() + options_.breaker.cool_down;
+              }
+            }
+            if (back) log(LogLevel::Info, "endpoint " + slots_[i]->url + " is back in rotation");
+          });
+    }
+    if (any_ejected) schedule_probe();
+  }
+
+  // Caches fetched metadata; a failure is not cached, since the model may appear later.
+  Result<std::shared_ptr<const ModelMetadata>> remember(const std::string& key,
+                                                        Result<ModelMetadata> metadata) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (!metadata) {
+      metadata_.erase(key);
+      return metadata.error();
+    }
+    auto& entry = metadata_[key];
+    entry.metadata = std::make_shared<const ModelMetadata>(std::move(*metadata));
+    entry.fetching = false;
+    return entry.metadata;
+  }
+
+  bool closing() const {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return closing_;
+  }
+
+  void finish(const std::shared_ptr<Flight>& flight, Result<InferResult> result) {
+    if (flight->completed.exchange(true)) return;
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      if (result) {
+        ++stats_.succeeded;
+      } else {
+        ++stats_.failed;
+        ++stats_.failures_by_code[static_cast<std::size_t>(result.code())];
+      }
+    }
+    auto done = std::move(flight->done);
+    done(std::move(result));
+  }
+
+  ClientOptions options_;
+  mutable std::mutex mutex_;
+  bool closing_ = false;
+  bool probe_scheduled_ = false;
+  std::size_t rotation_ = 0;
+  std::atomic<bool> local_mode_{false};
+  std::map<std::string, CacheEntry> metadata_;
+  ClientStats stats_;
+  std::mt19937 random_;  // backoff jitter, guarded by mutex_
+  std::shared_ptr<ThreadPool> callbacks_;
+  std::unique_ptr<TimerQueue> timers_ = std::make_unique<TimerQueue>();
+  std::vector<std::unique_ptr<Slot>> slots_;  // last: transports go first, while the rest lives
+};
+
+}  // namespace sonic::detail

@@ -1,0 +1,106 @@
+// sonic — what a client did: counters per client and per endpoint, as a struct and as JSON.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "sonic/error.hpp"
+
+namespace sonic {
+
+/// How serious a log message is.
+enum class LogLevel : std::uint8_t { Debug, Info, Warning, Error };
+
+inline const char* to_string(LogLevel level) noexcept {
+  switch (level) {
+    case LogLevel::Debug: return "debug";
+    case LogLevel::Info: return "info";
+    case LogLevel::Warning: return "warning";
+    case LogLevel::Error: return "error";
+  }
+  return "unknown";
+}
+
+/// Where a client's log messages go (sonic never prints). Called from sonic's threads; keep it
+/// quick and thread-safe.
+using LogHook = std::function<void(LogLevel, const std::string&)>;
+
+/// One endpoint as the client sees it.
+struct EndpointStats {
+  std::string url;
+  bool healthy = true;            ///< false while ejected by the circuit breaker
+  std::uint64_t outstanding = 0;  ///< attempts in flight now
+  std::uint64_t attempts = 0;     ///< attempts sent there
+  std::uint64_t failures = 0;     ///< attempts that failed there
+  std::uint64_t ejections = 0;    ///< times the circuit breaker took it out
+  std::uint64_t latency_ns = 0;   ///< summed latency of its successful attempts
+  std::uint64_t successes = 0;
+};
+
+/// Cumulative counters of a client.
+struct ClientStats {
+  std::uint64_t requests = 0;   ///< requests accepted by infer / infer_async / infer_future
+  std::uint64_t succeeded = 0;  ///< completed with a result (remote or local)
+  std::uint64_t failed = 0;     ///< completed with an error
+  std::uint64_t retries = 0;    ///< attempts after the first
+  std::uint64_t fallbacks = 0;  ///< requests run on the CPU executor
+  std::array<std::uint64_t, 17> failures_by_code{};  ///< indexed by StatusCode
+  std::vector<EndpointStats> endpoints;
+
+  /// The counters as one JSON object (failure codes by name, endpoints as an array).
+  std::string to_json() const {
+    std::string out = "{";
+    auto field = [&out](std::string_view name, std::uint64_t value, bool comma = true) {
+      out += '"';
+      out += name;
+      out += "\":" + std::to_string(value);
+      if (comma) out += ',';
+    };
+    field("requests", requests);
+    field("succeeded", succeeded);
+    field("failed", failed);
+    field("retries", retries);
+    field("fallbacks", fallbacks);
+    out += "\"failures_by_code\":{";
+    bool first = true;
+    for (std::size_t code = 0; code < failures_by_code.size(); ++code) {
+      if (failures_by_code[code] == 0) continue;
+      if (!first) out += ',';
+      first = false;
+      out += '"';
+      out += to_string(static_cast<StatusCode>(code));
+      out += "\":" + std::to_string(failures_by_code[code]);
+    }
+    out += "},\"endpoints\":[";
+    for (std::size_t i = 0; i < endpoints.size(); ++i) {
+      const EndpointStats& e = endpoints[i];
+      if (i) out += ',';
+      out += "{\"url\":\"" + escape(e.url) + "\",\"healthy\":" + (e.healthy ? "true," : "false,");
+      field("outstanding", e.outstanding);
+      field("attempts", e.attempts);
+      field("successes", e.successes);
+      field("failures", e.failures);
+      field("ejections", e.ejections);
+      field("latency_ns", e.latency_ns, false);
+      out += '}';
+    }
+    return out + "]}";
+  }
+
+ private:
+  static std::string escape(const std::string& text) {
+    std::string out;
+    for (char c : text) {
+      if (c == '"' || c == '\\') out += '\\';
+      if (static_cast<unsigned char>(c) < 0x20) continue;  // URLs carry no control characters
+      out += c;
+    }
+    return out;
+  }
+};
+
+}  // namespace sonic

@@ -1,0 +1,87 @@
+// libFuzzer target: a hostile client's request body, through the server path end to end
+// without sockets. The input is cut into chunks (sizes taken from its first bytes, so chunk
+// boundaries are fuzzed too) and fed to a MessageReader; every completed message goes through
+// decode_infer_request and, when it decodes, through a CpuExecutor holding the built-in models
+// (synchronous infer) and encode_infer_response, as sonic-server does. Nothing may crash, leak,
+// throw or trip UBSan.
+//
+// Input: byte 0 & 7 = k chunk-size bytes follow (k == 0: one chunk); chunk i has size
+// 1 + byte[1 + i % k]; the rest of the input is the stream of gRPC length-prefixed messages.
+#include <sonic/models.hpp>
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string_view>
+#include <vector>
+
+#include "infer_codec.hpp"
+#include "message.hpp"
+
+namespace {
+
+constexpr std::size_t kMaxMessageBytes = 64u << 20;
+
+sonic::CpuExecutor& executor() {
+  // One pool thread: infer() runs the model on the calling thread.
+  static const auto instance = sonic::CpuExecutor::with_models(sonic::models::builtin(), 1);
+  return *instance;
+}
+
+// Reads every tensor the way a model or caller would.
+std::size_t touch(const std::vector<sonic::NamedTensor>& tensors) {
+  std::size_t sum = 0;
+  for (const auto& named : tensors) {
+    const sonic::Tensor& tensor = named.tensor;
+    sum += named.name.size() + tensor.byte_size() + tensor.shape().size();
+    if (!tensor.check()) continue;
+    if (tensor.dtype() == sonic::DataType::Bytes) {
+      for (std::string_view item : tensor.string_views()) sum += item.size();
+    } else if (tensor.byte_size() > 0) {
+      sum += tensor.data()[0] + tensor.data()[tensor.byte_size() - 1];
+    }
+  }
+  return sum;
+}
+
+std::size_t serve(sonic::grpc::ReceivedMessage message) {
+  auto request = sonic::grpc::decode_infer_request(std::move(message));
+  if (!request) return 0;
+  std::size_t sum = touch(request->inputs()) + request->outputs().size();
+  auto result = executor().infer(*request);
+  if (!result) return sum;
+  sum += touch(result->outputs());
+  auto body = sonic::grpc::encode_infer_response(*result, kMaxMessageBytes);
+  if (!body) return sum;
+  for (const auto& piece : (*body)->pieces()) {
+    if (piece.size > 0) sum += (*body)->piece_data(piece)[piece.size - 1];
+  }
+  return sum;
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+  if (size == 0) return 0;
+  std::size_t k = data[0] & 7u;
+  if (size < 1 + k) return 0;
+  const std::uint8_t* sizes = data + 1;
+  const std::uint8_t* body = data + 1 + k;
+  std::size_t left = size - 1 - k;
+
+  sonic::grpc::MessageReader reader(sonic::grpc::kRawInputField, kMaxMessageBytes);
+  volatile std::size_t sink = 0;
+  for (std::size_t i = 0; left > 0; ++i) {
+    std::size_t chunk = k == 0 ? left : std::min<std::size_t>(left, 1u + sizes[i % k]);
+    // A copy of exactly the chunk, so that ASan sees any read past its end.
+    std::vector<std::uint8_t> copy(body, body + chunk);
+    auto fed = reader.feed(copy.data(), copy.size());
+    body += chunk;
+    left -= chunk;
+    for (auto& message : reader.messages()) sink = sink + serve(std::move(message));
+    reader.messages().clear();
+    if (!fed) break;  // the server answers with an error here
+  }
+  (void)reader.at_boundary();
+  return 0;
+}

@@ -1,0 +1,63 @@
+// libFuzzer target: a hostile server's response body. The input is cut into chunks (sizes taken
+// from its first bytes, so chunk boundaries are fuzzed too) and fed to the client's
+// MessageReader; every completed message goes through decode_infer_response, and every output
+// of a decoded result is read. Nothing may crash, leak or trip UBSan.
+//
+// Input: byte 0 & 7 = k chunk-size bytes follow (k == 0: one chunk); chunk i has size
+// 1 + byte[1 + i % k]; the rest of the input is the stream of gRPC length-prefixed messages.
+#include <cstddef>
+#include <cstdint>
+#include <string_view>
+#include <vector>
+
+#include "infer_codec.hpp"
+#include "message.hpp"
+
+namespace {
+
+constexpr std::size_t kMaxMessageBytes = 64u << 20;
+
+// Reads every output the way a caller would: check(), then the strings of a BYTES output.
+std::size_t touch(const sonic::InferResult& result) {
+  std::size_t sum = result.model_name().size() + result.model_version().size() + result.request_id().size();
+  for (const auto& output : result.outputs()) {
+    sum += output.name.size() + output.tensor.byte_size() + output.tensor.shape().size();
+    if (!output.tensor.check()) continue;
+    if (output.tensor.dtype() == sonic::DataType::Bytes) {
+      for (std::string_view item : output.tensor.string_views()) sum += item.size();
+    } else if (output.tensor.byte_size() > 0) {
+      sum += output.tensor.data()[0] + output.tensor.data()[output.tensor.byte_size() - 1];
+    }
+  }
+  return sum;
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+  if (size == 0) return 0;
+  std::size_t k = data[0] & 7u;
+  if (size < 1 + k) return 0;
+  const std::uint8_t* sizes = data + 1;
+  const std::uint8_t* body = data + 1 + k;
+  std::size_t left = size - 1 - k;
+
+  sonic::grpc::MessageReader reader(sonic::grpc::kRawOutputField, kMaxMessageBytes);
+  volatile std::size_t sink = 0;
+  for (std::size_t i = 0; left > 0; ++i) {
+    std::size_t chunk = k == 0 ? left : std::min<std::size_t>(left, 1u + sizes[i % k]);
+    // A copy of exactly the chunk, so that ASan sees any read past its end.
+    std::vector<std::uint8_t> copy(body, body + chunk);
+    auto fed = reader.feed(copy.data(), copy.size());
+    body += chunk;
+    left -= chunk;
+    for (auto& message : reader.messages()) {
+      auto result = sonic::grpc::decode_infer_response(std::move(message));
+      if (result) sink = sink + touch(*result);
+    }
+    reader.messages().clear();
+    if (!fed) break;  // the client resets the stream here
+  }
+  (void)reader.at_boundary();
+  return 0;
+}
