@@ -1,0 +1,269 @@
+// Every request completes exactly once, as fast as the healthy resources allow: retries,
+// other endpoints, the circuit breaker and the CPU fallback, under injected faults.
+#include <doctest/doctest.h>
+
+#include <atomic>
+#include <future>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "fault_proxy.hpp"
+#include "loopback_server.hpp"
+
+using namespace sonic;
+using namespace sonic::test;
+using namespace std::chrono_literals;
+
+namespace {
+
+// Collects log messages; counts those containing a phrase.
+struct LogRecorder {
+  std::mutex mutex;
+  std::vector<std::string> lines;
+  LogHook hook() {
+    return [this](LogLevel, const std::string& line) {
+      std::lock_guard<std::mutex> lock(mutex);
+      lines.push_back(line);
+    };
+  }
+  int count(const std::string& phrase) {
+    std::lock_guard<std::mutex> lock(mutex);
+    int n = 0;
+    for (const auto& line : lines) n += line.find(phrase) != std::string::npos;
+    return n;
+  }
+};
+
+// A URL where nothing listens.
+std::string dead_url() {
+  LoopbackServer probe;
+  std::string url = probe.url();
+  probe.stop();
+  return url;
+}
+
+bool right_answer(const Result<InferResult>& r, std::int32_t a, std::int32_t b) {
+  return r && r->output("OUTPUT0").as<std::int32_t>()[0] == a + b &&
+         r->output("OUTPUT1").as<std::int32_t>()[0] == a - b;
+}
+
+template <typename Predicate>
+bool eventually(Predicate predicate, std::chrono::milliseconds limit = 5s) {
+  auto start = std::chrono::steady_clock::now();
+  while (!predicate()) {
+    if (std::chrono::steady_clock::now() - start > limit) return false;
+    std::this_thread::sleep_for(5ms);
+  }
+  return true;
+}
+
+}  // namespace
+
+TEST_CASE("a reset connection is retried and the request succeeds") {
+  LoopbackServer server;
+  FaultProxy proxy(server.port());
+  Client client(proxy.url());
+  REQUIRE(right_answer(client.infer(simple_request(1, 2)), 1, 2));
+  std::vector<float> data(4);
+  auto slow =
+      client.infer_future(InferRequest(kSlowModel).input("INPUT0", Tensor::view(data, {2, 2})));
+  std::this_thread::sleep_for(100ms);
+  proxy.reset_all();  // the in-flight request loses its connection
+  CHECK(slow.get().output("OUTPUT0").byte_size() == 16);
+  CHECK(client.stats().retries >= 1);
+}
+
+TEST_CASE("client mistakes are never retried") {
+  LoopbackServer server;
+  ClientOptions options;
+  options.validate_inputs = false;
+  Client client(server.url(), options);
+  std::vector<float> wrong(16);
+  auto bad =
+      client.infer_future(InferRequest("simple").input("INPUT0", Tensor::view(wrong, {1, 16})));
+  CHECK_THROWS_AS(bad.get(), Error);
+  auto unknown = client.infer_future(InferRequest("nope").input("X", Tensor::view(wrong, {16})));
+  CHECK_THROWS_AS(unknown.get(), Error);
+  auto stats = client.stats();
+  CHECK(stats.retries == 0);
+  CHECK(stats.failures_by_code[static_cast<int>(StatusCode::InvalidArgument)] == 1);
+  CHECK(stats.failures_by_code[static_cast<int>(StatusCode::NotFound)] == 1);
+}
+
+TEST_CASE("a dead endpoint is ejected and the live one serves every request") {
+  LoopbackServer server;
+  LogRecorder log;
+  ClientOptions options;
+  options.endpoints = {dead_url(), server.url()};
+  options.log = log.hook();
+  Client client(options);
+  for (int i = 0; i < 50; ++i) CHECK(right_answer(client.infer(simple_request(i, 1)), i, 1));
+  auto stats = client.stats();
+  CHECK_FALSE(stats.endpoints[0].healthy);
+  CHECK(stats.endpoints[0].ejections == 1);
+  CHECK(stats.endpoints[1].successes == 50);
+  CHECK(stats.failed == 0);
+  CHECK(log.count("ejected") == 1);
+  CHECK(stats.to_json().find("\"healthy\":false") != std::string::npos);
+}
+
+TEST_CASE("an ejected endpoint comes back when it answers again, and load spreads over both") {
+  LoopbackServer a, b;
+  FaultProxy proxy(a.port());
+  LogRecorder log;
+  ClientOptions options;
+  options.endpoints = {proxy.url(), b.url()};
+  options.breaker.cool_down = 100ms;
+  options.breaker.probe_interval = 20ms;
+  options.log = log.hook();
+  Client client(options);
+  proxy.refuse(true);
+  for (int i = 0; i < 20; ++i) CHECK(right_answer(client.infer(simple_request(i, 2)), i, 2));
+  REQUIRE_FALSE(client.stats().endpoints[0].healthy);
+  proxy.refuse(false);
+  CHECK(eventually([&] { return client.stats().endpoints[0].healthy; }));
+  CHECK(log.count("back in rotation") == 1);
+  auto before = client.stats().endpoints[0].successes;
+  for (int i = 0; i < 40; ++i) CHECK(right_answer(client.infer(simple_request(i, 3)), i, 3));
+  CHECK(client.stats().endpoints[0].successes > before);  // ties rotate over both endpoints
+}
+
+TEST_CASE("with every server down, requests run on the CPU executor; one log line per transition") {
+  auto server = std::make_unique<LoopbackServer>();
+  FaultProxy proxy(server->port());
+  LogRecorder log;
+  ClientOptions options;
+  options.endpoints = {proxy.url()};
+  options.fallback = CpuExecutor::with_models(models::builtin(), 2);
+  options.breaker.cool_down = 100ms;
+  options.breaker.probe_interval = 20ms;
+  options.log = log.hook();
+  Client client(options);
+  CHECK(client.infer(simple_request(1, 1)).executed_on() == ExecutedOn::Remote);
+
+  proxy.refuse(true);
+  proxy.reset_all();
+  for (int i = 0; i < 100; ++i) {
+    auto r = client.infer(simple_request(i, 5));
+    CHECK(r.executed_on() == ExecutedOn::Local);
+    CHECK(r.output("OUTPUT0").as<std::int32_t>()[0] == i + 5);
+  }
+  CHECK(log.count("running requests on the CPU executor") == 1);
+  CHECK(client.stats().fallbacks == 100);
+  CHECK(client.stats().failed == 0);
+
+  proxy.refuse(false);
+  CHECK(eventually([&] { return client.stats().endpoints[0].healthy; }));
+  CHECK(client.infer(simple_request(2, 2)).executed_on() == ExecutedOn::Remote);
+  CHECK(log.count("servers answer again") == 1);
+}
+
+TEST_CASE("a model the servers do not host runs on the fallback") {
+  LoopbackServer server;
+  auto local = std::make_shared<CpuExecutor>(1);
+  local->add_model(models::identity("local_only", DataType::Fp32));
+  ClientOptions options;
+  options.fallback = local;
+  Client client(server.url(), options);
+  std::vector<float> data = {1, 2, 3, 4};
+  auto r = client.infer(InferRequest("local_only").input("INPUT0", Tensor::view(data, {2, 2})));
+  CHECK(r.executed_on() == ExecutedOn::Local);
+  CHECK(r.output("OUTPUT0").as<float>()[3] == 4.f);
+}
+
+TEST_CASE("a stalled endpoint: per-attempt timeouts move requests to the healthy one") {
+  LoopbackServer a, b;
+  FaultProxy proxy(a.port());
+  ClientOptions options;
+  options.endpoints = {proxy.url(), b.url()};
+  options.retry.per_attempt_timeout = 150ms;
+  options.validate_inputs = false;
+  Client client(options);
+  proxy.stall();
+  auto start = std::chrono::steady_clock::now();
+  for (int i = 0; i < 10; ++i) {
+    CHECK(right_answer(client.infer(simple_request(i, 7).timeout(2s)), i, 7));
+  }
+  CHECK(ms_since(start) < 2000);
+  CHECK_FALSE(client.stats().endpoints[0].healthy);
+  proxy.pass();
+}
+
+TEST_CASE("a latency budget starts the request locally when the server is slow to answer") {
+  LoopbackServer server;
+  FaultProxy proxy(server.port());
+  ClientOptions options;
+  options.fallback = CpuExecutor::with_models(models::builtin(), 1);
+  options.fallback_latency_budget = 100ms;
+  Client client(proxy.url(), options);
+  proxy.stall();
+  auto start = std::chrono::steady_clock::now();
+  auto r = client.infer(simple_request(3, 4).timeout(3s));
+  CHECK(r.executed_on() == ExecutedOn::Local);
+  CHECK(ms_since(start) < 1000);
+  proxy.pass();
+}
+
+TEST_CASE("chaos: thousands of requests from several threads, faults injected, none lost") {
+  LoopbackServer a, b;
+  FaultProxy pa(a.port()), pb(b.port());
+  ClientOptions options;
+  options.endpoints = {pa.url(), pb.url()};
+  options.fallback = CpuExecutor::with_models(models::builtin(), 2);
+  options.breaker.cool_down = 50ms;
+  options.breaker.probe_interval = 20ms;
+  options.retry.per_attempt_timeout = 300ms;
+  Client client(options);
+
+  constexpr int kThreads = 4, kPerThread = 500;
+  std::vector<std::atomic<int>> calls(kThreads * kPerThread);
+  std::atomic<int> completed{0}, wrong{0}, failed{0};
+  std::atomic<bool> chaos_on{true};
+  std::thread chaos([&] {
+    int step = 0;
+    while (chaos_on) {
+      FaultProxy& p = (step % 2) ? pa : pb;
+      switch (step++ % 5) {
+        case 0: p.reset_all(); break;
+        case 1: p.cut_after(300); break;
+        case 2: p.refuse(true); break;
+        case 3: p.refuse(false); break;
+        case 4: p.pass(); break;
+      }
+      std::this_thread::sleep_for(30ms);
+    }
+    for (FaultProxy* p : {&pa, &pb}) {
+      p->refuse(false);
+      p->pass();
+    }
+  });
+  std::vector<std::thread> senders;
+  for (int t = 0; t < kThreads; ++t) {
+    senders.emplace_back([&, t] {
+      for (int i = 0; i < kPerThread; ++i) {
+        int n = t * kPerThread + i;
+        client.infer_async(simple_request(n, 1).timeout(10s), [&, n](Result<InferResult> r) {
+          calls[static_cast<std::size_t>(n)]++;
+          if (!r) {
+            ++failed;
+          } else if (!right_answer(r, n, 1)) {
+            ++wrong;
+          }
+          ++completed;
+        });
+        if (i % 50 == 0) std::this_thread::sleep_for(10ms);  // spread over the chaos
+      }
+    });
+  }
+  for (auto& s : senders) s.join();
+  CHECK(eventually([&] { return completed == kThreads * kPerThread; }, 30s));
+  chaos_on = false;
+  chaos.join();
+  auto stats = client.stats();
+  MESSAGE("chaos: ", stats.to_json());
+  CHECK(completed == kThreads * kPerThread);
+  CHECK(failed == 0);
+  CHECK(wrong == 0);
+  for (auto& c : calls) CHECK(c.load() == 1);
+}
