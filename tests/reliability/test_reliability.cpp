@@ -2,7 +2,9 @@
 // other endpoints, the circuit breaker and the CPU fallback, under injected faults.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <atomic>
+#include <functional>
 #include <future>
 #include <mutex>
 #include <thread>
@@ -266,4 +268,130 @@ TEST_CASE("chaos: thousands of requests from several threads, faults injected, n
   CHECK(failed == 0);
   CHECK(wrong == 0);
   for (auto& c : calls) CHECK(c.load() == 1);
+}
+
+namespace {
+
+struct Tally {
+  std::atomic<int> completed{0}, failed{0}, wrong{0}, twice{0};
+};
+
+// Sends 1000 requests from 4 threads while `fault` acts on the proxy of endpoint A, and reports
+// what happened. Endpoint B serves beside A; with `alone_with_fallback`, A is the only endpoint
+// and the CPU executor is the fallback.
+void run_fault(const std::string& name, const std::function<void(FaultProxy&)>& fault,
+               bool alone_with_fallback) {
+  LoopbackServer a, b;
+  FaultProxy pa(a.port());
+  ClientOptions options;
+  options.endpoints = {pa.url(), b.url()};
+  options.retry.per_attempt_timeout = 250ms;
+  options.breaker.cool_down = 100ms;
+  options.breaker.probe_interval = 20ms;
+  if (alone_with_fallback) {
+    options.endpoints = {pa.url()};
+    options.fallback = CpuExecutor::with_models(models::builtin(), 2);
+  }
+  Client client(options);
+  constexpr int kThreads = 4, kPerThread = 250;
+  Tally tally;
+  std::vector<std::atomic<int>> calls(kThreads * kPerThread);
+  std::vector<std::thread> senders;
+  for (int t = 0; t < kThreads; ++t) {
+    senders.emplace_back([&, t] {
+      for (int i = 0; i < kPerThread; ++i) {
+        int n = t * kPerThread + i;
+        client.infer_async(simple_request(n, 2).timeout(10s), [&, n](Result<InferResult> r) {
+          if (calls[static_cast<std::size_t>(n)]++ > 0) ++tally.twice;
+          if (!r)
+            ++tally.failed;
+          else if (!right_answer(r, n, 2))
+            ++tally.wrong;
+          ++tally.completed;
+        });
+        if (i == kPerThread / 5) fault(pa);
+        if (i % 25 == 0) std::this_thread::sleep_for(5ms);
+      }
+    });
+  }
+  for (auto& s : senders) s.join();
+  CHECK(eventually([&] { return tally.completed == kThreads * kPerThread; }, 30s));
+  auto stats = client.stats();
+  MESSAGE(name, ": sent ", kThreads * kPerThread, ", completed ", tally.completed.load(),
+          ", retried ", stats.retries, ", fell back ", stats.fallbacks, ", failed ",
+          tally.failed.load(), ", lost ", kThreads * kPerThread - tally.completed.load());
+  CHECK(tally.twice == 0);
+  CHECK(tally.wrong == 0);
+  CHECK(tally.failed == 0);
+  pa.refuse(false);
+  pa.pass();
+}
+
+}  // namespace
+
+TEST_CASE("fault matrix: each fault on one of two endpoints, 1000 requests, none lost") {
+  run_fault(
+      "reset", [](FaultProxy& p) { p.reset_all(); }, false);
+  run_fault(
+      "cut mid-message", [](FaultProxy& p) { p.cut_after(200); }, false);
+  run_fault(
+      "stall (blackhole)", [](FaultProxy& p) { p.stall(); }, false);
+  run_fault(
+      "refuse",
+      [](FaultProxy& p) {
+        p.refuse(true);
+        p.reset_all();
+      },
+      false);
+  run_fault(
+      "delay 50 ms", [](FaultProxy& p) { p.delay(50ms); }, false);
+  auto kill = [](FaultProxy& p) {
+    p.refuse(true);
+    p.reset_all();
+  };
+  run_fault("only server refuses (CPU fallback)", kill, true);
+  run_fault(
+      "only server stalls (CPU fallback)", [](FaultProxy& p) { p.stall(); }, true);
+}
+
+TEST_CASE("time from a server's death to the first request served elsewhere") {
+  LoopbackServer a, b;
+  FaultProxy pa(a.port());
+  ClientOptions options;
+  options.endpoints = {pa.url(), b.url()};
+  Client client(options);
+  for (int i = 0; i < 20; ++i) REQUIRE(client.infer(simple_request(i, 0)).outputs().size() == 2);
+  // Kill endpoint A (refuse new connections, reset the open one), then measure the first
+  // request that completes after it.
+  std::vector<double> other, local;
+  for (int round = 0; round < 5; ++round) {
+    pa.refuse(false);
+    pa.pass();
+    std::this_thread::sleep_for(20ms);
+    auto death = std::chrono::steady_clock::now();
+    pa.refuse(true);
+    pa.reset_all();
+    (void)client.infer(simple_request(round, 1));
+    other.push_back(ms_since(death));
+  }
+  std::sort(other.begin(), other.end());
+  MESSAGE("death to first request served by the other endpoint: median ", other[2], " ms");
+  CHECK(other[2] < 500);
+
+  ClientOptions alone;
+  alone.fallback = CpuExecutor::with_models(models::builtin(), 1);
+  for (int round = 0; round < 5; ++round) {
+    FaultProxy p(a.port());
+    Client solo(p.url(), alone);
+    REQUIRE(solo.infer(simple_request(1, 1)).executed_on() == ExecutedOn::Remote);
+    auto death = std::chrono::steady_clock::now();
+    p.refuse(true);
+    p.reset_all();
+    auto r = solo.infer(simple_request(1, 1));
+    local.push_back(ms_since(death));
+    CHECK(r.executed_on() == ExecutedOn::Local);
+  }
+  std::sort(local.begin(), local.end());
+  MESSAGE("death to first request served by the CPU fallback: median ", local[2], " ms");
+  CHECK(local[2] < 1000);
 }
