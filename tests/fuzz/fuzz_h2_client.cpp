@@ -179,10 +179,15 @@ std::size_t touch(const sonic::InferResult& result) {
 }
 
 // The outcome must be a result or a sonic::Error; any other exception escapes to libFuzzer.
+// SONIC_FUZZ_VERBOSE=1 prints it (to see what a seed does).
 std::size_t outcome(std::future<sonic::InferResult>& future) {
+  static const bool verbose = std::getenv("SONIC_FUZZ_VERBOSE") != nullptr;
   try {
-    return touch(future.get());
+    sonic::InferResult result = future.get();
+    if (verbose) std::fprintf(stderr, "outcome: a result with %zu outputs\n", result.outputs().size());
+    return touch(result);
   } catch (const sonic::Error& error) {
+    if (verbose) std::fprintf(stderr, "outcome: %s\n", error.what());
     return static_cast<std::size_t>(error.code());
   }
 }
