@@ -25,6 +25,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <future>
+#include <limits>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -71,6 +72,9 @@ struct Harness {
     options.validate_inputs = false;
     options.default_timeout = milliseconds(200);
     options.connect_timeout = milliseconds(200);
+    // One attempt, one endpoint that is never ejected: each call is one connection's fate.
+    options.retry.max_attempts = 1;
+    options.breaker.failures_to_eject = std::numeric_limits<int>::max();
     client = std::make_unique<sonic::Client>(std::move(options));
   }
 
@@ -184,7 +188,8 @@ std::size_t outcome(std::future<sonic::InferResult>& future) {
   static const bool verbose = std::getenv("SONIC_FUZZ_VERBOSE") != nullptr;
   try {
     sonic::InferResult result = future.get();
-    if (verbose) std::fprintf(stderr, "outcome: a result with %zu outputs\n", result.outputs().size());
+    if (verbose)
+      std::fprintf(stderr, "outcome: a result with %zu outputs\n", result.outputs().size());
     return touch(result);
   } catch (const sonic::Error& error) {
     if (verbose) std::fprintf(stderr, "outcome: %s\n", error.what());

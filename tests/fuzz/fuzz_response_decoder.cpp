@@ -19,7 +19,8 @@ constexpr std::size_t kMaxMessageBytes = 64u << 20;
 
 // Reads every output the way a caller would: check(), then the strings of a BYTES output.
 std::size_t touch(const sonic::InferResult& result) {
-  std::size_t sum = result.model_name().size() + result.model_version().size() + result.request_id().size();
+  std::size_t sum =
+      result.model_name().size() + result.model_version().size() + result.request_id().size();
   for (const auto& output : result.outputs()) {
     sum += output.name.size() + output.tensor.byte_size() + output.tensor.shape().size();
     if (!output.tensor.check()) continue;

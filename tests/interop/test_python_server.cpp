@@ -25,174 +25,29 @@
 
 #include <sonic/sonic.hpp>
 
+#include "child_server.hpp"
+
 namespace {
 
 using Clock = std::chrono::steady_clock;
 using namespace std::chrono_literals;
 
-// ---- The Python server as a child process ----
-
-class PythonServer {
- public:
-  PythonServer() { start(); }
-  ~PythonServer() { stop(); }
-  PythonServer(const PythonServer&) = delete;
-  PythonServer& operator=(const PythonServer&) = delete;
-
-  int port() const { return port_; }
-
- private:
-  void start() {
-    // Everything the child needs is prepared before fork(): after it only async-signal-safe
-    // calls are made.
-    std::vector<std::string> args = {SONIC_INTEROP_PYTHON, SONIC_INTEROP_SERVER_SCRIPT,
-                                     "--proto-dir", SONIC_INTEROP_PROTO_DIR, "--gen-dir",
-                                     SONIC_INTEROP_GEN_DIR, "--host", "127.0.0.1", "--port", "0",
-                                     // A backstop should this process vanish without a trace.
-                                     "--max-seconds", "300"};
-    std::vector<char*> argv;
-    for (auto& a : args) argv.push_back(a.data());
-    argv.push_back(nullptr);
-
-    int out[2];
-    if (pipe2(out, O_CLOEXEC) != 0) fail("pipe2", errno);
-    int devnull = open("/dev/null", O_RDONLY | O_CLOEXEC);
-    if (devnull < 0) fail("open /dev/null", errno);
-    const pid_t parent = getpid();
-
-    pid_t pid = fork();
-    if (pid < 0) fail("fork", errno);
-    if (pid == 0) {
-      // Die with this process, even when it crashes or is killed by ctest's timeout.
-      prctl(PR_SET_PDEATHSIG, SIGKILL);
-      if (getppid() != parent) _exit(127);
-      dup2(devnull, STDIN_FILENO);
-      dup2(out[1], STDOUT_FILENO);  // stderr stays ours: the server's diagnostics show in the log
-      execv(argv[0], argv.data());
-      static const char msg[] = "interop: cannot execute " SONIC_INTEROP_PYTHON "\n";
-      ssize_t ignored = write(STDERR_FILENO, msg, sizeof msg - 1);
-      (void)ignored;
-      _exit(127);
-    }
-    pid_ = pid;
-    close(devnull);
-    close(out[1]);
-    out_fd_ = out[0];
-    try {
-      port_ = read_port(20s);
-    } catch (...) {
-      stop();
-      throw;
-    }
-  }
-
-  // Waits for the one line "listening on 127.0.0.1:PORT".
-  int read_port(std::chrono::seconds limit) {
-    const auto deadline = Clock::now() + limit;
-    std::string text;
-    for (;;) {
-      auto newline = text.find('\n');
-      if (newline != std::string::npos) {
-        std::string line = text.substr(0, newline);
-        const std::string prefix = "listening on 127.0.0.1:";
-        if (line.compare(0, prefix.size(), prefix) != 0) {
-          throw std::runtime_error("python_server.py printed '" + line +
-                                   "' instead of its listening line");
-        }
-        int port = std::stoi(line.substr(prefix.size()));
-        if (port <= 0 || port > 65535) throw std::runtime_error("bad port in '" + line + "'");
-        return port;
-      }
-      auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
-      if (left.count() <= 0) {
-        throw std::runtime_error("python_server.py did not print its listening line within " +
-                                 std::to_string(limit.count()) + " s (output so far: '" + text +
-                                 "')");
-      }
-      pollfd p{out_fd_, POLLIN, 0};
-      int n = poll(&p, 1, static_cast<int>(left.count()));
-      if (n < 0) {
-        if (errno == EINTR) continue;
-        fail("poll", errno);
-      }
-      if (n == 0) continue;
-      char buf[256];
-      ssize_t got = read(out_fd_, buf, sizeof buf);
-      if (got < 0) {
-        if (errno == EINTR || errno == EAGAIN) continue;
-        fail("read", errno);
-      }
-      if (got == 0) {
-        // Its stdout closed: it is exiting. Say how, if it does so promptly.
-        int status = 0;
-        std::string how = "closed its stdout";
-        for (int i = 0; i < 100; ++i) {
-          if (waitpid(pid_, &status, WNOHANG) == pid_) {
-            pid_ = -1;
-            if (WIFEXITED(status))
-              how = "exited with status " + std::to_string(WEXITSTATUS(status));
-            if (WIFSIGNALED(status))
-              how = "was killed by signal " + std::to_string(WTERMSIG(status));
-            break;
-          }
-          std::this_thread::sleep_for(20ms);
-        }
-        throw std::runtime_error("python_server.py " + how +
-                                 " before it printed its listening line (see its stderr above; "
-                                 "output so far: '" +
-                                 text + "')");
-      }
-      text.append(buf, static_cast<std::size_t>(got));
-    }
-  }
-
-  // SIGTERM (the server stops gracefully within about a second), then SIGKILL after 5 s.
-  void stop() noexcept {
-    if (pid_ > 0) {
-      kill(pid_, SIGTERM);
-      const auto deadline = Clock::now() + 5s;
-      bool reaped = false;
-      while (Clock::now() < deadline) {
-        pid_t r = waitpid(pid_, nullptr, WNOHANG);
-        if (r == pid_ || (r < 0 && errno != EINTR)) {
-          reaped = true;
-          break;
-        }
-        std::this_thread::sleep_for(20ms);
-      }
-      if (!reaped) {
-        kill(pid_, SIGKILL);
-        while (waitpid(pid_, nullptr, 0) < 0 && errno == EINTR) {
-        }
-      }
-      pid_ = -1;
-    }
-    if (out_fd_ >= 0) {
-      close(out_fd_);
-      out_fd_ = -1;
-    }
-  }
-
-  [[noreturn]] static void fail(const char* what, int error) {
-    throw std::runtime_error(std::string("starting python_server.py: ") + what + ": " +
-                             std::strerror(error));
-  }
-
-  pid_t pid_ = -1;
-  int out_fd_ = -1;
-  int port_ = 0;
-};
-
 // The server, started on first use and stopped (SIGTERM, then SIGKILL) when the program exits.
 // A failed start is remembered, so that every test reports it without waiting again.
 std::string server_url() {
   static std::string error;
-  static std::unique_ptr<PythonServer> server = [] {
+  static std::unique_ptr<sonic::test::ChildServer> server = [] {
     try {
-      return std::make_unique<PythonServer>();
+      return std::make_unique<sonic::test::ChildServer>(
+          std::vector<std::string>{SONIC_INTEROP_PYTHON, SONIC_INTEROP_SERVER_SCRIPT, "--proto-dir",
+                                   SONIC_INTEROP_PROTO_DIR, "--gen-dir", SONIC_INTEROP_GEN_DIR,
+                                   "--host", "127.0.0.1", "--port", "0",
+                                   // A backstop should this process vanish without a trace.
+                                   "--max-seconds", "300"},
+          "listening on 127.0.0.1:");
     } catch (const std::exception& e) {
       error = e.what();
-      return std::unique_ptr<PythonServer>();
+      return std::unique_ptr<sonic::test::ChildServer>();
     }
   }();
   if (!server) throw std::runtime_error(error);

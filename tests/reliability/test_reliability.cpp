@@ -10,6 +10,7 @@
 #include <thread>
 #include <vector>
 
+#include "child_server.hpp"
 #include "fault_proxy.hpp"
 #include "loopback_server.hpp"
 
@@ -395,3 +396,59 @@ TEST_CASE("time from a server's death to the first request served elsewhere") {
   MESSAGE("death to first request served by the CPU fallback: median ", local[2], " ms");
   CHECK(local[2] < 1000);
 }
+
+#ifdef SONIC_SERVER_BINARY
+TEST_CASE("a real sonic-server killed with SIGKILL mid-stream, then restarted") {
+  auto start_server = [](int port) {
+    return std::make_unique<ChildServer>(
+        std::vector<std::string>{SONIC_SERVER_BINARY, "--host", "127.0.0.1", "--port",
+                                 std::to_string(port)},
+        "sonic-server listening on 127.0.0.1:");
+  };
+  auto child = start_server(0);
+  int port = child->port();
+  LoopbackServer spare;
+  ClientOptions options;
+  options.endpoints = {"grpc://127.0.0.1:" + std::to_string(port), spare.url()};
+  options.breaker.cool_down = 100ms;
+  options.breaker.probe_interval = 20ms;
+  options.fallback = CpuExecutor::with_models(models::builtin(), 1);
+  Client client(options);
+
+  Tally tally;
+  constexpr int kRequests = 2000;
+  std::vector<std::atomic<int>> calls(kRequests);
+  std::vector<float> big(1 << 18, 1.f);  // 1 MiB requests keep streams open when the kill lands
+  for (int n = 0; n < kRequests; ++n) {
+    auto request =
+        (n % 4 == 0)
+            ? InferRequest("identity_fp32").input("INPUT0", Tensor::view(big, {1, 1 << 18}))
+            : simple_request(n, 3);
+    client.infer_async(std::move(request).timeout(10s), [&, n](Result<InferResult> r) {
+      if (calls[static_cast<std::size_t>(n)]++ > 0) ++tally.twice;
+      if (!r) {
+        ++tally.failed;
+      } else if (n % 4 != 0 && !right_answer(r, n, 3)) {
+        ++tally.wrong;
+      }
+      ++tally.completed;
+    });
+    if (n == kRequests / 4) child->kill_now(SIGKILL);
+    if (n == kRequests / 2) child = start_server(port);  // same port: the endpoint returns
+    if (n % 100 == 0) std::this_thread::sleep_for(10ms);
+  }
+  CHECK(eventually([&] { return tally.completed == kRequests; }, 60s));
+  CHECK(eventually([&] { return client.stats().endpoints[0].healthy; }));
+  auto stats = client.stats();
+  MESSAGE("SIGKILL: sent ", kRequests, ", completed ", tally.completed.load(), ", retried ",
+          stats.retries, ", fell back ", stats.fallbacks, ", failed ", tally.failed.load(),
+          ", lost ", kRequests - tally.completed.load());
+  CHECK(tally.twice == 0);
+  CHECK(tally.failed == 0);
+  CHECK(tally.wrong == 0);
+  // After the restart the killed endpoint serves again.
+  auto before = client.stats().endpoints[0].successes;
+  for (int i = 0; i < 20; ++i) CHECK(right_answer(client.infer(simple_request(i, 9)), i, 9));
+  CHECK(client.stats().endpoints[0].successes > before);
+}
+#endif
