@@ -3,7 +3,7 @@
 
 #include <cstdint>
 #include <optional>
-#include <stdexcept>
+#include <exception>
 #include <string>
 #include <type_traits>
 #include <utility>
@@ -93,21 +93,25 @@ inline StatusCode status_code_from_int(std::int64_t value) noexcept {
 
 /// The failure of an operation: a status code plus a human-readable message (the server's own
 /// message when the server produced it). Thrown by the blocking API; carried by Result<T>.
-class Error : public std::runtime_error {
+/// Copies own their text (no buffer shared between threads, unlike std::runtime_error's).
+class Error : public std::exception {
  public:
   Error(StatusCode code, std::string message)
-      : std::runtime_error(std::string(to_string(code)) + ": " + message),
-        code_(code),
-        message_(std::move(message)) {}
+      : code_(code),
+        message_(std::move(message)),
+        what_(std::string(to_string(code)) + ": " + message_) {}
 
   /// The status code, as a gRPC server would have sent it.
   StatusCode code() const noexcept { return code_; }
   /// The message without the code prefix (what() has both).
   const std::string& message() const noexcept { return message_; }
+  /// "CODE: message".
+  const char* what() const noexcept override { return what_.c_str(); }
 
  private:
   StatusCode code_;
   std::string message_;
+  std::string what_;
 };
 
 /// Either a value or an Error. Async operations deliver one to their callback; reading value()

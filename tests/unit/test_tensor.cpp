@@ -15,7 +15,9 @@ TEST_CASE("datatypes have KServe names, parse back, and element sizes") {
       {DataType::UInt64, 8}, {DataType::Int8, 1},  {DataType::Int16, 2},  {DataType::Int32, 4},
       {DataType::Int64, 8},  {DataType::Fp16, 2},  {DataType::Bf16, 2},   {DataType::Fp32, 4},
       {DataType::Fp64, 8},   {DataType::Bytes, 0}};
-  for (auto [type, size] : sizes) {
+  for (const auto& entry : sizes) {
+    DataType type = entry.first;
+    std::size_t size = entry.second;
     CAPTURE(sonic::to_string(type));
     CHECK(sonic::element_size(type) == size);
     CHECK(sonic::parse_datatype(sonic::to_string(type)) == type);

@@ -333,8 +333,9 @@ class ClientCore {
       if (!server_failure) return;
       // A lone endpoint is ejected only when a fallback can take its requests meanwhile.
       bool can_eject = slots_.size() > 1 || options_.fallback != nullptr;
-      if (++s.consecutive_failures >= options_.breaker.failures_to_eject && !s.ejected &&
-          can_eject) {
+      s.consecutive_failures =
+          std::min(s.consecutive_failures + 1, options_.breaker.failures_to_eject);
+      if (s.consecutive_failures >= options_.breaker.failures_to_eject && !s.ejected && can_eject) {
         s.ejected = true;
         s.rest_until = Clock::now() + options_.breaker.cool_down;
         ++e.ejections;
