@@ -54,6 +54,9 @@ struct CircuitBreaker {
   std::chrono::milliseconds cool_down{1'000};
   /// How often ejected endpoints are probed once their cool-down is over.
   std::chrono::milliseconds probe_interval{250};
+  /// With several endpoints, one that answered NOT_FOUND for a model gets no request for that
+  /// model for this long (servers may host different models); others are tried at once.
+  std::chrono::milliseconds model_recheck{10'000};
 };
 
 }  // namespace sonic

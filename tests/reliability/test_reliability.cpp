@@ -452,3 +452,29 @@ TEST_CASE("a real sonic-server killed with SIGKILL mid-stream, then restarted") 
   CHECK(client.stats().endpoints[0].successes > before);
 }
 #endif
+
+TEST_CASE("a model only some servers host is routed to those") {
+  LoopbackServer a, b;
+  b.executor().add_model(models::identity("only_b", DataType::Fp32));
+  ClientOptions options;
+  options.endpoints = {a.url(), b.url()};
+  Client client(options);
+  std::vector<float> data = {1, 2, 3, 4};
+  for (int i = 0; i < 20; ++i) {
+    auto r = client.infer(InferRequest("only_b").input("INPUT0", Tensor::view(data, {2, 2})));
+    CHECK(r.output("OUTPUT0").as<float>()[2] == 3.f);
+  }
+  auto stats = client.stats();
+  CHECK(stats.failed == 0);
+  CHECK(stats.endpoints[0].attempts <= 1);  // asked once, then skipped for that model
+  CHECK(stats.endpoints[1].successes == 20);
+  // A model nobody hosts is still NOT_FOUND.
+  auto none =
+      client.infer_future(InferRequest("nobody").input("INPUT0", Tensor::view(data, {2, 2})));
+  try {
+    none.get();
+    FAIL("must throw");
+  } catch (const Error& e) {
+    CHECK(e.code() == StatusCode::NotFound);
+  }
+}

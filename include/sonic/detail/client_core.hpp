@@ -7,6 +7,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <random>
 #include <string>
 #include <utility>
@@ -128,7 +129,7 @@ class ClientCore {
             if (auto ok = validate_request(**model_metadata, flight->request); !ok) {
               return finish(flight, ok.error());
             }
-          } else if (model_metadata.code() == StatusCode::NotFound) {
+          } else if (model_metadata.code() == StatusCode::NotFound && slots_.size() == 1) {
             const Error& e = model_metadata.error();
             return give_up(flight, Error(e.code(), "model '" + flight->request.model_name() +
                                                        "': " + e.message()));
@@ -162,7 +163,18 @@ class ClientCore {
     bool ejected = false;
     bool probing = false;
     Clock::time_point rest_until{};
+    std::map<std::string, Clock::time_point> missing_models;  // model key -> recheck time
   };
+
+  static std::string model_key(const InferRequest& request) {
+    return request.model_name() + '\0' + request.model_version();
+  }
+
+  // Whether `slot` answered NOT_FOUND for the model recently (guarded by mutex_).
+  static bool lacks(const Slot& slot, const std::string& model, Clock::time_point now) {
+    auto it = slot.missing_models.find(model);
+    return it != slot.missing_models.end() && it->second > now;
+  }
 
   struct Flight {
     Flight(InferRequest r, Deadline d, Callback<InferResult> cb)
@@ -174,6 +186,7 @@ class ClientCore {
     std::atomic<bool> local_started{false};
     int attempts = 0;                  // only touched by the attempt chain
     std::size_t last_slot = SIZE_MAX;  // where the previous attempt went
+    std::optional<Error> not_found;    // an endpoint lacked the model
   };
 
   struct CacheEntry {
@@ -195,9 +208,10 @@ class ClientCore {
 
   // Healthy endpoint with the fewest attempts in flight, avoiding `avoid` when another is
   // healthy. kNone when every endpoint is ejected.
-  std::size_t pick(std::size_t avoid) {
+  std::size_t pick(std::size_t avoid, const std::string& model) {
     std::lock_guard<std::mutex> lock(mutex_);
     const std::size_t n = slots_.size();
+    const auto now = Clock::now();
     std::size_t best = kNone;
     auto better = [&](std::size_t i) {
       if (best == kNone) return true;
@@ -208,7 +222,7 @@ class ClientCore {
     std::size_t start = rotation_++ % n;
     for (std::size_t k = 0; k < n; ++k) {
       std::size_t i = (start + k) % n;
-      if (!slots_[i]->ejected && better(i)) best = i;
+      if (!slots_[i]->ejected && !lacks(*slots_[i], model, now) && better(i)) best = i;
     }
     if (best != kNone) {
       ++stats_.endpoints[best].outstanding;
@@ -224,8 +238,9 @@ class ClientCore {
       return finish(flight, Error(StatusCode::DeadlineExceeded,
                                   "deadline passed before an attempt could be made"));
     }
-    std::size_t slot = pick(flight->last_slot);
+    std::size_t slot = pick(flight->last_slot, model_key(flight->request));
     if (slot == kNone) {
+      if (flight->not_found) return give_up(flight, *flight->not_found);
       return give_up(flight, Error(StatusCode::Unavailable, "no endpoint available: all " +
                                                                 std::to_string(slots_.size()) +
                                                                 " are ejected after failures"));
@@ -261,6 +276,17 @@ class ClientCore {
       if (local_mode_.exchange(false))
         log(LogLevel::Info, "servers answer again: requests go remote");
       return finish(flight, std::move(result));
+    }
+    if (code == StatusCode::NotFound && slots_.size() > 1) {
+      // Servers may host different models: remember that this one lacks it, and try the
+      // others at once (pick() skips the endpoints known to lack the model).
+      {
+        std::lock_guard<std::mutex> lock(mutex_);
+        slots_[slot]->missing_models[model_key(flight->request)] =
+            Clock::now() + options_.breaker.model_recheck;
+      }
+      flight->not_found = result.error();
+      return attempt(flight);
     }
     bool retry = (options_.retry.retryable(code) || attempt_timed_out) &&
                  flight->attempts < options_.retry.max_attempts;
