@@ -2,8 +2,8 @@
 #pragma once
 
 #include <cstdint>
-#include <optional>
 #include <exception>
+#include <optional>
 #include <string>
 #include <type_traits>
 #include <utility>
