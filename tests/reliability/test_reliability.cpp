@@ -20,6 +20,13 @@ using namespace std::chrono_literals;
 
 namespace {
 
+// Sanitizers slow everything several times; timeouts in these tests scale with them.
+#if defined(__SANITIZE_THREAD__) || defined(__SANITIZE_ADDRESS__)
+constexpr int kSlowdown = 4;
+#else
+constexpr int kSlowdown = 1;
+#endif
+
 // Collects log messages; counts those containing a phrase.
 struct LogRecorder {
   std::mutex mutex;
@@ -216,7 +223,7 @@ TEST_CASE("chaos: thousands of requests from several threads, faults injected, n
   options.fallback = CpuExecutor::with_models(models::builtin(), 2);
   options.breaker.cool_down = 50ms;
   options.breaker.probe_interval = 20ms;
-  options.retry.per_attempt_timeout = 300ms;
+  options.retry.per_attempt_timeout = 300ms * kSlowdown;
   Client client(options);
 
   constexpr int kThreads = 4, kPerThread = 500;
@@ -246,15 +253,16 @@ TEST_CASE("chaos: thousands of requests from several threads, faults injected, n
     senders.emplace_back([&, t] {
       for (int i = 0; i < kPerThread; ++i) {
         int n = t * kPerThread + i;
-        client.infer_async(simple_request(n, 1).timeout(10s), [&, n](Result<InferResult> r) {
-          calls[static_cast<std::size_t>(n)]++;
-          if (!r) {
-            ++failed;
-          } else if (!right_answer(r, n, 1)) {
-            ++wrong;
-          }
-          ++completed;
-        });
+        client.infer_async(simple_request(n, 1).timeout(10s * kSlowdown),
+                           [&, n](Result<InferResult> r) {
+                             calls[static_cast<std::size_t>(n)]++;
+                             if (!r) {
+                               ++failed;
+                             } else if (!right_answer(r, n, 1)) {
+                               ++wrong;
+                             }
+                             ++completed;
+                           });
         if (i % 50 == 0) std::this_thread::sleep_for(10ms);  // spread over the chaos
       }
     });
@@ -286,7 +294,7 @@ void run_fault(const std::string& name, const std::function<void(FaultProxy&)>& 
   FaultProxy pa(a.port());
   ClientOptions options;
   options.endpoints = {pa.url(), b.url()};
-  options.retry.per_attempt_timeout = 250ms;
+  options.retry.per_attempt_timeout = 250ms * kSlowdown;
   options.breaker.cool_down = 100ms;
   options.breaker.probe_interval = 20ms;
   if (alone_with_fallback) {
@@ -302,14 +310,15 @@ void run_fault(const std::string& name, const std::function<void(FaultProxy&)>& 
     senders.emplace_back([&, t] {
       for (int i = 0; i < kPerThread; ++i) {
         int n = t * kPerThread + i;
-        client.infer_async(simple_request(n, 2).timeout(10s), [&, n](Result<InferResult> r) {
-          if (calls[static_cast<std::size_t>(n)]++ > 0) ++tally.twice;
-          if (!r)
-            ++tally.failed;
-          else if (!right_answer(r, n, 2))
-            ++tally.wrong;
-          ++tally.completed;
-        });
+        client.infer_async(simple_request(n, 2).timeout(10s * kSlowdown),
+                           [&, n](Result<InferResult> r) {
+                             if (calls[static_cast<std::size_t>(n)]++ > 0) ++tally.twice;
+                             if (!r)
+                               ++tally.failed;
+                             else if (!right_answer(r, n, 2))
+                               ++tally.wrong;
+                             ++tally.completed;
+                           });
         if (i == kPerThread / 5) fault(pa);
         if (i % 25 == 0) std::this_thread::sleep_for(5ms);
       }
@@ -320,7 +329,8 @@ void run_fault(const std::string& name, const std::function<void(FaultProxy&)>& 
   auto stats = client.stats();
   MESSAGE(name, ": sent ", kThreads * kPerThread, ", completed ", tally.completed.load(),
           ", retried ", stats.retries, ", fell back ", stats.fallbacks, ", failed ",
-          tally.failed.load(), ", lost ", kThreads * kPerThread - tally.completed.load());
+          tally.failed.load(), ", lost ", kThreads * kPerThread - tally.completed.load(), " ",
+          stats.to_json());
   CHECK(tally.twice == 0);
   CHECK(tally.wrong == 0);
   CHECK(tally.failed == 0);
@@ -424,7 +434,7 @@ TEST_CASE("a real sonic-server killed with SIGKILL mid-stream, then restarted") 
         (n % 4 == 0)
             ? InferRequest("identity_fp32").input("INPUT0", Tensor::view(big, {1, 1 << 18}))
             : simple_request(n, 3);
-    client.infer_async(std::move(request).timeout(10s), [&, n](Result<InferResult> r) {
+    client.infer_async(std::move(request).timeout(10s * kSlowdown), [&, n](Result<InferResult> r) {
       if (calls[static_cast<std::size_t>(n)]++ > 0) ++tally.twice;
       if (!r) {
         ++tally.failed;
@@ -442,7 +452,7 @@ TEST_CASE("a real sonic-server killed with SIGKILL mid-stream, then restarted") 
   auto stats = client.stats();
   MESSAGE("SIGKILL: sent ", kRequests, ", completed ", tally.completed.load(), ", retried ",
           stats.retries, ", fell back ", stats.fallbacks, ", failed ", tally.failed.load(),
-          ", lost ", kRequests - tally.completed.load());
+          ", lost ", kRequests - tally.completed.load(), " ", stats.to_json());
   CHECK(tally.twice == 0);
   CHECK(tally.failed == 0);
   CHECK(tally.wrong == 0);

@@ -357,8 +357,11 @@ class ClientCore {
       }
       ++e.failures;
       if (!server_failure) return;
-      // A lone endpoint is ejected only when a fallback can take its requests meanwhile.
-      bool can_eject = slots_.size() > 1 || options_.fallback != nullptr;
+      // Without a fallback the last endpoint in rotation stays in it: trying a failing server
+      // beats refusing every request outright.
+      std::size_t in_rotation = 0;
+      for (const auto& other : slots_) in_rotation += other->ejected ? 0 : 1;
+      bool can_eject = in_rotation > 1 || options_.fallback != nullptr;
       s.consecutive_failures =
           std::min(s.consecutive_failures + 1, options_.breaker.failures_to_eject);
       if (s.consecutive_failures >= options_.breaker.failures_to_eject && !s.ejected && can_eject) {
