@@ -10,6 +10,7 @@
 #include <string_view>
 #include <vector>
 
+#include "chunked_reader.hpp"
 #include "infer_codec.hpp"
 #include "message.hpp"
 
@@ -36,29 +37,12 @@ std::size_t touch(const sonic::InferResult& result) {
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
-  if (size == 0) return 0;
-  std::size_t k = data[0] & 7u;
-  if (size < 1 + k) return 0;
-  const std::uint8_t* sizes = data + 1;
-  const std::uint8_t* body = data + 1 + k;
-  std::size_t left = size - 1 - k;
-
-  sonic::grpc::MessageReader reader(sonic::grpc::kRawOutputField, kMaxMessageBytes);
-  volatile std::size_t sink = 0;
-  for (std::size_t i = 0; left > 0; ++i) {
-    std::size_t chunk = k == 0 ? left : std::min<std::size_t>(left, 1u + sizes[i % k]);
-    // A copy of exactly the chunk, so that ASan sees any read past its end.
-    std::vector<std::uint8_t> copy(body, body + chunk);
-    auto fed = reader.feed(copy.data(), copy.size());
-    body += chunk;
-    left -= chunk;
-    for (auto& message : reader.messages()) {
-      auto result = sonic::grpc::decode_infer_response(std::move(message));
-      if (result) sink = sink + touch(*result);
-    }
-    reader.messages().clear();
-    if (!fed) break;  // the client resets the stream here
-  }
-  (void)reader.at_boundary();
+  volatile std::size_t sink =
+      feed_in_fuzzed_chunks(data, size, sonic::grpc::kRawOutputField, kMaxMessageBytes,
+                            [](sonic::grpc::ReceivedMessage message) -> std::size_t {
+                              auto result = sonic::grpc::decode_infer_response(std::move(message));
+                              return result ? touch(*result) : 0;
+                            });
+  (void)sink;
   return 0;
 }
