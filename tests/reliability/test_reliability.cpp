@@ -13,6 +13,7 @@
 #include "child_server.hpp"
 #include "fault_proxy.hpp"
 #include "loopback_server.hpp"
+#include "loopback_socket.hpp"
 
 using namespace sonic;
 using namespace sonic::test;
@@ -44,14 +45,6 @@ struct LogRecorder {
     return n;
   }
 };
-
-// A URL where nothing listens.
-std::string dead_url() {
-  LoopbackServer probe;
-  std::string url = probe.url();
-  probe.stop();
-  return url;
-}
 
 bool right_answer(const Result<InferResult>& r, std::int32_t a, std::int32_t b) {
   return r && r->output("OUTPUT0").as<std::int32_t>()[0] == a + b &&
@@ -105,7 +98,7 @@ TEST_CASE("a dead endpoint is ejected and the live one serves every request") {
   LoopbackServer server;
   LogRecorder log;
   ClientOptions options;
-  options.endpoints = {dead_url(), server.url()};
+  options.endpoints = {unused_url(), server.url()};
   options.log = log.hook();
   Client client(options);
   for (int i = 0; i < 50; ++i) CHECK(right_answer(client.infer(simple_request(i, 1)), i, 1));
