@@ -32,6 +32,33 @@ T call_sync(Start&& start) {
 
 }  // namespace detail
 
+/// Names a request started by Client::infer_async, so that it can be cancelled. Cheap to copy;
+/// it keeps neither the request nor the client alive.
+class RequestHandle {
+ public:
+  RequestHandle() = default;
+
+  /// Cancels the request if it is still under way: its callback runs with CANCELLED (on a
+  /// callback thread, as always), and the attempt in flight is stopped on the wire (HTTP/2
+  /// RST_STREAM CANCEL), so the server can drop it. True when this call cancelled it; false
+  /// when it had completed already, was cancelled before, or its client is gone. Thread-safe;
+  /// may be called from any thread, callbacks included.
+  bool cancel() const {
+    auto core = core_.lock();
+    auto flight = flight_.lock();
+    return core && flight && core->cancel(flight);
+  }
+
+ private:
+  friend class Client;
+  RequestHandle(std::weak_ptr<detail::ClientCore> core,
+                std::weak_ptr<detail::ClientCore::Flight> flight)
+      : core_(std::move(core)), flight_(std::move(flight)) {}
+
+  std::weak_ptr<detail::ClientCore> core_;
+  std::weak_ptr<detail::ClientCore::Flight> flight_;
+};
+
 /// A connection to an inference server, shared safely by any number of threads.
 ///
 ///   sonic::Client client("grpc://127.0.0.1:8001");
@@ -61,10 +88,10 @@ class Client {
   /// Sends a request; `done(Result<InferResult>)` runs exactly once: never inside this call,
   /// always on one of the client's callback threads (ClientOptions::callback_threads), by the
   /// request's deadline at the latest. Errors found before sending (bad inputs) arrive the same
-  /// way. Borrowed input tensors must stay valid until `done` runs.
-  void infer_async(InferRequest request, Callback<InferResult> done) {
+  /// way. Borrowed input tensors must stay valid until `done` runs. The handle cancels it.
+  RequestHandle infer_async(InferRequest request, Callback<InferResult> done) {
     Deadline deadline = core_->request_deadline(request);
-    core_->submit(
+    auto flight = core_->submit(
         std::move(request), deadline,
         [pool = core_->callback_pool(),
          done = std::move(done)](Result<InferResult> result) mutable {
@@ -76,6 +103,7 @@ class Client {
             done(std::move(result));  // the client is gone; complete right here
           }
         });
+    return RequestHandle(core_, flight);
   }
 
   /// Sends a request; the future holds the result or throws sonic::Error from get(). The

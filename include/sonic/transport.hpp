@@ -12,6 +12,7 @@
 #include <utility>
 #include <vector>
 
+#include "sonic/cancel.hpp"
 #include "sonic/detail/unique_function.hpp"
 #include "sonic/error.hpp"
 #include "sonic/metadata.hpp"
@@ -112,7 +113,10 @@ class Transport {
   virtual ~Transport() = default;
 
   /// Sends an inference request. Borrowed input tensors are read until `done` is called.
-  virtual void infer_async(InferRequest request, Deadline deadline, Callback<InferResult> done) = 0;
+  /// `cancel` (may be null) lets the caller stop the call: the transport installs a stop action
+  /// on it (resetting the stream on the wire) and then completes the call with CANCELLED.
+  virtual void infer_async(InferRequest request, Deadline deadline,
+                           std::shared_ptr<CancelSignal> cancel, Callback<InferResult> done) = 0;
   /// Whether the server is live (KServe ServerLive).
   virtual void server_live_async(Deadline deadline, Callback<bool> done) = 0;
   /// Whether the server is ready for inference (KServe ServerReady).

@@ -13,6 +13,7 @@
 #include <utility>
 #include <vector>
 
+#include "sonic/cancel.hpp"
 #include "sonic/detail/thread_pool.hpp"
 #include "sonic/detail/timer_queue.hpp"
 #include "sonic/error.hpp"
@@ -30,6 +31,23 @@ namespace sonic::detail {
 /// request exactly once.
 class ClientCore {
  public:
+  /// One request on its way, across all of its attempts.
+  struct Flight {
+    Flight(InferRequest r, Deadline d, Callback<InferResult> cb)
+        : request(std::move(r)), deadline(d), done(std::move(cb)) {}
+    InferRequest request;
+    Deadline deadline;
+    Callback<InferResult> done;
+    std::atomic<bool> completed{false};
+    std::atomic<bool> local_started{false};
+    int attempts = 0;                  // only touched by the attempt chain
+    std::size_t last_slot = SIZE_MAX;  // where the previous attempt went
+    std::optional<Error> not_found;    // an endpoint lacked the model
+    std::mutex cancel_mutex;
+    bool cancelled = false;                      // guarded by cancel_mutex
+    std::shared_ptr<CancelSignal> attempt_stop;  // the attempt in flight; guarded by cancel_mutex
+  };
+
   explicit ClientCore(ClientOptions options)
       : options_(std::move(options)),
         random_(std::random_device{}()),
@@ -83,13 +101,52 @@ class ClientCore {
 
   /// Checks, validates and sends a request, retrying and falling back as configured. `done`
   /// runs exactly once: inside this call for errors found before sending, else on a sonic
-  /// thread.
-  void submit(InferRequest request, Deadline deadline, Callback<InferResult> done) {
+  /// thread. The returned flight may be passed to cancel().
+  std::shared_ptr<Flight> submit(InferRequest request, Deadline deadline,
+                                 Callback<InferResult> done) {
     {
       std::lock_guard<std::mutex> lock(mutex_);
       ++stats_.requests;
     }
     auto flight = std::make_shared<Flight>(std::move(request), deadline, std::move(done));
+    start(flight);
+    return flight;
+  }
+
+  /// Completes the request with CANCELLED unless it already completed, and stops its attempt in
+  /// flight (the transport resets the stream). A local run, which cannot be interrupted, goes
+  /// on and its result is dropped. True when this call cancelled it.
+  bool cancel(const std::shared_ptr<Flight>& flight) {
+    std::shared_ptr<CancelSignal> stop;
+    {
+      std::lock_guard<std::mutex> lock(flight->cancel_mutex);
+      if (flight->cancelled) return false;
+      flight->cancelled = true;
+      stop = std::move(flight->attempt_stop);
+    }
+    bool cancelled_now = complete_once(
+        flight, Error(StatusCode::Cancelled, "the request was cancelled by the caller"));
+    if (stop) stop->cancel();
+    return cancelled_now;
+  }
+
+  /// The callback threads. Completions hold them weakly: a network thread must never own the
+  /// client (it would have to join itself when the client goes away).
+  std::weak_ptr<ThreadPool> callback_pool() const { return callbacks_; }
+
+  /// A snapshot of the counters.
+  ClientStats stats() const {
+    std::lock_guard<std::mutex> lock(mutex_);
+    ClientStats copy = stats_;
+    for (std::size_t i = 0; i < slots_.size(); ++i) {
+      copy.endpoints[i].url = slots_[i]->url;
+      copy.endpoints[i].healthy = !slots_[i]->ejected;
+    }
+    return copy;
+  }
+
+ private:
+  void start(const std::shared_ptr<Flight>& flight) {
     if (auto ok = check_request(flight->request); !ok) return finish(flight, ok.error());
     if (options_.fallback_latency_budget.count() > 0 && local_model(flight->request)) {
       arm_latency_budget(flight);
@@ -122,7 +179,7 @@ class ClientCore {
     if (!fetch) return attempt(flight);
     control_transport().model_metadata_async(
         flight->request.model_name(), flight->request.model_version(),
-        std::min(deadline, control_deadline()),
+        std::min(flight->deadline, control_deadline()),
         [this, key, flight](Result<ModelMetadata> metadata) {
           auto model_metadata = remember(key, std::move(metadata));
           if (model_metadata) {
@@ -139,22 +196,6 @@ class ClientCore {
         });
   }
 
-  /// The callback threads. Completions hold them weakly: a network thread must never own the
-  /// client (it would have to join itself when the client goes away).
-  std::weak_ptr<ThreadPool> callback_pool() const { return callbacks_; }
-
-  /// A snapshot of the counters.
-  ClientStats stats() const {
-    std::lock_guard<std::mutex> lock(mutex_);
-    ClientStats copy = stats_;
-    for (std::size_t i = 0; i < slots_.size(); ++i) {
-      copy.endpoints[i].url = slots_[i]->url;
-      copy.endpoints[i].healthy = !slots_[i]->ejected;
-    }
-    return copy;
-  }
-
- private:
   struct Slot {
     std::string url;
     std::unique_ptr<Transport> transport;
@@ -175,19 +216,6 @@ class ClientCore {
     auto it = slot.missing_models.find(model);
     return it != slot.missing_models.end() && it->second > now;
   }
-
-  struct Flight {
-    Flight(InferRequest r, Deadline d, Callback<InferResult> cb)
-        : request(std::move(r)), deadline(d), done(std::move(cb)) {}
-    InferRequest request;
-    Deadline deadline;
-    Callback<InferResult> done;
-    std::atomic<bool> completed{false};
-    std::atomic<bool> local_started{false};
-    int attempts = 0;                  // only touched by the attempt chain
-    std::size_t last_slot = SIZE_MAX;  // where the previous attempt went
-    std::optional<Error> not_found;    // an endpoint lacked the model
-  };
 
   struct CacheEntry {
     std::shared_ptr<const ModelMetadata> metadata;
@@ -255,10 +283,22 @@ class ClientCore {
       attempt_deadline =
           std::min(attempt_deadline, Clock::now() + options_.retry.per_attempt_timeout);
     }
+    auto stop = std::make_shared<CancelSignal>();
+    {
+      std::lock_guard<std::mutex> lock(flight->cancel_mutex);
+      if (!flight->cancelled) flight->attempt_stop = stop;
+    }
+    if (flight->completed) stop->cancel();  // cancelled meanwhile: the transport answers at once
     auto started = Clock::now();
     slots_[slot]->transport->infer_async(
-        flight->request, attempt_deadline,
-        [this, flight, slot, started, attempt_deadline](Result<InferResult> result) mutable {
+        flight->request, attempt_deadline, stop,
+        [this, flight, slot, started, attempt_deadline, stop](Result<InferResult> result) mutable {
+          // The stop action refers to the transport: it must not outlive the attempt.
+          stop->disarm();
+          {
+            std::lock_guard<std::mutex> lock(flight->cancel_mutex);
+            if (flight->attempt_stop == stop) flight->attempt_stop.reset();
+          }
           on_attempt(flight, slot, started, attempt_deadline, std::move(result));
         });
   }
@@ -446,7 +486,12 @@ class ClientCore {
   }
 
   void finish(const std::shared_ptr<Flight>& flight, Result<InferResult> result) {
-    if (flight->completed.exchange(true)) return;
+    complete_once(flight, std::move(result));
+  }
+
+  // Completes the request; false when it had completed already.
+  bool complete_once(const std::shared_ptr<Flight>& flight, Result<InferResult> result) {
+    if (flight->completed.exchange(true)) return false;
     {
       std::lock_guard<std::mutex> lock(mutex_);
       if (result) {
@@ -458,6 +503,7 @@ class ClientCore {
     }
     auto done = std::move(flight->done);
     done(std::move(result));
+    return true;
   }
 
   ClientOptions options_;
