@@ -44,6 +44,12 @@ struct ClientOptions {
   std::chrono::milliseconds control_timeout{10'000};
   /// Time to establish a connection before requests waiting on it fail with UNAVAILABLE.
   std::chrono::milliseconds connect_timeout{3'000};
+  /// After a failed connection attempt the next one waits this long, doubling (with ±20 %
+  /// jitter) after each consecutive failure up to reconnect_backoff_max; a success resets it.
+  /// Meanwhile requests for that endpoint fail at once with UNAVAILABLE, so that they go to
+  /// another endpoint or the fallback instead of waiting, and a dead server is not hammered.
+  std::chrono::milliseconds reconnect_backoff{100};
+  std::chrono::milliseconds reconnect_backoff_max{5'000};
   /// Interval of HTTP/2 PINGs while calls wait for answers, to notice a peer that vanished
   /// without closing the connection; zero disables keepalive. Pings are never sent on an idle
   /// connection. gRPC servers (Triton included) by default refuse more than two pings in five

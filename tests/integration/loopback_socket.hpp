@@ -37,6 +37,6 @@ class LoopbackSocket {
 };
 
 // A loopback URL with nothing listening: the port was bound, then released.
-std::string unused_url() { return LoopbackSocket(false).url(); }
+inline std::string unused_url() { return LoopbackSocket(false).url(); }
 
 }  // namespace sonic::test

@@ -101,6 +101,36 @@ TEST_CASE("no server listening is UNAVAILABLE within 1 s") {
   CHECK_THROWS_AS(client.server_live(), Error);
 }
 
+TEST_CASE("after a failed connection attempt, the next waits its backoff and requests fail fast") {
+  LoopbackSocket reserved(false);  // bound, not listening: connects are refused
+  ClientOptions options;
+  options.retry.max_attempts = 1;
+  options.validate_inputs = false;  // one connection attempt per request, not a metadata fetch too
+  options.reconnect_backoff = 300ms;
+  Client client(reserved.url(), options);
+  auto message_of = [&] {
+    try {
+      (void)client.infer(simple_request(1, 2));
+    } catch (const Error& e) {
+      CHECK(e.code() == StatusCode::Unavailable);
+      return std::string(e.message());
+    }
+    FAIL("must throw");
+    return std::string();
+  };
+  CHECK(message_of().find("Connection refused") != std::string::npos);
+  auto start = std::chrono::steady_clock::now();
+  std::string waiting = message_of();  // inside the backoff: no new attempt
+  CHECK(ms_since(start) < 100);
+  CHECK(waiting.find("next attempt in") != std::string::npos);
+  CHECK(waiting.find("Connection refused") != std::string::npos);    // and why the last failed
+  std::this_thread::sleep_for(400ms);                                // backoff (300 ms +20 %) over
+  CHECK(message_of().find("next attempt in") == std::string::npos);  // a real attempt again
+  // The next backoff doubles: still waiting 400 ms later.
+  std::this_thread::sleep_for(400ms);
+  CHECK(message_of().find("next attempt in") != std::string::npos);
+}
+
 TEST_CASE("a slow model and a short deadline give DEADLINE_EXCEEDED on time") {
   LoopbackServer server;
   Client client(server.url());

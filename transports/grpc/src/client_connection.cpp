@@ -18,11 +18,12 @@ const std::string kUserAgent = std::string("sonic/") + kVersion;
 }  // namespace
 
 ClientConnection::ClientConnection(asio::io_context& io, Endpoint endpoint,
-                                   const ClientOptions& options)
+                                   const ClientOptions& options, ConnectionEvents events)
     : H2Session(asio::ip::tcp::socket(io)),
       io_(io),
       endpoint_(std::move(endpoint)),
       options_(options),
+      events_(std::move(events)),
       resolver_(io),
       connect_timer_(io),
       keepalive_timer_(io) {
@@ -60,6 +61,9 @@ void ClientConnection::connect() {
 }
 
 void ClientConnection::connect_failed(const std::string& why) {
+  if (events_.connected) {
+    asio::post(io_, [connected = events_.connected, why] { connected(why); });
+  }
   state_ = State::Closed;
   lost_ = true;
   connect_timer_.cancel();
@@ -104,6 +108,9 @@ void ClientConnection::on_connected() {
     return connect_failed(std::string("cannot send SETTINGS: ") + nghttp2_strerror(err));
   }
   state_ = State::Ready;
+  if (events_.connected) {
+    asio::post(io_, [connected = events_.connected] { connected(std::string()); });
+  }
   start_reading();
   auto waiting = std::move(waiting_);
   waiting_.clear();
@@ -115,6 +122,7 @@ void ClientConnection::on_connected() {
 }
 
 void ClientConnection::submit(std::shared_ptr<ClientCall> call) {
+  call->connection = std::static_pointer_cast<ClientConnection>(shared_from_this());
   arm_deadline(call);
   if (call->finished) return;
   switch (state_) {
@@ -142,17 +150,20 @@ void ClientConnection::arm_deadline(const std::shared_ptr<ClientCall>& call) {
   auto self = std::static_pointer_cast<ClientConnection>(shared_from_this());
   call->timer->async_wait([self, weak](std::error_code ec) {
     auto expired = weak.lock();
-    if (ec || !expired || expired->finished) return;
-    if (expired->stream_id > 0 && !self->lost_) {
-      // Tell the server to stop working on it; the stream's close event finds it finished.
-      nghttp2_submit_rst_stream(self->session_, NGHTTP2_FLAG_NONE, expired->stream_id,
-                                NGHTTP2_CANCEL);
-      self->streams_.erase(expired->stream_id);
-      self->flush();
-    }
-    self->complete(expired, Error(StatusCode::DeadlineExceeded,
-                                  "no response from " + self->describe() + " before the deadline"));
+    if (ec || !expired) return;
+    self->abandon(expired, Error(StatusCode::DeadlineExceeded,
+                                 "no response from " + self->describe() + " before the deadline"));
   });
+}
+
+void ClientConnection::abandon(const std::shared_ptr<ClientCall>& call, Error why) {
+  if (call->finished) return;
+  if (call->stream_id > 0 && !lost_ && streams_.erase(call->stream_id) > 0) {
+    // Tell the server to stop working on it; the stream's close event finds it gone.
+    nghttp2_submit_rst_stream(session_, NGHTTP2_FLAG_NONE, call->stream_id, NGHTTP2_CANCEL);
+    flush();
+  }
+  complete(call, std::move(why));
 }
 
 void ClientConnection::start_stream(const std::shared_ptr<ClientCall>& call) {
@@ -258,6 +269,7 @@ int ClientConnection::on_frame_not_send(nghttp2_session*, const nghttp2_frame* f
   auto call = self->find(frame->hd.stream_id);
   if (!call) return 0;
   self->streams_.erase(frame->hd.stream_id);
+  if (!self->usable() && self->hand_back(call)) return 0;
   self->complete(call, Error(StatusCode::Unavailable,
                              "the call could not start on the connection to " + self->describe() +
                                  " (" + nghttp2_strerror(lib_error) +
@@ -273,18 +285,30 @@ int ClientConnection::on_stream_close(nghttp2_session*, std::int32_t stream_id,
   auto call = std::move(it->second);
   self->streams_.erase(it);
   if (call->finished) return 0;
-  // REFUSED_STREAM means the server did not process the stream (typically: more streams than
-  // its limit, sent before its SETTINGS arrived). Like gRPC, start it again transparently.
-  constexpr int kMaxRefusals = 5;
-  if (error_code == NGHTTP2_REFUSED_STREAM && !call->grpc_status && call->http_status == 0 &&
-      self->usable() && call->refusals < kMaxRefusals) {
-    ++call->refusals;
-    call->reset_for_retry();
-    self->start_stream(call);
-    return 0;
+  // REFUSED_STREAM means the server did not process the stream: more streams than its limit,
+  // sent before its SETTINGS arrived, or a stream above the last one a GOAWAY said it would
+  // process. Like gRPC, start it again transparently: here, or on a new connection after GOAWAY.
+  if (error_code == NGHTTP2_REFUSED_STREAM && !call->grpc_status && call->http_status == 0) {
+    if (!self->usable()) {
+      if (self->hand_back(call)) return 0;
+    } else if (call->refusals < ClientCall::kMaxRefusals) {
+      ++call->refusals;
+      call->reset_for_retry();
+      self->start_stream(call);
+      return 0;
+    }
   }
   self->finish_stream(call, error_code);
   return 0;
+}
+
+bool ClientConnection::hand_back(const std::shared_ptr<ClientCall>& call) {
+  if (!events_.restart || call->refusals >= ClientCall::kMaxRefusals) return false;
+  ++call->refusals;
+  call->reset_for_retry();
+  // Posted: this runs inside nghttp2's callbacks, where starting a connection must not happen.
+  asio::post(io_, [restart = events_.restart, call] { restart(call); });
+  return true;
 }
 
 void ClientConnection::finish_stream(const std::shared_ptr<ClientCall>& call,

@@ -4,6 +4,7 @@
 
 #include <chrono>
 #include <deque>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -19,6 +20,8 @@
 
 namespace sonic::grpc {
 
+class ClientConnection;
+
 /// One unary gRPC call: a request body, its deadline, and the handler of its outcome.
 struct ClientCall {
   ClientCall(std::string method_path, std::shared_ptr<OutgoingBody> request_body,
@@ -29,6 +32,9 @@ struct ClientCall {
         response_raw_field(raw_field),
         max_response_bytes(max_message_bytes),
         reader(raw_field, max_message_bytes) {}
+
+  /// Times a call may be refused unprocessed and started again before it fails UNAVAILABLE.
+  static constexpr int kMaxRefusals = 5;
 
   /// Forgets a refused attempt so that the call can start again on a new stream.
   void reset_for_retry() {
@@ -53,6 +59,7 @@ struct ClientCall {
   detail::UniqueFunction<void(Result<ReceivedMessage>)> done;
 
   // Progress, owned by the connection.
+  std::weak_ptr<ClientConnection> connection;  // the one it was last submitted to
   std::int32_t stream_id = 0;
   MessageReader reader;
   int http_status = 0;
@@ -66,16 +73,30 @@ struct ClientCall {
       parked;  // outcome held until the body's bytes are released
 };
 
+/// What a connection reports to the transport that owns it; called on the io thread, never
+/// inside a call into the connection.
+struct ConnectionEvents {
+  /// A call the server never processed (refused by GOAWAY, or never started on this connection):
+  /// it should start again on a new connection.
+  std::function<void(std::shared_ptr<ClientCall>)> restart;
+  /// The outcome of connecting: an empty string once connected, else why it failed.
+  std::function<void(const std::string& failure)> connected;
+};
+
 /// A client connection. Created per endpoint; replaced when it fails or receives GOAWAY.
 class ClientConnection final : public H2Session {
  public:
-  ClientConnection(asio::io_context& io, Endpoint endpoint, const ClientOptions& options);
+  ClientConnection(asio::io_context& io, Endpoint endpoint, const ClientOptions& options,
+                   ConnectionEvents events);
   ~ClientConnection() override;
 
   /// Resolves and connects; calls submitted meanwhile wait (bounded by connect_timeout).
   void connect();
   /// Starts a call, or queues it until the connection is up.
   void submit(std::shared_ptr<ClientCall> call);
+  /// Completes the call with `why` now, resetting its stream (CANCEL) if it has one, so that the
+  /// server stops working on it.
+  void abandon(const std::shared_ptr<ClientCall>& call, Error why);
   /// Completes every call with `code` and closes the connection.
   void shutdown(StatusCode code, const std::string& why);
   /// False once the connection failed, was shut down, or the server sent GOAWAY.
@@ -94,6 +115,9 @@ class ClientConnection final : public H2Session {
   void schedule_keepalive();
   std::shared_ptr<ClientCall> find(std::int32_t stream_id) const;
   std::string describe() const;
+  // Gives a call the server never processed back to the transport, to start on a new
+  // connection; false when it may not be restarted again.
+  bool hand_back(const std::shared_ptr<ClientCall>& call);
 
   void on_connection_lost(const std::string& why) override;
   void on_body_released(OutgoingBody& body) override;
@@ -109,6 +133,7 @@ class ClientConnection final : public H2Session {
   asio::io_context& io_;
   Endpoint endpoint_;
   const ClientOptions& options_;
+  ConnectionEvents events_;
   std::string authority_;
   State state_ = State::Idle;
   bool goaway_ = false;

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <memory>
 #include <mutex>
+#include <random>
 #include <thread>
 #include <vector>
 
@@ -31,6 +32,7 @@ class GrpcTransport final : public Transport {
       closing_ = true;
     }
     asio::post(io_, [this] {
+      stopped_ = true;
       for (auto& weak : connections_) {
         if (auto connection = weak.lock())
           connection->shutdown(StatusCode::Cancelled, "the client was destroyed");
@@ -42,7 +44,8 @@ class GrpcTransport final : public Transport {
     thread_.join();
   }
 
-  void infer_async(InferRequest request, Deadline deadline, Callback<InferResult> done) override {
+  void infer_async(InferRequest request, Deadline deadline, std::shared_ptr<CancelSignal> cancel,
+                   Callback<InferResult> done) override {
     auto body = encode_infer_request(request, options_.max_message_bytes);
     auto complete = [done = std::move(done)](Result<ReceivedMessage> message) mutable {
       if (!message) return done(message.error());
@@ -52,6 +55,7 @@ class GrpcTransport final : public Transport {
     auto call = make_call("ModelInfer", std::move(*body), deadline, kRawOutputField);
     call->headers = request.headers();
     call->done = std::move(complete);
+    if (cancel) watch(*cancel, call);
     start(std::move(call));
   }
 
@@ -173,6 +177,25 @@ class GrpcTransport final : public Transport {
     start(std::move(call));
   }
 
+  // Makes `cancel` stop the call on the network thread: reset its stream, answer CANCELLED.
+  void watch(CancelSignal& cancel, const std::shared_ptr<ClientCall>& call) {
+    cancel.on_cancel([this, weak = std::weak_ptr<ClientCall>(call)] {
+      std::lock_guard<std::mutex> lock(mutex_);
+      if (closing_) return;  // the destructor completes every call anyway
+      asio::post(io_, [weak] {
+        auto cancelled = weak.lock();
+        if (!cancelled || cancelled->finished) return;
+        Error why(StatusCode::Cancelled, "the request was cancelled by the caller");
+        if (auto connection = cancelled->connection.lock()) {
+          return connection->abandon(cancelled, std::move(why));
+        }
+        auto done = std::move(cancelled->done);  // not submitted yet: nothing on the wire
+        cancelled->finished = true;
+        done(std::move(why));
+      });
+    });
+  }
+
   // Completes with an error found before sending, on the network thread (never inline).
   void fail(Error error, MessageHandler done) {
     auto task = [error = std::move(error), done = std::move(done)]() mutable {
@@ -196,14 +219,31 @@ class GrpcTransport final : public Transport {
       done(Error(StatusCode::Cancelled, "the client is being destroyed"));
       return;
     }
-    asio::post(io_,
-               [this, call = std::move(call)]() mutable { connection().submit(std::move(call)); });
+    asio::post(io_, [this, call = std::move(call)]() mutable { submit(std::move(call)); });
   }
 
-  // The connection new calls go to: the current one while usable, else a fresh one.
-  ClientConnection& connection() {
+  // On the network thread: the call goes to the current connection while it is usable, else to
+  // a fresh one, unless the last attempt to connect failed and its backoff is not over.
+  void submit(std::shared_ptr<ClientCall> call) {
+    if (call->finished) return;  // cancelled before it got here
+    if (stopped_) {
+      call->finished = true;
+      auto done = std::move(call->done);
+      return done(Error(StatusCode::Cancelled, "the client was destroyed"));
+    }
     if (!current_ || !current_->usable()) {
-      current_ = std::make_shared<ClientConnection>(io_, endpoint_, options_);
+      if (auto wait = next_connect_ - Clock::now(); wait > Clock::duration::zero()) {
+        call->finished = true;
+        auto done = std::move(call->done);
+        auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(wait).count();
+        return done(Error(StatusCode::Unavailable, "cannot connect to " + endpoint_.url + " (" +
+                                                       connect_failure_ + "); next attempt in " +
+                                                       std::to_string(ms) + " ms"));
+      }
+      current_ = std::make_shared<ClientConnection>(
+          io_, endpoint_, options_,
+          ConnectionEvents{[this](std::shared_ptr<ClientCall> refused) { submit(refused); },
+                           [this](const std::string& failure) { on_connect(failure); }});
       connections_.erase(
           std::remove_if(connections_.begin(), connections_.end(),
                          [](const std::weak_ptr<ClientConnection>& c) { return c.expired(); }),
@@ -211,7 +251,26 @@ class GrpcTransport final : public Transport {
       connections_.push_back(current_);
       current_->connect();
     }
-    return *current_;
+    current_->submit(std::move(call));
+  }
+
+  // Reconnect backoff bookkeeping, on the network thread.
+  void on_connect(const std::string& failure) {
+    if (failure.empty()) {
+      failed_connects_ = 0;
+      next_connect_ = {};
+      return;
+    }
+    ++failed_connects_;
+    connect_failure_ = failure;
+    double ms = static_cast<double>(options_.reconnect_backoff.count());
+    for (int i = 1; i < failed_connects_ && ms < options_.reconnect_backoff_max.count(); ++i) {
+      ms *= 2;
+    }
+    ms = std::min(ms, static_cast<double>(options_.reconnect_backoff_max.count()));
+    std::uniform_real_distribution<double> jitter(0.8, 1.2);
+    next_connect_ = Clock::now() + std::chrono::microseconds(
+                                       static_cast<std::int64_t>(ms * 1000 * jitter(random_)));
   }
 
   Endpoint endpoint_;
@@ -224,6 +283,11 @@ class GrpcTransport final : public Transport {
   // Network-thread state.
   std::shared_ptr<ClientConnection> current_;
   std::vector<std::weak_ptr<ClientConnection>> connections_;  // including draining ones
+  bool stopped_ = false;            // the destructor has closed every connection
+  int failed_connects_ = 0;         // consecutive
+  Clock::time_point next_connect_;  // no new connection before this
+  std::string connect_failure_;     // why the last attempt failed
+  std::mt19937 random_{std::random_device{}()};
 };
 
 const bool registered = [] {
