@@ -125,40 +125,40 @@ class Client {
   /// Whether the server is live. Throws sonic::Error when it cannot be asked.
   bool server_live() {
     return detail::call_sync<bool>([&](Callback<bool> done) {
-      core_->control_transport().server_live_async(core_->control_deadline(), std::move(done));
+      core_->control_transport()->server_live_async(core_->control_deadline(), std::move(done));
     });
   }
   /// Whether the server is ready for inference.
   bool server_ready() {
     return detail::call_sync<bool>([&](Callback<bool> done) {
-      core_->control_transport().server_ready_async(core_->control_deadline(), std::move(done));
+      core_->control_transport()->server_ready_async(core_->control_deadline(), std::move(done));
     });
   }
   /// Whether a model is loaded and ready (empty version: the server's choice).
   bool model_ready(const std::string& model, const std::string& version = {}) {
     return detail::call_sync<bool>([&](Callback<bool> done) {
-      core_->control_transport().model_ready_async(model, version, core_->control_deadline(),
-                                                   std::move(done));
+      core_->control_transport()->model_ready_async(model, version, core_->control_deadline(),
+                                                    std::move(done));
     });
   }
   /// The server's name, version and protocol extensions.
   ServerMetadata server_metadata() {
     return detail::call_sync<ServerMetadata>([&](Callback<ServerMetadata> done) {
-      core_->control_transport().server_metadata_async(core_->control_deadline(), std::move(done));
+      core_->control_transport()->server_metadata_async(core_->control_deadline(), std::move(done));
     });
   }
   /// A model's inputs and outputs (fetched now, not from the validation cache).
   ModelMetadata model_metadata(const std::string& model, const std::string& version = {}) {
     return detail::call_sync<ModelMetadata>([&](Callback<ModelMetadata> done) {
-      core_->control_transport().model_metadata_async(model, version, core_->control_deadline(),
-                                                      std::move(done));
+      core_->control_transport()->model_metadata_async(model, version, core_->control_deadline(),
+                                                       std::move(done));
     });
   }
   /// A model's configuration as JSON (Triton's ModelConfig message in protobuf's JSON mapping).
   std::string model_config(const std::string& model, const std::string& version = {}) {
     return detail::call_sync<std::string>([&](Callback<std::string> done) {
-      core_->control_transport().model_config_async(model, version, core_->control_deadline(),
-                                                    std::move(done));
+      core_->control_transport()->model_config_async(model, version, core_->control_deadline(),
+                                                     std::move(done));
     });
   }
   /// Statistics of one model, or of all models when `model` is empty.
@@ -166,7 +166,7 @@ class Client {
                                                 const std::string& version = {}) {
     return detail::call_sync<std::vector<ModelStatistics>>(
         [&](Callback<std::vector<ModelStatistics>> done) {
-          core_->control_transport().model_statistics_async(
+          core_->control_transport()->model_statistics_async(
               model, version, core_->control_deadline(), std::move(done));
         });
   }

@@ -9,6 +9,9 @@
 #include <utility>
 #include <vector>
 
+#include <functional>
+
+#include "sonic/error.hpp"
 #include "sonic/retry.hpp"
 #include "sonic/stats.hpp"
 
@@ -16,12 +19,37 @@ namespace sonic {
 
 class CpuExecutor;
 
+/// Looks up a host name: the addresses it stands for now, each as "address:port" (an IPv6
+/// address in brackets: "[::1]:8001"). It may block; sonic calls it on a thread of its own.
+using Resolver =
+    std::function<Result<std::vector<std::string>>(const std::string& host, std::uint16_t port)>;
+
+/// How endpoints given by host name are looked up.
+struct Resolution {
+  /// Make every address of a host name an endpoint of its own, as a Kubernetes headless service
+  /// or a DNS round robin intends: requests balance over all of them and each has its own
+  /// circuit breaker. Off (the default, like gRPC's pick-first): a name is one endpoint,
+  /// connected to its first reachable address. IP literals are never looked up.
+  bool each_address = false;
+  /// With each_address: how often names are looked up again. New addresses join the rotation;
+  /// vanished ones take no new requests and close once their requests are done.
+  std::chrono::milliseconds interval{30'000};
+  /// Most addresses taken from one name; further ones are ignored (and logged).
+  std::size_t max_addresses = 64;
+  /// The lookup; empty means the system's (getaddrinfo, through the linked transport). Set it
+  /// to plug in another discovery service.
+  Resolver resolver;
+};
+
 /// How a Client connects and behaves. Every field has a default that suits a grid job talking
 /// to a Triton-like server; change only what you need.
 struct ClientOptions {
   /// Endpoint URLs: "grpc://host:port". Requests go to the healthy endpoint with the fewest
   /// requests in flight; a failing one is ejected for a while (see `breaker`).
   std::vector<std::string> endpoints;
+
+  /// Whether a host name stands for one endpoint or for each of its addresses.
+  Resolution resolution;
 
   /// Retries of failed requests (by default: up to 3 attempts on UNAVAILABLE).
   RetryPolicy retry;

@@ -173,6 +173,17 @@ class TransportRegistry {
     return factories_.find(scheme) != factories_.end();
   }
 
+  /// Installs the system's name lookup; transport libraries, which have one, do this.
+  void set_resolver(Resolver resolver) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    resolver_ = std::move(resolver);
+  }
+  /// The system's name lookup; empty when no linked transport provides one.
+  Resolver resolver() const {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return resolver_;
+  }
+
  private:
   static std::string link_hint(std::string_view scheme) {
     if (scheme == "grpc") return "link the CMake target sonic::grpc";
@@ -183,7 +194,22 @@ class TransportRegistry {
 
   mutable std::mutex mutex_;
   std::map<std::string, TransportFactory, std::less<>> factories_;
+  Resolver resolver_;
 };
+
+/// Whether `host` is an IP address literal (which is never looked up) rather than a name.
+inline bool is_ip_literal(std::string_view host) {
+  if (host.find(':') != std::string_view::npos) return true;  // IPv6
+  int dots = 0;
+  for (char c : host) {
+    if (c == '.') {
+      ++dots;
+    } else if (c < '0' || c > '9') {
+      return false;
+    }
+  }
+  return dots == 3;
+}
 
 /// The program-wide registry (one instance, whatever the number of translation units).
 inline TransportRegistry& transport_registry() {

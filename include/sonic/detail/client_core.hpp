@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "sonic/cancel.hpp"
+#include "sonic/detail/endpoint_pool.hpp"
 #include "sonic/detail/thread_pool.hpp"
 #include "sonic/detail/timer_queue.hpp"
 #include "sonic/error.hpp"
@@ -57,39 +58,28 @@ class ClientCore {
                   "no endpoint given: pass a URL such as grpc://127.0.0.1:8001");
     }
     check_headers(options_.headers).value();
-    for (const auto& url : options_.endpoints) {
-      Endpoint endpoint = parse_endpoint(url).value();
-      auto slot = std::make_unique<Slot>();
-      slot->url = url;
-      slot->transport = transport_registry().create(endpoint, options_).value();
-      slots_.push_back(std::move(slot));
-    }
-    stats_.endpoints.resize(slots_.size());
+    endpoints_ = std::make_shared<EndpointPool>(options_, *timers_);
+    endpoints_->start();
   }
 
   ~ClientCore() {
     {
       std::lock_guard<std::mutex> lock(mutex_);
-      closing_ = true;  // from now on nothing is retried, probed or scheduled
+      closing_ = true;  // from now on nothing is retried or scheduled
     }
-    timers_.reset();  // runs pending retries at once: they complete with CANCELLED
-    // Destroying a transport completes its outstanding calls with CANCELLED. The pointer stays
-    // set meanwhile: a completion arriving during destruction may still read it.
-    for (auto& slot : slots_) {
-      delete slot->transport.get();
-      (void)slot->transport.release();
-    }
+    // Destroying the transports completes their outstanding calls with CANCELLED; then the
+    // timer thread runs pending retries at once, and they complete with CANCELLED too.
+    endpoints_->close();
+    timers_.reset();
   }
 
   const ClientOptions& options() const noexcept { return options_; }
 
-  /// The transport for control calls: the first endpoint not ejected (else the first).
-  Transport& control_transport() {
-    std::lock_guard<std::mutex> lock(mutex_);
-    for (auto& slot : slots_) {
-      if (!slot->ejected) return *slot->transport;
-    }
-    return *slots_.front()->transport;
+  /// The transport for control calls: the first endpoint in rotation. Held only for the call.
+  std::shared_ptr<Transport> control_transport() {
+    auto transport = endpoints_->control_transport();
+    if (!transport) throw Error(StatusCode::Cancelled, "the client is being destroyed");
+    return transport;
   }
 
   Deadline request_deadline(const InferRequest& request) const {
@@ -138,10 +128,7 @@ class ClientCore {
   ClientStats stats() const {
     std::lock_guard<std::mutex> lock(mutex_);
     ClientStats copy = stats_;
-    for (std::size_t i = 0; i < slots_.size(); ++i) {
-      copy.endpoints[i].url = slots_[i]->url;
-      copy.endpoints[i].healthy = !slots_[i]->ejected;
-    }
+    copy.endpoints = endpoints_->stats();
     return copy;
   }
 
@@ -177,7 +164,7 @@ class ClientCore {
     // Another request is already fetching: waiting for it could outlast this request's own
     // deadline, so send now and let the server validate.
     if (!fetch) return attempt(flight);
-    control_transport().model_metadata_async(
+    control_transport()->model_metadata_async(
         flight->request.model_name(), flight->request.model_version(),
         std::min(flight->deadline, control_deadline()),
         [this, key, flight](Result<ModelMetadata> metadata) {
@@ -186,7 +173,7 @@ class ClientCore {
             if (auto ok = validate_request(**model_metadata, flight->request); !ok) {
               return finish(flight, ok.error());
             }
-          } else if (model_metadata.code() == StatusCode::NotFound && slots_.size() == 1) {
+          } else if (model_metadata.code() == StatusCode::NotFound && endpoints_->active() == 1) {
             const Error& e = model_metadata.error();
             return give_up(flight, Error(e.code(), "model '" + flight->request.model_name() +
                                                        "': " + e.message()));
@@ -196,33 +183,14 @@ class ClientCore {
         });
   }
 
-  struct Slot {
-    std::string url;
-    std::unique_ptr<Transport> transport;
-    // Guarded by ClientCore::mutex_.
-    int consecutive_failures = 0;
-    bool ejected = false;
-    bool probing = false;
-    Clock::time_point rest_until{};
-    std::map<std::string, Clock::time_point> missing_models;  // model key -> recheck time
-  };
-
   static std::string model_key(const InferRequest& request) {
     return request.model_name() + '\0' + request.model_version();
-  }
-
-  // Whether `slot` answered NOT_FOUND for the model recently (guarded by mutex_).
-  static bool lacks(const Slot& slot, const std::string& model, Clock::time_point now) {
-    auto it = slot.missing_models.find(model);
-    return it != slot.missing_models.end() && it->second > now;
   }
 
   struct CacheEntry {
     std::shared_ptr<const ModelMetadata> metadata;
     bool fetching = false;
   };
-
-  static constexpr std::size_t kNone = SIZE_MAX;
 
   void log(LogLevel level, const std::string& message) const {
     if (options_.log) options_.log(level, message);
@@ -234,31 +202,6 @@ class ClientCore {
     return model ? *model : nullptr;
   }
 
-  // Healthy endpoint with the fewest attempts in flight, avoiding `avoid` when another is
-  // healthy. kNone when every endpoint is ejected.
-  std::size_t pick(std::size_t avoid, const std::string& model) {
-    std::lock_guard<std::mutex> lock(mutex_);
-    const std::size_t n = slots_.size();
-    const auto now = Clock::now();
-    std::size_t best = kNone;
-    auto better = [&](std::size_t i) {
-      if (best == kNone) return true;
-      if ((i == avoid) != (best == avoid)) return best == avoid;
-      return stats_.endpoints[i].outstanding < stats_.endpoints[best].outstanding;
-    };
-    // Start the scan one further each time, so that ties rotate over the endpoints.
-    std::size_t start = rotation_++ % n;
-    for (std::size_t k = 0; k < n; ++k) {
-      std::size_t i = (start + k) % n;
-      if (!slots_[i]->ejected && !lacks(*slots_[i], model, now) && better(i)) best = i;
-    }
-    if (best != kNone) {
-      ++stats_.endpoints[best].outstanding;
-      ++stats_.endpoints[best].attempts;
-    }
-    return best;
-  }
-
   void attempt(const std::shared_ptr<Flight>& flight) {
     if (flight->completed) return;
     if (closing()) return finish(flight, Error(StatusCode::Cancelled, "the client was destroyed"));
@@ -266,13 +209,15 @@ class ClientCore {
       return finish(flight, Error(StatusCode::DeadlineExceeded,
                                   "deadline passed before an attempt could be made"));
     }
-    std::size_t slot = pick(flight->last_slot, model_key(flight->request));
-    if (slot == kNone) {
+    auto picked = endpoints_->pick(flight->last_slot, model_key(flight->request));
+    if (!picked) {
       if (flight->not_found) return give_up(flight, *flight->not_found);
-      return give_up(flight, Error(StatusCode::Unavailable, "no endpoint available: all " +
-                                                                std::to_string(slots_.size()) +
-                                                                " are ejected after failures"));
+      return give_up(flight,
+                     Error(StatusCode::Unavailable, "no endpoint available: all " +
+                                                        std::to_string(endpoints_->active()) +
+                                                        " are ejected after failures"));
     }
+    std::size_t slot = picked->slot;
     if (++flight->attempts > 1) {
       std::lock_guard<std::mutex> lock(mutex_);
       ++stats_.retries;
@@ -290,7 +235,7 @@ class ClientCore {
     }
     if (flight->completed) stop->cancel();  // cancelled meanwhile: the transport answers at once
     auto started = Clock::now();
-    slots_[slot]->transport->infer_async(
+    picked->transport->infer_async(
         flight->request, attempt_deadline, stop,
         [this, flight, slot, started, attempt_deadline, stop](Result<InferResult> result) mutable {
           // The stop action refers to the transport: it must not outlive the attempt.
@@ -311,20 +256,16 @@ class ClientCore {
     bool attempt_timed_out =
         code == StatusCode::DeadlineExceeded && attempt_deadline < flight->deadline;
     bool server_failure = code == StatusCode::Unavailable || attempt_timed_out;
-    record(slot, result.ok(), server_failure, Clock::now() - started);
+    endpoints_->record(slot, result.ok(), server_failure, Clock::now() - started);
     if (result) {
       if (local_mode_.exchange(false))
         log(LogLevel::Info, "servers answer again: requests go remote");
       return finish(flight, std::move(result));
     }
-    if (code == StatusCode::NotFound && slots_.size() > 1) {
+    if (code == StatusCode::NotFound && endpoints_->active() > 1) {
       // Servers may host different models: remember that this one lacks it, and try the
       // others at once (pick() skips the endpoints known to lack the model).
-      {
-        std::lock_guard<std::mutex> lock(mutex_);
-        slots_[slot]->missing_models[model_key(flight->request)] =
-            Clock::now() + options_.breaker.model_recheck;
-      }
+      endpoints_->lacks_model(slot, model_key(flight->request));
       flight->not_found = result.error();
       return attempt(flight);
     }
@@ -380,92 +321,6 @@ class ClientCore {
     });
   }
 
-  // Breaker bookkeeping for one attempt's outcome.
-  void record(std::size_t slot, bool ok, bool server_failure, Clock::duration latency) {
-    bool ejected_now = false;
-    {
-      std::lock_guard<std::mutex> lock(mutex_);
-      auto& s = *slots_[slot];
-      auto& e = stats_.endpoints[slot];
-      --e.outstanding;
-      if (ok) {
-        ++e.successes;
-        e.latency_ns += static_cast<std::uint64_t>(
-            std::chrono::duration_cast<std::chrono::nanoseconds>(latency).count());
-        s.consecutive_failures = 0;
-        return;
-      }
-      ++e.failures;
-      if (!server_failure) return;
-      // Without a fallback the last endpoint in rotation stays in it: trying a failing server
-      // beats refusing every request outright.
-      std::size_t in_rotation = 0;
-      for (const auto& other : slots_) in_rotation += other->ejected ? 0 : 1;
-      bool can_eject = in_rotation > 1 || options_.fallback != nullptr;
-      s.consecutive_failures =
-          std::min(s.consecutive_failures + 1, options_.breaker.failures_to_eject);
-      if (s.consecutive_failures >= options_.breaker.failures_to_eject && !s.ejected && can_eject) {
-        s.ejected = true;
-        s.rest_until = Clock::now() + options_.breaker.cool_down;
-        ++e.ejections;
-        ejected_now = true;
-      }
-    }
-    if (ejected_now) {
-      log(LogLevel::Warning, "endpoint " + slots_[slot]->url + " ejected after " +
-                                 std::to_string(options_.breaker.failures_to_eject) +
-                                 " consecutive failures");
-      schedule_probe();
-    }
-  }
-
-  // Probes ejected endpoints whose rest is over; reschedules itself while any is ejected.
-  void schedule_probe() {
-    std::lock_guard<std::mutex> lock(mutex_);
-    if (closing_ || probe_scheduled_) return;
-    probe_scheduled_ = true;
-    timers_->schedule(Clock::now() + options_.breaker.probe_interval, [this] { probe(); });
-  }
-
-  void probe() {
-    std::vector<std::size_t> due;
-    bool any_ejected = false;
-    {
-      std::lock_guard<std::mutex> lock(mutex_);
-      probe_scheduled_ = false;
-      if (closing_) return;
-      for (std::size_t i = 0; i < slots_.size(); ++i) {
-        auto& s = *slots_[i];
-        if (!s.ejected) continue;
-        any_ejected = true;
-        if (!s.probing && Clock::now() >= s.rest_until) {
-          s.probing = true;
-          due.push_back(i);
-        }
-      }
-    }
-    for (std::size_t i : due) {
-      slots_[i]->transport->server_ready_async(
-          Clock::now() + options_.breaker.cool_down, [this, i](Result<bool> ready) {
-            bool back = false;
-            {
-              std::lock_guard<std::mutex> lock(mutex_);
-              auto& s = *slots_[i];
-              s.probing = false;
-              if (ready && *ready) {
-                s.ejected = false;
-                s.consecutive_failures = 0;
-                back = true;
-              } else {
-                s.rest_until = Clock::now() + options_.breaker.cool_down;
-              }
-            }
-            if (back) log(LogLevel::Info, "endpoint " + slots_[i]->url + " is back in rotation");
-          });
-    }
-    if (any_ejected) schedule_probe();
-  }
-
   // Caches fetched metadata; a failure is not cached, since the model may appear later.
   Result<std::shared_ptr<const ModelMetadata>> remember(const std::string& key,
                                                         Result<ModelMetadata> metadata) {
@@ -509,15 +364,13 @@ class ClientCore {
   ClientOptions options_;
   mutable std::mutex mutex_;
   bool closing_ = false;
-  bool probe_scheduled_ = false;
-  std::size_t rotation_ = 0;
   std::atomic<bool> local_mode_{false};
   std::map<std::string, CacheEntry> metadata_;
   ClientStats stats_;
   std::mt19937 random_;  // backoff jitter, guarded by mutex_
   std::shared_ptr<ThreadPool> callbacks_;
   std::unique_ptr<TimerQueue> timers_ = std::make_unique<TimerQueue>();
-  std::vector<std::unique_ptr<Slot>> slots_;  // last: transports go first, while the rest lives
+  std::shared_ptr<EndpointPool> endpoints_;  // closed first, while the rest lives
 };
 
 }  // namespace sonic::detail

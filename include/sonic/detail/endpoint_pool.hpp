@@ -1,0 +1,457 @@
+// sonic — a Client's endpoints: their transports, least-outstanding choice, circuit breaker,
+// health probes, and the addresses behind host names, looked up again as they change.
+#pragma once
+
+#include <algorithm>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <set>
+#include <string>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include "sonic/detail/timer_queue.hpp"
+#include "sonic/error.hpp"
+#include "sonic/options.hpp"
+#include "sonic/stats.hpp"
+#include "sonic/transport.hpp"
+
+namespace sonic::detail {
+
+/// The endpoints requests may go to. Thread-safe. Endpoints have fixed indices ("slots") for
+/// the pool's whole life, so that attempts can report back by index; an address that leaves
+/// a name's rotation drains, and its slot is reused once its transport is gone.
+///
+/// Transports are destroyed only by close() and by the drain check on the timer thread, never
+/// on one of their own threads, and never while anyone else holds them.
+class EndpointPool : public std::enable_shared_from_this<EndpointPool> {
+ public:
+  static constexpr std::size_t kNone = SIZE_MAX;
+
+  /// Where an attempt goes: a slot index and its transport (held only for the call).
+  struct Pick {
+    std::size_t slot = kNone;
+    std::shared_ptr<Transport> transport;
+  };
+
+  /// Creates the endpoints of options.endpoints, looking host names up now when
+  /// options.resolution.each_address asks for it. Throws sonic::Error(InvalidArgument) for a
+  /// malformed URL or an unlinked scheme. `timers` must outlive every task scheduled on it.
+  EndpointPool(ClientOptions options, TimerQueue& timers)
+      : options_(std::move(options)), timers_(timers) {
+    for (const auto& url : options_.endpoints) {
+      Endpoint endpoint = parse_endpoint(url).value();
+      if (options_.resolution.each_address && !is_ip_literal(endpoint.host)) {
+        add_name(endpoint);
+      } else {
+        auto& slot = new_slot();
+        activate(slot, url, make_transport(endpoint).value());
+      }
+    }
+  }
+
+  EndpointPool(const EndpointPool&) = delete;
+  EndpointPool& operator=(const EndpointPool&) = delete;
+
+  /// Starts the periodic lookups of host names (needs shared ownership, hence not in the
+  /// constructor).
+  void start() {
+    if (!names_.empty()) schedule_lookup();
+  }
+
+  /// Stops probing and looking up, then destroys every transport: their calls in flight
+  /// complete with CANCELLED before this returns. Idempotent.
+  void close() {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      if (closed_) return;
+      closed_ = true;
+    }
+    for (auto& slot : slots_) {
+      std::shared_ptr<Transport> transport;
+      {
+        std::lock_guard<std::mutex> lock(mutex_);
+        transport = std::move(slot->transport);
+      }
+      release(std::move(transport));
+    }
+  }
+
+  /// The healthy endpoint with the fewest attempts in flight that is not known to lack `model`,
+  /// avoiding `avoid` when another qualifies (ties rotate). Counts the attempt as outstanding
+  /// until record(). Nothing when no endpoint qualifies.
+  std::optional<Pick> pick(std::size_t avoid, const std::string& model) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (closed_ || slots_.empty()) return std::nullopt;
+    const std::size_t n = slots_.size();
+    const auto now = Clock::now();
+    std::size_t best = kNone;
+    auto better = [&](std::size_t i) {
+      if (best == kNone) return true;
+      if ((i == avoid) != (best == avoid)) return best == avoid;
+      return slots_[i]->stats.outstanding < slots_[best]->stats.outstanding;
+    };
+    // Start the scan one further each time, so that ties rotate over the endpoints.
+    std::size_t start = rotation_++ % n;
+    for (std::size_t k = 0; k < n; ++k) {
+      std::size_t i = (start + k) % n;
+      const Slot& s = *slots_[i];
+      if (s.state == State::Active && !s.ejected && !s.lacks(model, now) && better(i)) best = i;
+    }
+    if (best == kNone) return std::nullopt;
+    auto& stats = slots_[best]->stats;
+    ++stats.outstanding;
+    ++stats.attempts;
+    return Pick{best, slots_[best]->transport};
+  }
+
+  /// The outcome of an attempt picked from `slot`: breaker bookkeeping and statistics.
+  /// `server_failure`: the server or the path to it failed (UNAVAILABLE, a per-attempt
+  /// timeout), which counts toward ejection.
+  void record(std::size_t slot, bool ok, bool server_failure, Clock::duration latency) {
+    std::string ejected_url;
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      auto& s = *slots_[slot];
+      auto& e = s.stats;
+      --e.outstanding;
+      if (ok) {
+        ++e.successes;
+        e.latency_ns += static_cast<std::uint64_t>(
+            std::chrono::duration_cast<std::chrono::nanoseconds>(latency).count());
+        s.consecutive_failures = 0;
+        return;
+      }
+      ++e.failures;
+      if (!server_failure || s.state != State::Active) return;
+      // Without a fallback the last endpoint in rotation stays in it: trying a failing server
+      // beats refusing every request outright.
+      bool can_eject = in_rotation() > 1 || options_.fallback != nullptr;
+      s.consecutive_failures =
+          std::min(s.consecutive_failures + 1, options_.breaker.failures_to_eject);
+      if (s.consecutive_failures >= options_.breaker.failures_to_eject && !s.ejected && can_eject) {
+        s.ejected = true;
+        s.rest_until = Clock::now() + options_.breaker.cool_down;
+        ++e.ejections;
+        ejected_url = s.url;
+      }
+    }
+    if (!ejected_url.empty()) {
+      log(LogLevel::Warning, "endpoint " + ejected_url + " ejected after " +
+                                 std::to_string(options_.breaker.failures_to_eject) +
+                                 " consecutive failures");
+      schedule_probe();
+    }
+  }
+
+  /// `slot` answered NOT_FOUND for `model`: no request for it goes there for model_recheck.
+  void lacks_model(std::size_t slot, const std::string& model) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    slots_[slot]->missing_models[model] = Clock::now() + options_.breaker.model_recheck;
+  }
+
+  /// The transport for control calls: the first endpoint in rotation (else the first active).
+  /// Null once closed.
+  std::shared_ptr<Transport> control_transport() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    std::shared_ptr<Transport> fallback;
+    for (auto& slot : slots_) {
+      if (slot->state != State::Active) continue;
+      if (!slot->ejected) return slot->transport;
+      if (!fallback) fallback = slot->transport;
+    }
+    return fallback;
+  }
+
+  /// Endpoints that take requests now (healthy or not).
+  std::size_t active() const {
+    std::lock_guard<std::mutex> lock(mutex_);
+    std::size_t n = 0;
+    for (const auto& slot : slots_) n += slot->state == State::Active ? 1 : 0;
+    return n;
+  }
+
+  /// Statistics of the endpoints that exist now (draining ones included).
+  std::vector<EndpointStats> stats() const {
+    std::lock_guard<std::mutex> lock(mutex_);
+    std::vector<EndpointStats> all;
+    for (const auto& slot : slots_) {
+      if (slot->state == State::Vacant) continue;
+      all.push_back(slot->stats);
+      all.back().url = slot->url;
+      all.back().healthy = slot->state == State::Active && !slot->ejected;
+    }
+    return all;
+  }
+
+ private:
+  enum class State { Active, Draining, Vacant };
+
+  struct Slot {
+    // Guarded by EndpointPool::mutex_.
+    State state = State::Vacant;
+    std::string url;
+    std::size_t name = kNone;  // index in names_ when the address came from a host name
+    std::shared_ptr<Transport> transport;
+    EndpointStats stats;
+    int consecutive_failures = 0;
+    bool ejected = false;
+    bool probing = false;
+    Clock::time_point rest_until{};
+    std::map<std::string, Clock::time_point> missing_models;  // model key -> recheck time
+
+    bool lacks(const std::string& model, Clock::time_point now) const {
+      auto it = missing_models.find(model);
+      return it != missing_models.end() && it->second > now;
+    }
+  };
+
+  // A host name whose every address is an endpoint.
+  struct Name {
+    Endpoint endpoint;
+    bool looking_up = false;
+  };
+
+  void log(LogLevel level, const std::string& message) const {
+    if (options_.log) options_.log(level, message);
+  }
+
+  Result<std::shared_ptr<Transport>> make_transport(const Endpoint& endpoint) const {
+    auto transport = transport_registry().create(endpoint, options_);
+    if (!transport) return transport.error();
+    return std::shared_ptr<Transport>(std::move(*transport));
+  }
+
+  // Construction only (slots_ grows only before start(), while no other thread sees it).
+  Slot& new_slot() {
+    slots_.push_back(std::make_unique<Slot>());
+    return *slots_.back();
+  }
+
+  // Guarded by mutex_ after construction.
+  static void activate(Slot& slot, std::string url, std::shared_ptr<Transport> transport) {
+    slot.state = State::Active;
+    slot.url = std::move(url);
+    slot.transport = std::move(transport);
+    slot.stats = EndpointStats{};
+    slot.consecutive_failures = 0;
+    slot.ejected = false;
+    slot.probing = false;
+    slot.missing_models.clear();
+  }
+
+  std::size_t in_rotation() const {  // guarded by mutex_
+    std::size_t n = 0;
+    for (const auto& slot : slots_) n += slot->state == State::Active && !slot->ejected ? 1 : 0;
+    return n;
+  }
+
+  Resolver resolver() const {
+    return options_.resolution.resolver ? options_.resolution.resolver
+                                        : transport_registry().resolver();
+  }
+
+  // Reserves the slots of a host name and fills them with its addresses now. When the lookup
+  // fails, the name itself is the endpoint (its transport looks it up when connecting) until a
+  // later lookup succeeds.
+  void add_name(const Endpoint& endpoint) {
+    std::size_t index = names_.size();
+    names_.push_back(Name{endpoint, false});
+    std::size_t first = slots_.size();
+    for (std::size_t i = 0; i < options_.resolution.max_addresses; ++i) new_slot().name = index;
+    auto lookup = resolver();
+    auto addresses = lookup ? lookup(endpoint.host, endpoint.port)
+                            : Result<std::vector<std::string>>(
+                                  Error(StatusCode::Unavailable, "no resolver: link a transport"));
+    if (addresses && !addresses->empty()) {
+      apply(index, *addresses);
+      return;
+    }
+    log(LogLevel::Warning,
+        "endpoint " + endpoint.url + ": " +
+            (addresses ? std::string("no address") : addresses.error().message()) +
+            "; using the name as one endpoint until a lookup succeeds");
+    activate(*slots_[first], endpoint.url, make_transport(endpoint).value());
+  }
+
+  // Makes the name's active endpoints exactly `addresses`: new ones join, absent ones drain.
+  void apply(std::size_t name, const std::vector<std::string>& addresses) {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      if (closed_) return;
+    }
+    const Endpoint& base = names_[name].endpoint;
+    std::set<std::string> wanted;
+    for (const auto& address : addresses) {
+      if (wanted.size() == options_.resolution.max_addresses) {
+        log(LogLevel::Warning, "endpoint " + base.url + ": more than " +
+                                   std::to_string(options_.resolution.max_addresses) +
+                                   " addresses; ignoring the rest");
+        break;
+      }
+      wanted.insert(base.scheme + "://" + address);
+    }
+    std::vector<std::string> joining;
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      if (closed_) return;
+      for (auto& slot : slots_) {
+        if (slot->name != name || slot->state != State::Active) continue;
+        if (wanted.erase(slot->url) == 0) {
+          slot->state = State::Draining;  // no new requests; closed once its requests are done
+          log(LogLevel::Info, "endpoint " + slot->url + " left " + base.url + ": draining");
+        }
+      }
+      joining.assign(wanted.begin(), wanted.end());
+    }
+    for (auto& url : joining) {
+      auto endpoint = parse_endpoint(url);
+      Result<std::shared_ptr<Transport>> transport =
+          endpoint ? make_transport(*endpoint)
+                   : Result<std::shared_ptr<Transport>>(endpoint.error());
+      if (!transport) {
+        log(LogLevel::Error, "endpoint " + url + ": " + transport.error().message());
+        continue;
+      }
+      std::lock_guard<std::mutex> lock(mutex_);
+      if (closed_) return;
+      auto free_slot = std::find_if(slots_.begin(), slots_.end(), [&](const auto& slot) {
+        return slot->name == name && slot->state == State::Vacant;
+      });
+      if (free_slot == slots_.end()) {
+        log(LogLevel::Warning, "endpoint " + url + ": every slot of " + base.url +
+                                   " is busy draining; it joins at the next lookup");
+        continue;
+      }
+      activate(**free_slot, url, std::move(*transport));
+      log(LogLevel::Info, "endpoint " + url + " joined " + base.url);
+    }
+  }
+
+  void schedule_lookup() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (closed_) return;
+    std::weak_ptr<EndpointPool> weak = weak_from_this();
+    timers_.schedule(Clock::now() + options_.resolution.interval, [weak] {
+      if (auto pool = weak.lock()) pool->look_up_all();
+    });
+  }
+
+  // On the timer thread: closes drained endpoints, and looks every name up again on a thread
+  // of its own (a lookup may block for seconds).
+  void look_up_all() {
+    reap_drained();
+    auto lookup = resolver();
+    for (std::size_t name = 0; name < names_.size(); ++name) {
+      {
+        std::lock_guard<std::mutex> lock(mutex_);
+        if (closed_ || names_[name].looking_up || !lookup) continue;
+        names_[name].looking_up = true;
+      }
+      std::thread([weak = weak_from_this(), lookup, name, endpoint = names_[name].endpoint] {
+        auto addresses = lookup(endpoint.host, endpoint.port);
+        auto pool = weak.lock();
+        if (!pool) return;
+        if (addresses && !addresses->empty()) {
+          pool->apply(name, *addresses);
+        } else {
+          pool->log(LogLevel::Warning,
+                    "endpoint " + endpoint.url + ": lookup failed (" +
+                        (addresses ? std::string("no address") : addresses.error().message()) +
+                        "); keeping the addresses known");
+        }
+        std::lock_guard<std::mutex> lock(pool->mutex_);
+        pool->names_[name].looking_up = false;
+      }).detach();
+    }
+    schedule_lookup();
+  }
+
+  // Destroys the transports of draining endpoints that have nothing in flight.
+  void reap_drained() {
+    for (auto& slot : slots_) {
+      std::shared_ptr<Transport> transport;
+      {
+        std::lock_guard<std::mutex> lock(mutex_);
+        if (slot->state != State::Draining || slot->stats.outstanding > 0 || slot->probing ||
+            slot->transport.use_count() > 1) {
+          continue;
+        }
+        transport = std::move(slot->transport);
+      }
+      transport.reset();  // the last owner: closes its connections
+      std::lock_guard<std::mutex> lock(mutex_);
+      slot->state = State::Vacant;  // only now may the slot take another address
+    }
+  }
+
+  // Destroys a transport once nobody else holds it (picks hold one only while sending).
+  static void release(std::shared_ptr<Transport> transport) {
+    while (transport && transport.use_count() > 1) std::this_thread::yield();
+    transport.reset();
+  }
+
+  // Probes ejected endpoints whose rest is over; reschedules itself while any is ejected.
+  void schedule_probe() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (closed_ || probe_scheduled_) return;
+    probe_scheduled_ = true;
+    std::weak_ptr<EndpointPool> weak = weak_from_this();
+    timers_.schedule(Clock::now() + options_.breaker.probe_interval, [weak] {
+      if (auto pool = weak.lock()) pool->probe();
+    });
+  }
+
+  void probe() {
+    std::vector<std::pair<std::size_t, std::shared_ptr<Transport>>> due;
+    bool any_ejected = false;
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      probe_scheduled_ = false;
+      if (closed_) return;
+      for (std::size_t i = 0; i < slots_.size(); ++i) {
+        auto& s = *slots_[i];
+        if (s.state != State::Active || !s.ejected) continue;
+        any_ejected = true;
+        if (!s.probing && Clock::now() >= s.rest_until) {
+          s.probing = true;
+          due.emplace_back(i, s.transport);
+        }
+      }
+    }
+    for (auto& [i, transport] : due) {
+      transport->server_ready_async(
+          Clock::now() + options_.breaker.cool_down, [this, i = i](Result<bool> ready) {
+            std::string back;
+            {
+              std::lock_guard<std::mutex> lock(mutex_);
+              auto& s = *slots_[i];
+              s.probing = false;
+              if (ready && *ready) {
+                s.ejected = false;
+                s.consecutive_failures = 0;
+                back = s.url;
+              } else {
+                s.rest_until = Clock::now() + options_.breaker.cool_down;
+              }
+            }
+            if (!back.empty()) log(LogLevel::Info, "endpoint " + back + " is back in rotation");
+          });
+    }
+    if (any_ejected) schedule_probe();
+  }
+
+  const ClientOptions options_;  // a copy: a detached lookup may outlive the client
+  TimerQueue& timers_;           // valid until close(); not used after it
+  mutable std::mutex mutex_;
+  bool closed_ = false;
+  bool probe_scheduled_ = false;
+  std::size_t rotation_ = 0;
+  std::vector<Name> names_;                   // fixed after construction (looking_up: mutex_)
+  std::vector<std::unique_ptr<Slot>> slots_;  // fixed after construction; contents: mutex_
+};
+
+}  // namespace sonic::detail
