@@ -255,3 +255,60 @@ TEST_CASE("lying responses are INTERNAL errors, never crashes") {
   CHECK(decode_infer_response(receive(frame(strings), kRawOutputField)).code() ==
         StatusCode::Internal);
 }
+
+namespace {
+
+// A response with output A in shared memory and output B raw; `raw_for_a` adds an empty raw
+// entry in A's place (index-aligned senders) or, when not empty, a lying one.
+inference::ModelInferResponse mixed_response(bool aligned, const std::string& raw_for_a = {}) {
+  inference::ModelInferResponse pb;
+  auto* a = pb.add_outputs();
+  a->set_name("A");
+  a->set_datatype("FP32");
+  a->add_shape(4);
+  (*a->mutable_parameters())["shared_memory_region"].set_string_param("r");
+  (*a->mutable_parameters())["shared_memory_byte_size"].set_int64_param(16);
+  auto* b = pb.add_outputs();
+  b->set_name("B");
+  b->set_datatype("INT8");
+  b->add_shape(3);
+  if (aligned) pb.add_raw_output_contents(raw_for_a);
+  pb.add_raw_output_contents(std::string("\x01\x02\x03", 3));
+  return pb;
+}
+
+}  // namespace
+
+TEST_CASE("shared memory tensors carry no raw bytes; both raw layouts are read") {
+  // Encoding: an input placed in a region sends its header and parameters, no bytes.
+  std::vector<float> four{1, 2, 3, 4};
+  std::vector<std::int8_t> three{1, 2, 3};
+  Parameters where;
+  where[kSharedMemoryRegion] = std::string("r");
+  where[kSharedMemoryByteSize] = std::int64_t{16};
+  InferRequest request = InferRequest("m")
+                             .input("A", Tensor::view(four, {4}), where)
+                             .input("B", Tensor::view(three, {3}));
+  auto body = encode_infer_request(request, 1u << 30);
+  REQUIRE(body);
+  inference::ModelInferRequest pb;
+  std::string wire = body_bytes(**body);
+  REQUIRE(pb.ParseFromString(wire.substr(5)));
+  REQUIRE(pb.raw_input_contents_size() == 1);  // only B's
+  CHECK(pb.raw_input_contents(0) == std::string("\x01\x02\x03", 3));
+  CHECK(pb.inputs(0).parameters().at("shared_memory_region").string_param() == "r");
+
+  // Decoding: raw entries only for the tensors not in shared memory, or one per tensor.
+  for (bool aligned : {false, true}) {
+    CAPTURE(aligned);
+    auto r = decode_infer_response(receive(frame(mixed_response(aligned)), kRawOutputField));
+    REQUIRE(r);
+    CHECK(r->output("A").byte_size() == 0);  // its bytes are in the region
+    CHECK(r->find_output("A")->parameters.count("shared_memory_region") == 1);
+    CHECK(bytes_of(r->output("B")) == std::string("\x01\x02\x03", 3));
+  }
+  // Raw bytes for a tensor said to be in shared memory: a lie.
+  auto lying = decode_infer_response(
+      receive(frame(mixed_response(true, std::string(16, 'x'))), kRawOutputField));
+  CHECK(lying.code() == StatusCode::Internal);
+}

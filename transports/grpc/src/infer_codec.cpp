@@ -56,6 +56,12 @@ void put_tensor_header(std::string& out, std::uint32_t field, const NamedTensor&
   wire::put_len_field(out, field, msg);
 }
 
+// A tensor whose bytes live in a shared memory region: the message carries none of them.
+bool in_shared_memory(const Parameters& parameters) {
+  return parameters.count(kSharedMemoryRegion) != 0;
+}
+
+// Raw contents follow, in order, for the tensors not in shared memory (as Triton reads them).
 Result<std::shared_ptr<OutgoingBody>> finish_with_raw(std::string envelope,
                                                       const std::vector<NamedTensor>& tensors,
                                                       std::uint32_t raw_field,
@@ -64,6 +70,7 @@ Result<std::shared_ptr<OutgoingBody>> finish_with_raw(std::string envelope,
   auto body = std::make_shared<OutgoingBody>();
   std::string field_header;
   for (const auto& t : tensors) {
+    if (in_shared_memory(t.parameters)) continue;
     field_header.clear();
     wire::put_tag(field_header, raw_field, WireType::Len);
     wire::put_varint(field_header, t.tensor.byte_size());
@@ -331,20 +338,27 @@ Result<Tensor> decode_contents(std::string_view contents, DataType dtype, const 
   return Tensor::from_shared(dtype, shape, owner, owner->data(), owner->size());
 }
 
-// Pairs decoded tensor messages with raw payloads (or typed contents) and checks each one.
+// Pairs decoded tensor messages with raw payloads (or typed contents) and checks each one. Raw
+// contents come for every tensor not in shared memory, in order; an empty one in the place of
+// a shared memory tensor is accepted too (index-aligned senders).
 Result<std::vector<NamedTensor>> assemble(std::vector<TensorMessage>& messages,
                                           std::vector<ReceivedMessage::Raw>& raw,
                                           StatusCode on_error, const char* kind) {
-  if (!raw.empty() && raw.size() != messages.size()) {
+  std::size_t in_memory = 0;
+  for (const auto& m : messages) in_memory += in_shared_memory(m.parameters) ? 0 : 1;
+  const bool aligned = raw.size() == messages.size() && raw.size() != in_memory;
+  if (!raw.empty() && raw.size() != in_memory && !aligned) {
     return Error(on_error,
-                 std::to_string(messages.size()) + " " + kind + " tensors but " +
+                 std::to_string(in_memory) + " " + kind + " tensors not in shared memory but " +
                      std::to_string(raw.size()) +
-                     " raw contents; raw contents must be given for every tensor or none");
+                     " raw contents; raw contents must be given for every such tensor or none");
   }
   std::vector<NamedTensor> tensors;
   tensors.reserve(messages.size());
+  std::size_t next_raw = 0;
   for (std::size_t i = 0; i < messages.size(); ++i) {
     auto& m = messages[i];
+    const bool shared = in_shared_memory(m.parameters);
     auto dtype = parse_datatype(m.datatype);
     if (!dtype) {
       return Error(on_error, std::string(kind) + " '" + m.name + "' has unknown datatype '" +
@@ -355,12 +369,21 @@ Result<std::vector<NamedTensor>> assemble(std::vector<TensorMessage>& messages,
                    std::string(kind) + " '" + m.name + "' has invalid shape " + to_string(m.shape));
     }
     Tensor tensor;
-    if (!raw.empty()) {
+    if (shared && aligned && raw[next_raw++].size != 0) {
+      return Error(on_error, std::string(kind) + " '" + m.name +
+                                 "' is in shared memory but has raw contents too");
+    }
+    if (shared && m.contents) {
+      return Error(on_error, std::string(kind) + " '" + m.name +
+                                 "' is in shared memory but has typed contents too");
+    }
+    if (!raw.empty() && !shared) {
       if (m.contents) {
         return Error(on_error,
                      std::string(kind) + " '" + m.name + "' has both raw and typed contents");
       }
-      tensor = Tensor::from_shared(*dtype, m.shape, raw[i].data, raw[i].data.get(), raw[i].size);
+      auto& r = raw[next_raw++];
+      tensor = Tensor::from_shared(*dtype, m.shape, r.data, r.data.get(), r.size);
     } else if (m.contents) {
       auto decoded = decode_contents(*m.contents, *dtype, m.shape, on_error);
       if (!decoded) {
@@ -368,7 +391,7 @@ Result<std::vector<NamedTensor>> assemble(std::vector<TensorMessage>& messages,
                      std::string(kind) + " '" + m.name + "': " + decoded.error().message());
       }
       tensor = std::move(*decoded);
-    } else if (m.parameters.count("shared_memory_region")) {
+    } else if (shared) {
       // Data lives in a shared memory region: no bytes in the message.
       tensor = Tensor::view_bytes(*dtype, m.shape, nullptr, 0);
       tensors.push_back({std::move(m.name), std::move(tensor), std::move(m.parameters)});

@@ -14,8 +14,15 @@ namespace sonic::grpc {
 inline constexpr std::uint32_t kRawInputField = 7;   // ModelInferRequest.raw_input_contents
 inline constexpr std::uint32_t kRawOutputField = 6;  // ModelInferResponse.raw_output_contents
 
+/// Tensor parameters of Triton's shared memory extension: the region that holds the bytes, their
+/// size, and their offset in the region (default 0).
+inline constexpr const char* kSharedMemoryRegion = "shared_memory_region";
+inline constexpr const char* kSharedMemoryByteSize = "shared_memory_byte_size";
+inline constexpr const char* kSharedMemoryOffset = "shared_memory_offset";
+
 /// A ModelInferRequest whose inputs travel as raw_input_contents, borrowed from the request's
 /// tensors (the body keeps owned tensors alive; borrowed ones are the caller's to keep).
+/// Inputs with a shared_memory_region parameter send no bytes: only their name, type, shape.
 Result<std::shared_ptr<OutgoingBody>> encode_infer_request(const InferRequest& request,
                                                            std::size_t max_message_bytes);
 
