@@ -12,11 +12,13 @@
 namespace {
 
 void usage(std::ostream& out) {
-  out << "usage: sonic-server [--host ADDR] [--port N] [--threads N] [--io-threads N]\n"
+  out << "usage: sonic-server [--host ADDR] [--port N] [--threads N] [--io-threads N] [--no-shm]\n"
          "  --host ADDR      address to listen on (default 127.0.0.1; 0.0.0.0 for all)\n"
          "  --port N         gRPC port (default 8001; 0 picks a free port)\n"
          "  --threads N      model execution threads (default: one per core)\n"
          "  --io-threads N   network threads (default 1)\n"
+         "  --no-shm         refuse Triton's shared memory extension (clients send tensors "
+         "inline)\n"
          "Prints 'sonic-server listening on HOST:PORT' once ready; stops on SIGINT/SIGTERM.\n";
 }
 
@@ -41,6 +43,10 @@ int main(int argc, char** argv) {
     if (arg == "-h" || arg == "--help") {
       usage(std::cout);
       return 0;
+    }
+    if (arg == "--no-shm") {
+      options.shared_memory = false;
+      continue;
     }
     if (i + 1 >= argc) {
       std::cerr << "sonic-server: unknown or incomplete option '" << arg << "'\n";

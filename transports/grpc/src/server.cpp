@@ -11,6 +11,7 @@
 #include "infer_codec.hpp"
 #include "pb_convert.hpp"
 #include "protocol.hpp"
+#include "shm_registry.hpp"
 #include "sonic/version.hpp"
 
 namespace sonic::grpc {
@@ -46,6 +47,7 @@ struct Server::Impl {
 
   std::shared_ptr<CpuExecutor> executor;
   ServerOptions options;
+  SharedMemoryRegistry shared_memory;
   std::vector<IoContext> contexts;
   std::vector<asio::executor_work_guard<asio::io_context::executor_type>> guards;
   std::vector<std::thread> threads;
@@ -224,29 +226,41 @@ class ServerConnection final : public H2Session {
   }
 
   void infer(std::int32_t id, ReceivedMessage message) {
-    auto request = decode_infer_request(std::move(message));
+    auto decoded = decode_infer_request(std::move(message));
+    if (!decoded) return respond_error(id, decoded.error());
+    // Inputs in shared memory become views of their regions; outputs bound for regions are
+    // written there once the model ran.
+    auto request = server_.shared_memory.bind_inputs(*decoded);
     if (!request) return respond_error(id, request.error());
+    auto targets = server_.shared_memory.output_targets(*request);
+    if (!targets) return respond_error(id, targets.error());
     std::weak_ptr<ServerConnection> weak =
         std::static_pointer_cast<ServerConnection>(shared_from_this());
     IoContext io = io_;
     std::size_t max_bytes = server_.options.max_message_bytes;
-    executor_->infer_async(std::move(*request),
-                           [weak, io, id, max_bytes](Result<InferResult> result) {
-                             // On an executor thread: encode here, answer on the connection's
-                             // thread.
-                             Result<std::shared_ptr<OutgoingBody>> body =
-                                 result ? encode_infer_response(*result, max_bytes)
-                                        : Result<std::shared_ptr<OutgoingBody>>(result.error());
-                             asio::post(*io, [weak, id, body = std::move(body)]() mutable {
-                               if (auto self = weak.lock()) {
-                                 if (body) {
-                                   self->respond(id, std::move(*body));
-                                 } else {
-                                   self->respond_error(id, body.error());
-                                 }
-                               }
-                             });
-                           });
+    executor_->infer_async(
+        std::move(*request), [weak, io, id, max_bytes, targets = std::move(*targets),
+                              &registry = server_.shared_memory](Result<InferResult> result) {
+          // On an executor thread: encode here, answer on the connection's
+          // thread.
+          if (result) {
+            if (auto placed = registry.place_outputs(*result, targets); !placed) {
+              result = placed.error();
+            }
+          }
+          Result<std::shared_ptr<OutgoingBody>> body =
+              result ? encode_infer_response(*result, max_bytes)
+                     : Result<std::shared_ptr<OutgoingBody>>(result.error());
+          asio::post(*io, [weak, id, body = std::move(body)]() mutable {
+            if (auto self = weak.lock()) {
+              if (body) {
+                self->respond(id, std::move(*body));
+              } else {
+                self->respond_error(id, body.error());
+              }
+            }
+          });
+        });
   }
 
   template <typename Request>
@@ -281,6 +295,10 @@ class ServerConnection final : public H2Session {
       response.set_version(kVersion);
       response.add_extensions("model_configuration");
       response.add_extensions("statistics");
+      if (server_.options.shared_memory) {
+        response.add_extensions("system_shared_memory");
+        if (SharedMemoryRegistry::cuda_supported()) response.add_extensions("cuda_shared_memory");
+      }
       return respond_message(id, response);
     }
     if (method == "ModelMetadata") {
@@ -324,6 +342,75 @@ class ServerConnection final : public H2Session {
         auto model = executor.model(name);
         if (model) index->set_version((*model)->version);
         index->set_state("READY");
+      }
+      return respond_message(id, response);
+    }
+    if (method.find("SharedMemory") != std::string::npos && server_.options.shared_memory) {
+      return shared_memory(id, method, bytes);
+    }
+    respond_error(id, Error(StatusCode::Unimplemented,
+                            "method " + method + " is not implemented by this server"));
+  }
+
+  // Triton's shared memory extension: register, unregister and list regions.
+  void shared_memory(std::int32_t id, const std::string& method, const std::string& bytes) {
+    SharedMemoryRegistry& registry = server_.shared_memory;
+    auto answer = [&](const Result<void>& outcome, const auto& response) {
+      if (!outcome) return respond_error(id, outcome.error());
+      respond_message(id, response);
+    };
+    if (method == "SystemSharedMemoryRegister") {
+      inference::SystemSharedMemoryRegisterRequest request;
+      if (!parse(id, bytes, request)) return;
+      return answer(registry.register_system(request.name(), request.key(), request.offset(),
+                                             request.byte_size()),
+                    inference::SystemSharedMemoryRegisterResponse{});
+    }
+    if (method == "CudaSharedMemoryRegister") {
+      inference::CudaSharedMemoryRegisterRequest request;
+      if (!parse(id, bytes, request)) return;
+      return answer(registry.register_cuda(request.name(), request.raw_handle(),
+                                           request.device_id(), request.byte_size()),
+                    inference::CudaSharedMemoryRegisterResponse{});
+    }
+    if (method == "SystemSharedMemoryUnregister") {
+      inference::SystemSharedMemoryUnregisterRequest request;
+      if (!parse(id, bytes, request)) return;
+      registry.unregister(request.name(), false);
+      return respond_message(id, inference::SystemSharedMemoryUnregisterResponse{});
+    }
+    if (method == "CudaSharedMemoryUnregister") {
+      inference::CudaSharedMemoryUnregisterRequest request;
+      if (!parse(id, bytes, request)) return;
+      registry.unregister(request.name(), true);
+      return respond_message(id, inference::CudaSharedMemoryUnregisterResponse{});
+    }
+    if (method == "SystemSharedMemoryStatus") {
+      inference::SystemSharedMemoryStatusRequest request;
+      if (!parse(id, bytes, request)) return;
+      auto regions = registry.status(request.name(), false);
+      if (!regions) return respond_error(id, regions.error());
+      inference::SystemSharedMemoryStatusResponse response;
+      for (const auto& r : *regions) {
+        auto& status = (*response.mutable_regions())[r.name];
+        status.set_name(r.name);
+        status.set_key(r.key);
+        status.set_offset(r.offset);
+        status.set_byte_size(r.byte_size);
+      }
+      return respond_message(id, response);
+    }
+    if (method == "CudaSharedMemoryStatus") {
+      inference::CudaSharedMemoryStatusRequest request;
+      if (!parse(id, bytes, request)) return;
+      auto regions = registry.status(request.name(), true);
+      if (!regions) return respond_error(id, regions.error());
+      inference::CudaSharedMemoryStatusResponse response;
+      for (const auto& r : *regions) {
+        auto& status = (*response.mutable_regions())[r.name];
+        status.set_name(r.name);
+        status.set_device_id(static_cast<std::uint64_t>(r.device_id));
+        status.set_byte_size(r.byte_size);
       }
       return respond_message(id, response);
     }
@@ -436,6 +523,14 @@ void Server::start() {
 }
 
 std::uint16_t Server::port() const { return impl_->bound_port; }
+
+std::size_t Server::shared_memory_regions() const {
+  std::size_t n = 0;
+  for (bool cuda : {false, true}) {
+    if (auto regions = impl_->shared_memory.status({}, cuda)) n += regions->size();
+  }
+  return n;
+}
 
 void Server::stop() {
   Impl& s = *impl_;

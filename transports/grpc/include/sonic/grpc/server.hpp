@@ -28,6 +28,9 @@ struct ServerOptions {
   std::uint32_t connection_window_bytes = 256u << 20;
   /// Name reported by ServerMetadata.
   std::string name = "sonic-server";
+  /// Serve Triton's shared memory extension (clients on this host place tensors in memory
+  /// they share with the server). Off: its calls answer UNIMPLEMENTED.
+  bool shared_memory = true;
 };
 
 /// A gRPC inference server. Models run on the executor's threads; control calls are answered on
@@ -47,6 +50,8 @@ class Server {
   /// Closes the listener and every connection (open calls are reset), then joins the threads.
   /// Idempotent.
   void stop();
+  /// Shared memory regions clients have registered now (system and CUDA).
+  std::size_t shared_memory_regions() const;
 
   struct Impl;
 

@@ -1,0 +1,295 @@
+// The gRPC transport: sonic::Transport over one HTTP/2 connection per endpoint, driven by its
+// own network thread. Transports built on it (shared memory) use its generic unary calls.
+#pragma once
+
+#include <google/protobuf/util/json_util.h>
+
+#include <algorithm>
+#include <memory>
+#include <mutex>
+#include <random>
+#include <thread>
+#include <vector>
+
+#include "client_connection.hpp"
+#include "infer_codec.hpp"
+#include "pb_convert.hpp"
+#include "protocol.hpp"
+#include "sonic/transport.hpp"
+
+namespace sonic::grpc {
+
+class GrpcTransport final : public Transport {
+ public:
+  GrpcTransport(Endpoint endpoint, const ClientOptions& options)
+      : endpoint_(std::move(endpoint)), options_(options), work_(asio::make_work_guard(io_)) {
+    thread_ = std::thread([this] { io_.run(); });
+  }
+
+  ~GrpcTransport() override {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      closing_ = true;
+    }
+    asio::post(io_, [this] {
+      stopped_ = true;
+      for (auto& weak : connections_) {
+        if (auto connection = weak.lock())
+          connection->shutdown(StatusCode::Cancelled, "the client was destroyed");
+      }
+      connections_.clear();
+      current_.reset();
+      work_.reset();
+    });
+    thread_.join();
+  }
+
+  void infer_async(InferRequest request, Deadline deadline, std::shared_ptr<CancelSignal> cancel,
+                   Callback<InferResult> done) override {
+    auto body = encode_infer_request(request, options_.max_message_bytes);
+    auto complete = [done = std::move(done)](Result<ReceivedMessage> message) mutable {
+      if (!message) return done(message.error());
+      done(decode_infer_response(std::move(*message)));
+    };
+    if (!body) return fail(body.error(), std::move(complete));
+    auto call = make_call("ModelInfer", std::move(*body), deadline, kRawOutputField);
+    call->headers = request.headers();
+    call->done = std::move(complete);
+    if (cancel) watch(*cancel, call);
+    start(std::move(call));
+  }
+
+  void server_live_async(Deadline deadline, Callback<bool> done) override {
+    unary<inference::ServerLiveResponse>(
+        "ServerLive", inference::ServerLiveRequest{}, deadline,
+        [done = std::move(done)](Result<inference::ServerLiveResponse> r) mutable {
+          if (!r) return done(r.error());
+          done(r->live());
+        });
+  }
+
+  void server_ready_async(Deadline deadline, Callback<bool> done) override {
+    unary<inference::ServerReadyResponse>(
+        "ServerReady", inference::ServerReadyRequest{}, deadline,
+        [done = std::move(done)](Result<inference::ServerReadyResponse> r) mutable {
+          if (!r) return done(r.error());
+          done(r->ready());
+        });
+  }
+
+  void model_ready_async(std::string model, std::string version, Deadline deadline,
+                         Callback<bool> done) override {
+    inference::ModelReadyRequest request;
+    request.set_name(std::move(model));
+    request.set_version(std::move(version));
+    unary<inference::ModelReadyResponse>(
+        "ModelReady", request, deadline,
+        [done = std::move(done)](Result<inference::ModelReadyResponse> r) mutable {
+          if (!r) return done(r.error());
+          done(r->ready());
+        });
+  }
+
+  void server_metadata_async(Deadline deadline, Callback<ServerMetadata> done) override {
+    unary<inference::ServerMetadataResponse>(
+        "ServerMetadata", inference::ServerMetadataRequest{}, deadline,
+        [done = std::move(done)](Result<inference::ServerMetadataResponse> r) mutable {
+          if (!r) return done(r.error());
+          done(from_pb(*r));
+        });
+  }
+
+  void model_metadata_async(std::string model, std::string version, Deadline deadline,
+                            Callback<ModelMetadata> done) override {
+    inference::ModelMetadataRequest request;
+    request.set_name(std::move(model));
+    request.set_version(std::move(version));
+    unary<inference::ModelMetadataResponse>(
+        "ModelMetadata", request, deadline,
+        [done = std::move(done)](Result<inference::ModelMetadataResponse> r) mutable {
+          if (!r) return done(r.error());
+          done(from_pb(*r));
+        });
+  }
+
+  void model_config_async(std::string model, std::string version, Deadline deadline,
+                          Callback<std::string> done) override {
+    inference::ModelConfigRequest request;
+    request.set_name(std::move(model));
+    request.set_version(std::move(version));
+    unary<inference::ModelConfigResponse>(
+        "ModelConfig", request, deadline,
+        [done = std::move(done)](Result<inference::ModelConfigResponse> r) mutable {
+          if (!r) return done(r.error());
+          std::string json;
+          google::protobuf::util::JsonPrintOptions print;
+          print.preserve_proto_field_names = true;
+          auto status = google::protobuf::util::MessageToJsonString(r->config(), &json, print);
+          if (!status.ok())
+            return done(Error(StatusCode::Internal, "cannot print model config as JSON"));
+          done(std::move(json));
+        });
+  }
+
+  void model_statistics_async(std::string model, std::string version, Deadline deadline,
+                              Callback<std::vector<ModelStatistics>> done) override {
+    inference::ModelStatisticsRequest request;
+    request.set_name(std::move(model));
+    request.set_version(std::move(version));
+    unary<inference::ModelStatisticsResponse>(
+        "ModelStatistics", request, deadline,
+        [done = std::move(done)](Result<inference::ModelStatisticsResponse> r) mutable {
+          if (!r) return done(r.error());
+          std::vector<ModelStatistics> all;
+          for (const auto& s : r->model_stats()) all.push_back(from_pb(s));
+          done(std::move(all));
+        });
+  }
+
+  /// Calls `method` of the inference service with a protobuf request; `handler` receives the
+  /// parsed Response or an Error, exactly once, on the network thread.
+  template <typename Response, typename Request, typename Handler>
+  void unary(const char* method, const Request& request, Deadline deadline, Handler handler) {
+    auto complete = [handler = std::move(handler),
+                     method](Result<ReceivedMessage> message) mutable {
+      if (!message) return handler(message.error());
+      Response response;
+      if (!response.ParseFromString(message->envelope)) {
+        return handler(Error(StatusCode::Internal,
+                             std::string("malformed ") + method + " response from server"));
+      }
+      handler(std::move(response));
+    };
+    auto body = std::make_shared<OutgoingBody>();
+    body->append_owned(request.SerializeAsString());
+    if (auto ok = body->finish(options_.max_message_bytes); !ok)
+      return fail(ok.error(), std::move(complete));
+    auto call = make_call(method, std::move(body), deadline, 0);
+    call->done = std::move(complete);
+    start(std::move(call));
+  }
+
+  // Makes `cancel` stop the call on the network thread: reset its stream, answer CANCELLED.
+  void watch(CancelSignal& cancel, const std::shared_ptr<ClientCall>& call) {
+    cancel.on_cancel([this, weak = std::weak_ptr<ClientCall>(call)] {
+      std::lock_guard<std::mutex> lock(mutex_);
+      if (closing_) return;  // the destructor completes every call anyway
+      asio::post(io_, [weak] {
+        auto cancelled = weak.lock();
+        if (!cancelled || cancelled->finished) return;
+        Error why(StatusCode::Cancelled, "the request was cancelled by the caller");
+        if (auto connection = cancelled->connection.lock()) {
+          return connection->abandon(cancelled, std::move(why));
+        }
+        auto done = std::move(cancelled->done);  // not submitted yet: nothing on the wire
+        cancelled->finished = true;
+        done(std::move(why));
+      });
+    });
+  }
+
+ private:
+  using MessageHandler = detail::UniqueFunction<void(Result<ReceivedMessage>)>;
+
+  std::shared_ptr<ClientCall> make_call(const char* method, std::shared_ptr<OutgoingBody> body,
+                                        Deadline deadline, std::uint32_t raw_field) {
+    auto call = std::make_shared<ClientCall>(std::string(kServicePrefix) + method, std::move(body),
+                                             deadline, raw_field, options_.max_message_bytes);
+    return call;
+  }
+
+  // Completes with an error found before sending, on the network thread (never inline).
+  void fail(Error error, MessageHandler done) {
+    auto task = [error = std::move(error), done = std::move(done)]() mutable {
+      done(std::move(error));
+    };
+    std::unique_lock<std::mutex> lock(mutex_);
+    if (closing_) {
+      lock.unlock();
+      task();
+      return;
+    }
+    asio::post(io_, std::move(task));
+  }
+
+  void start(std::shared_ptr<ClientCall> call) {
+    for (const auto& header : options_.headers) call->headers.push_back(header);
+    std::unique_lock<std::mutex> lock(mutex_);
+    if (closing_) {
+      lock.unlock();
+      auto done = std::move(call->done);
+      done(Error(StatusCode::Cancelled, "the client is being destroyed"));
+      return;
+    }
+    asio::post(io_, [this, call = std::move(call)]() mutable { submit(std::move(call)); });
+  }
+
+  // On the network thread: the call goes to the current connection while it is usable, else to
+  // a fresh one, unless the last attempt to connect failed and its backoff is not over.
+  void submit(std::shared_ptr<ClientCall> call) {
+    if (call->finished) return;  // cancelled before it got here
+    if (stopped_) {
+      call->finished = true;
+      auto done = std::move(call->done);
+      return done(Error(StatusCode::Cancelled, "the client was destroyed"));
+    }
+    if (!current_ || !current_->usable()) {
+      if (auto wait = next_connect_ - Clock::now(); wait > Clock::duration::zero()) {
+        call->finished = true;
+        auto done = std::move(call->done);
+        auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(wait).count();
+        return done(Error(StatusCode::Unavailable, "cannot connect to " + endpoint_.url + " (" +
+                                                       connect_failure_ + "); next attempt in " +
+                                                       std::to_string(ms) + " ms"));
+      }
+      current_ = std::make_shared<ClientConnection>(
+          io_, endpoint_, options_,
+          ConnectionEvents{[this](std::shared_ptr<ClientCall> refused) { submit(refused); },
+                           [this](const std::string& failure) { on_connect(failure); }});
+      connections_.erase(
+          std::remove_if(connections_.begin(), connections_.end(),
+                         [](const std::weak_ptr<ClientConnection>& c) { return c.expired(); }),
+          connections_.end());
+      connections_.push_back(current_);
+      current_->connect();
+    }
+    current_->submit(std::move(call));
+  }
+
+  // Reconnect backoff bookkeeping, on the network thread.
+  void on_connect(const std::string& failure) {
+    if (failure.empty()) {
+      failed_connects_ = 0;
+      next_connect_ = {};
+      return;
+    }
+    ++failed_connects_;
+    connect_failure_ = failure;
+    double ms = static_cast<double>(options_.reconnect_backoff.count());
+    for (int i = 1; i < failed_connects_ && ms < options_.reconnect_backoff_max.count(); ++i) {
+      ms *= 2;
+    }
+    ms = std::min(ms, static_cast<double>(options_.reconnect_backoff_max.count()));
+    std::uniform_real_distribution<double> jitter(0.8, 1.2);
+    next_connect_ = Clock::now() + std::chrono::microseconds(
+                                       static_cast<std::int64_t>(ms * 1000 * jitter(random_)));
+  }
+
+  Endpoint endpoint_;
+  ClientOptions options_;
+  asio::io_context io_;
+  asio::executor_work_guard<asio::io_context::executor_type> work_;
+  std::thread thread_;
+  std::mutex mutex_;
+  bool closing_ = false;
+  // Network-thread state.
+  std::shared_ptr<ClientConnection> current_;
+  std::vector<std::weak_ptr<ClientConnection>> connections_;  // including draining ones
+  bool stopped_ = false;            // the destructor has closed every connection
+  int failed_connects_ = 0;         // consecutive
+  Clock::time_point next_connect_;  // no new connection before this
+  std::string connect_failure_;     // why the last attempt failed
+  std::mt19937 random_{std::random_device{}()};
+};
+
+}  // namespace sonic::grpc
