@@ -24,6 +24,16 @@ class CpuExecutor;
 using Resolver =
     std::function<Result<std::vector<std::string>>(const std::string& host, std::uint16_t port)>;
 
+/// The regions a grpc+shm:// client places tensors in (see sonic::shm for memory users fill
+/// themselves).
+struct SharedMemoryOptions {
+  /// Most bytes of shared memory a client keeps. A request that finds no free region within
+  /// this limit is sent over plain gRPC instead of waiting.
+  std::size_t pool_bytes = std::size_t{1} << 30;
+  /// Smallest region created; larger ones are powers of two above it.
+  std::size_t min_region_bytes = std::size_t{64} << 10;
+};
+
 /// How endpoints given by host name are looked up.
 struct Resolution {
   /// Make every address of a host name an endpoint of its own, as a Kubernetes headless service
@@ -50,6 +60,9 @@ struct ClientOptions {
 
   /// Whether a host name stands for one endpoint or for each of its addresses.
   Resolution resolution;
+
+  /// Shared memory pool of grpc+shm:// endpoints.
+  SharedMemoryOptions shared_memory;
 
   /// Retries of failed requests (by default: up to 3 attempts on UNAVAILABLE).
   RetryPolicy retry;

@@ -304,6 +304,13 @@ class Tensor {
                   nullptr);
   }
 
+  /// A datatype and shape without bytes, for an input whose bytes live where the request's
+  /// parameters say (a shared memory region, device memory). Only a transport that knows those
+  /// parameters can send it; nothing reads its data.
+  static Tensor descriptor(DataType type, Shape shape) {
+    return Tensor(type, std::move(shape), nullptr, 0, nullptr);
+  }
+
   // ---- Owning constructors. ----
 
   /// Takes a vector's elements by move: no copy when the caller passes an rvalue.

@@ -43,7 +43,8 @@ inline Result<void> check_headers(const std::vector<std::pair<std::string, std::
 }
 
 /// Checks what needs no model knowledge: a model name, unique input names, and bytes that fit
-/// each input's shape and datatype. Errors are INVALID_ARGUMENT and name the tensor.
+/// each input's shape and datatype (unless a shared_memory_region parameter says where they
+/// are). Errors are INVALID_ARGUMENT and name the tensor.
 inline Result<void> check_request(const InferRequest& request) {
   if (request.model_name().empty()) {
     return Error(StatusCode::InvalidArgument, "request has no model name");
@@ -56,7 +57,11 @@ inline Result<void> check_request(const InferRequest& request) {
         return Error(StatusCode::InvalidArgument, "input '" + inputs[i].name + "' given twice");
       }
     }
-    if (auto ok = inputs[i].tensor.check(); !ok) {
+    // An input whose bytes the caller placed in a shared memory region it names (device
+    // memory, say) travels as a descriptor: datatype and shape, no bytes here.
+    bool described = inputs[i].tensor.byte_size() == 0 &&
+                     inputs[i].parameters.count("shared_memory_region") != 0;
+    if (auto ok = inputs[i].tensor.check(); !ok && !described) {
       return Error(StatusCode::InvalidArgument,
                    "input '" + inputs[i].name + "': " + ok.error().message());
     }

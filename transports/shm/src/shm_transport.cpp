@@ -1,0 +1,550 @@
+// The grpc+shm:// transport: KServe v2 gRPC for control, Triton's shared memory extension for
+// tensors. Inputs are copied into pooled regions (or found already in a user's SharedBuffer),
+// outputs land in regions and come back as views of them; only a small message crosses the
+// socket. A server that cannot map our memory (another host, another IPC namespace, no
+// extension) gets plain gRPC, logged once, never an error.
+#include <algorithm>
+#include <atomic>
+#include <cctype>
+#include <cstring>
+#include <future>
+#include <map>
+#include <mutex>
+#include <set>
+
+#include "grpc_transport.hpp"
+#include "region_pool.hpp"
+#include "user_regions.hpp"
+
+namespace sonic::shm {
+
+namespace {
+
+using grpc::GrpcTransport;
+
+constexpr std::size_t kAlign = 64;  // every tensor starts on a cache line
+std::size_t align_up(std::size_t n) { return (n + kAlign - 1) / kAlign * kAlign; }
+
+bool mentions(const Error& error, const char* text) {
+  std::string message = error.message();
+  std::transform(message.begin(), message.end(), message.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  return message.find(text) != std::string::npos;
+}
+
+// The server no longer knows a region we use: it restarted.
+bool lost_registration(const Error& error) {
+  return error.code() == StatusCode::InvalidArgument && mentions(error, "unable to find") &&
+         mentions(error, "shared memory region");
+}
+
+// An output outgrew the space we reserved for it (sonic-server's or Triton's wording).
+bool output_space_too_small(const Error& error) {
+  return error.code() == StatusCode::InvalidArgument &&
+         (mentions(error, "shared memory space holds") || mentions(error, "should be at least"));
+}
+
+// A registration failure that says the server cannot use our memory at all (not a passing
+// network failure).
+bool refuses_shared_memory(const Error& error) {
+  return error.code() != StatusCode::Unavailable && error.code() != StatusCode::DeadlineExceeded &&
+         error.code() != StatusCode::Cancelled;
+}
+
+Parameters place(const std::string& region, std::size_t offset, std::size_t bytes) {
+  Parameters where;
+  where[grpc::kSharedMemoryRegion] = region;
+  where[grpc::kSharedMemoryByteSize] = static_cast<std::int64_t>(bytes);
+  if (offset) where[grpc::kSharedMemoryOffset] = static_cast<std::int64_t>(offset);
+  return where;
+}
+
+std::string model_key(const InferRequest& request) {
+  return request.model_name() + '\0' + request.model_version();
+}
+
+// One request on its way through shared memory.
+struct Exchange {
+  InferRequest original{""};
+  InferRequest wire{""};
+  Deadline deadline;
+  std::shared_ptr<CancelSignal> cancel;
+  Callback<InferResult> done;
+  std::shared_ptr<Lease> lease;  // null when every tensor is in user memory or goes by gRPC
+  std::vector<std::shared_ptr<const UserRegion>> user_regions;  // named by the request
+  struct Output {
+    std::string name;
+    std::size_t offset = 0;    // in the lease
+    std::size_t capacity = 0;  // bytes reserved
+  };
+  std::vector<Output> outputs;  // outputs placed in the lease
+  bool retried = false;
+};
+
+class ShmTransport final : public Transport {
+ public:
+  ShmTransport(const Endpoint& endpoint, const ClientOptions& options)
+      : url_(endpoint.url),
+        options_(options),
+        pool_(std::make_shared<RegionPool>(options.shared_memory.pool_bytes,
+                                           options.shared_memory.min_region_bytes)) {
+    Endpoint plain = endpoint;
+    plain.scheme = "grpc";
+    calls_ = std::make_unique<GrpcTransport>(plain, options);
+    control_ = std::make_unique<GrpcTransport>(plain, options);
+  }
+
+  ~ShmTransport() override {
+    {
+      std::lock_guard<std::mutex> lock(calls_mutex_);
+      closing_ = true;
+    }
+    calls_.reset();  // every request in flight completes with CANCELLED
+    unregister_everything();
+    control_.reset();
+  }
+
+  void infer_async(InferRequest request, Deadline deadline, std::shared_ptr<CancelSignal> cancel,
+                   Callback<InferResult> done) override {
+    auto exchange = std::make_shared<Exchange>();
+    exchange->original = std::move(request);
+    exchange->deadline = deadline;
+    exchange->cancel = std::move(cancel);
+    exchange->done = std::move(done);
+    if (plain_ || !prepare(*exchange)) return send_plain(exchange);
+    register_then_send(exchange);
+  }
+
+  void server_live_async(Deadline deadline, Callback<bool> done) override {
+    calls_->server_live_async(deadline, std::move(done));
+  }
+  void server_ready_async(Deadline deadline, Callback<bool> done) override {
+    calls_->server_ready_async(deadline, std::move(done));
+  }
+  void model_ready_async(std::string model, std::string version, Deadline deadline,
+                         Callback<bool> done) override {
+    calls_->model_ready_async(std::move(model), std::move(version), deadline, std::move(done));
+  }
+  void server_metadata_async(Deadline deadline, Callback<ServerMetadata> done) override {
+    calls_->server_metadata_async(deadline, std::move(done));
+  }
+  void model_metadata_async(std::string model, std::string version, Deadline deadline,
+                            Callback<ModelMetadata> done) override {
+    calls_->model_metadata_async(std::move(model), std::move(version), deadline, std::move(done));
+  }
+  void model_config_async(std::string model, std::string version, Deadline deadline,
+                          Callback<std::string> done) override {
+    calls_->model_config_async(std::move(model), std::move(version), deadline, std::move(done));
+  }
+  void model_statistics_async(std::string model, std::string version, Deadline deadline,
+                              Callback<std::vector<ModelStatistics>> done) override {
+    calls_->model_statistics_async(std::move(model), std::move(version), deadline, std::move(done));
+  }
+
+ private:
+  // Builds the wire request: inputs into the lease (or found in user regions), outputs
+  // reserved in the lease where their size can be foreseen. False: send it plain (the pool
+  // is exhausted).
+  bool prepare(Exchange& x) {
+    const InferRequest& in = x.original;
+    learn_metadata(in);
+    std::size_t input_bytes = 0;
+    std::vector<bool> copy(in.inputs().size(), false);
+    for (std::size_t i = 0; i < in.inputs().size(); ++i) {
+      const NamedTensor& t = in.inputs()[i];
+      if (auto it = t.parameters.find(grpc::kSharedMemoryRegion); it != t.parameters.end()) {
+        if (const auto* name = std::get_if<std::string>(&it->second)) {
+          if (auto region = find_region(*name)) x.user_regions.push_back(region);
+        }
+        continue;  // placed by the caller
+      }
+      std::size_t offset = 0;
+      if (region_holding(t.tensor.data(), t.tensor.byte_size(), &offset)) continue;
+      copy[i] = true;
+      input_bytes += align_up(t.tensor.byte_size());
+    }
+    // Outputs: those requested, or every output the metadata lists.
+    std::vector<RequestedOutput> outputs = in.outputs();
+    if (outputs.empty()) {
+      for (const auto& name : known_outputs(in)) outputs.push_back({name, {}});
+    }
+    std::size_t output_bytes = 0;
+    std::vector<std::size_t> predicted(outputs.size(), 0);
+    for (std::size_t o = 0; o < outputs.size(); ++o) {
+      if (outputs[o].parameters.count(grpc::kSharedMemoryRegion)) continue;
+      predicted[o] = predict(in, outputs[o].name);
+      output_bytes += align_up(predicted[o]);
+    }
+    if (input_bytes + output_bytes > 0) {
+      x.lease = pool_->acquire(input_bytes + output_bytes);
+      unregister(pool_->take_evicted(), false);
+      if (!x.lease) return false;
+    }
+
+    InferRequest& w = x.wire = InferRequest(in.model_name(), in.model_version());
+    w.id(in.request_id());
+    for (const auto& [key, value] : in.parameters()) w.parameter(key, value);
+    for (const auto& [name, value] : in.headers()) w.header(name, value);
+    std::size_t at = 0;
+    for (std::size_t i = 0; i < in.inputs().size(); ++i) {
+      const NamedTensor& t = in.inputs()[i];
+      std::size_t offset = 0;
+      std::shared_ptr<const UserRegion> user;
+      if (copy[i]) {
+        if (t.tensor.byte_size())
+          std::memcpy(x.lease->region->data() + at, t.tensor.data(), t.tensor.byte_size());
+        w.input(t.name, t.tensor, place(x.lease->region->name(), at, t.tensor.byte_size()));
+        at += align_up(t.tensor.byte_size());
+      } else if (!t.parameters.count(grpc::kSharedMemoryRegion) &&
+                 (user = region_holding(t.tensor.data(), t.tensor.byte_size(), &offset))) {
+        x.user_regions.push_back(user);  // zero copy: the caller built it in place
+        w.input(t.name, t.tensor, place(user->name, offset, t.tensor.byte_size()));
+      } else {
+        w.input(t.name, t.tensor, t.parameters);
+      }
+    }
+    for (std::size_t o = 0; o < outputs.size(); ++o) {
+      if (predicted[o] == 0) {
+        w.output(outputs[o].name, outputs[o].parameters);
+        continue;
+      }
+      Parameters where = outputs[o].parameters;
+      for (auto& [key, value] : place(x.lease->region->name(), at, predicted[o])) {
+        where[key] = value;
+      }
+      w.output(outputs[o].name, std::move(where));
+      x.outputs.push_back({outputs[o].name, at, predicted[o]});
+      at += align_up(predicted[o]);
+    }
+    return true;
+  }
+
+  // Registers what the server does not know yet, then sends.
+  void register_then_send(const std::shared_ptr<Exchange>& x) {
+    std::vector<std::function<void(Callback<bool>)>> steps;
+    if (x->lease && !x->lease->registered) {
+      steps.push_back([this, x](Callback<bool> next) {
+        inference::SystemSharedMemoryRegisterRequest request;
+        request.set_name(x->lease->region->name());
+        request.set_key(x->lease->region->key());
+        request.set_byte_size(x->lease->region->size());
+        register_region(std::move(request), x->deadline,
+                        [this, x, next = std::move(next)](Result<bool> ok) mutable {
+                          if (ok && *ok) pool_->mark_registered(*x->lease);
+                          next(std::move(ok));
+                        });
+      });
+    }
+    for (const auto& region : x->user_regions) {
+      if (knows(region->name)) continue;
+      steps.push_back([this, region, deadline = x->deadline](Callback<bool> next) {
+        register_user(region, deadline, std::move(next));
+      });
+    }
+    if (steps.empty()) return send(x);
+    auto remaining = std::make_shared<std::atomic<std::size_t>>(steps.size());
+    auto failure = std::make_shared<std::optional<Error>>();
+    auto failure_mutex = std::make_shared<std::mutex>();
+    for (auto& step : steps) {
+      step([this, x, remaining, failure, failure_mutex](Result<bool> ok) {
+        if (!ok) {
+          std::lock_guard<std::mutex> lock(*failure_mutex);
+          if (!*failure) *failure = ok.error();
+        }
+        if (--*remaining != 0) return;
+        if (!*failure) return send(x);
+        if (refuses_shared_memory(**failure)) go_plain(**failure);
+        send_plain(x);  // a passing failure: the plain request reports what really happens
+      });
+    }
+  }
+
+  // The ShmRegister RPCs answer through a Result<bool>: true once registered.
+  void register_region(inference::SystemSharedMemoryRegisterRequest request, Deadline deadline,
+                       Callback<bool> done) {
+    control_->unary<inference::SystemSharedMemoryRegisterResponse>(
+        "SystemSharedMemoryRegister", request, std::min(deadline, control_deadline()),
+        [done = std::move(done)](Result<inference::SystemSharedMemoryRegisterResponse> r) mutable {
+          if (!r && r.code() != StatusCode::AlreadyExists) return done(r.error());
+          done(true);
+        });
+  }
+
+  void register_user(const std::shared_ptr<const UserRegion>& region, Deadline deadline,
+                     Callback<bool> done) {
+    auto remember = [this, region, done = std::move(done)](Result<bool> ok) mutable {
+      if (ok) {
+        std::lock_guard<std::mutex> lock(mutex_);
+        user_registered_[region->name] = region;
+      }
+      done(std::move(ok));
+    };
+    if (!region->cuda) {
+      inference::SystemSharedMemoryRegisterRequest request;
+      request.set_name(region->name);
+      request.set_key(region->key);
+      request.set_byte_size(region->size);
+      return register_region(std::move(request), deadline, std::move(remember));
+    }
+    inference::CudaSharedMemoryRegisterRequest request;
+    request.set_name(region->name);
+    request.set_raw_handle(region->ipc_handle);
+    request.set_device_id(region->device);
+    request.set_byte_size(region->size);
+    control_->unary<inference::CudaSharedMemoryRegisterResponse>(
+        "CudaSharedMemoryRegister", request, std::min(deadline, control_deadline()),
+        [remember =
+             std::move(remember)](Result<inference::CudaSharedMemoryRegisterResponse> r) mutable {
+          if (!r && r.code() != StatusCode::AlreadyExists) return remember(r.error());
+          remember(true);
+        });
+  }
+
+  bool knows(const std::string& user_region) const {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return user_registered_.count(user_region) != 0;
+  }
+
+  void send(const std::shared_ptr<Exchange>& x) {
+    dispatch(x->wire, x,
+             [this, x](Result<InferResult> result) { on_result(x, std::move(result)); });
+  }
+
+  void send_plain(const std::shared_ptr<Exchange>& x) {
+    x->lease.reset();
+    dispatch(std::move(x->original), x, std::move(x->done));
+  }
+
+  // Hands a request to the gRPC transport, or completes it CANCELLED once this one is closing
+  // (registration answers may still arrive while the destructor runs).
+  void dispatch(InferRequest request, const std::shared_ptr<Exchange>& x,
+                Callback<InferResult> done) {
+    std::unique_lock<std::mutex> lock(calls_mutex_);
+    if (closing_) {
+      lock.unlock();
+      return done(Error(StatusCode::Cancelled, "the client was destroyed"));
+    }
+    calls_->infer_async(std::move(request), x->deadline, x->cancel, std::move(done));
+  }
+
+  void on_result(const std::shared_ptr<Exchange>& x, Result<InferResult> result) {
+    if (!result && !x->retried && lost_registration(result.error())) {
+      // The server restarted and forgot our regions: register again, once, transparently.
+      x->retried = true;
+      pool_->forget_registrations();
+      if (x->lease) x->lease->registered = false;
+      {
+        std::lock_guard<std::mutex> lock(mutex_);
+        user_registered_.clear();
+      }
+      return register_then_send(x);
+    }
+    if (!result && !x->retried && output_space_too_small(result.error())) {
+      // An output grew past what we foresaw: this once over gRPC, which also teaches its size.
+      x->retried = true;
+      x->lease.reset();
+      forget_sizes(x->original);
+      return dispatch(x->original, x, [this, x](Result<InferResult> r) {
+        if (r) learn_sizes(x->original, *r);
+        auto done = std::move(x->done);
+        done(std::move(r));
+      });
+    }
+    if (!result) {
+      auto done = std::move(x->done);
+      return done(std::move(result));
+    }
+    auto outcome = take_outputs(*x, std::move(*result));
+    if (outcome) learn_sizes(x->original, *outcome);
+    auto done = std::move(x->done);
+    done(std::move(outcome));
+  }
+
+  // Outputs the server wrote into our regions become views of them (kept alive by the lease
+  // or the user's buffer).
+  Result<InferResult> take_outputs(const Exchange& x, InferResult result) {
+    std::vector<NamedTensor> outputs;
+    for (const auto& out : result.outputs()) {
+      auto placed = std::find_if(x.outputs.begin(), x.outputs.end(),
+                                 [&](const Exchange::Output& o) { return o.name == out.name; });
+      if (placed == x.outputs.end() || !out.parameters.count(grpc::kSharedMemoryRegion)) {
+        outputs.push_back(out);
+        continue;
+      }
+      auto bytes = byte_size_of(out);
+      if (!bytes || *bytes > placed->capacity) {
+        return Error(StatusCode::Internal, "server reported output '" + out.name +
+                                               "' larger than the shared memory reserved for it");
+      }
+      Tensor tensor = Tensor::from_shared(out.tensor.dtype(), out.tensor.shape(), x.lease,
+                                          x.lease->region->data() + placed->offset, *bytes);
+      if (auto ok = tensor.check(); !ok) {
+        return Error(StatusCode::Internal,
+                     "output '" + out.name + "' in shared memory: " + ok.error().message());
+      }
+      outputs.push_back({out.name, std::move(tensor), {}});
+    }
+    InferResult shaped(result.model_name(), result.model_version(), result.request_id(),
+                       std::move(outputs), result.parameters());
+    shaped.set_executed_on(result.executed_on());
+    return shaped;
+  }
+
+  static std::optional<std::size_t> byte_size_of(const NamedTensor& out) {
+    if (out.tensor.dtype() == DataType::Bytes) {
+      auto it = out.parameters.find(grpc::kSharedMemoryByteSize);
+      if (it == out.parameters.end()) return std::nullopt;
+      if (const auto* i = std::get_if<std::int64_t>(&it->second); i && *i >= 0) {
+        return static_cast<std::size_t>(*i);
+      }
+      if (const auto* u = std::get_if<std::uint64_t>(&it->second)) return *u;
+      return std::nullopt;
+    }
+    auto count = element_count(out.tensor.shape());
+    if (!count) return std::nullopt;
+    return *count * element_size(out.tensor.dtype());
+  }
+
+  // ---- Output sizes: from static shapes in the metadata, else as last seen. ----
+
+  void learn_metadata(const InferRequest& request) {
+    std::string key = model_key(request);
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      if (!metadata_requested_.insert(key).second) return;
+    }
+    calls_->model_metadata_async(request.model_name(), request.model_version(), control_deadline(),
+                                 [this, key](Result<ModelMetadata> m) {
+                                   std::lock_guard<std::mutex> lock(mutex_);
+                                   if (m) {
+                                     metadata_[key] = std::move(*m);
+                                   } else {
+                                     metadata_requested_.erase(key);  // ask again later
+                                   }
+                                 });
+  }
+
+  std::vector<std::string> known_outputs(const InferRequest& request) const {
+    std::lock_guard<std::mutex> lock(mutex_);
+    std::vector<std::string> names;
+    auto it = metadata_.find(model_key(request));
+    if (it != metadata_.end()) {
+      for (const auto& out : it->second.outputs) names.push_back(out.name);
+    }
+    return names;
+  }
+
+  std::size_t predict(const InferRequest& request, const std::string& output) const {
+    std::lock_guard<std::mutex> lock(mutex_);
+    std::string key = model_key(request);
+    if (auto m = metadata_.find(key); m != metadata_.end()) {
+      if (const TensorMetadata* spec = m->second.find_output(output);
+          spec && spec->dtype != DataType::Bytes) {
+        if (auto count = element_count(spec->shape)) return *count * element_size(spec->dtype);
+      }
+    }
+    auto seen = sizes_.find(key + '\0' + output);
+    return seen == sizes_.end() ? 0 : seen->second;
+  }
+
+  void learn_sizes(const InferRequest& request, const InferResult& result) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    for (const auto& out : result.outputs()) {
+      sizes_[model_key(request) + '\0' + out.name] = out.tensor.byte_size();
+    }
+  }
+
+  void forget_sizes(const InferRequest& request) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    std::string prefix = model_key(request) + '\0';
+    for (auto it = sizes_.begin(); it != sizes_.end();) {
+      it = it->first.rfind(prefix, 0) == 0 ? sizes_.erase(it) : std::next(it);
+    }
+  }
+
+  // ---- Falling back, and cleaning up. ----
+
+  void go_plain(const Error& why) {
+    if (plain_.exchange(true)) return;
+    if (options_.log) {
+      options_.log(LogLevel::Warning, url_ +
+                                          ": the server cannot use this client's shared memory (" +
+                                          why.message() + "); sending tensors over plain gRPC");
+    }
+  }
+
+  Deadline control_deadline() const { return deadline_after(options_.control_timeout); }
+
+  void unregister(const std::vector<std::string>& names, bool cuda) {
+    for (const auto& name : names) unregister_one(name, cuda, nullptr);
+  }
+
+  void unregister_one(const std::string& name, bool cuda, std::shared_ptr<std::promise<void>> ack) {
+    auto deadline = deadline_after(std::chrono::milliseconds(1000));
+    auto finish = [ack](auto&&) {
+      if (ack) ack->set_value();
+    };
+    if (cuda) {
+      inference::CudaSharedMemoryUnregisterRequest request;
+      request.set_name(name);
+      control_->unary<inference::CudaSharedMemoryUnregisterResponse>(
+          "CudaSharedMemoryUnregister", request, deadline, std::move(finish));
+    } else {
+      inference::SystemSharedMemoryUnregisterRequest request;
+      request.set_name(name);
+      control_->unary<inference::SystemSharedMemoryUnregisterResponse>(
+          "SystemSharedMemoryUnregister", request, deadline, std::move(finish));
+    }
+  }
+
+  // Unregisters every region this transport registered; waits at most about a second.
+  void unregister_everything() {
+    std::vector<std::pair<std::string, bool>> all;
+    for (auto& name : pool_->registered_names()) all.emplace_back(std::move(name), false);
+    for (auto& name : pool_->take_evicted()) all.emplace_back(std::move(name), false);
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      for (auto& [name, region] : user_registered_) all.emplace_back(name, region->cuda);
+    }
+    std::vector<std::future<void>> acks;
+    for (auto& [name, cuda] : all) {
+      auto ack = std::make_shared<std::promise<void>>();
+      acks.push_back(ack->get_future());
+      unregister_one(name, cuda, ack);
+    }
+    for (auto& ack : acks) ack.wait();  // each is bounded by its one-second deadline
+  }
+
+  std::string url_;
+  ClientOptions options_;
+  std::shared_ptr<RegionPool> pool_;
+  std::unique_ptr<GrpcTransport> calls_;    // inference and the Transport's control calls
+  std::unique_ptr<GrpcTransport> control_;  // registrations, alive until they are undone
+  std::atomic<bool> plain_{false};
+  std::mutex calls_mutex_;  // orders dispatch() against the destructor
+  bool closing_ = false;    // guarded by calls_mutex_
+  mutable std::mutex mutex_;
+  std::set<std::string> metadata_requested_;
+  std::map<std::string, ModelMetadata> metadata_;
+  std::map<std::string, std::size_t> sizes_;  // last seen bytes of model outputs
+  std::map<std::string, std::shared_ptr<const UserRegion>> user_registered_;
+};
+
+const bool registered = [] {
+  transport_registry().add(
+      "grpc+shm",
+      [](const Endpoint& endpoint,
+         const ClientOptions& options) -> Result<std::unique_ptr<Transport>> {
+        return std::unique_ptr<Transport>(std::make_unique<ShmTransport>(endpoint, options));
+      });
+  return true;
+}();
+
+}  // namespace
+
+}  // namespace sonic::shm
+
+// Referenced by the sonic::shm CMake target (-Wl,-u) so that the registration above is linked.
+extern "C" {
+int sonic_shm_transport_anchor = 1;
+}
