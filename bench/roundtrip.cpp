@@ -17,24 +17,14 @@
 #include <string>
 #include <vector>
 
+#include "timing.hpp"
+
 namespace {
 
-using Clock = std::chrono::steady_clock;
-
-double ms_between(Clock::time_point a, Clock::time_point b) {
-  return std::chrono::duration<double, std::milli>(b - a).count();
-}
-
-double median(std::vector<double> values) {
-  std::sort(values.begin(), values.end());
-  return values[values.size() / 2];
-}
-
-double percentile(std::vector<double> values, double p) {
-  std::sort(values.begin(), values.end());
-  return values[std::min(values.size() - 1,
-                         static_cast<std::size_t>(p * static_cast<double>(values.size())))];
-}
+using sonic::bench::Clock;
+using sonic::bench::median;
+using sonic::bench::ms_between;
+using sonic::bench::percentile;
 
 struct Args {
   std::string url = "grpc://127.0.0.1:8001";

@@ -1,5 +1,6 @@
-// A consumer of the installed sonic package: serves the built-in models in process and sends one
-// `simple` request through sonic::Client. Exits non-zero when anything is wrong.
+// A consumer of the installed sonic package: serves the built-in models in process and sends a
+// `simple` request through sonic::Client, over grpc:// and over grpc+shm://. Exits non-zero when
+// anything is wrong.
 #include <sonic/grpc/server.hpp>
 #include <sonic/models.hpp>
 #include <sonic/sonic.hpp>
@@ -18,26 +19,29 @@ int main() try {
   sonic::grpc::Server server(sonic::CpuExecutor::with_models(sonic::models::builtin(), 1), options);
   server.start();
 
-  sonic::Client client("grpc://127.0.0.1:" + std::to_string(server.port()));
   std::vector<std::int32_t> a(16), b(16);
   for (int i = 0; i < 16; ++i) {
     a[i] = i;
     b[i] = 100 - 3 * i;
   }
-  auto result = client.infer(sonic::InferRequest("simple")
-                                 .input("INPUT0", sonic::Tensor::view(a, {1, 16}))
-                                 .input("INPUT1", sonic::Tensor::view(b, {1, 16}))
-                                 .timeout(std::chrono::seconds(30)));
-  auto sum = result.output("OUTPUT0").as<std::int32_t>();
-  if (sum.size() != 16) {
-    std::cerr << "sonic_consumer: OUTPUT0 has " << sum.size() << " elements, expected 16\n";
-    return 1;
-  }
-  for (int i = 0; i < 16; ++i) {
-    if (sum[i] != a[i] + b[i]) {
-      std::cerr << "sonic_consumer: OUTPUT0[" << i << "] = " << sum[i] << ", expected "
-                << a[i] + b[i] << '\n';
+  for (std::string scheme : {"grpc", "grpc+shm"}) {
+    sonic::Client client(scheme + "://127.0.0.1:" + std::to_string(server.port()));
+    auto result = client.infer(sonic::InferRequest("simple")
+                                   .input("INPUT0", sonic::Tensor::view(a, {1, 16}))
+                                   .input("INPUT1", sonic::Tensor::view(b, {1, 16}))
+                                   .timeout(std::chrono::seconds(30)));
+    auto sum = result.output("OUTPUT0").as<std::int32_t>();
+    if (sum.size() != 16) {
+      std::cerr << "sonic_consumer: " << scheme << ": OUTPUT0 has " << sum.size()
+                << " elements, expected 16\n";
       return 1;
+    }
+    for (int i = 0; i < 16; ++i) {
+      if (sum[i] != a[i] + b[i]) {
+        std::cerr << "sonic_consumer: " << scheme << ": OUTPUT0[" << i << "] = " << sum[i]
+                  << ", expected " << a[i] + b[i] << '\n';
+        return 1;
+      }
     }
   }
   std::cout << "sonic_consumer: ok (sonic " << sonic::kVersion << ")\n";
