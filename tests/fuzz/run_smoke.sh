@@ -17,7 +17,7 @@ build=$1
 seconds=${2:-30}
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 here=$repo/tests/fuzz
-targets=(fuzz_response_decoder fuzz_request_decoder fuzz_h2_client)
+targets=(fuzz_response_decoder fuzz_request_decoder fuzz_h2_client fuzz_tcp_frame)
 
 echo "== fuzz: configure $build"
 CC=clang CXX=clang++ cmake -S "$repo" -B "$build" -DSONIC_BUILD_FUZZERS=ON \

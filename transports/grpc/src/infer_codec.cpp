@@ -409,8 +409,7 @@ Result<std::vector<NamedTensor>> assemble(std::vector<TensorMessage>& messages,
 
 }  // namespace
 
-Result<std::shared_ptr<OutgoingBody>> encode_infer_request(const InferRequest& request,
-                                                           std::size_t max_bytes) {
+std::string infer_request_envelope(const InferRequest& request) {
   std::string env;
   env.reserve(256);
   wire::put_string_field(env, 1, request.model_name());
@@ -424,6 +423,23 @@ Result<std::shared_ptr<OutgoingBody>> encode_infer_request(const InferRequest& r
     put_parameters(msg, 2, out.parameters);
     wire::put_len_field(env, 6, msg);
   }
+  return env;
+}
+
+std::string infer_response_envelope(const InferResult& result) {
+  std::string env;
+  env.reserve(256);
+  wire::put_string_field(env, 1, result.model_name());
+  wire::put_string_field(env, 2, result.model_version());
+  wire::put_string_field(env, 3, result.request_id());
+  put_parameters(env, 4, result.parameters());
+  for (const auto& out : result.outputs()) put_tensor_header(env, 5, out);
+  return env;
+}
+
+Result<std::shared_ptr<OutgoingBody>> encode_infer_request(const InferRequest& request,
+                                                           std::size_t max_bytes) {
+  std::string env = infer_request_envelope(request);
   // Owned tensors (and the vector of them) live as long as the body; borrowed ones are the
   // caller's, who keeps them valid until the request completes.
   auto inputs = std::make_shared<const std::vector<NamedTensor>>(request.inputs());
@@ -432,13 +448,7 @@ Result<std::shared_ptr<OutgoingBody>> encode_infer_request(const InferRequest& r
 
 Result<std::shared_ptr<OutgoingBody>> encode_infer_response(const InferResult& result,
                                                             std::size_t max_bytes) {
-  std::string env;
-  env.reserve(256);
-  wire::put_string_field(env, 1, result.model_name());
-  wire::put_string_field(env, 2, result.model_version());
-  wire::put_string_field(env, 3, result.request_id());
-  put_parameters(env, 4, result.parameters());
-  for (const auto& out : result.outputs()) put_tensor_header(env, 5, out);
+  std::string env = infer_response_envelope(result);
   auto outputs = std::make_shared<const std::vector<NamedTensor>>(result.outputs());
   return finish_with_raw(std::move(env), *outputs, kRawOutputField, max_bytes, outputs);
 }

@@ -26,6 +26,11 @@ inline constexpr const char* kSharedMemoryOffset = "shared_memory_offset";
 Result<std::shared_ptr<OutgoingBody>> encode_infer_request(const InferRequest& request,
                                                            std::size_t max_message_bytes);
 
+/// The envelopes alone: every field but the raw contents (for transports that carry tensors
+/// their own way; decode them back with the raw payloads in a ReceivedMessage).
+std::string infer_request_envelope(const InferRequest& request);
+std::string infer_response_envelope(const InferResult& result);
+
 /// An InferResult whose outputs view the message's raw buffers. A malformed or lying response
 /// (sizes that do not fit shapes, unknown datatypes, mismatched counts) is INTERNAL.
 Result<InferResult> decode_infer_response(ReceivedMessage message);
