@@ -7,6 +7,7 @@
 #include <thread>
 #include <vector>
 
+#include "control_service.hpp"
 #include "h2_session.hpp"
 #include "infer_codec.hpp"
 #include "pb_convert.hpp"
@@ -263,165 +264,13 @@ class ServerConnection final : public H2Session {
         });
   }
 
-  template <typename Request>
-  bool parse(std::int32_t id, const std::string& bytes, Request& request) {
-    if (request.ParseFromString(bytes)) return true;
-    respond_error(id, Error(StatusCode::InvalidArgument, "malformed " + request.GetTypeName()));
-    return false;
-  }
-
   void control(std::int32_t id, const std::string& method, const std::string& bytes) {
-    CpuExecutor& executor = *executor_;
-    if (method == "ServerLive") {
-      inference::ServerLiveResponse response;
-      response.set_live(true);
-      return respond_message(id, response);
-    }
-    if (method == "ServerReady") {
-      inference::ServerReadyResponse response;
-      response.set_ready(true);
-      return respond_message(id, response);
-    }
-    if (method == "ModelReady") {
-      inference::ModelReadyRequest request;
-      if (!parse(id, bytes, request)) return;
-      inference::ModelReadyResponse response;
-      response.set_ready(executor.has_model(request.name(), request.version()));
-      return respond_message(id, response);
-    }
-    if (method == "ServerMetadata") {
-      inference::ServerMetadataResponse response;
-      response.set_name(server_.options.name);
-      response.set_version(kVersion);
-      response.add_extensions("model_configuration");
-      response.add_extensions("statistics");
-      if (server_.options.shared_memory) {
-        response.add_extensions("system_shared_memory");
-        if (SharedMemoryRegistry::cuda_supported()) response.add_extensions("cuda_shared_memory");
-      }
-      return respond_message(id, response);
-    }
-    if (method == "ModelMetadata") {
-      inference::ModelMetadataRequest request;
-      if (!parse(id, bytes, request)) return;
-      auto model = executor.model(request.name(), request.version());
-      if (!model) return respond_error(id, model.error());
-      inference::ModelMetadataResponse response;
-      to_pb((*model)->metadata(), &response);
-      return respond_message(id, response);
-    }
-    if (method == "ModelConfig") {
-      inference::ModelConfigRequest request;
-      if (!parse(id, bytes, request)) return;
-      auto model = executor.model(request.name(), request.version());
-      if (!model) return respond_error(id, model.error());
-      inference::ModelConfigResponse response;
-      *response.mutable_config() = model_config_of(**model);
-      return respond_message(id, response);
-    }
-    if (method == "ModelStatistics") {
-      inference::ModelStatisticsRequest request;
-      if (!parse(id, bytes, request)) return;
-      inference::ModelStatisticsResponse response;
-      if (request.name().empty()) {
-        for (const auto& s : executor.all_statistics()) to_pb(s, response.add_model_stats());
-      } else {
-        auto stats = executor.statistics(request.name(), request.version());
-        if (!stats) return respond_error(id, stats.error());
-        to_pb(*stats, response.add_model_stats());
-      }
-      return respond_message(id, response);
-    }
-    if (method == "RepositoryIndex") {
-      inference::RepositoryIndexRequest request;
-      if (!parse(id, bytes, request)) return;
-      inference::RepositoryIndexResponse response;
-      for (const auto& name : executor.model_names()) {
-        auto* index = response.add_models();
-        index->set_name(name);
-        auto model = executor.model(name);
-        if (model) index->set_version((*model)->version);
-        index->set_state("READY");
-      }
-      return respond_message(id, response);
-    }
-    if (method.find("SharedMemory") != std::string::npos && server_.options.shared_memory) {
-      return shared_memory(id, method, bytes);
-    }
-    respond_error(id, Error(StatusCode::Unimplemented,
-                            "method " + method + " is not implemented by this server"));
-  }
-
-  // Triton's shared memory extension: register, unregister and list regions.
-  void shared_memory(std::int32_t id, const std::string& method, const std::string& bytes) {
-    SharedMemoryRegistry& registry = server_.shared_memory;
-    auto answer = [&](const Result<void>& outcome, const auto& response) {
-      if (!outcome) return respond_error(id, outcome.error());
-      respond_message(id, response);
-    };
-    if (method == "SystemSharedMemoryRegister") {
-      inference::SystemSharedMemoryRegisterRequest request;
-      if (!parse(id, bytes, request)) return;
-      return answer(registry.register_system(request.name(), request.key(), request.offset(),
-                                             request.byte_size()),
-                    inference::SystemSharedMemoryRegisterResponse{});
-    }
-    if (method == "CudaSharedMemoryRegister") {
-      inference::CudaSharedMemoryRegisterRequest request;
-      if (!parse(id, bytes, request)) return;
-      return answer(registry.register_cuda(request.name(), request.raw_handle(),
-                                           request.device_id(), request.byte_size()),
-                    inference::CudaSharedMemoryRegisterResponse{});
-    }
-    if (method == "SystemSharedMemoryUnregister") {
-      inference::SystemSharedMemoryUnregisterRequest request;
-      if (!parse(id, bytes, request)) return;
-      registry.unregister(request.name(), false);
-      return respond_message(id, inference::SystemSharedMemoryUnregisterResponse{});
-    }
-    if (method == "CudaSharedMemoryUnregister") {
-      inference::CudaSharedMemoryUnregisterRequest request;
-      if (!parse(id, bytes, request)) return;
-      registry.unregister(request.name(), true);
-      return respond_message(id, inference::CudaSharedMemoryUnregisterResponse{});
-    }
-    if (method == "SystemSharedMemoryStatus") {
-      inference::SystemSharedMemoryStatusRequest request;
-      if (!parse(id, bytes, request)) return;
-      auto regions = registry.status(request.name(), false);
-      if (!regions) return respond_error(id, regions.error());
-      inference::SystemSharedMemoryStatusResponse response;
-      for (const auto& r : *regions) {
-        auto& status = (*response.mutable_regions())[r.name];
-        status.set_name(r.name);
-        status.set_key(r.key);
-        status.set_offset(r.offset);
-        status.set_byte_size(r.byte_size);
-      }
-      return respond_message(id, response);
-    }
-    if (method == "CudaSharedMemoryStatus") {
-      inference::CudaSharedMemoryStatusRequest request;
-      if (!parse(id, bytes, request)) return;
-      auto regions = registry.status(request.name(), true);
-      if (!regions) return respond_error(id, regions.error());
-      inference::CudaSharedMemoryStatusResponse response;
-      for (const auto& r : *regions) {
-        auto& status = (*response.mutable_regions())[r.name];
-        status.set_name(r.name);
-        status.set_device_id(static_cast<std::uint64_t>(r.device_id));
-        status.set_byte_size(r.byte_size);
-      }
-      return respond_message(id, response);
-    }
-    respond_error(id, Error(StatusCode::Unimplemented,
-                            "method " + method + " is not implemented by this server"));
-  }
-
-  template <typename Message>
-  void respond_message(std::int32_t id, const Message& message) {
+    ControlContext context{*executor_, server_.options,
+                           server_.options.shared_memory ? &server_.shared_memory : nullptr};
+    auto reply = answer_control(context, method, bytes);
+    if (!reply) return respond_error(id, reply.error());
     auto body = std::make_shared<OutgoingBody>();
-    body->append_owned(message.SerializeAsString());
+    body->append_owned(std::move(*reply));
     if (auto ok = body->finish(server_.options.max_message_bytes); !ok)
       return respond_error(id, ok.error());
     respond(id, std::move(body));
