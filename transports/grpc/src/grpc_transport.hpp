@@ -15,6 +15,7 @@
 #include "infer_codec.hpp"
 #include "pb_convert.hpp"
 #include "protocol.hpp"
+#include "sonic/detail/reconnect_backoff.hpp"
 #include "sonic/transport.hpp"
 
 namespace sonic::grpc {
@@ -234,13 +235,10 @@ class GrpcTransport final : public Transport {
       return done(Error(StatusCode::Cancelled, "the client was destroyed"));
     }
     if (!current_ || !current_->usable()) {
-      if (auto wait = next_connect_ - Clock::now(); wait > Clock::duration::zero()) {
+      if (backoff_.wait() > Clock::duration::zero()) {
         call->finished = true;
         auto done = std::move(call->done);
-        auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(wait).count();
-        return done(Error(StatusCode::Unavailable, "cannot connect to " + endpoint_.url + " (" +
-                                                       connect_failure_ + "); next attempt in " +
-                                                       std::to_string(ms) + " ms"));
+        return done(Error(StatusCode::Unavailable, backoff_.describe(endpoint_.url)));
       }
       current_ = std::make_shared<ClientConnection>(
           io_, endpoint_, options_,
@@ -258,21 +256,8 @@ class GrpcTransport final : public Transport {
 
   // Reconnect backoff bookkeeping, on the network thread.
   void on_connect(const std::string& failure) {
-    if (failure.empty()) {
-      failed_connects_ = 0;
-      next_connect_ = {};
-      return;
-    }
-    ++failed_connects_;
-    connect_failure_ = failure;
-    double ms = static_cast<double>(options_.reconnect_backoff.count());
-    for (int i = 1; i < failed_connects_ && ms < options_.reconnect_backoff_max.count(); ++i) {
-      ms *= 2;
-    }
-    ms = std::min(ms, static_cast<double>(options_.reconnect_backoff_max.count()));
-    std::uniform_real_distribution<double> jitter(0.8, 1.2);
-    next_connect_ = Clock::now() + std::chrono::microseconds(
-                                       static_cast<std::int64_t>(ms * 1000 * jitter(random_)));
+    if (failure.empty()) return backoff_.succeeded();
+    backoff_.failed(failure);
   }
 
   Endpoint endpoint_;
@@ -285,11 +270,8 @@ class GrpcTransport final : public Transport {
   // Network-thread state.
   std::shared_ptr<ClientConnection> current_;
   std::vector<std::weak_ptr<ClientConnection>> connections_;  // including draining ones
-  bool stopped_ = false;            // the destructor has closed every connection
-  int failed_connects_ = 0;         // consecutive
-  Clock::time_point next_connect_;  // no new connection before this
-  std::string connect_failure_;     // why the last attempt failed
-  std::mt19937 random_{std::random_device{}()};
+  bool stopped_ = false;  // the destructor has closed every connection
+  detail::ReconnectBackoff backoff_{options_};
 };
 
 }  // namespace sonic::grpc
