@@ -2,24 +2,32 @@
 // CPU models (simple, identity_fp32). The reference server for tests, demos and benchmarks.
 #include <sonic/grpc/server.hpp>
 #include <sonic/sonic.hpp>
+#include <sonic/tcp/server.hpp>
 
 #include <csignal>
 #include <cstdlib>
 #include <iostream>
+#include <optional>
 #include <string>
 #include <string_view>
 
 namespace {
 
 void usage(std::ostream& out) {
-  out << "usage: sonic-server [--host ADDR] [--port N] [--threads N] [--io-threads N] [--no-shm]\n"
+  out << "usage: sonic-server [--host ADDR] [--port N] [--tcp-port N] [--threads N] [--io-threads "
+         "N]\n"
+         "                    [--no-shm]\n"
          "  --host ADDR      address to listen on (default 127.0.0.1; 0.0.0.0 for all)\n"
          "  --port N         gRPC port (default 8001; 0 picks a free port)\n"
+         "  --tcp-port N     also serve tcp:// and tcp+zstd:// clients on this port (0: a free "
+         "one)\n"
          "  --threads N      model execution threads (default: one per core)\n"
          "  --io-threads N   network threads (default 1)\n"
          "  --no-shm         refuse Triton's shared memory extension (clients send tensors "
          "inline)\n"
-         "Prints 'sonic-server listening on HOST:PORT' once ready; stops on SIGINT/SIGTERM.\n";
+         "Prints 'sonic-server listening on HOST:PORT' once ready (and 'sonic-server tcp listening "
+         "on\n"
+         "HOST:PORT' with --tcp-port); stops on SIGINT/SIGTERM.\n";
 }
 
 unsigned long parse_number(std::string_view flag, const char* text, unsigned long max) {
@@ -38,6 +46,7 @@ unsigned long parse_number(std::string_view flag, const char* text, unsigned lon
 int main(int argc, char** argv) {
   sonic::grpc::ServerOptions options;
   std::size_t threads = 0;
+  std::optional<std::uint16_t> tcp_port;
   for (int i = 1; i < argc; ++i) {
     std::string_view arg = argv[i];
     if (arg == "-h" || arg == "--help") {
@@ -58,6 +67,8 @@ int main(int argc, char** argv) {
       options.host = value;
     } else if (arg == "--port") {
       options.port = static_cast<std::uint16_t>(parse_number(arg, value, 65535));
+    } else if (arg == "--tcp-port") {
+      tcp_port = static_cast<std::uint16_t>(parse_number(arg, value, 65535));
     } else if (arg == "--threads") {
       threads = parse_number(arg, value, 1024);
     } else if (arg == "--io-threads") {
@@ -80,11 +91,25 @@ int main(int argc, char** argv) {
     auto executor = sonic::CpuExecutor::with_models(sonic::models::builtin(), threads);
     sonic::grpc::Server server(executor, options);
     server.start();
+    std::optional<sonic::tcp::Server> tcp;
+    if (tcp_port) {
+      sonic::tcp::ServerOptions tcp_options;
+      tcp_options.host = options.host;
+      tcp_options.port = *tcp_port;
+      tcp_options.max_message_bytes = options.max_message_bytes;
+      tcp.emplace(executor, tcp_options);
+      tcp->start();
+    }
     std::cout << "sonic-server listening on " << options.host << ":" << server.port() << std::endl;
+    if (tcp) {
+      std::cout << "sonic-server tcp listening on " << options.host << ":" << tcp->port()
+                << std::endl;
+    }
     int signal = 0;
     sigwait(&stop_signals, &signal);
     std::cout << "sonic-server stopping (signal " << signal << ")" << std::endl;
     server.stop();
+    if (tcp) tcp->stop();
   } catch (const sonic::Error& e) {
     std::cerr << "sonic-server: " << e.what() << '\n';
     return 1;

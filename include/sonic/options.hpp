@@ -34,6 +34,15 @@ struct SharedMemoryOptions {
   std::size_t min_region_bytes = std::size_t{64} << 10;
 };
 
+/// Compression of tcp+zstd:// endpoints (tcp:// sends tensors as they are).
+struct CompressionOptions {
+  /// zstd level: 1 is fast, which is what a saturated link needs; higher trades CPU for bytes.
+  int zstd_level = 1;
+  /// Compress only tensors that shrink: a sample of each is compressed first, and one that
+  /// does not compress (noise, already compressed data) goes raw, costing no more CPU.
+  bool adaptive = true;
+};
+
 /// How endpoints given by host name are looked up.
 struct Resolution {
   /// Make every address of a host name an endpoint of its own, as a Kubernetes headless service
@@ -61,6 +70,8 @@ struct ClientOptions {
   /// Whether a host name stands for one endpoint or for each of its addresses.
   Resolution resolution;
 
+  /// Tensor compression of tcp+zstd:// endpoints.
+  CompressionOptions compression;
   /// Shared memory pool of grpc+shm:// endpoints.
   SharedMemoryOptions shared_memory;
 

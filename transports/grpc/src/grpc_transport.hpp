@@ -2,8 +2,6 @@
 // own network thread. Transports built on it (shared memory) use its generic unary calls.
 #pragma once
 
-#include <google/protobuf/util/json_util.h>
-
 #include <algorithm>
 #include <memory>
 #include <mutex>
@@ -122,13 +120,7 @@ class GrpcTransport final : public Transport {
         "ModelConfig", request, deadline,
         [done = std::move(done)](Result<inference::ModelConfigResponse> r) mutable {
           if (!r) return done(r.error());
-          std::string json;
-          google::protobuf::util::JsonPrintOptions print;
-          print.preserve_proto_field_names = true;
-          auto status = google::protobuf::util::MessageToJsonString(r->config(), &json, print);
-          if (!status.ok())
-            return done(Error(StatusCode::Internal, "cannot print model config as JSON"));
-          done(std::move(json));
+          done(config_to_json(r->config()));
         });
   }
 

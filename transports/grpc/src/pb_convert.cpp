@@ -1,5 +1,7 @@
 #include "pb_convert.hpp"
 
+#include <google/protobuf/util/json_util.h>
+
 namespace sonic::grpc {
 
 namespace {
@@ -138,6 +140,16 @@ inference::ModelConfig model_config_of(const Model& model) {
   group->set_kind(inference::ModelInstanceGroup::KIND_CPU);
   group->set_count(1);
   return config;
+}
+
+Result<std::string> config_to_json(const inference::ModelConfig& config) {
+  std::string json;
+  google::protobuf::util::JsonPrintOptions print;
+  print.preserve_proto_field_names = true;
+  if (!google::protobuf::util::MessageToJsonString(config, &json, print).ok()) {
+    return Error(StatusCode::Internal, "cannot print model config as JSON");
+  }
+  return json;
 }
 
 }  // namespace sonic::grpc

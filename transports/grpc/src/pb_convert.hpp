@@ -20,5 +20,7 @@ void to_pb(const ModelStatistics& stats, inference::ModelStatistics* pb);
 
 /// The Triton ModelConfig describing an executor model.
 inference::ModelConfig model_config_of(const Model& model);
+/// A ModelConfig in protobuf's JSON mapping (proto field names), as Client::model_config gives.
+Result<std::string> config_to_json(const inference::ModelConfig& config);
 
 }  // namespace sonic::grpc

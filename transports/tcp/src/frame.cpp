@@ -31,12 +31,12 @@ T get(const std::uint8_t* in) {
   return static_cast<T>(value);
 }
 
-std::string header(FrameKind kind, std::uint64_t id, std::size_t envelope, std::size_t tensors,
-                   std::uint64_t section) {
+std::string header(FrameKind kind, std::uint16_t flags, std::uint64_t id, std::size_t envelope,
+                   std::size_t tensors, std::uint64_t section) {
   std::string h(reinterpret_cast<const char*>(kMagic), 4);
   h.push_back(static_cast<char>(kVersion));
   h.push_back(static_cast<char>(kind));
-  put<std::uint16_t>(h, 0);
+  put<std::uint16_t>(h, flags);
   put<std::uint64_t>(h, id);
   put<std::uint32_t>(h, static_cast<std::uint32_t>(envelope));
   put<std::uint32_t>(h, static_cast<std::uint32_t>(tensors));
@@ -68,7 +68,8 @@ Error framing(std::string what) {
 
 OutgoingFrame encode_frame(FrameKind kind, std::uint64_t id, std::string envelope,
                            const std::vector<NamedTensor>& tensors,
-                           std::shared_ptr<const void> keep, const Compression& compression) {
+                           std::shared_ptr<const void> keep, const Compression& compression,
+                           std::uint16_t flags) {
   OutgoingFrame f;
   f.keep = std::move(keep);
   // Records first (their lengths make the header), then lay the pieces out in order.
@@ -104,7 +105,7 @@ OutgoingFrame encode_frame(FrameKind kind, std::uint64_t id, std::string envelop
     f.stored_tensor_bytes += size;
   }
   const std::string& h =
-      f.owned.emplace_back(header(kind, id, envelope.size(), tensors.size(), section));
+      f.owned.emplace_back(header(kind, flags, id, envelope.size(), tensors.size(), section));
   f.pieces.emplace_back(h.data(), h.size());
   const std::string& e = f.owned.emplace_back(std::move(envelope));
   if (!e.empty()) f.pieces.emplace_back(e.data(), e.size());
@@ -125,6 +126,22 @@ OutgoingFrame encode_error(std::uint64_t id, const Error& error) {
 }
 
 OutgoingFrame encode_control(FrameKind kind) { return encode_frame(kind, 0, {}, {}, nullptr, {}); }
+
+OutgoingFrame encode_call(std::uint64_t id, const std::string& method, const std::string& request) {
+  std::string envelope(1, static_cast<char>(method.size()));
+  envelope += method;
+  envelope += request;
+  return encode_frame(FrameKind::Call, id, std::move(envelope), {}, nullptr, {});
+}
+
+Result<std::pair<std::string, std::string>> decode_call(const Frame& frame) {
+  if (frame.envelope.empty() ||
+      frame.envelope.size() < 1u + static_cast<std::uint8_t>(frame.envelope[0])) {
+    return Error(StatusCode::InvalidArgument, "call frame without a method name");
+  }
+  std::size_t length = static_cast<std::uint8_t>(frame.envelope[0]);
+  return std::make_pair(frame.envelope.substr(1, length), frame.envelope.substr(1 + length));
+}
 
 Error decode_error(const Frame& frame) {
   if (frame.envelope.size() < 4) return framing("error frame without a status code");
@@ -207,10 +224,14 @@ Result<void> FrameReader::start_frame() {
     return framing("unsupported version " + std::to_string(header_[4]) + " (this is version 1)");
   }
   std::uint8_t kind = header_[5];
-  if (kind < 1 || kind > 5) return framing("unknown frame kind " + std::to_string(kind));
-  if (get<std::uint16_t>(header_ + 6) != 0) return framing("unknown flags");
+  if (kind < 1 || kind > 7) return framing("unknown frame kind " + std::to_string(kind));
+  auto flags = get<std::uint16_t>(header_ + 6);
+  if (flags & ~(kind == static_cast<std::uint8_t>(FrameKind::Request) ? kCompressResponse : 0)) {
+    return framing("unknown flags " + std::to_string(flags));
+  }
   frame_ = Frame{};
   frame_.kind = static_cast<FrameKind>(kind);
+  frame_.flags = flags;
   frame_.id = get<std::uint64_t>(header_ + 8);
   envelope_bytes_ = get<std::uint32_t>(header_ + 16);
   tensors_left_ = get<std::uint32_t>(header_ + 20);

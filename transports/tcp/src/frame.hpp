@@ -16,7 +16,18 @@
 
 namespace sonic::tcp {
 
-enum class FrameKind : std::uint8_t { Request = 1, Response = 2, Error = 3, Ping = 4, Pong = 5 };
+enum class FrameKind : std::uint8_t {
+  Request = 1,
+  Response = 2,
+  Error = 3,
+  Ping = 4,
+  Pong = 5,
+  Call = 6,
+  Reply = 7,
+};
+
+/// Flag of a request frame: the client wants the response's tensors compressed.
+inline constexpr std::uint16_t kCompressResponse = 1;
 
 inline constexpr std::size_t kHeaderBytes = 32;
 inline constexpr std::size_t kRecordBytes = 24;
@@ -45,6 +56,7 @@ struct OutgoingFrame {
 /// A frame received whole.
 struct Frame {
   FrameKind kind = FrameKind::Ping;
+  std::uint16_t flags = 0;
   std::uint64_t id = 0;
   std::string envelope;
   std::vector<grpc::ReceivedMessage::Raw> tensors;
@@ -54,7 +66,12 @@ struct Frame {
 /// `keep` owns the tensors (they are referenced, not copied, when stored raw).
 OutgoingFrame encode_frame(FrameKind kind, std::uint64_t id, std::string envelope,
                            const std::vector<NamedTensor>& tensors,
-                           std::shared_ptr<const void> keep, const Compression& compression);
+                           std::shared_ptr<const void> keep, const Compression& compression,
+                           std::uint16_t flags = 0);
+/// A call frame: a control method and its serialized request.
+OutgoingFrame encode_call(std::uint64_t id, const std::string& method, const std::string& request);
+/// The method and request of a call frame; INVALID_ARGUMENT when malformed.
+Result<std::pair<std::string, std::string>> decode_call(const Frame& frame);
 /// An error frame: a status and its message.
 OutgoingFrame encode_error(std::uint64_t id, const Error& error);
 /// A ping or pong.
