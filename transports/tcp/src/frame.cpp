@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <memory>
 
 namespace sonic::tcp {
 
@@ -52,11 +53,24 @@ std::string record(std::uint8_t codec, std::uint64_t stored, std::uint64_t raw) 
   return r;
 }
 
+// zstd contexts are costly to create (hundreds of KiB): one of each per thread, reused.
+ZSTD_CCtx* compressor() {
+  thread_local std::unique_ptr<ZSTD_CCtx, decltype(&ZSTD_freeCCtx)> context(ZSTD_createCCtx(),
+                                                                            &ZSTD_freeCCtx);
+  return context.get();
+}
+
+ZSTD_DCtx* decompressor() {
+  thread_local std::unique_ptr<ZSTD_DCtx, decltype(&ZSTD_freeDCtx)> context(ZSTD_createDCtx(),
+                                                                            &ZSTD_freeDCtx);
+  return context.get();
+}
+
 // Whether zstd at `level` shrinks a sample of the tensor enough to be worth its CPU.
 bool compresses(const std::uint8_t* data, std::size_t size, int level) {
   std::size_t sample = std::min(size, kSampleBytes);
   std::string out(ZSTD_compressBound(sample), '\0');
-  std::size_t n = ZSTD_compress(out.data(), out.size(), data, sample, level);
+  std::size_t n = ZSTD_compressCCtx(compressor(), out.data(), out.size(), data, sample, level);
   return !ZSTD_isError(n) && static_cast<double>(n) < kWorthIt * static_cast<double>(sample);
 }
 
@@ -84,12 +98,17 @@ OutgoingFrame encode_frame(FrameKind kind, std::uint64_t id, std::string envelop
   for (const auto& t : tensors) {
     const std::uint8_t* data = t.tensor.data();
     std::size_t size = t.tensor.byte_size();
-    bool zstd = compression.zstd && size > 0 &&
-                (!compression.adaptive || compresses(data, size, compression.level));
+    // Adaptive mode samples big tensors first; a small one is its own sample, compressed once.
+    bool sampled = compression.adaptive && size > kSampleBytes;
+    bool zstd =
+        compression.zstd && size > 0 && (!sampled || compresses(data, size, compression.level));
     if (zstd) {
       std::string& out = f.owned.emplace_back(ZSTD_compressBound(size), '\0');
-      std::size_t n = ZSTD_compress(out.data(), out.size(), data, size, compression.level);
-      if (!ZSTD_isError(n) && n < size) {
+      std::size_t n =
+          ZSTD_compressCCtx(compressor(), out.data(), out.size(), data, size, compression.level);
+      double limit =
+          compression.adaptive ? kWorthIt * static_cast<double>(size) : static_cast<double>(size);
+      if (!ZSTD_isError(n) && static_cast<double>(n) < limit) {
         out.resize(n);
         stored.push_back({record(kZstd, n, size), out.data(), n});
         section += kRecordBytes + n;
@@ -97,7 +116,7 @@ OutgoingFrame encode_frame(FrameKind kind, std::uint64_t id, std::string envelop
         f.stored_tensor_bytes += n;
         continue;
       }
-      f.owned.pop_back();  // did not help after all: send it as it is
+      f.owned.pop_back();  // did not help enough: send it as it is
     }
     stored.push_back({record(kRaw, size, size), data, size});
     section += kRecordBytes + size;
@@ -198,7 +217,8 @@ Result<void> FrameReader::feed(const std::uint8_t* data, std::size_t size) {
             }
             std::shared_ptr<std::uint8_t> out(new std::uint8_t[std::max<std::uint64_t>(raw_, 1)],
                                               std::default_delete<std::uint8_t[]>());
-            std::size_t got = ZSTD_decompress(out.get(), raw_, buffer_.get(), stored_);
+            std::size_t got =
+                ZSTD_decompressDCtx(decompressor(), out.get(), raw_, buffer_.get(), stored_);
             if (ZSTD_isError(got) || got != raw_) {
               return framing("corrupt zstd data in tensor " +
                              std::to_string(frame_.tensors.size()) +
