@@ -1,9 +1,10 @@
 // A consumer of the installed sonic package: serves the built-in models in process and sends a
-// `simple` request through sonic::Client, over grpc:// and over grpc+shm://. Exits non-zero when
-// anything is wrong.
+// `simple` request through sonic::Client over grpc://, grpc+shm://, tcp:// and tcp+zstd://.
+// Exits non-zero when anything is wrong.
 #include <sonic/grpc/server.hpp>
 #include <sonic/models.hpp>
 #include <sonic/sonic.hpp>
+#include <sonic/tcp/server.hpp>
 
 #include <chrono>
 #include <cstdint>
@@ -18,14 +19,20 @@ int main() try {
   options.port = 0;
   sonic::grpc::Server server(sonic::CpuExecutor::with_models(sonic::models::builtin(), 1), options);
   server.start();
+  sonic::tcp::ServerOptions tcp_options;
+  tcp_options.port = 0;
+  sonic::tcp::Server tcp_server(sonic::CpuExecutor::with_models(sonic::models::builtin(), 1),
+                                tcp_options);
+  tcp_server.start();
 
   std::vector<std::int32_t> a(16), b(16);
   for (int i = 0; i < 16; ++i) {
     a[i] = i;
     b[i] = 100 - 3 * i;
   }
-  for (std::string scheme : {"grpc", "grpc+shm"}) {
-    sonic::Client client(scheme + "://127.0.0.1:" + std::to_string(server.port()));
+  for (std::string scheme : {"grpc", "grpc+shm", "tcp", "tcp+zstd"}) {
+    auto port = scheme.rfind("tcp", 0) == 0 ? tcp_server.port() : server.port();
+    sonic::Client client(scheme + "://127.0.0.1:" + std::to_string(port));
     auto result = client.infer(sonic::InferRequest("simple")
                                    .input("INPUT0", sonic::Tensor::view(a, {1, 16}))
                                    .input("INPUT1", sonic::Tensor::view(b, {1, 16}))
