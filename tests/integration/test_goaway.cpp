@@ -41,3 +41,43 @@ TEST_CASE("GOAWAY naming the first stream: the refused calls restart on a new co
   CHECK(stats.retries == 0);
   CHECK(stats.succeeded == kCalls);
 }
+
+TEST_CASE("GOAWAY on every connection under load: 2000 requests from 4 threads, none lost") {
+  ScriptedH2Server server(H2Script{0, true, /*goaway_every=*/50});
+  ClientOptions options;
+  options.validate_inputs = false;
+  options.retry.max_attempts = 1;  // the restarts must be the transport's own
+  Client client(server.url(), options);
+  constexpr int kThreads = 4, kPerThread = 500;
+  std::atomic<int> ok{0}, failed{0}, calls{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&] {
+      // Batches of 25 in flight per thread: up to 100 calls open when a GOAWAY comes.
+      for (int batch = 0; batch < kPerThread / 25; ++batch) {
+        std::vector<std::future<InferResult>> futures;
+        for (int i = 0; i < 25; ++i) futures.push_back(client.infer_future(simple_request(i, 1)));
+        for (auto& f : futures) {
+          try {
+            f.get();
+            ++ok;
+          } catch (const Error& e) {
+            ++failed;
+            MESSAGE(std::string(e.what()));
+          }
+          ++calls;
+        }
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  CHECK(calls == kThreads * kPerThread);
+  CHECK(ok == kThreads * kPerThread);
+  CHECK(failed == 0);
+  CHECK(server.calls_answered() == kThreads * kPerThread);  // each exactly once
+  CHECK(server.connections() >= kThreads * kPerThread / 50);
+  CHECK(client.stats().retries == 0);
+  MESSAGE("2000 requests over " << server.connections() << " connections, each ended by GOAWAY; "
+                                << server.calls_received() - server.calls_answered()
+                                << " calls refused and restarted");
+}

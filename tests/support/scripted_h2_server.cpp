@@ -38,6 +38,7 @@ struct ScriptedH2Server::State {
     std::int32_t first_stream = 0;
     int calls = 0;
     bool going_away = false;
+    bool draining = false;  // GOAWAY written and our side shut: reading until the client closes
     bool dead = false;
     ~Connection() {
       if (session) nghttp2_session_del(session);
@@ -102,7 +103,13 @@ struct ScriptedH2Server::State {
       if (c.calls++ == 0) c.first_stream = id;
       if (c.going_away) continue;
       bool scripted_goaway = c.first && script.goaway_after_calls > 0;
-      if (scripted_goaway) {
+      if (script.goaway_every > 0) {
+        answer(c, id);
+        if (c.calls == script.goaway_every) {
+          nghttp2_submit_goaway(c.session, NGHTTP2_FLAG_NONE, id, NGHTTP2_NO_ERROR, nullptr, 0);
+          c.going_away = true;
+        }
+      } else if (scripted_goaway) {
         if (c.calls == script.goaway_after_calls) {
           nghttp2_submit_goaway(c.session, NGHTTP2_FLAG_NONE, c.first_stream, NGHTTP2_NO_ERROR,
                                 nullptr, 0);
@@ -138,14 +145,24 @@ struct ScriptedH2Server::State {
   void read_from(Connection& c) {
     std::uint8_t buffer[16384];
     ssize_t n = ::recv(c.fd, buffer, sizeof buffer, 0);
-    if (n <= 0 || nghttp2_session_mem_recv(c.session, buffer, static_cast<std::size_t>(n)) < 0) {
+    if (n <= 0) {
+      c.dead = true;
+      return;
+    }
+    if (c.draining) return;  // what the client still sends for refused streams is dropped
+    if (nghttp2_session_mem_recv(c.session, buffer, static_cast<std::size_t>(n)) < 0) {
       c.dead = true;
       return;
     }
     handle_calls(c);
     if (nghttp2_session_send(c.session) != 0) c.dead = true;
-    // After GOAWAY, once the one processed call is answered, the connection closes.
-    if (c.going_away && !nghttp2_session_want_write(c.session)) c.dead = true;
+    // After GOAWAY, once the processed calls are answered, close gracefully as HTTP/2 servers
+    // do: shut our side and read until the client closes, so that data it is still sending
+    // does not make the kernel reset the connection under the answers.
+    if (c.going_away && !nghttp2_session_want_write(c.session)) {
+      ::shutdown(c.fd, SHUT_WR);
+      c.draining = true;
+    }
   }
 
   void run() {

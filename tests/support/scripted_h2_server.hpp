@@ -17,6 +17,9 @@ struct H2Script {
   int goaway_after_calls = 0;
   /// Answer calls (an empty ModelInferResponse, grpc-status 0). False: hold every call open.
   bool answer = true;
+  /// On every connection: answer calls as they come, and once this many have arrived send
+  /// GOAWAY naming the last of them; calls that arrive later are refused. 0: never.
+  int goaway_every = 0;
 };
 
 /// Runs on its own thread; every method is thread-safe. The destructor closes every connection.
