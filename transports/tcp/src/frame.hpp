@@ -45,6 +45,14 @@ struct Compression {
 /// A frame ready to write: pieces in order, pointing into `owned` storage or into tensors the
 /// frame keeps alive.
 struct OutgoingFrame {
+  OutgoingFrame() = default;
+  // Move-only: `pieces` point into `owned`, whose strings a move keeps in place (a deque moves
+  // its blocks) but a copy would not. (Copyable, a vector would copy it when it grows.)
+  OutgoingFrame(OutgoingFrame&&) = default;
+  OutgoingFrame& operator=(OutgoingFrame&&) = default;
+  OutgoingFrame(const OutgoingFrame&) = delete;
+  OutgoingFrame& operator=(const OutgoingFrame&) = delete;
+
   std::deque<std::string> owned;  // stable addresses
   std::vector<std::pair<const void*, std::size_t>> pieces;
   std::shared_ptr<const void> keep;  // tensors referenced by pieces
