@@ -107,6 +107,9 @@ TEST_CASE("after a failed connection attempt, the next waits its backoff and req
   options.retry.max_attempts = 1;
   options.validate_inputs = false;  // one connection attempt per request, not a metadata fetch too
   options.reconnect_backoff = 300ms;
+  // Somewhere else to go (a fallback executor; this one lacks the model): calls fail fast.
+  options.fallback = CpuExecutor::with_models({}, 1);
+  options.breaker.failures_to_eject = 100;  // keep the endpoint in rotation throughout
   Client client(reserved.url(), options);
   auto message_of = [&] {
     try {
@@ -129,6 +132,35 @@ TEST_CASE("after a failed connection attempt, the next waits its backoff and req
   // The next backoff doubles: still waiting 400 ms later.
   std::this_thread::sleep_for(400ms);
   CHECK(message_of().find("next attempt in") != std::string::npos);
+}
+
+TEST_CASE("alone, a call inside the reconnect backoff waits for the next attempt") {
+  auto reserved = std::make_unique<LoopbackSocket>(false);
+  std::uint16_t port = static_cast<std::uint16_t>(std::stoi(reserved->url().substr(17)));
+  ClientOptions options;
+  options.retry.max_attempts = 1;
+  options.validate_inputs = false;
+  options.reconnect_backoff = 300ms;
+  Client client(reserved->url(), options);
+  CHECK_THROWS_AS(client.infer(simple_request(1, 2)), Error);  // refused: the backoff starts
+  // A deadline shorter than the backoff ends the wait on time.
+  auto start = std::chrono::steady_clock::now();
+  try {
+    (void)client.infer(simple_request(1, 2).timeout(100ms));
+    FAIL("must throw");
+  } catch (const Error& e) {
+    CHECK(e.code() == StatusCode::DeadlineExceeded);
+  }
+  CHECK(ms_since(start) >= 90);
+  CHECK(ms_since(start) < 300);
+  // The server comes back meanwhile: the waiting call is served at the next attempt.
+  reserved.reset();
+  grpc::ServerOptions server_options;
+  server_options.host = "127.0.0.1";
+  server_options.port = port;
+  grpc::Server server(test_executor(1), server_options);
+  server.start();
+  CHECK(client.infer(simple_request(40, 2)).output("OUTPUT0").as<std::int32_t>()[0] == 42);
 }
 
 TEST_CASE("a slow model and a short deadline give DEADLINE_EXCEEDED on time") {

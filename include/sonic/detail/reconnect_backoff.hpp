@@ -19,7 +19,19 @@ class ReconnectBackoff {
   using Clock = std::chrono::steady_clock;
 
   explicit ReconnectBackoff(const ClientOptions& options)
-      : initial_(options.reconnect_backoff), max_(options.reconnect_backoff_max) {}
+      : initial_(options.reconnect_backoff),
+        max_(options.reconnect_backoff_max),
+        alone_(options.endpoints.size() == 1 && !options.resolution.each_address &&
+               options.fallback == nullptr) {}
+
+  /// Whether a call that meets the backoff should wait for the next attempt rather than fail at
+  /// once. Failing fast helps only when the client has somewhere else to go (another endpoint,
+  /// the CPU fallback); alone, it would just spend the request's retries while the server
+  /// restarts. A waiting call still ends by its deadline.
+  bool calls_wait() const { return alone_; }
+
+  /// When the next attempt may be made.
+  Clock::time_point next_attempt() const { return next_; }
 
   /// A connection attempt succeeded: the next failure starts from the initial pause.
   void succeeded() {
@@ -51,6 +63,7 @@ class ReconnectBackoff {
 
  private:
   std::chrono::milliseconds initial_, max_;
+  bool alone_;
   int failures_ = 0;
   Clock::time_point next_{};
   std::string why_;

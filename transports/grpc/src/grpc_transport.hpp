@@ -32,6 +32,7 @@ class GrpcTransport final : public Transport {
     }
     asio::post(io_, [this] {
       stopped_ = true;
+      for (auto& timer : deferred_) timer->cancel();
       for (auto& weak : connections_) {
         if (auto connection = weak.lock())
           connection->shutdown(StatusCode::Cancelled, "the client was destroyed");
@@ -45,15 +46,23 @@ class GrpcTransport final : public Transport {
 
   void infer_async(InferRequest request, Deadline deadline, std::shared_ptr<CancelSignal> cancel,
                    Callback<InferResult> done) override {
+    auto begun = Clock::now();
     auto body = encode_infer_request(request, options_.max_message_bytes);
-    auto complete = [done = std::move(done)](Result<ReceivedMessage> message) mutable {
+    auto times = std::make_shared<CallTimes>();
+    times->encoded = Clock::now();
+    auto complete = [done = std::move(done), times,
+                     begun](Result<ReceivedMessage> message) mutable {
       if (!message) return done(message.error());
-      done(decode_infer_response(std::move(*message)));
+      auto decoding = Clock::now();
+      auto result = decode_infer_response(std::move(*message));
+      if (result) record_timing(result->timing(), *times, begun, decoding);
+      done(std::move(result));
     };
     if (!body) return fail(body.error(), std::move(complete));
     auto call = make_call("ModelInfer", std::move(*body), deadline, kRawOutputField);
     call->headers = request.headers();
     call->done = std::move(complete);
+    call->times = std::move(times);
     if (cancel) watch(*cancel, call);
     start(std::move(call));
   }
@@ -182,6 +191,24 @@ class GrpcTransport final : public Transport {
   }
 
  private:
+  // Turns the steps a call passed into durations; a step not seen leaves its part zero.
+  static void record_timing(InferTiming& t, const CallTimes& at, Clock::time_point begun,
+                            Clock::time_point decoding) {
+    auto span = [](Clock::time_point from, Clock::time_point to) {
+      return from == Clock::time_point{} || to == Clock::time_point{} || to < from
+                 ? std::chrono::nanoseconds{0}
+                 : std::chrono::duration_cast<std::chrono::nanoseconds>(to - from);
+    };
+    auto now = Clock::now();
+    t.serialize = span(begun, at.encoded);
+    t.queue = span(at.encoded, at.started);
+    t.send = span(at.started, at.sent);
+    t.wait = span(at.sent, at.first_byte);
+    t.receive = span(at.first_byte, at.last_byte);
+    t.deserialize = span(decoding, now);
+    t.total = span(begun, now);
+  }
+
   using MessageHandler = detail::UniqueFunction<void(Result<ReceivedMessage>)>;
 
   std::shared_ptr<ClientCall> make_call(const char* method, std::shared_ptr<OutgoingBody> body,
@@ -228,6 +255,7 @@ class GrpcTransport final : public Transport {
     }
     if (!current_ || !current_->usable()) {
       if (backoff_.wait() > Clock::duration::zero()) {
+        if (backoff_.calls_wait()) return defer(std::move(call));
         call->finished = true;
         auto done = std::move(call->done);
         return done(Error(StatusCode::Unavailable, backoff_.describe(endpoint_.url)));
@@ -244,6 +272,25 @@ class GrpcTransport final : public Transport {
       current_->connect();
     }
     current_->submit(std::move(call));
+  }
+
+  // Holds a call until the next connection attempt (or its deadline, if sooner), then submits
+  // it again; the destructor cancels the wait.
+  void defer(std::shared_ptr<ClientCall> call) {
+    if (call->deadline <= Clock::now()) {
+      call->finished = true;
+      auto done = std::move(call->done);
+      return done(
+          Error(StatusCode::DeadlineExceeded,
+                "deadline passed while waiting to reconnect: " + backoff_.describe(endpoint_.url)));
+    }
+    auto timer = std::make_shared<asio::steady_timer>(
+        io_, std::min(backoff_.next_attempt(), call->deadline));
+    deferred_.push_back(timer);
+    timer->async_wait([this, call, timer](std::error_code) mutable {
+      deferred_.erase(std::remove(deferred_.begin(), deferred_.end(), timer), deferred_.end());
+      submit(std::move(call));  // stopped: CANCELLED; deadline passed: DEADLINE_EXCEEDED
+    });
   }
 
   // Reconnect backoff bookkeeping, on the network thread.
@@ -264,6 +311,7 @@ class GrpcTransport final : public Transport {
   std::vector<std::weak_ptr<ClientConnection>> connections_;  // including draining ones
   bool stopped_ = false;  // the destructor has closed every connection
   detail::ReconnectBackoff backoff_{options_};
+  std::vector<std::shared_ptr<asio::steady_timer>> deferred_;  // calls waiting out the backoff
 };
 
 }  // namespace sonic::grpc
