@@ -130,7 +130,19 @@ class ShmTransport final : public Transport {
   }
   void model_metadata_async(std::string model, std::string version, Deadline deadline,
                             Callback<ModelMetadata> done) override {
-    calls_->model_metadata_async(std::move(model), std::move(version), deadline, std::move(done));
+    // The client fetches metadata to validate inputs before a model's first request: keep a
+    // copy, which names the outputs to place in shared memory from that first request on.
+    std::string key = model + '\0' + version;
+    calls_->model_metadata_async(
+        std::move(model), std::move(version), deadline,
+        [this, key, done = std::move(done)](Result<ModelMetadata> metadata) mutable {
+          if (metadata) {
+            std::lock_guard<std::mutex> lock(mutex_);
+            metadata_requested_.insert(key);
+            metadata_[key] = *metadata;
+          }
+          done(std::move(metadata));
+        });
   }
   void model_config_async(std::string model, std::string version, Deadline deadline,
                           Callback<std::string> done) override {
@@ -387,6 +399,7 @@ class ShmTransport final : public Transport {
     InferResult shaped(result.model_name(), result.model_version(), result.request_id(),
                        std::move(outputs), result.parameters());
     shaped.set_executed_on(result.executed_on());
+    shaped.timing() = result.timing();
     return shaped;
   }
 
