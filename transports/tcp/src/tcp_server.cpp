@@ -17,11 +17,11 @@ namespace {
 // One client connection: requests run on the executor, answers go back in any order.
 class ServerStream final : public FrameStream {
  public:
-  ServerStream(asio::ip::tcp::socket socket, asio::io_context& io,
+  ServerStream(asio::ip::tcp::socket socket, std::shared_ptr<asio::io_context> io,
                std::shared_ptr<CpuExecutor> executor, const ServerOptions& options,
                const grpc::ServerOptions& control_options)
       : FrameStream(std::move(socket), options.max_message_bytes),
-        io_(io),
+        io_(std::move(io)),
         executor_(std::move(executor)),
         options_(options),
         control_options_(control_options) {}
@@ -42,7 +42,7 @@ class ServerStream final : public FrameStream {
   void on_framing_error(const Error& error) override {
     send(encode_error(0, error));  // say why, then close once it is written
     auto self = shared_from_this();
-    asio::post(io_, [self, why = error.message()] { self->close(why); });
+    asio::post(*io_, [self, why = error.message()] { self->close(why); });
   }
 
   void on_lost(const std::string&) override {}
@@ -63,7 +63,8 @@ class ServerStream final : public FrameStream {
     auto request = grpc::decode_infer_request(std::move(message));
     if (!request) return send(encode_error(id, request.error()));
     std::weak_ptr<FrameStream> weak = shared_from_this();
-    asio::io_context* io = &io_;
+    // The completion may come after the server stopped: it holds the io_context, not the server.
+    std::shared_ptr<asio::io_context> io = io_;
     Compression compression{compress, options_.zstd_level, true};
     executor_->infer_async(
         std::move(*request), [weak, io, id, compression](Result<InferResult> result) {
@@ -82,7 +83,7 @@ class ServerStream final : public FrameStream {
         });
   }
 
-  asio::io_context& io_;
+  std::shared_ptr<asio::io_context> io_;
   std::shared_ptr<CpuExecutor> executor_;
   const ServerOptions& options_;
   const grpc::ServerOptions& control_options_;
@@ -92,7 +93,7 @@ class ServerStream final : public FrameStream {
 
 struct Server::Impl {
   Impl(std::shared_ptr<CpuExecutor> exec, ServerOptions opts)
-      : executor(std::move(exec)), options(std::move(opts)), acceptor(io) {
+      : executor(std::move(exec)), options(std::move(opts)), acceptor(*io) {
     control_options.name = options.name;
     control_options.shared_memory = false;  // regions are a gRPC matter
   }
@@ -113,7 +114,7 @@ struct Server::Impl {
   std::shared_ptr<CpuExecutor> executor;
   ServerOptions options;
   grpc::ServerOptions control_options;
-  asio::io_context io;
+  std::shared_ptr<asio::io_context> io = std::make_shared<asio::io_context>();
   asio::ip::tcp::acceptor acceptor;
   std::vector<std::weak_ptr<FrameStream>> streams;  // network thread only
   std::thread thread;
@@ -149,7 +150,7 @@ void Server::start() {
   impl_->bound_port = impl_->acceptor.local_endpoint().port();
   impl_->started = true;
   impl_->accept_next();
-  impl_->thread = std::thread([impl = impl_.get()] { impl->io.run(); });
+  impl_->thread = std::thread([io = impl_->io] { io->run(); });
 }
 
 std::uint16_t Server::port() const { return impl_->bound_port; }
@@ -158,7 +159,7 @@ void Server::stop() {
   std::lock_guard<std::mutex> lock(impl_->mutex);
   if (!impl_->started || impl_->stopped) return;
   impl_->stopped = true;
-  asio::post(impl_->io, [impl = impl_.get()] {
+  asio::post(*impl_->io, [impl = impl_.get()] {
     std::error_code ignored;
     impl->acceptor.close(ignored);
     for (auto& weak : impl->streams) {
