@@ -104,6 +104,8 @@ class CpuExecutor {
     auto finished = Clock::now();
     add(result ? entry.success : entry.fail, finished - queued_since);
     if (result) {
+      result->timing().server_queue = started - queued_since;
+      result->timing().server_compute = finished - started;
       entry.inference_count.fetch_add(batch_size(entry.model, request), std::memory_order_relaxed);
       entry.execution_count.fetch_add(1, std::memory_order_relaxed);
       entry.last_inference_ms.store(

@@ -117,6 +117,22 @@ class InferRequest {
   std::vector<std::pair<std::string, std::string>> headers_;
 };
 
+/// Where the time of one request went. The client measures its part; the server's queue and
+/// compute times are filled when the server reports them (sonic-server does, as response
+/// parameters; the CPU executor does for local runs). A zero duration was not measured. With
+/// retries, the figures are those of the attempt that answered.
+struct InferTiming {
+  std::chrono::nanoseconds serialize{0};       ///< encoding the request, on the caller's thread
+  std::chrono::nanoseconds queue{0};           ///< until the network thread started sending it
+  std::chrono::nanoseconds send{0};            ///< sending, until its last byte was handed over
+  std::chrono::nanoseconds wait{0};            ///< from then to the first byte of the answer
+  std::chrono::nanoseconds receive{0};         ///< from the first to the last byte of the answer
+  std::chrono::nanoseconds deserialize{0};     ///< decoding the answer
+  std::chrono::nanoseconds server_queue{0};    ///< the server: waiting for the model
+  std::chrono::nanoseconds server_compute{0};  ///< the server: running the model
+  std::chrono::nanoseconds total{0};           ///< the attempt, end to end, as the client saw it
+};
+
 /// Where a result was computed.
 enum class ExecutedOn : std::uint8_t {
   Remote,  ///< a server reached through a transport
@@ -145,6 +161,10 @@ class InferResult {
   ExecutedOn executed_on() const noexcept { return executed_on_; }
   void set_executed_on(ExecutedOn where) noexcept { executed_on_ = where; }
 
+  /// Where the time of this request went (see InferTiming).
+  const InferTiming& timing() const noexcept { return timing_; }
+  InferTiming& timing() noexcept { return timing_; }
+
   /// The output of that name, or nullptr.
   const NamedTensor* find_output(std::string_view name) const noexcept {
     for (const auto& out : outputs_) {
@@ -168,6 +188,7 @@ class InferResult {
   std::vector<NamedTensor> outputs_;
   Parameters parameters_;
   ExecutedOn executed_on_ = ExecutedOn::Remote;
+  InferTiming timing_;
 };
 
 }  // namespace sonic

@@ -220,3 +220,33 @@ TEST_CASE("many clients at once, each with many concurrent streams") {
   for (auto& t : threads) t.join();
   CHECK(right == kClients * kPerClient);
 }
+
+TEST_CASE("a result says where its time went: client steps and the server's queue and compute") {
+  LoopbackServer server;
+  Client client(server.url());
+  std::vector<float> data(1 << 16, 1.0f);
+  auto request = [&] {
+    return InferRequest("paced_fp32").input("INPUT0", Tensor::view(data, {1, 1 << 16}));
+  };
+  (void)client.infer(request());  // connect, fetch metadata
+  auto result = client.infer(request());
+  const InferTiming& t = result.timing();
+  MESSAGE("serialize " << t.serialize.count() << " ns, queue " << t.queue.count() << ", send "
+                       << t.send.count() << ", wait " << t.wait.count() << ", receive "
+                       << t.receive.count() << ", deserialize " << t.deserialize.count()
+                       << ", server queue " << t.server_queue.count() << ", server compute "
+                       << t.server_compute.count() << ", total " << t.total.count());
+  CHECK(t.serialize.count() > 0);
+  CHECK(t.send.count() > 0);
+  CHECK(t.receive.count() > 0);
+  CHECK(t.deserialize.count() > 0);
+  CHECK(t.server_compute >= std::chrono::milliseconds(5));  // paced_fp32 sleeps 5 ms
+  CHECK(t.wait >= t.server_compute);                        // the server ran inside the wait
+  CHECK(t.serialize + t.queue + t.send + t.wait + t.receive + t.deserialize <= t.total);
+  CHECK(result.parameters().count("sonic_server_compute_ns") == 0);  // moved into the timing
+  // The CPU executor times local runs the same way.
+  auto executor = test_executor(1);
+  auto local = executor->infer(request());
+  REQUIRE(local);
+  CHECK(local->timing().server_compute >= std::chrono::milliseconds(5));
+}

@@ -244,3 +244,17 @@ TEST_CASE("nothing listening: UNAVAILABLE at once") {
   }
   CHECK(std::chrono::steady_clock::now() - start < 1s);
 }
+
+TEST_CASE("timing over tcp: encode, wait, decode and the server's compute") {
+  TcpServer server;
+  Client client(server.url("tcp+zstd"));
+  std::vector<float> data(4096, 2.0f);
+  auto result =
+      client.infer(InferRequest("slow_fp32").input("INPUT0", Tensor::view(data, {1, 4096})));
+  const auto& t = result.timing();
+  CHECK(t.serialize.count() > 0);
+  CHECK(t.deserialize.count() > 0);
+  CHECK(t.server_compute >= 300ms);
+  CHECK(t.wait >= t.server_compute);
+  CHECK(t.serialize + t.wait + t.deserialize <= t.total);
+}

@@ -90,6 +90,9 @@ void ClientConnection::on_connected() {
   nghttp2_session_callbacks_set_on_frame_recv_callback(callbacks, &ClientConnection::on_frame_recv);
   nghttp2_session_callbacks_set_on_stream_close_callback(callbacks,
                                                          &ClientConnection::on_stream_close);
+  nghttp2_session_callbacks_set_on_frame_not_send_callback(callbacks,
+                                                           &ClientConnection::on_frame_not_send);
+  nghttp2_session_callbacks_set_on_frame_send_callback(callbacks, &ClientConnection::on_frame_send);
   nghttp2_option* option = nullptr;
   nghttp2_option_new(&option);
   // Until the server's SETTINGS arrive, assume gRPC's customary limit rather than "unlimited".
@@ -203,6 +206,7 @@ void ClientConnection::start_stream(const std::shared_ptr<ClientCall>& call) {
   }
   call->stream_id = id;
   streams_[id] = call;
+  if (call->times) call->times->started = Clock::now();
 }
 
 std::shared_ptr<ClientCall> ClientConnection::find(std::int32_t stream_id) const {
@@ -220,6 +224,7 @@ int ClientConnection::on_header(nghttp2_session*, const nghttp2_frame* frame,
   if (!call) return 0;
   std::string_view n = view(name, namelen), v = view(value, valuelen);
   if (n == ":status") {
+    if (call->times) call->times->first_byte = Clock::now();
     int status = 0;
     for (char c : v) status = status * 10 + (c - '0');
     call->http_status = status;
@@ -277,12 +282,21 @@ int ClientConnection::on_frame_not_send(nghttp2_session*, const nghttp2_frame* f
   return 0;
 }
 
+int ClientConnection::on_frame_send(nghttp2_session*, const nghttp2_frame* frame, void* user_data) {
+  // The frame that ends the request marks it sent (handed to the socket's write queue).
+  if (!(frame->hd.flags & NGHTTP2_FLAG_END_STREAM)) return 0;
+  auto call = static_cast<ClientConnection*>(user_data)->find(frame->hd.stream_id);
+  if (call && call->times) call->times->sent = Clock::now();
+  return 0;
+}
+
 int ClientConnection::on_stream_close(nghttp2_session*, std::int32_t stream_id,
                                       std::uint32_t error_code, void* user_data) {
   auto* self = static_cast<ClientConnection*>(user_data);
   auto it = self->streams_.find(stream_id);
   if (it == self->streams_.end()) return 0;
   auto call = std::move(it->second);
+  if (call->times) call->times->last_byte = Clock::now();
   self->streams_.erase(it);
   if (call->finished) return 0;
   // REFUSED_STREAM means the server did not process the stream: more streams than its limit,

@@ -22,6 +22,16 @@ namespace sonic::grpc {
 
 class ClientConnection;
 
+/// When a call passed each step, for InferResult::timing(). Written on the network thread once
+/// the call is posted there; read by the completion, which runs on that thread too.
+struct CallTimes {
+  Clock::time_point encoded;     ///< the caller's thread finished encoding
+  Clock::time_point started;     ///< the stream was submitted
+  Clock::time_point sent;        ///< the frame ending the request was handed to the socket
+  Clock::time_point first_byte;  ///< the answer's headers arrived
+  Clock::time_point last_byte;   ///< the stream closed
+};
+
 /// One unary gRPC call: a request body, its deadline, and the handler of its outcome.
 struct ClientCall {
   ClientCall(std::string method_path, std::shared_ptr<OutgoingBody> request_body,
@@ -55,6 +65,7 @@ struct ClientCall {
   std::uint32_t response_raw_field;
   std::size_t max_response_bytes;
   std::vector<std::pair<std::string, std::string>> headers;
+  std::shared_ptr<CallTimes> times;  ///< for inference calls
   /// Runs exactly once on the io thread.
   detail::UniqueFunction<void(Result<ReceivedMessage>)> done;
 
@@ -129,6 +140,7 @@ class ClientConnection final : public H2Session {
   static int on_frame_recv(nghttp2_session*, const nghttp2_frame*, void*);
   static int on_stream_close(nghttp2_session*, std::int32_t, std::uint32_t, void*);
   static int on_frame_not_send(nghttp2_session*, const nghttp2_frame*, int, void*);
+  static int on_frame_send(nghttp2_session*, const nghttp2_frame*, void*);
 
   asio::io_context& io_;
   Endpoint endpoint_;

@@ -433,6 +433,13 @@ std::string infer_response_envelope(const InferResult& result) {
   wire::put_string_field(env, 2, result.model_version());
   wire::put_string_field(env, 3, result.request_id());
   put_parameters(env, 4, result.parameters());
+  // The server's part of the timing, for the client's InferResult::timing().
+  if (auto queue = result.timing().server_queue.count(); queue > 0) {
+    put_parameter(env, 4, kServerQueueNs, std::int64_t{queue});
+  }
+  if (auto compute = result.timing().server_compute.count(); compute > 0) {
+    put_parameter(env, 4, kServerComputeNs, std::int64_t{compute});
+  }
   for (const auto& out : result.outputs()) put_tensor_header(env, 5, out);
   return env;
 }
@@ -463,8 +470,22 @@ Result<InferResult> decode_infer_response(ReceivedMessage message) {
     return Error(StatusCode::Internal,
                  "invalid response from server: " + tensors.error().message());
   }
-  return InferResult(std::move(e.model), std::move(e.version), std::move(e.id), std::move(*tensors),
+  // A server's report of its own timing moves from the parameters to the timing.
+  auto take = [&](const char* key) {
+    auto it = e.parameters.find(key);
+    if (it == e.parameters.end()) return std::chrono::nanoseconds{0};
+    const auto* ns = std::get_if<std::int64_t>(&it->second);
+    auto value = std::chrono::nanoseconds{ns && *ns > 0 ? *ns : 0};
+    e.parameters.erase(it);
+    return value;
+  };
+  auto queue = take(kServerQueueNs);
+  auto compute = take(kServerComputeNs);
+  InferResult result(std::move(e.model), std::move(e.version), std::move(e.id), std::move(*tensors),
                      std::move(e.parameters));
+  result.timing().server_queue = queue;
+  result.timing().server_compute = compute;
+  return result;
 }
 
 Result<InferRequest> decode_infer_request(ReceivedMessage message) {

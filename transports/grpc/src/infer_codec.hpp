@@ -20,6 +20,11 @@ inline constexpr const char* kSharedMemoryRegion = "shared_memory_region";
 inline constexpr const char* kSharedMemoryByteSize = "shared_memory_byte_size";
 inline constexpr const char* kSharedMemoryOffset = "shared_memory_offset";
 
+/// Response parameters in which sonic's servers report their queue and compute time of the
+/// request (nanoseconds); the client's decoder moves them into InferResult::timing().
+inline constexpr const char* kServerQueueNs = "sonic_server_queue_ns";
+inline constexpr const char* kServerComputeNs = "sonic_server_compute_ns";
+
 /// A ModelInferRequest whose inputs travel as raw_input_contents, borrowed from the request's
 /// tensors (the body keeps owned tensors alive; borrowed ones are the caller's to keep).
 /// Inputs with a shared_memory_region parameter send no bytes: only their name, type, shape.
