@@ -1,0 +1,195 @@
+// sonic-perf: load a KServe v2 endpoint through any sonic transport and measure it, point by
+// point: a sweep of requests in flight or a fixed request rate, each point measured over windows
+// until they agree (or a limit), after a warm-up.
+//
+//   sonic-perf --url grpc://127.0.0.1:8001 --model identity_fp32
+//              --input INPUT0:FP32:1,1024:random --concurrency 1:64:x2 --plot curve.svg
+//
+// Progress goes to stderr; the table to stdout; --csv and --json write files too.
+#include <sonic/sonic.hpp>
+
+#include <cstdio>
+#include <cstring>
+#include <iostream>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "measure.hpp"
+#include "options.hpp"
+#include "report.hpp"
+
+namespace {
+
+using namespace sonic;
+using namespace sonic::perf;
+
+void usage(std::ostream& out) {
+  out << "usage: sonic-perf --model NAME [options]\n"
+         "  --url URL              endpoint (grpc://, grpc+shm://, tcp://, tcp+zstd://; default\n"
+         "                         grpc://127.0.0.1:8001)\n"
+         "  --input SPEC           NAME:DTYPE:D0,D1,...[:random|zero|sparse] or NAME=FILE.npy;\n"
+         "                         repeat per input (default: from the model's metadata)\n"
+         "  --concurrency SWEEP    requests in flight: N, FROM:TO:xFACTOR or FROM:TO:+STEP (1)\n"
+         "  --rate R               fixed rate of R requests/s instead (with --poisson: random\n"
+         "                         exponential gaps)\n"
+         "  --warmup S             seconds of load before measuring each point (1)\n"
+         "  --window S             seconds per measurement window (2), or\n"
+         "  --window-requests N    requests per window\n"
+         "  --stability F          windows agree when throughput and p99 are within F (0.10)\n"
+         "  --stable-windows N     ... over the last N windows (3); at most --max-windows (10)\n"
+         "  --csv FILE  --json FILE  --plot FILE.svg\n";
+}
+
+Options parse(int argc, char** argv) {
+  Options o;
+  for (int i = 1; i < argc; ++i) {
+    std::string flag = argv[i];
+    if (flag == "-h" || flag == "--help") {
+      usage(std::cout);
+      std::exit(0);
+    }
+    if (flag == "--poisson") {
+      o.poisson = true;
+      continue;
+    }
+    if (i + 1 >= argc) usage_error("option " + flag + " needs a value");
+    std::string value = argv[++i];
+    if (flag == "--url")
+      o.url = value;
+    else if (flag == "--model")
+      o.model = value;
+    else if (flag == "--input")
+      o.inputs.push_back(parse_input(value));
+    else if (flag == "--concurrency")
+      o.concurrency = parse_sweep(value);
+    else if (flag == "--rate")
+      o.rate = std::atof(value.c_str());
+    else if (flag == "--warmup")
+      o.warmup_s = std::atof(value.c_str());
+    else if (flag == "--window")
+      o.window_s = std::max(0.05, std::atof(value.c_str()));
+    else if (flag == "--window-requests")
+      o.window_requests = std::atoi(value.c_str());
+    else if (flag == "--stability")
+      o.stability = std::atof(value.c_str());
+    else if (flag == "--stable-windows")
+      o.stable_windows = std::max(1, std::atoi(value.c_str()));
+    else if (flag == "--max-windows")
+      o.max_windows = std::max(1, std::atoi(value.c_str()));
+    else if (flag == "--csv")
+      o.csv = value;
+    else if (flag == "--json")
+      o.json = value;
+    else if (flag == "--plot")
+      o.plot = value;
+    else
+      usage_error("unknown option " + flag);
+  }
+  if (o.model.empty()) usage_error("--model is required");
+  return o;
+}
+
+// The request every call sends: the inputs given, or the model's own with dynamic dims as 1.
+std::vector<NamedTensor> inputs_for(Client& client, const Options& o) {
+  std::mt19937 random(7);
+  std::vector<InputSpec> specs = o.inputs;
+  if (specs.empty()) {
+    for (const auto& in : client.model_metadata(o.model).inputs) {
+      InputSpec spec;
+      spec.name = in.name;
+      spec.dtype = in.dtype;
+      for (auto d : in.shape) spec.shape.push_back(d < 0 ? 1 : d);
+      specs.push_back(spec);
+    }
+  }
+  std::vector<NamedTensor> tensors;
+  for (const auto& spec : specs) tensors.push_back({spec.name, make_tensor(spec, random), {}});
+  return tensors;
+}
+
+// Measures one load level: warm-up, then windows until stable or the limit.
+Point measure_point(Client& client, const Options& o, const std::vector<NamedTensor>& inputs,
+                    int concurrency, double rate) {
+  auto make = [&] {
+    InferRequest request(o.model);
+    for (const auto& in : inputs) request.input(in.name, in.tensor);
+    return request;
+  };
+  LoadDriver driver(client, make, concurrency, rate, o.poisson);
+  long failures = 0;
+  (void)driver.run(Clock::now() + std::chrono::duration_cast<Clock::duration>(
+                                      std::chrono::duration<double>(o.warmup_s)),
+                   0, failures);
+  std::vector<Point> windows;
+  for (int w = 0; w < o.max_windows; ++w) {
+    auto before = Counters::now(client, o.model);
+    auto until = before.at + std::chrono::duration_cast<Clock::duration>(
+                                 std::chrono::duration<double>(o.window_s));
+    auto latencies = driver.run(until, o.window_requests, failures);
+    windows.push_back(
+        summarize(std::move(latencies), failures, before, Counters::now(client, o.model)));
+    const Point& last = windows.back();
+    std::fprintf(stderr, "  window %d: %.1f infer/s, p99 %.0f us%s\n", w + 1, last.throughput,
+                 last.p99_us, last.failures ? " (with failures)" : "");
+    if (stable(windows, o.stable_windows, o.stability)) break;
+  }
+  // The point: the last stable_windows windows, merged by their medians.
+  std::size_t use =
+      std::min<std::size_t>(windows.size(), static_cast<std::size_t>(o.stable_windows));
+  std::vector<Point> last(windows.end() - static_cast<std::ptrdiff_t>(use), windows.end());
+  auto med = [&](double Point::*field) {
+    std::vector<double> v;
+    for (const auto& p : last) v.push_back(p.*field);
+    std::sort(v.begin(), v.end());
+    return v[v.size() / 2];
+  };
+  Point p;
+  for (const auto& w : last) {
+    p.requests += w.requests;
+    p.failures += w.failures;
+    p.seconds += w.seconds;
+  }
+  for (auto field :
+       {&Point::throughput, &Point::p50_us, &Point::p90_us, &Point::p99_us, &Point::client_cpu_us,
+        &Point::wire_bytes, &Point::server_queue_us, &Point::server_compute_us}) {
+    p.*field = med(field);
+  }
+  for (const auto& w : last) p.max_us = std::max(p.max_us, w.max_us);
+  p.stable = stable(windows, o.stable_windows, o.stability);
+  p.concurrency = concurrency;
+  p.rate = rate;
+  p.load = rate > 0 ? "rate " + std::to_string(static_cast<int>(rate)) + "/s"
+                    : "concurrency " + std::to_string(concurrency);
+  return p;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) try {
+  Options o = parse(argc, argv);
+  Client client(o.url);
+  auto inputs = inputs_for(client, o);
+  std::vector<Point> points;
+  if (o.rate > 0) {
+    std::fprintf(stderr, "sonic-perf: %s at %.1f requests/s%s\n", o.model.c_str(), o.rate,
+                 o.poisson ? " (Poisson)" : "");
+    points.push_back(measure_point(client, o, inputs, 0, o.rate));
+  } else {
+    for (int c : o.concurrency) {
+      std::fprintf(stderr, "sonic-perf: %s with %d in flight\n", o.model.c_str(), c);
+      points.push_back(measure_point(client, o, inputs, c, 0));
+    }
+  }
+  print_table(points);
+  if (!o.csv.empty()) write_csv(o.csv, points);
+  if (!o.json.empty()) write_json(o.json, o.url, o.model, points);
+  if (!o.plot.empty()) write_svg(o.plot, o.model + " at " + o.url, points);
+  for (const auto& p : points) {
+    if (p.failures) return 1;
+  }
+  return 0;
+} catch (const std::exception& e) {
+  std::cerr << "sonic-perf: " << e.what() << '\n';
+  return 2;
+}

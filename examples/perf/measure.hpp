@@ -1,0 +1,193 @@
+// sonic-perf — driving load (a number of requests in flight, or a request rate) through a Client
+// and measuring windows of it: latency percentiles, throughput, client CPU, bytes through the
+// network interfaces, and the server's queue and compute time from its statistics.
+#pragma once
+
+#include <sys/resource.h>
+
+#include <sonic/sonic.hpp>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <fstream>
+#include <mutex>
+#include <random>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace sonic::perf {
+
+using Clock = std::chrono::steady_clock;
+
+/// What one window (or a point: the windows that made it stable) measured.
+struct Point {
+  std::string load;  ///< "concurrency 4" or "rate 200/s"
+  int concurrency = 0;
+  double rate = 0;
+  long requests = 0, failures = 0;
+  double seconds = 0;
+  double throughput = 0;  ///< requests per second
+  double p50_us = 0, p90_us = 0, p99_us = 0, max_us = 0;
+  double client_cpu_us = 0;  ///< user + system CPU of this process
+  double wire_bytes = 0;     ///< per request, both directions, through the network interfaces
+  double server_queue_us = 0, server_compute_us = 0;  ///< per request, from ModelStatistics
+  bool stable = false;
+};
+
+/// A snapshot of the counters a window subtracts.
+struct Counters {
+  Clock::time_point at = Clock::now();
+  double cpu_s = 0;
+  double wire_bytes = 0;
+  std::uint64_t server_count = 0, queue_ns = 0, compute_ns = 0;
+
+  static Counters now(Client& client, const std::string& model) {
+    Counters c;
+    rusage usage{};
+    getrusage(RUSAGE_SELF, &usage);
+    c.cpu_s = static_cast<double>(usage.ru_utime.tv_sec + usage.ru_stime.tv_sec) +
+              static_cast<double>(usage.ru_utime.tv_usec + usage.ru_stime.tv_usec) / 1e6;
+    // Bytes through this machine's network interfaces (a loopback byte once): the wire cost
+    // of the requests, headers included, plus whatever else the machine sends meanwhile.
+    std::ifstream dev("/proc/net/dev");
+    std::string line;
+    while (std::getline(dev, line)) {
+      auto colon = line.find(':');
+      if (colon == std::string::npos) continue;
+      std::string name = line.substr(0, colon);
+      name.erase(0, name.find_first_not_of(' '));
+      std::istringstream fields(line.substr(colon + 1));
+      double rx = 0, skip = 0, tx = 0;
+      fields >> rx;
+      for (int i = 0; i < 7; ++i) fields >> skip;
+      fields >> tx;
+      c.wire_bytes += name == "lo" ? tx : rx + tx;
+    }
+    try {
+      for (const auto& s : client.model_statistics(model)) {
+        c.server_count += s.success.count;
+        c.queue_ns += s.queue.ns;
+        c.compute_ns += s.compute_input.ns + s.compute_infer.ns + s.compute_output.ns;
+      }
+    } catch (const Error&) {
+      // A server without statistics: the split stays empty.
+    }
+    return c;
+  }
+};
+
+/// Sends requests made by `make` and records each latency. Either keeps `concurrency` in
+/// flight, or starts them at `rate` per second (Poisson gaps when asked).
+class LoadDriver {
+ public:
+  template <typename Make>
+  LoadDriver(Client& client, Make make, int concurrency, double rate, bool poisson)
+      : client_(client),
+        make_(std::move(make)),
+        concurrency_(concurrency),
+        rate_(rate),
+        poisson_(poisson) {}
+
+  /// Runs load until `until` (or `requests` completions when > 0); returns the latencies (µs)
+  /// and failures of what completed meanwhile. Waits for the requests it started.
+  std::vector<double> run(Clock::time_point until, long requests, long& failures) {
+    std::vector<double> latencies;
+    std::mutex mutex;
+    std::condition_variable changed;
+    int in_flight = 0;
+    long completed = 0;
+    failures = 0;
+    std::mt19937 random(42);
+    std::exponential_distribution<double> gap(rate_ > 0 ? rate_ : 1);
+    auto next_start = Clock::now();
+    auto done = [&] {
+      return requests > 0 ? completed + in_flight >= requests : Clock::now() >= until;
+    };
+    for (;;) {
+      if (rate_ > 0) {
+        std::this_thread::sleep_until(next_start);
+        double seconds = poisson_ ? gap(random) : 1.0 / rate_;
+        next_start +=
+            std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(seconds));
+      }
+      std::unique_lock<std::mutex> lock(mutex);
+      if (rate_ <= 0) changed.wait(lock, [&] { return in_flight < concurrency_; });
+      if (done()) break;
+      ++in_flight;
+      lock.unlock();
+      auto start = Clock::now();
+      client_.infer_async(make_(), [&, start](Result<InferResult> r) {
+        double us = std::chrono::duration<double, std::micro>(Clock::now() - start).count();
+        std::lock_guard<std::mutex> guard(mutex);
+        if (r) {
+          latencies.push_back(us);
+        } else {
+          ++failures;
+        }
+        ++completed;
+        --in_flight;
+        changed.notify_all();
+      });
+    }
+    std::unique_lock<std::mutex> lock(mutex);
+    changed.wait(lock, [&] { return in_flight == 0; });
+    return latencies;
+  }
+
+ private:
+  Client& client_;
+  std::function<InferRequest()> make_;
+  int concurrency_;
+  double rate_;
+  bool poisson_;
+};
+
+inline double percentile(std::vector<double>& sorted, double p) {
+  if (sorted.empty()) return 0;
+  return sorted[std::min(sorted.size() - 1,
+                         static_cast<std::size_t>(p * static_cast<double>(sorted.size())))];
+}
+
+/// A window's point from its latencies and the counters around it.
+inline Point summarize(std::vector<double> latencies, long failures, const Counters& before,
+                       const Counters& after) {
+  Point p;
+  std::sort(latencies.begin(), latencies.end());
+  p.requests = static_cast<long>(latencies.size()) + failures;
+  p.failures = failures;
+  p.seconds = std::chrono::duration<double>(after.at - before.at).count();
+  double n = std::max<double>(1, static_cast<double>(p.requests));
+  p.throughput = static_cast<double>(latencies.size()) / p.seconds;
+  p.p50_us = percentile(latencies, 0.50);
+  p.p90_us = percentile(latencies, 0.90);
+  p.p99_us = percentile(latencies, 0.99);
+  p.max_us = latencies.empty() ? 0 : latencies.back();
+  p.client_cpu_us = (after.cpu_s - before.cpu_s) / n * 1e6;
+  p.wire_bytes = (after.wire_bytes - before.wire_bytes) / n;
+  double served = static_cast<double>(after.server_count - before.server_count);
+  if (served > 0) {
+    p.server_queue_us = static_cast<double>(after.queue_ns - before.queue_ns) / served / 1000;
+    p.server_compute_us = static_cast<double>(after.compute_ns - before.compute_ns) / served / 1000;
+  }
+  return p;
+}
+
+/// Whether the last `count` windows agree within `tolerance` on throughput and p99.
+inline bool stable(const std::vector<Point>& windows, int count, double tolerance) {
+  if (static_cast<int>(windows.size()) < count) return false;
+  auto first = windows.end() - count;
+  auto within = [&](auto field) {
+    auto [lo, hi] = std::minmax_element(
+        first, windows.end(), [&](const Point& a, const Point& b) { return field(a) < field(b); });
+    double mid = (field(*lo) + field(*hi)) / 2;
+    return mid == 0 || (field(*hi) - field(*lo)) / mid <= 2 * tolerance;
+  };
+  return within([](const Point& p) { return p.throughput; }) &&
+         within([](const Point& p) { return p.p99_us; });
+}
+
+}  // namespace sonic::perf

@@ -1,0 +1,139 @@
+// sonic-perf — command-line options and the inputs they describe.
+#pragma once
+
+#include <sonic/sonic.hpp>
+
+#include <cstdlib>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "npy.hpp"
+
+namespace sonic::perf {
+
+/// One input: a name and either a .npy file or a datatype, shape and fill.
+struct InputSpec {
+  std::string name;
+  std::string file;  ///< a .npy file, when given
+  DataType dtype = DataType::Fp32;
+  Shape shape;
+  std::string fill = "random";  ///< random, zero or sparse (5 % non-zero)
+};
+
+struct Options {
+  std::string url = "grpc://127.0.0.1:8001";
+  std::string model;
+  std::vector<InputSpec> inputs;  ///< empty: from the model's metadata (dynamic dims -> 1)
+  std::vector<int> concurrency{1};
+  double rate = 0;       ///< requests per second; > 0 selects the fixed-rate mode
+  bool poisson = false;  ///< exponential gaps between requests in fixed-rate mode
+  double warmup_s = 1;
+  double window_s = 2;
+  int window_requests = 0;  ///< > 0: windows end after this many requests instead
+  double stability = 0.10;  ///< windows agree within this fraction of throughput and p99
+  int stable_windows = 3;
+  int max_windows = 10;
+  std::string csv, json, plot;
+};
+
+[[noreturn]] inline void usage_error(const std::string& message) {
+  throw Error(StatusCode::InvalidArgument, message + " (see sonic-perf --help)");
+}
+
+inline DataType parse_dtype(const std::string& text) {
+  for (DataType type : kAllDataTypes) {
+    if (text == to_string(type)) return type;
+  }
+  usage_error("unknown datatype '" + text + "'");
+}
+
+inline Shape parse_shape(const std::string& text) {
+  Shape shape;
+  std::size_t at = 0;
+  while (at <= text.size()) {
+    std::size_t comma = text.find(',', at);
+    std::string dim = text.substr(at, comma == std::string::npos ? std::string::npos : comma - at);
+    char* end = nullptr;
+    long long value = std::strtoll(dim.c_str(), &end, 10);
+    if (dim.empty() || *end || value < 0) usage_error("bad shape '" + text + "'");
+    shape.push_back(value);
+    if (comma == std::string::npos) break;
+    at = comma + 1;
+  }
+  return shape;
+}
+
+/// NAME=FILE.npy or NAME:DTYPE:D0,D1,...[:random|zero|sparse]
+inline InputSpec parse_input(const std::string& text) {
+  InputSpec spec;
+  if (auto eq = text.find('='); eq != std::string::npos) {
+    spec.name = text.substr(0, eq);
+    spec.file = text.substr(eq + 1);
+    return spec;
+  }
+  std::vector<std::string> parts;
+  std::size_t at = 0;
+  for (std::size_t colon; (colon = text.find(':', at)) != std::string::npos; at = colon + 1) {
+    parts.push_back(text.substr(at, colon - at));
+  }
+  parts.push_back(text.substr(at));
+  if (parts.size() < 3 || parts.size() > 4) usage_error("bad --input '" + text + "'");
+  spec.name = parts[0];
+  spec.dtype = parse_dtype(parts[1]);
+  spec.shape = parse_shape(parts[2]);
+  if (parts.size() == 4) spec.fill = parts[3];
+  if (spec.fill != "random" && spec.fill != "zero" && spec.fill != "sparse") {
+    usage_error("fill must be random, zero or sparse, not '" + spec.fill + "'");
+  }
+  return spec;
+}
+
+/// "8", "1:64:x2" (1, 2, 4, ... 64) or "4:16:+4" (4, 8, 12, 16).
+inline std::vector<int> parse_sweep(const std::string& text) {
+  auto first = text.find(':');
+  if (first == std::string::npos) return {std::max(1, std::atoi(text.c_str()))};
+  auto second = text.find(':', first + 1);
+  if (second == std::string::npos || second + 2 > text.size())
+    usage_error("bad sweep '" + text + "'");
+  int from = std::max(1, std::atoi(text.substr(0, first).c_str()));
+  int to = std::atoi(text.substr(first + 1, second - first - 1).c_str());
+  char op = text[second + 1];
+  int step = std::atoi(text.substr(second + 2).c_str());
+  if ((op != 'x' && op != '+') || step < (op == 'x' ? 2 : 1) || to < from) {
+    usage_error("bad sweep '" + text + "': use FROM:TO:xFACTOR or FROM:TO:+STEP");
+  }
+  std::vector<int> values;
+  for (int v = from; v <= to; v = op == 'x' ? v * step : v + step) values.push_back(v);
+  return values;
+}
+
+/// The tensor an input spec describes (a .npy file, or generated data).
+inline Tensor make_tensor(const InputSpec& spec, std::mt19937& random) {
+  if (!spec.file.empty()) return tools::read_npy(spec.file);
+  auto count = element_count(spec.shape).value_or(0);
+  if (spec.dtype == DataType::Bytes) {
+    std::vector<std::string> strings(count, spec.fill == "zero" ? "" : "sonic");
+    return Tensor::from_strings(strings, spec.shape);
+  }
+  std::vector<std::uint8_t> bytes(count * element_size(spec.dtype), 0);
+  if (spec.fill != "zero") {
+    std::uniform_int_distribution<int> byte(0, 255), percent(0, 99);
+    std::size_t width = element_size(spec.dtype);
+    for (std::size_t i = 0; i < count; ++i) {
+      if (spec.fill == "sparse" && percent(random) >= 5) continue;
+      for (std::size_t b = 0; b < width; ++b) {
+        bytes[i * width + b] = static_cast<std::uint8_t>(byte(random));
+      }
+      if (spec.dtype == DataType::Bool) bytes[i] &= 1;
+      // Keep floats finite: clear the top exponent bit of the most significant byte.
+      if (spec.dtype == DataType::Fp32 || spec.dtype == DataType::Fp64 ||
+          spec.dtype == DataType::Fp16 || spec.dtype == DataType::Bf16) {
+        bytes[i * width + width - 1] &= 0x3f;
+      }
+    }
+  }
+  return Tensor::copy_bytes(spec.dtype, spec.shape, bytes.data(), bytes.size());
+}
+
+}  // namespace sonic::perf
