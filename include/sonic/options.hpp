@@ -98,8 +98,9 @@ struct ClientOptions {
   std::chrono::milliseconds connect_timeout{3'000};
   /// After a failed connection attempt the next one waits this long, doubling (with ±20 %
   /// jitter) after each consecutive failure up to reconnect_backoff_max; a success resets it.
-  /// Meanwhile requests for that endpoint fail at once with UNAVAILABLE, so that they go to
-  /// another endpoint or the fallback instead of waiting, and a dead server is not hammered.
+  /// Meanwhile requests for that endpoint fail at once with UNAVAILABLE when they can go to
+  /// another endpoint or the fallback, and a dead server is not hammered; a client with one
+  /// endpoint and no fallback waits for the next attempt instead (bounded by each deadline).
   std::chrono::milliseconds reconnect_backoff{100};
   std::chrono::milliseconds reconnect_backoff_max{5'000};
   /// Interval of HTTP/2 PINGs while calls wait for answers, to notice a peer that vanished
