@@ -10,15 +10,15 @@
 #include <vector>
 
 #include "client_connection.hpp"
+#include "control_calls.hpp"
 #include "infer_codec.hpp"
-#include "pb_convert.hpp"
 #include "protocol.hpp"
 #include "sonic/detail/reconnect_backoff.hpp"
 #include "sonic/transport.hpp"
 
 namespace sonic::grpc {
 
-class GrpcTransport final : public Transport {
+class GrpcTransport final : public ProtobufControlCalls<GrpcTransport> {
  public:
   GrpcTransport(Endpoint endpoint, const ClientOptions& options)
       : endpoint_(std::move(endpoint)), options_(options), work_(asio::make_work_guard(io_)) {
@@ -65,87 +65,6 @@ class GrpcTransport final : public Transport {
     call->times = std::move(times);
     if (cancel) watch(*cancel, call);
     start(std::move(call));
-  }
-
-  void server_live_async(Deadline deadline, Callback<bool> done) override {
-    unary<inference::ServerLiveResponse>(
-        "ServerLive", inference::ServerLiveRequest{}, deadline,
-        [done = std::move(done)](Result<inference::ServerLiveResponse> r) mutable {
-          if (!r) return done(r.error());
-          done(r->live());
-        });
-  }
-
-  void server_ready_async(Deadline deadline, Callback<bool> done) override {
-    unary<inference::ServerReadyResponse>(
-        "ServerReady", inference::ServerReadyRequest{}, deadline,
-        [done = std::move(done)](Result<inference::ServerReadyResponse> r) mutable {
-          if (!r) return done(r.error());
-          done(r->ready());
-        });
-  }
-
-  void model_ready_async(std::string model, std::string version, Deadline deadline,
-                         Callback<bool> done) override {
-    inference::ModelReadyRequest request;
-    request.set_name(std::move(model));
-    request.set_version(std::move(version));
-    unary<inference::ModelReadyResponse>(
-        "ModelReady", request, deadline,
-        [done = std::move(done)](Result<inference::ModelReadyResponse> r) mutable {
-          if (!r) return done(r.error());
-          done(r->ready());
-        });
-  }
-
-  void server_metadata_async(Deadline deadline, Callback<ServerMetadata> done) override {
-    unary<inference::ServerMetadataResponse>(
-        "ServerMetadata", inference::ServerMetadataRequest{}, deadline,
-        [done = std::move(done)](Result<inference::ServerMetadataResponse> r) mutable {
-          if (!r) return done(r.error());
-          done(from_pb(*r));
-        });
-  }
-
-  void model_metadata_async(std::string model, std::string version, Deadline deadline,
-                            Callback<ModelMetadata> done) override {
-    inference::ModelMetadataRequest request;
-    request.set_name(std::move(model));
-    request.set_version(std::move(version));
-    unary<inference::ModelMetadataResponse>(
-        "ModelMetadata", request, deadline,
-        [done = std::move(done)](Result<inference::ModelMetadataResponse> r) mutable {
-          if (!r) return done(r.error());
-          done(from_pb(*r));
-        });
-  }
-
-  void model_config_async(std::string model, std::string version, Deadline deadline,
-                          Callback<std::string> done) override {
-    inference::ModelConfigRequest request;
-    request.set_name(std::move(model));
-    request.set_version(std::move(version));
-    unary<inference::ModelConfigResponse>(
-        "ModelConfig", request, deadline,
-        [done = std::move(done)](Result<inference::ModelConfigResponse> r) mutable {
-          if (!r) return done(r.error());
-          done(config_to_json(r->config()));
-        });
-  }
-
-  void model_statistics_async(std::string model, std::string version, Deadline deadline,
-                              Callback<std::vector<ModelStatistics>> done) override {
-    inference::ModelStatisticsRequest request;
-    request.set_name(std::move(model));
-    request.set_version(std::move(version));
-    unary<inference::ModelStatisticsResponse>(
-        "ModelStatistics", request, deadline,
-        [done = std::move(done)](Result<inference::ModelStatisticsResponse> r) mutable {
-          if (!r) return done(r.error());
-          std::vector<ModelStatistics> all;
-          for (const auto& s : r->model_stats()) all.push_back(from_pb(s));
-          done(std::move(all));
-        });
   }
 
   /// Calls `method` of the inference service with a protobuf request; `handler` receives the

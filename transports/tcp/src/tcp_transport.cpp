@@ -11,10 +11,9 @@
 #include <mutex>
 #include <thread>
 
+#include "control_calls.hpp"
 #include "frame_stream.hpp"
-#include "grpc_service.pb.h"
 #include "infer_codec.hpp"
-#include "pb_convert.hpp"
 #include "sonic/detail/reconnect_backoff.hpp"
 #include "sonic/transport.hpp"
 
@@ -213,7 +212,7 @@ class ClientStream final : public FrameStream {
   std::map<std::uint64_t, Pending> pending_;
 };
 
-class TcpTransport final : public Transport {
+class TcpTransport final : public grpc::ProtobufControlCalls<TcpTransport> {
  public:
   TcpTransport(Endpoint endpoint, const ClientOptions& options, bool zstd)
       : endpoint_(std::move(endpoint)),
@@ -291,79 +290,10 @@ class TcpTransport final : public Transport {
           });
   }
 
-  void server_live_async(Deadline deadline, Callback<bool> done) override {
-    call<inference::ServerLiveResponse>("ServerLive", inference::ServerLiveRequest{}, deadline,
-                                        [done = std::move(done)](auto r) mutable {
-                                          if (!r) return done(r.error());
-                                          done(r->live());
-                                        });
-  }
-  void server_ready_async(Deadline deadline, Callback<bool> done) override {
-    call<inference::ServerReadyResponse>("ServerReady", inference::ServerReadyRequest{}, deadline,
-                                         [done = std::move(done)](auto r) mutable {
-                                           if (!r) return done(r.error());
-                                           done(r->ready());
-                                         });
-  }
-  void model_ready_async(std::string model, std::string version, Deadline deadline,
-                         Callback<bool> done) override {
-    inference::ModelReadyRequest request;
-    request.set_name(std::move(model));
-    request.set_version(std::move(version));
-    call<inference::ModelReadyResponse>("ModelReady", request, deadline,
-                                        [done = std::move(done)](auto r) mutable {
-                                          if (!r) return done(r.error());
-                                          done(r->ready());
-                                        });
-  }
-  void server_metadata_async(Deadline deadline, Callback<ServerMetadata> done) override {
-    call<inference::ServerMetadataResponse>("ServerMetadata", inference::ServerMetadataRequest{},
-                                            deadline, [done = std::move(done)](auto r) mutable {
-                                              if (!r) return done(r.error());
-                                              done(grpc::from_pb(*r));
-                                            });
-  }
-  void model_metadata_async(std::string model, std::string version, Deadline deadline,
-                            Callback<ModelMetadata> done) override {
-    inference::ModelMetadataRequest request;
-    request.set_name(std::move(model));
-    request.set_version(std::move(version));
-    call<inference::ModelMetadataResponse>("ModelMetadata", request, deadline,
-                                           [done = std::move(done)](auto r) mutable {
-                                             if (!r) return done(r.error());
-                                             done(grpc::from_pb(*r));
-                                           });
-  }
-  void model_config_async(std::string model, std::string version, Deadline deadline,
-                          Callback<std::string> done) override {
-    inference::ModelConfigRequest request;
-    request.set_name(std::move(model));
-    request.set_version(std::move(version));
-    call<inference::ModelConfigResponse>("ModelConfig", request, deadline,
-                                         [done = std::move(done)](auto r) mutable {
-                                           if (!r) return done(r.error());
-                                           done(grpc::config_to_json(r->config()));
-                                         });
-  }
-  void model_statistics_async(std::string model, std::string version, Deadline deadline,
-                              Callback<std::vector<ModelStatistics>> done) override {
-    inference::ModelStatisticsRequest request;
-    request.set_name(std::move(model));
-    request.set_version(std::move(version));
-    call<inference::ModelStatisticsResponse>("ModelStatistics", request, deadline,
-                                             [done = std::move(done)](auto r) mutable {
-                                               if (!r) return done(r.error());
-                                               std::vector<ModelStatistics> all;
-                                               for (const auto& s : r->model_stats())
-                                                 all.push_back(grpc::from_pb(s));
-                                               done(std::move(all));
-                                             });
-  }
-
- private:
-  // A control method: its request in a call frame, its response parsed from the reply.
+  /// A control method: its request in a call frame, its response parsed from the reply;
+  /// `handler(Result<Response>)` runs once (the control methods of ProtobufControlCalls).
   template <typename Response, typename Request, typename Handler>
-  void call(const char* method, const Request& request, Deadline deadline, Handler handler) {
+  void unary(const char* method, const Request& request, Deadline deadline, Handler handler) {
     std::uint64_t id = next_id_++;
     start(
         id, encode_call(id, method, request.SerializeAsString()), deadline,
@@ -378,6 +308,7 @@ class TcpTransport final : public Transport {
         });
   }
 
+ private:
   void post_error(Error error, Callback<InferResult> done) {
     auto task = [error = std::move(error), done = std::move(done)]() mutable { done(error); };
     std::unique_lock<std::mutex> lock(mutex_);
