@@ -7,6 +7,7 @@
 #include <thread>
 #include <vector>
 
+#include "eventually.hpp"
 #include "loopback_server.hpp"
 #include "loopback_socket.hpp"
 #include "scripted_h2_server.hpp"
@@ -16,16 +17,6 @@ using namespace sonic::test;
 using namespace std::chrono_literals;
 
 namespace {
-
-template <typename Condition>
-bool eventually(Condition condition, std::chrono::milliseconds limit = 3000ms) {
-  auto until = std::chrono::steady_clock::now() + limit;
-  while (!condition()) {
-    if (std::chrono::steady_clock::now() > until) return false;
-    std::this_thread::sleep_for(2ms);
-  }
-  return true;
-}
 
 ClientOptions unvalidated() {
   ClientOptions options;
@@ -41,7 +32,7 @@ TEST_CASE("a cancelled request completes with CANCELLED at once and its stream i
   std::promise<Result<InferResult>> outcome;
   auto handle = client.infer_async(simple_request(1, 2),
                                    [&](Result<InferResult> r) { outcome.set_value(std::move(r)); });
-  REQUIRE(eventually([&] { return server.calls_received() == 1; }));
+  REQUIRE(eventually([&] { return server.calls_received() == 1; }, 3000ms));
 
   auto start = std::chrono::steady_clock::now();
   CHECK(handle.cancel());
@@ -49,7 +40,7 @@ TEST_CASE("a cancelled request completes with CANCELLED at once and its stream i
   CHECK(ms_since(start) < 200);
   CHECK(result.code() == StatusCode::Cancelled);
   CHECK(result.error().message().find("cancelled by the caller") != std::string::npos);
-  CHECK(eventually([&] { return server.cancels_received() == 1; }));  // RST_STREAM CANCEL
+  CHECK(eventually([&] { return server.cancels_received() == 1; }, 3000ms));  // RST_STREAM CANCEL
 
   CHECK_FALSE(handle.cancel());  // only once
   CHECK(client.stats().failures_by_code[static_cast<std::size_t>(StatusCode::Cancelled)] == 1);
@@ -82,7 +73,7 @@ TEST_CASE("a request waiting for its retry backoff is cancelled at once") {
   std::promise<Result<InferResult>> outcome;
   auto handle = client.infer_async(simple_request(1, 2),
                                    [&](Result<InferResult> r) { outcome.set_value(std::move(r)); });
-  REQUIRE(eventually([&] { return client.stats().endpoints[0].failures == 1; }));
+  REQUIRE(eventually([&] { return client.stats().endpoints[0].failures == 1; }, 3000ms));
   auto start = std::chrono::steady_clock::now();
   CHECK(handle.cancel());
   CHECK(outcome.get_future().get().code() == StatusCode::Cancelled);

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "child_server.hpp"
+#include "eventually.hpp"
 #include "fault_proxy.hpp"
 #include "loopback_server.hpp"
 #include "loopback_socket.hpp"
@@ -49,16 +50,6 @@ struct LogRecorder {
 bool right_answer(const Result<InferResult>& r, std::int32_t a, std::int32_t b) {
   return r && r->output("OUTPUT0").as<std::int32_t>()[0] == a + b &&
          r->output("OUTPUT1").as<std::int32_t>()[0] == a - b;
-}
-
-template <typename Predicate>
-bool eventually(Predicate predicate, std::chrono::milliseconds limit = 5s) {
-  auto start = std::chrono::steady_clock::now();
-  while (!predicate()) {
-    if (std::chrono::steady_clock::now() - start > limit) return false;
-    std::this_thread::sleep_for(5ms);
-  }
-  return true;
 }
 
 }  // namespace

@@ -9,6 +9,7 @@
 #include <thread>
 #include <vector>
 
+#include "eventually.hpp"
 #include "loopback_server.hpp"
 
 using namespace sonic;
@@ -58,16 +59,6 @@ std::vector<std::string> endpoint_urls(const Client& client) {
   for (const auto& e : client.stats().endpoints) urls.push_back(e.url);
   std::sort(urls.begin(), urls.end());
   return urls;
-}
-
-template <typename Condition>
-bool eventually(Condition condition, std::chrono::milliseconds limit = 5000ms) {
-  auto until = std::chrono::steady_clock::now() + limit;
-  while (!condition()) {
-    if (std::chrono::steady_clock::now() > until) return false;
-    std::this_thread::sleep_for(5ms);
-  }
-  return true;
 }
 
 ClientOptions each_address(FakeDns& dns) {

@@ -2,6 +2,8 @@
 // fault as seen by a client, and the proxy's counters. Every wait is bounded.
 #include "fault_proxy.hpp"
 
+#include "eventually.hpp"
+
 #include <doctest/doctest.h>
 
 #include <arpa/inet.h>
@@ -152,17 +154,6 @@ std::string round_trip(int fd, const std::string& data) {
   return read_for(fd, data.size(), 1s).data;
 }
 
-/// Waits (bounded) until `done` holds; for counters the io thread updates after the bytes moved.
-template <typename F>
-bool eventually(F done, std::chrono::milliseconds timeout = 1s) {
-  const auto deadline = Clock::now() + timeout;
-  while (!done()) {
-    if (Clock::now() >= deadline) return false;
-    std::this_thread::sleep_for(1ms);
-  }
-  return true;
-}
-
 double ms_since(Clock::time_point start) {
   return std::chrono::duration<double, std::milli>(Clock::now() - start).count();
 }
@@ -294,7 +285,7 @@ TEST_CASE("pass forwards bytes both ways and counts connections and bytes") {
   CHECK(round_trip(client.get(), "hello") == "hello");
   CHECK(proxy.connections_accepted() == 1);
   CHECK(echo.accepted() == 1);
-  CHECK(eventually([&] { return proxy.bytes_to_client() == 5; }));
+  CHECK(eventually([&] { return proxy.bytes_to_client() == 5; }, 1s));
   CHECK(proxy.bytes_to_server() == 5);
 
   // Server-to-client bytes nobody asked for.
@@ -308,7 +299,7 @@ TEST_CASE("pass forwards bytes both ways and counts connections and bytes") {
   writer.join();
   CHECK(back.data.size() == big.size());
   CHECK(back.data == big);
-  CHECK(eventually([&] { return proxy.bytes_to_client() == 5 + 4 + big.size(); }));
+  CHECK(eventually([&] { return proxy.bytes_to_client() == 5 + 4 + big.size(); }, 1s));
   CHECK(proxy.bytes_to_server() == 5 + big.size());
 
   // A second connection, then both closed: the proxy closes its side of both.
@@ -318,7 +309,7 @@ TEST_CASE("pass forwards bytes both ways and counts connections and bytes") {
   CHECK(proxy.connections_open() == 2);
   client.reset();
   second.reset();
-  CHECK(eventually([&] { return proxy.connections_open() == 0; }));
+  CHECK(eventually([&] { return proxy.connections_open() == 0; }, 1s));
   CHECK(proxy.connections_reset() == 0);
 }
 
@@ -410,7 +401,7 @@ TEST_CASE("stall pushes back on the sender instead of buffering without bound") 
   proxy.pass();
   const ReadResult back = read_for(client.get(), sent, 2s);
   CHECK(back.data.size() == sent);
-  CHECK(eventually([&] { return proxy.bytes_to_server() == 1 + sent; }));
+  CHECK(eventually([&] { return proxy.bytes_to_server() == 1 + sent; }, 1s));
 }
 
 TEST_CASE("reset_all resets current connections; later ones pass") {
@@ -550,7 +541,7 @@ TEST_CASE("a connection whose target is down is reset") {
   const ReadResult r = read_for(client.get(), 1, 1s);
   CHECK_FALSE(r.timed_out);
   CHECK(r.error == ECONNRESET);
-  CHECK(eventually([&] { return proxy.connections_open() == 0; }));
+  CHECK(eventually([&] { return proxy.connections_open() == 0; }, 1s));
 }
 
 TEST_CASE("the destructor closes stalled connections promptly") {
