@@ -9,8 +9,6 @@
 // Bytes are those the interface IF sent and received per request (TCP/IP headers included; on
 // loopback each byte is counted once). CPU is user+system time of this process and of the server
 // process. Every figure is the median over --repeats runs.
-#include <sys/resource.h>
-#include <unistd.h>
 
 #include <sonic/sonic.hpp>
 
@@ -18,21 +16,22 @@
 #include <condition_variable>
 #include <cstdio>
 #include <cstdlib>
-#include <fstream>
 #include <iostream>
 #include <mutex>
 #include <random>
-#include <sstream>
 #include <string>
 #include <vector>
 
+#include "system_counters.hpp"
 #include "timing.hpp"
 
 namespace {
 
 using sonic::bench::Clock;
+using sonic::bench::interface_bytes;
 using sonic::bench::median;
 using sonic::bench::ms_between;
+using sonic::bench::process_cpu_seconds;
 
 struct Args {
   std::string grpc, tcp, interface = "lo";
@@ -127,45 +126,6 @@ Payload jet_constituents(std::mt19937& random) {
 
 // ---- Measurements ----
 
-double process_cpu_seconds() {
-  rusage usage{};
-  getrusage(RUSAGE_SELF, &usage);
-  return static_cast<double>(usage.ru_utime.tv_sec + usage.ru_stime.tv_sec) +
-         static_cast<double>(usage.ru_utime.tv_usec + usage.ru_stime.tv_usec) / 1e6;
-}
-
-double server_cpu_seconds(long pid) {
-  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
-  std::string line;
-  std::getline(stat, line);
-  std::istringstream fields(line.substr(line.rfind(')') + 2));
-  std::string skip;
-  for (int i = 0; i < 11; ++i) fields >> skip;  // fields 3..13
-  double utime = 0, stime = 0;
-  fields >> utime >> stime;
-  return (utime + stime) / static_cast<double>(sysconf(_SC_CLK_TCK));
-}
-
-// Bytes the interface sent plus received (a loopback byte is counted once).
-double interface_bytes(const std::string& name) {
-  std::ifstream dev("/proc/net/dev");
-  std::string line;
-  while (std::getline(dev, line)) {
-    auto colon = line.find(':');
-    if (colon == std::string::npos) continue;
-    std::string iface = line.substr(0, colon);
-    iface.erase(0, iface.find_first_not_of(' '));
-    if (iface != name) continue;
-    std::istringstream fields(line.substr(colon + 1));
-    double rx = 0, skip = 0, tx = 0;
-    fields >> rx;
-    for (int i = 0; i < 7; ++i) fields >> skip;
-    fields >> tx;
-    return name == "lo" ? tx : rx + tx;
-  }
-  return 0;
-}
-
 struct Run {
   double requests_per_s, wire_bytes, client_us, server_us;
 };
@@ -181,7 +141,7 @@ Run measure(sonic::Client& client, const Payload& payload, const Args& args) {
   int in_flight = 0;
   std::atomic<long> done{0}, failed{0};
   double bytes0 = interface_bytes(args.interface), cpu0 = process_cpu_seconds(),
-         server0 = server_cpu_seconds(args.server_pid);
+         server0 = process_cpu_seconds(args.server_pid);
   auto start = Clock::now();
   auto until = start + std::chrono::duration_cast<Clock::duration>(
                            std::chrono::duration<double>(args.seconds));
@@ -205,7 +165,7 @@ Run measure(sonic::Client& client, const Payload& payload, const Args& args) {
   double n = static_cast<double>(done.load());
   return {n / seconds, (interface_bytes(args.interface) - bytes0) / n,
           (process_cpu_seconds() - cpu0) / n * 1e6,
-          (server_cpu_seconds(args.server_pid) - server0) / n * 1e6};
+          (process_cpu_seconds(args.server_pid) - server0) / n * 1e6};
 }
 
 }  // namespace

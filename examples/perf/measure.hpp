@@ -3,21 +3,19 @@
 // network interfaces, and the server's queue and compute time from its statistics.
 #pragma once
 
-#include <sys/resource.h>
-
 #include <sonic/sonic.hpp>
 
 #include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
-#include <fstream>
 #include <mutex>
 #include <random>
-#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
+
+#include "system_counters.hpp"
 
 namespace sonic::perf {
 
@@ -47,26 +45,10 @@ struct Counters {
 
   static Counters now(Client& client, const std::string& model) {
     Counters c;
-    rusage usage{};
-    getrusage(RUSAGE_SELF, &usage);
-    c.cpu_s = static_cast<double>(usage.ru_utime.tv_sec + usage.ru_stime.tv_sec) +
-              static_cast<double>(usage.ru_utime.tv_usec + usage.ru_stime.tv_usec) / 1e6;
-    // Bytes through this machine's network interfaces (a loopback byte once): the wire cost
-    // of the requests, headers included, plus whatever else the machine sends meanwhile.
-    std::ifstream dev("/proc/net/dev");
-    std::string line;
-    while (std::getline(dev, line)) {
-      auto colon = line.find(':');
-      if (colon == std::string::npos) continue;
-      std::string name = line.substr(0, colon);
-      name.erase(0, name.find_first_not_of(' '));
-      std::istringstream fields(line.substr(colon + 1));
-      double rx = 0, skip = 0, tx = 0;
-      fields >> rx;
-      for (int i = 0; i < 7; ++i) fields >> skip;
-      fields >> tx;
-      c.wire_bytes += name == "lo" ? tx : rx + tx;
-    }
+    c.cpu_s = bench::process_cpu_seconds();
+    // Bytes through this machine's network interfaces: the wire cost of the requests, headers
+    // included, plus whatever else the machine sends meanwhile.
+    c.wire_bytes = bench::interface_bytes();
     try {
       for (const auto& s : client.model_statistics(model)) {
         c.server_count += s.success.count;
