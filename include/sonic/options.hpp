@@ -56,7 +56,8 @@ struct Resolution {
   /// Most addresses taken from one name; further ones are ignored (and logged).
   std::size_t max_addresses = 64;
   /// The lookup; empty means the system's (getaddrinfo, through the linked transport). Set it
-  /// to plug in another discovery service.
+  /// to plug in another discovery service. It is never called once the client is destroyed: the
+  /// destructor waits for a lookup in progress to return.
   Resolver resolver;
 };
 

@@ -184,3 +184,28 @@ TEST_CASE("the system resolver: localhost's addresses become endpoints") {
     CHECK(client.infer(simple_request(i, i)).output("OUTPUT0").as<std::int32_t>()[0] == 2 * i);
   }
 }
+
+TEST_CASE("the resolver is never called once the client is gone, even mid-lookup") {
+  LoopbackServer a;
+  std::atomic<int> calls{0}, running{0};
+  ClientOptions options;
+  options.resolution.each_address = true;
+  options.resolution.interval = 10ms;
+  std::string address = address_of(a);
+  options.resolution.resolver = [&](const std::string&,
+                                    std::uint16_t) -> Result<std::vector<std::string>> {
+    ++running;
+    ++calls;
+    if (calls > 1) std::this_thread::sleep_for(100ms);  // a slow DNS server
+    --running;
+    return std::vector<std::string>{address};
+  };
+  {
+    Client client("grpc://inference.svc:8001", options);
+    REQUIRE(eventually([&] { return running == 1; }));  // a periodic lookup is under way
+  }                                                     // the destructor waits for it
+  CHECK(running == 0);
+  int after = calls;
+  std::this_thread::sleep_for(100ms);
+  CHECK(calls == after);  // and none starts later
+}

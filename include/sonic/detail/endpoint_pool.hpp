@@ -3,6 +3,7 @@
 #pragma once
 
 #include <algorithm>
+#include <condition_variable>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -66,9 +67,15 @@ class EndpointPool : public std::enable_shared_from_this<EndpointPool> {
   /// complete with CANCELLED before this returns. Idempotent.
   void close() {
     {
-      std::lock_guard<std::mutex> lock(mutex_);
+      std::unique_lock<std::mutex> lock(mutex_);
       if (closed_) return;
       closed_ = true;
+      // A lookup in progress calls the resolver and may log: both belong to the client, so
+      // neither may run once it is gone. Wait for it.
+      lookups_done_.wait(lock, [this] {
+        return std::none_of(names_.begin(), names_.end(),
+                            [](const Name& n) { return n.looking_up; });
+      });
     }
     for (auto& slot : slots_) {
       std::shared_ptr<Transport> transport;
@@ -351,13 +358,13 @@ class EndpointPool : public std::enable_shared_from_this<EndpointPool> {
         if (closed_ || names_[name].looking_up || !lookup) continue;
         names_[name].looking_up = true;
       }
-      std::thread([weak = weak_from_this(), lookup, name, endpoint = names_[name].endpoint] {
+      // The thread holds the pool, and close() waits for it (looking_up), so the lookup and what
+      // follows it never outlive the client.
+      std::thread([pool = shared_from_this(), lookup, name, endpoint = names_[name].endpoint] {
         auto addresses = lookup(endpoint.host, endpoint.port);
-        auto pool = weak.lock();
-        if (!pool) return;
         if (addresses && !addresses->empty()) {
           pool->apply(name, *addresses);
-        } else {
+        } else if (!pool->is_closed()) {
           pool->log(LogLevel::Warning,
                     "endpoint " + endpoint.url + ": lookup failed (" +
                         (addresses ? std::string("no address") : addresses.error().message()) +
@@ -365,9 +372,15 @@ class EndpointPool : public std::enable_shared_from_this<EndpointPool> {
         }
         std::lock_guard<std::mutex> lock(pool->mutex_);
         pool->names_[name].looking_up = false;
+        pool->lookups_done_.notify_all();
       }).detach();
     }
     schedule_lookup();
+  }
+
+  bool is_closed() const {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return closed_;
   }
 
   // Destroys the transports of draining endpoints that have nothing in flight.
@@ -447,6 +460,7 @@ class EndpointPool : public std::enable_shared_from_this<EndpointPool> {
   const ClientOptions options_;  // a copy: a detached lookup may outlive the client
   TimerQueue& timers_;           // valid until close(); not used after it
   mutable std::mutex mutex_;
+  std::condition_variable lookups_done_;  // a name's lookup finished (looking_up cleared)
   bool closed_ = false;
   bool probe_scheduled_ = false;
   std::size_t rotation_ = 0;
