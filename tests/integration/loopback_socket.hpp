@@ -6,8 +6,11 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <string>
+#include <thread>
 
 namespace sonic::test {
 
@@ -34,6 +37,36 @@ class LoopbackSocket {
  private:
   int fd_;
   std::uint16_t port_ = 0;
+};
+
+// A peer that accepts one connection and reads it, but never answers anything, not even
+// pings: only a keepalive notices it. Stops reading and closes on scope exit.
+class SilentPeer {
+ public:
+  SilentPeer() : listener_(true), peer_([this] { run(); }) {}
+  ~SilentPeer() {
+    stop_ = true;
+    peer_.join();
+  }
+  SilentPeer(const SilentPeer&) = delete;
+  SilentPeer& operator=(const SilentPeer&) = delete;
+
+  /// "grpc://127.0.0.1:<port>"; replace the scheme for other transports.
+  std::string url() const { return listener_.url(); }
+
+ private:
+  void run() {
+    int conn = ::accept(listener_.fd(), nullptr, nullptr);
+    char sink[4096];
+    while (!stop_ && conn >= 0 && ::recv(conn, sink, sizeof sink, MSG_DONTWAIT) != 0) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+    if (conn >= 0) ::close(conn);
+  }
+
+  LoopbackSocket listener_;
+  std::atomic<bool> stop_{false};
+  std::thread peer_;
 };
 
 // A loopback URL with nothing listening: the port was bound, then released.

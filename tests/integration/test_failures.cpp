@@ -294,24 +294,12 @@ TEST_CASE("after the server restarts, the same client reconnects") {
 }
 
 TEST_CASE("keepalive notices a peer that accepted the connection and went silent") {
-  // A peer that accepts and reads, but never answers anything, not even PINGs.
-  LoopbackSocket listener(true);
-  int fd = listener.fd();
-  std::atomic<bool> stop{false};
-  std::thread peer([fd, &stop] {
-    int conn = ::accept(fd, nullptr, nullptr);
-    char sink[4096];
-    while (!stop && conn >= 0 && ::recv(conn, sink, sizeof sink, MSG_DONTWAIT) != 0) {
-      std::this_thread::sleep_for(5ms);
-    }
-    if (conn >= 0) ::close(conn);
-  });
-
+  SilentPeer peer;
   ClientOptions options;
   options.keepalive_interval = 50ms;
   options.keepalive_timeout = 100ms;
   options.validate_inputs = false;  // straight to the silent peer
-  Client client(listener.url(), options);
+  Client client(peer.url(), options);
   auto start = std::chrono::steady_clock::now();
   auto future = client.infer_future(simple_request(1, 1));  // no deadline: only keepalive helps
   REQUIRE(future.wait_for(5s) == std::future_status::ready);
@@ -323,8 +311,6 @@ TEST_CASE("keepalive notices a peer that accepted the connection and went silent
     CHECK(e.message().find("keepalive") != std::string::npos);
   }
   CHECK(ms_since(start) < 1000);
-  stop = true;
-  peer.join();
 }
 
 TEST_CASE("a client destroyed while its first request still fetches model metadata") {

@@ -137,12 +137,18 @@ TEST_CASE("hostile frames are errors, never crashes or huge allocations") {
     MESSAGE(frames.error().message());
     return true;
   };
-  CHECK(fails(header("HTTP", 1, 1, 0, 0, 0)));                  // wrong magic
-  CHECK(fails(header("SNCT", 2, 1, 0, 0, 0)));                  // unknown version
-  CHECK(fails(header("SNCT", 1, 9, 0, 0, 0)));                  // unknown kind
-  CHECK(fails(header("SNCT", 1, 1, 0xffffffff, 0, 0)));         // envelope over the limit
-  CHECK(fails(header("SNCT", 1, 1, 0, 100000, 100000 * 24)));   // too many tensors
-  CHECK(fails(header("SNCT", 1, 4, 0, 1, 24)));                 // a ping with tensors
+  CHECK(fails(header("HTTP", 1, 1, 0, 0, 0)));                 // wrong magic
+  CHECK(fails(header("SNCT", 2, 1, 0, 0, 0)));                 // unknown version
+  CHECK(fails(header("SNCT", 1, 9, 0, 0, 0)));                 // unknown kind
+  CHECK(fails(header("SNCT", 1, 1, 0xffffffff, 0, 0)));        // envelope over the limit
+  CHECK(fails(header("SNCT", 1, 1, 0, 100000, 100000 * 24)));  // too many tensors
+  CHECK(fails(header("SNCT", 1, 4, 0, 1, 24)));                // a ping with tensors
+  std::string flagged = header("SNCT", 1, 4, 0, 0, 0);         // a ping with a flag set
+  flagged[6] = 1;
+  CHECK(fails(flagged));
+  std::string compress_response = header("SNCT", 1, 1, 0, 0, 0);  // the one flag, on a request
+  compress_response[6] = 1;
+  CHECK_FALSE(fails(compress_response));
   CHECK(fails(header("SNCT", 1, 1, 0, 2, 10)));                 // section shorter than records
   CHECK(fails(header("SNCT", 1, 1, 0, 1, 24 + (1ull << 40))));  // section over the maximum
   CHECK(fails(header("SNCT", 1, 1, 0, 1, 24 + 100) + record(0, 100, 50)));   // raw, lengths differ

@@ -258,3 +258,45 @@ TEST_CASE("timing over tcp: encode, wait, decode and the server's compute") {
   CHECK(t.wait >= t.server_compute);
   CHECK(t.serialize + t.wait + t.deserialize <= t.total);
 }
+
+TEST_CASE("keepalive pings over tcp notice a peer that accepted the connection and went silent") {
+  SilentPeer peer;
+  std::string url = peer.url();
+  url.replace(0, 4, "tcp");
+  ClientOptions options;
+  options.keepalive_interval = 50ms;
+  options.keepalive_timeout = 100ms;
+  options.validate_inputs = false;  // straight to the silent peer
+  Client client(url, options);
+  auto start = std::chrono::steady_clock::now();
+  auto future = client.infer_future(  // no deadline: only keepalive helps
+      InferRequest("m").input("INPUT0", sample(DataType::Fp32, 4, 1)));
+  REQUIRE(future.wait_for(5s) == std::future_status::ready);
+  try {
+    future.get();
+    FAIL("must fail");
+  } catch (const Error& e) {
+    CHECK(e.code() == StatusCode::Unavailable);
+    CHECK(e.message().find("keepalive") != std::string::npos);
+  }
+  CHECK(std::chrono::steady_clock::now() - start < 1s);
+}
+
+TEST_CASE("tcp+zstd compresses both directions: sparse tensors cross the wire small") {
+  TcpServer server;
+  FaultProxy proxy(server.port());
+  std::vector<float> sparse(1 << 18, 0.0f);  // 1 MiB, mostly zeros
+  for (std::size_t i = 0; i < sparse.size(); i += 1000) sparse[i] = 1.0f;
+  Tensor input = Tensor::view(sparse, {1, static_cast<std::int64_t>(sparse.size())});
+  for (const char* scheme : {"tcp", "tcp+zstd"}) {
+    CAPTURE(scheme);
+    Client client(std::string(scheme) + "://127.0.0.1:" + std::to_string(proxy.port()));
+    (void)client.model_metadata(identity_name(DataType::Fp32));
+    std::size_t sent = proxy.bytes_to_server(), received = proxy.bytes_to_client();
+    CHECK(same_bytes(identity(client, DataType::Fp32, input).output("OUTPUT0"), input));
+    bool compressed = std::string(scheme) == "tcp+zstd";
+    // 1 MiB each way raw; the response is compressed only because the request asked for it.
+    CHECK((proxy.bytes_to_server() - sent < (64u << 10)) == compressed);
+    CHECK((proxy.bytes_to_client() - received < (64u << 10)) == compressed);
+  }
+}
