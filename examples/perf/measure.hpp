@@ -64,6 +64,10 @@ struct Counters {
 
 /// Sends requests made by `make` and records each latency. Either keeps `concurrency` in
 /// flight, or starts them at `rate` per second (Poisson gaps when asked).
+///
+/// With a concurrency, each completion sends its replacement from the callback itself, the way
+/// a framework chains its next task: the load then costs no hand-off to a driving thread, so
+/// the CPU measured is the client's, not this program's.
 class LoadDriver {
  public:
   template <typename Make>
@@ -77,47 +81,83 @@ class LoadDriver {
   /// Runs load until `until` (or `requests` completions when > 0); returns the latencies (µs)
   /// and failures of what completed meanwhile. Waits for the requests it started.
   std::vector<double> run(Clock::time_point until, long requests, long& failures) {
-    std::vector<double> latencies;
+    Window window(until, requests);
+    if (rate_ > 0) {
+      paced(window);
+    } else {
+      for (int i = 0; i < concurrency_; ++i) {
+        if (!window.admit()) break;
+        send(window, /*chained=*/true);
+      }
+    }
+    std::unique_lock<std::mutex> lock(window.mutex);
+    window.changed.wait(lock, [&] { return window.in_flight == 0; });
+    failures = window.failures;
+    return std::move(window.latencies);
+  }
+
+ private:
+  // One run's bookkeeping, shared by the callbacks.
+  struct Window {
+    Window(Clock::time_point end, long limit) : until(end), requests(limit) {}
+    Clock::time_point until;
+    long requests;
     std::mutex mutex;
     std::condition_variable changed;
+    std::vector<double> latencies;
+    long failures = 0, completed = 0;
     int in_flight = 0;
-    long completed = 0;
-    failures = 0;
-    std::mt19937 random(42);
-    std::exponential_distribution<double> gap(rate_ > 0 ? rate_ : 1);
-    auto next_start = Clock::now();
-    auto done = [&] {
-      return requests > 0 ? completed + in_flight >= requests : Clock::now() >= until;
-    };
-    for (;;) {
-      if (rate_ > 0) {
-        std::this_thread::sleep_until(next_start);
-        double seconds = poisson_ ? gap(random) : 1.0 / rate_;
-        next_start +=
-            std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(seconds));
-      }
-      std::unique_lock<std::mutex> lock(mutex);
-      if (rate_ <= 0) changed.wait(lock, [&] { return in_flight < concurrency_; });
-      if (done()) break;
-      ++in_flight;
-      lock.unlock();
-      auto start = Clock::now();
-      client_.infer_async(make_(), [&, start](Result<InferResult> r) {
-        double us = std::chrono::duration<double, std::micro>(Clock::now() - start).count();
-        std::lock_guard<std::mutex> guard(mutex);
-        if (r) {
-          latencies.push_back(us);
-        } else {
-          ++failures;
-        }
-        ++completed;
-        --in_flight;
-        changed.notify_all();
-      });
+
+    // Counts a request in when the window wants more; call with `mutex` held. A completing
+    // request that is replaced keeps its count (`replacing`).
+    bool wants_more(bool replacing) const {
+      if (requests <= 0) return Clock::now() < until;
+      return completed + in_flight - (replacing ? 1 : 0) < requests;
     }
-    std::unique_lock<std::mutex> lock(mutex);
-    changed.wait(lock, [&] { return in_flight == 0; });
-    return latencies;
+    bool admit() {
+      std::lock_guard<std::mutex> lock(mutex);
+      if (!wants_more(false)) return false;
+      ++in_flight;
+      return true;
+    }
+  };
+
+  // Sends one admitted request; a chained one sends its successor when it completes.
+  void send(Window& window, bool chained) {
+    auto start = Clock::now();
+    client_.infer_async(make_(), [this, &window, start, chained](Result<InferResult> r) {
+      double us = std::chrono::duration<double, std::micro>(Clock::now() - start).count();
+      {
+        std::lock_guard<std::mutex> lock(window.mutex);
+        if (r) {
+          window.latencies.push_back(us);
+        } else {
+          ++window.failures;
+        }
+        ++window.completed;
+        if (!chained || !window.wants_more(true)) {
+          // The last one out wakes run(), which may then end the window: touch nothing after.
+          if (--window.in_flight == 0) window.changed.notify_all();
+          return;
+        }
+      }
+      send(window, true);  // the successor takes this request's place in flight
+    });
+  }
+
+  // Starts requests at the rate, whatever is in flight.
+  void paced(Window& window) {
+    std::mt19937 random(42);
+    std::exponential_distribution<double> gap(rate_);
+    auto next_start = Clock::now();
+    for (;;) {
+      std::this_thread::sleep_until(next_start);
+      double seconds = poisson_ ? gap(random) : 1.0 / rate_;
+      next_start +=
+          std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(seconds));
+      if (!window.admit()) break;
+      send(window, /*chained=*/false);
+    }
   }
 
  private:
