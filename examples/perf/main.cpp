@@ -33,6 +33,8 @@ void usage(std::ostream& out) {
          "  --concurrency SWEEP    requests in flight: N, FROM:TO:xFACTOR or FROM:TO:+STEP (1)\n"
          "  --rate R               fixed rate of R requests/s instead (with --poisson: random\n"
          "                         exponential gaps)\n"
+         "  --inline-callbacks     completions run on the network thread, without waking a\n"
+         "                         callback thread (ClientOptions::inline_callbacks)\n"
          "  --warmup S             seconds of load before measuring each point (1)\n"
          "  --window S             seconds per measurement window (2), or\n"
          "  --window-requests N    requests per window\n"
@@ -51,6 +53,10 @@ Options parse(int argc, char** argv) {
     }
     if (flag == "--poisson") {
       o.poisson = true;
+      continue;
+    }
+    if (flag == "--inline-callbacks") {
+      o.inline_callbacks = true;
       continue;
     }
     if (i + 1 >= argc) usage_error("option " + flag + " needs a value");
@@ -168,7 +174,9 @@ Point measure_point(Client& client, const Options& o, const std::vector<NamedTen
 
 int main(int argc, char** argv) try {
   Options o = parse(argc, argv);
-  Client client(o.url);
+  ClientOptions client_options;
+  client_options.inline_callbacks = o.inline_callbacks;
+  Client client(o.url, client_options);
   auto inputs = inputs_for(client, o);
   std::vector<Point> points;
   if (o.rate > 0) {

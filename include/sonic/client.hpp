@@ -6,9 +6,11 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <thread>
 #include <utility>
 #include <vector>
 
+#include "sonic/detail/callback_context.hpp"
 #include "sonic/detail/client_core.hpp"
 #include "sonic/error.hpp"
 #include "sonic/metadata.hpp"
@@ -21,9 +23,21 @@ namespace sonic {
 
 namespace detail {
 
+/// Blocking inside an inline callback would stall (or deadlock) the thread that completes
+/// requests: refuse with an error that says what to do instead.
+inline void refuse_blocking_in_inline_callback() {
+  if (CallbackContext::in_inline_callback()) {
+    throw Error(StatusCode::FailedPrecondition,
+                "a blocking sonic call inside an inline callback would stall the thread that "
+                "completes requests (ClientOptions::inline_callbacks): use infer_async, or "
+                "hand the work to another thread");
+  }
+}
+
 /// Waits for a transport call and returns its value or throws its Error.
 template <typename T, typename Start>
 T call_sync(Start&& start) {
+  refuse_blocking_in_inline_callback();
   auto promise = std::make_shared<std::promise<Result<T>>>();
   auto future = promise->get_future();
   start([promise](Result<T> r) { promise->set_value(std::move(r)); });
@@ -46,6 +60,7 @@ class RequestHandle {
   bool cancel() const {
     auto core = core_.lock();
     auto flight = flight_.lock();
+    detail::ScopedCount user_call(detail::CallbackContext::user_calls());
     return core && flight && core->cancel(flight);
   }
 
@@ -65,7 +80,8 @@ class RequestHandle {
 ///   auto result = client.infer(sonic::InferRequest("simple").input(...));
 ///
 /// Destroying a Client completes every request still in flight with CANCELLED (their callbacks
-/// run before the destructor returns).
+/// run before the destructor returns; when it is destroyed inside an inline callback, they run
+/// soon after, since that thread cannot wait for itself).
 class Client {
  public:
   /// A client for one endpoint URL. Throws sonic::Error(InvalidArgument) for a malformed URL
@@ -76,32 +92,48 @@ class Client {
   explicit Client(ClientOptions options)
       : core_(std::make_shared<detail::ClientCore>(std::move(options))) {}
 
+  ~Client() {
+    if (core_ && detail::CallbackContext::in_inline_callback()) {
+      // This thread is one the core's destructor joins: let another one finish it.
+      std::thread([core = std::move(core_)]() mutable { core.reset(); }).detach();
+    }
+  }
+
   Client(Client&&) noexcept = default;
   Client& operator=(Client&&) noexcept = default;
   Client(const Client&) = delete;
   Client& operator=(const Client&) = delete;
 
   /// Sends a request and waits for its result. Throws sonic::Error with the status code and
-  /// the server's message. Safe to call from a callback.
-  InferResult infer(InferRequest request) { return infer_future(std::move(request)).get(); }
+  /// the server's message. Safe to call from a callback (not an inline one: FAILED_PRECONDITION).
+  InferResult infer(InferRequest request) {
+    detail::refuse_blocking_in_inline_callback();
+    return infer_future(std::move(request)).get();
+  }
 
   /// Sends a request; `done(Result<InferResult>)` runs exactly once: never inside this call,
-  /// always on one of the client's callback threads (ClientOptions::callback_threads), by the
-  /// request's deadline at the latest. Errors found before sending (bad inputs) arrive the same
-  /// way. Borrowed input tensors must stay valid until `done` runs. The handle cancels it.
+  /// on one of the client's callback threads (ClientOptions::callback_threads) or, with
+  /// ClientOptions::inline_callbacks, on the thread that completed it; by the request's
+  /// deadline at the latest. Errors found before sending (bad inputs) arrive the same way, on a
+  /// callback thread. Borrowed input tensors must stay valid until `done` runs. The handle
+  /// cancels it.
   RequestHandle infer_async(InferRequest request, Callback<InferResult> done) {
     Deadline deadline = core_->request_deadline(request);
+    detail::ScopedCount user_call(detail::CallbackContext::user_calls());
     auto flight = core_->submit(
         std::move(request), deadline,
-        [pool = core_->callback_pool(),
+        [pool = core_->callback_pool(), run_inline = core_->options().inline_callbacks,
          done = std::move(done)](Result<InferResult> result) mutable {
-          if (auto callbacks = pool.lock()) {
-            callbacks->post([done = std::move(done), result = std::move(result)]() mutable {
-              done(std::move(result));
-            });
-          } else {
-            done(std::move(result));  // the client is gone; complete right here
+          auto callbacks = pool.lock();
+          if (!callbacks) return done(std::move(result));  // the client is gone: right here
+          if (run_inline && !detail::CallbackContext::in_user_call()) {
+            detail::ScopedCount inline_callback(detail::CallbackContext::inline_callbacks());
+            callbacks.reset();  // the callback may destroy the client, and the pool with it
+            return done(std::move(result));
           }
+          callbacks->post([done = std::move(done), result = std::move(result)]() mutable {
+            done(std::move(result));
+          });
         });
     return RequestHandle(core_, flight);
   }

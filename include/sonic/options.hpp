@@ -129,6 +129,15 @@ struct ClientOptions {
   /// Threads that run completion callbacks. Callbacks never run on the caller's thread or on
   /// a network thread, so a slow callback cannot stall the connection.
   std::size_t callback_threads = 1;
+  /// Run completion callbacks on the thread that completes the request (a network thread, or
+  /// the retry timer's or the CPU executor's) instead of waking a callback thread: that wake-up
+  /// is about a third of the client's CPU per small request. For callbacks that only hand the
+  /// result on (set a flag, spawn a framework task, fulfil a promise). Such a callback must be
+  /// short and must not block: meanwhile, its connection moves no bytes. Blocking calls of
+  /// this client (infer, control calls) fail there with FAILED_PRECONDITION instead of
+  /// deadlocking; destroying the client there finishes on another thread. Callbacks still never
+  /// run inside infer_async or cancel(): those completions go to the callback threads.
+  bool inline_callbacks = false;
 };
 
 }  // namespace sonic
