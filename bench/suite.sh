@@ -79,8 +79,8 @@ for payload in 64:16 65536:16384 1048576:262144 4194304:1048576 67108864:1677721
 import json, sys
 path, before, after, ticks, size, inflight = sys.argv[1:]
 point = json.load(open(path))["points"][0]
-# The server's CPU over the whole point (warm-up included), per request measured.
-requests = max(1, point["requests"])
+# The server's CPU over the whole point, per request it served (warm-up included).
+requests = max(1, point.get("all_requests", point["requests"]))
 server_us = (float(after) - float(before)) / float(ticks) / requests * 1e6
 label = {"64": "64 B", "65536": "64 KiB", "1048576": "1 MiB", "4194304": "4 MiB",
          "67108864": "64 MiB"}[size]

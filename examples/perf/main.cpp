@@ -124,9 +124,10 @@ Point measure_point(Client& client, const Options& o, const std::vector<NamedTen
   };
   LoadDriver driver(client, make, concurrency, rate, o.poisson);
   long failures = 0;
-  (void)driver.run(Clock::now() + std::chrono::duration_cast<Clock::duration>(
-                                      std::chrono::duration<double>(o.warmup_s)),
-                   0, failures);
+  auto warmup = driver.run(Clock::now() + std::chrono::duration_cast<Clock::duration>(
+                                              std::chrono::duration<double>(o.warmup_s)),
+                           0, failures);
+  long sent = static_cast<long>(warmup.size()) + failures;  // what the server saw, all told
   std::vector<Point> windows;
   for (int w = 0; w < o.max_windows; ++w) {
     auto before = Counters::now(client, o.model);
@@ -136,6 +137,7 @@ Point measure_point(Client& client, const Options& o, const std::vector<NamedTen
     windows.push_back(
         summarize(std::move(latencies), failures, before, Counters::now(client, o.model)));
     const Point& last = windows.back();
+    sent += last.requests;
     std::fprintf(stderr, "  window %d: %.1f infer/s, p99 %.0f us%s\n", w + 1, last.throughput,
                  last.p99_us, last.failures ? " (with failures)" : "");
     if (stable(windows, o.stable_windows, o.stability)) break;
@@ -151,6 +153,7 @@ Point measure_point(Client& client, const Options& o, const std::vector<NamedTen
     return v[v.size() / 2];
   };
   Point p;
+  p.all_requests = sent;
   for (const auto& w : last) {
     p.requests += w.requests;
     p.failures += w.failures;

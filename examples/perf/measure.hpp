@@ -27,6 +27,7 @@ struct Point {
   int concurrency = 0;
   double rate = 0;
   long requests = 0, failures = 0;
+  long all_requests = 0;  ///< sent for the point, warm-up and unused windows included
   double seconds = 0;
   double throughput = 0;  ///< requests per second
   double p50_us = 0, p90_us = 0, p99_us = 0, max_us = 0;

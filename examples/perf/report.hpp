@@ -54,11 +54,11 @@ inline void write_json(const std::string& path, const std::string& url, const st
     const Point& p = points[i];
     out << (i ? "," : "") << "{\"load\":" << quote(p.load) << ",\"concurrency\":" << p.concurrency
         << ",\"rate\":" << p.rate << ",\"requests\":" << p.requests
-        << ",\"failures\":" << p.failures << ",\"seconds\":" << p.seconds
-        << ",\"throughput\":" << p.throughput << ",\"p50_us\":" << p.p50_us
-        << ",\"p90_us\":" << p.p90_us << ",\"p99_us\":" << p.p99_us << ",\"max_us\":" << p.max_us
-        << ",\"client_cpu_us\":" << p.client_cpu_us << ",\"wire_bytes\":" << p.wire_bytes
-        << ",\"server_queue_us\":" << p.server_queue_us
+        << ",\"all_requests\":" << p.all_requests << ",\"failures\":" << p.failures
+        << ",\"seconds\":" << p.seconds << ",\"throughput\":" << p.throughput
+        << ",\"p50_us\":" << p.p50_us << ",\"p90_us\":" << p.p90_us << ",\"p99_us\":" << p.p99_us
+        << ",\"max_us\":" << p.max_us << ",\"client_cpu_us\":" << p.client_cpu_us
+        << ",\"wire_bytes\":" << p.wire_bytes << ",\"server_queue_us\":" << p.server_queue_us
         << ",\"server_compute_us\":" << p.server_compute_us
         << ",\"stable\":" << (p.stable ? "true" : "false") << "}";
   }
