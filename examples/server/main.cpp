@@ -16,7 +16,7 @@ namespace {
 void usage(std::ostream& out) {
   out << "usage: sonic-server [--host ADDR] [--port N] [--tcp-port N] [--threads N] [--io-threads "
          "N]\n"
-         "                    [--no-shm]\n"
+         "                    [--no-shm] [--inline-models]\n"
          "  --host ADDR      address to listen on (default 127.0.0.1; 0.0.0.0 for all)\n"
          "  --port N         gRPC port (default 8001; 0 picks a free port)\n"
          "  --tcp-port N     also serve tcp:// and tcp+zstd:// clients on this port (0: a free "
@@ -25,6 +25,8 @@ void usage(std::ostream& out) {
          "  --io-threads N   network threads (default 1)\n"
          "  --no-shm         refuse Triton's shared memory extension (clients send tensors "
          "inline)\n"
+         "  --inline-models  run models on the network threads: no hand-off per request, for\n"
+         "                   models that take microseconds (a slow one stalls its connections)\n"
          "Prints 'sonic-server listening on HOST:PORT' once ready (and 'sonic-server tcp listening "
          "on\n"
          "HOST:PORT' with --tcp-port); stops on SIGINT/SIGTERM.\n";
@@ -55,6 +57,10 @@ int main(int argc, char** argv) {
     }
     if (arg == "--no-shm") {
       options.shared_memory = false;
+      continue;
+    }
+    if (arg == "--inline-models") {
+      options.inline_models = true;
       continue;
     }
     if (i + 1 >= argc) {
@@ -97,6 +103,7 @@ int main(int argc, char** argv) {
       tcp_options.host = options.host;
       tcp_options.port = *tcp_port;
       tcp_options.max_message_bytes = options.max_message_bytes;
+      tcp_options.inline_models = options.inline_models;
       tcp.emplace(executor, tcp_options);
       tcp->start();
     }

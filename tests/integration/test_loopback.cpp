@@ -4,7 +4,9 @@
 #include <atomic>
 #include <cstring>
 #include <future>
+#include <mutex>
 #include <random>
+#include <set>
 #include <thread>
 #include <vector>
 
@@ -107,6 +109,45 @@ TEST_CASE("1000 concurrent async requests from 8 threads all complete once with 
   CHECK(failed == 0);
   CHECK(wrong == 0);
   for (auto& count : calls) CHECK(count.load() == 1);
+}
+
+TEST_CASE("a server running models on its network thread: right answers, counted, errors") {
+  grpc::ServerOptions options;
+  options.inline_models = true;  // one network thread (the default): every model runs there
+  LoopbackServer server(options);
+  std::mutex mutex;
+  std::set<std::thread::id> model_threads;
+  Model probe = models::identity("thread_probe", DataType::Int32);
+  probe.compute = [&, identity = probe.compute](const InferRequest& request) {
+    std::lock_guard<std::mutex> lock(mutex);
+    model_threads.insert(std::this_thread::get_id());
+    return identity(request);
+  };
+  server.executor().add_model(std::move(probe));
+
+  Client client(server.url());
+  std::vector<std::future<InferResult>> answers;
+  for (int i = 0; i < 500; ++i) {
+    answers.push_back(client.infer_future(
+        InferRequest("thread_probe")
+            .input("INPUT0", Tensor::from_vector(std::vector<std::int32_t>{i}, {1, 1}))));
+  }
+  for (int i = 0; i < 500; ++i) {
+    auto result = answers[i].get();
+    CHECK(result.output("OUTPUT0").as<std::int32_t>()[0] == i);
+    CHECK(result.timing().server_compute.count() > 0);
+  }
+  CHECK(model_threads.size() == 1);  // the executor's 4 threads took no part
+  auto stats = client.model_statistics("thread_probe");
+  REQUIRE(stats.size() == 1);
+  CHECK(stats[0].success.count == 500);
+  try {
+    client.infer(InferRequest("no_such_model")
+                     .input("INPUT0", Tensor::from_vector(std::vector<float>{1}, {1})));
+    FAIL("an unknown model must fail");
+  } catch (const Error& e) {
+    CHECK(e.code() == StatusCode::NotFound);
+  }
 }
 
 TEST_CASE("control calls: health, metadata, config, statistics") {

@@ -28,16 +28,19 @@ std::shared_ptr<CpuExecutor> tcp_executor() {
 
 class TcpServer {
  public:
-  TcpServer() : server_(tcp_executor(), options()) { server_.start(); }
+  explicit TcpServer(bool inline_models = false) : server_(tcp_executor(), options(inline_models)) {
+    server_.start();
+  }
   std::uint16_t port() const { return server_.port(); }
   std::string url(const char* scheme) const {
     return std::string(scheme) + "://127.0.0.1:" + std::to_string(port());
   }
 
  private:
-  static tcp::ServerOptions options() {
+  static tcp::ServerOptions options(bool inline_models) {
     tcp::ServerOptions o;
     o.port = 0;
+    o.inline_models = inline_models;
     return o;
   }
   tcp::Server server_;
@@ -63,6 +66,28 @@ TEST_CASE("every datatype, and empty and tiny tensors, round-trip over tcp and t
     }
     Tensor empty = Tensor::from_vector(std::vector<float>{}, {1, 0});
     CHECK(identity(client, DataType::Fp32, empty).output("OUTPUT0").byte_size() == 0);
+  }
+}
+
+TEST_CASE("a server running models on its network thread answers over tcp and tcp+zstd") {
+  TcpServer server(/*inline_models=*/true);
+  for (const char* scheme : {"tcp", "tcp+zstd"}) {
+    CAPTURE(scheme);
+    Client client(server.url(scheme));
+    std::vector<std::future<InferResult>> answers;
+    std::vector<Tensor> inputs;
+    for (int i = 0; i < 100; ++i) {
+      inputs.push_back(sample(DataType::Fp32, 10 + static_cast<std::size_t>(i), 7u + i));
+      answers.push_back(client.infer_future(
+          InferRequest(identity_name(DataType::Fp32)).input("INPUT0", inputs.back())));
+    }
+    for (int i = 0; i < 100; ++i) CHECK(same_bytes(answers[i].get().output("OUTPUT0"), inputs[i]));
+    try {
+      client.infer(InferRequest("no_such_model").input("INPUT0", inputs[0]));
+      FAIL("an unknown model must fail");
+    } catch (const Error& e) {
+      CHECK(e.code() == StatusCode::NotFound);
+    }
   }
 }
 

@@ -235,33 +235,39 @@ class ServerConnection final : public H2Session {
     if (!request) return respond_error(id, request.error());
     auto targets = server_.shared_memory.output_targets(*request);
     if (!targets) return respond_error(id, targets.error());
+    auto& registry = server_.shared_memory;
+    std::size_t max_bytes = server_.options.max_message_bytes;
+    if (server_.options.inline_models) {
+      return answer(id, encode_answer(executor_->infer(*request), *targets, registry, max_bytes));
+    }
     std::weak_ptr<ServerConnection> weak =
         std::static_pointer_cast<ServerConnection>(shared_from_this());
     IoContext io = io_;
-    std::size_t max_bytes = server_.options.max_message_bytes;
     executor_->infer_async(
-        std::move(*request), [weak, io, id, max_bytes, targets = std::move(*targets),
-                              &registry = server_.shared_memory](Result<InferResult> result) {
-          // On an executor thread: encode here, answer on the connection's
-          // thread.
-          if (result) {
-            if (auto placed = registry.place_outputs(*result, targets); !placed) {
-              result = placed.error();
-            }
-          }
-          Result<std::shared_ptr<OutgoingBody>> body =
-              result ? encode_infer_response(*result, max_bytes)
-                     : Result<std::shared_ptr<OutgoingBody>>(result.error());
+        std::move(*request), [weak, io, id, max_bytes, &registry,
+                              targets = std::move(*targets)](Result<InferResult> result) {
+          // On an executor thread: encode here, answer on the connection's thread.
+          auto body = encode_answer(std::move(result), targets, registry, max_bytes);
           asio::post(*io, [weak, id, body = std::move(body)]() mutable {
-            if (auto self = weak.lock()) {
-              if (body) {
-                self->respond(id, std::move(*body));
-              } else {
-                self->respond_error(id, body.error());
-              }
-            }
+            if (auto self = weak.lock()) self->answer(id, std::move(body));
           });
         });
+  }
+
+  // Writes outputs bound for shared memory into their regions and encodes the rest.
+  static Result<std::shared_ptr<OutgoingBody>> encode_answer(
+      Result<InferResult> result, const std::vector<OutputTarget>& targets,
+      const SharedMemoryRegistry& registry, std::size_t max_bytes) {
+    if (result) {
+      if (auto placed = registry.place_outputs(*result, targets); !placed) return placed.error();
+    }
+    if (!result) return result.error();
+    return encode_infer_response(*result, max_bytes);
+  }
+
+  void answer(std::int32_t id, Result<std::shared_ptr<OutgoingBody>> body) {
+    if (body) return respond(id, std::move(*body));
+    respond_error(id, body.error());
   }
 
   void control(std::int32_t id, const std::string& method, const std::string& bytes) {

@@ -66,21 +66,25 @@ class ServerStream final : public FrameStream {
     // The completion may come after the server stopped: it holds the io_context, not the server.
     std::shared_ptr<asio::io_context> io = io_;
     Compression compression{compress, options_.zstd_level, true};
-    executor_->infer_async(
-        std::move(*request), [weak, io, id, compression](Result<InferResult> result) {
-          // On an executor thread: encode (and compress) here, write on the network thread.
-          OutgoingFrame answer;
-          if (result) {
-            auto outputs = std::make_shared<const std::vector<NamedTensor>>(result->outputs());
-            answer = encode_frame(FrameKind::Response, id, grpc::infer_response_envelope(*result),
-                                  *outputs, outputs, compression);
-          } else {
-            answer = encode_error(id, result.error());
-          }
-          asio::post(*io, [weak, answer = std::move(answer)]() mutable {
-            if (auto self = weak.lock()) self->send(std::move(answer));
-          });
-        });
+    if (options_.inline_models)
+      return send(encode_answer(id, executor_->infer(*request), compression));
+    executor_->infer_async(std::move(*request),
+                           [weak, io, id, compression](Result<InferResult> result) {
+                             // On an executor thread: encode (and compress) here, write on the
+                             // network thread.
+                             auto answer = encode_answer(id, std::move(result), compression);
+                             asio::post(*io, [weak, answer = std::move(answer)]() mutable {
+                               if (auto self = weak.lock()) self->send(std::move(answer));
+                             });
+                           });
+  }
+
+  static OutgoingFrame encode_answer(std::uint64_t id, Result<InferResult> result,
+                                     const Compression& compression) {
+    if (!result) return encode_error(id, result.error());
+    auto outputs = std::make_shared<const std::vector<NamedTensor>>(result->outputs());
+    return encode_frame(FrameKind::Response, id, grpc::infer_response_envelope(*result), *outputs,
+                        outputs, compression);
   }
 
   std::shared_ptr<asio::io_context> io_;

@@ -22,6 +22,9 @@ struct ServerOptions {
   int zstd_level = 1;
   /// Name reported by ServerMetadata.
   std::string name = "sonic-server";
+  /// Run models on the network thread instead of the executor's (see
+  /// sonic::grpc::ServerOptions::inline_models).
+  bool inline_models = false;
 };
 
 /// A TCP inference server. Models run on the executor's threads, where responses are also
