@@ -1,5 +1,5 @@
 // Counters the kernel keeps, read by the measuring programs (sonic-perf, the benchmarks): CPU
-// time of a process and bytes through network interfaces.
+// time and resident memory of a process, and bytes through network interfaces.
 #pragma once
 
 #include <sys/resource.h>
@@ -30,6 +30,16 @@ inline double process_cpu_seconds(long pid) {
   double utime = 0, stime = 0;
   fields >> utime >> stime;
   return (utime + stime) / static_cast<double>(sysconf(_SC_CLK_TCK));
+}
+
+/// Resident memory of this process in KiB (VmRSS), 0 when unknown.
+inline long resident_kib() {
+  std::ifstream status("/proc/self/status");
+  std::string line;
+  while (std::getline(status, line)) {
+    if (line.rfind("VmRSS:", 0) == 0) return std::stol(line.substr(6));
+  }
+  return 0;
 }
 
 /// Bytes an interface sent plus received, or every interface's for an empty name. A loopback

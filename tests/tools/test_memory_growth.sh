@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# No memory held per request: sonic-memory-bench sends 200,000 requests through a real
+# sonic-server (callback threads, then inline callbacks) and fails when the client's resident
+# memory grows by more than 1 MiB after its first checkpoint; the server's resident memory may
+# not grow by more than 1 MiB over the second run either (the first warms it up).
+#   test_memory_growth.sh SONIC_SERVER SONIC_MEMORY_BENCH
+set -euo pipefail
+server=$1 bench=$2
+work=$(mktemp -d)
+"$server" --host 127.0.0.1 --port 0 >"$work/server.log" 2>&1 &
+pid=$!
+trap 'kill $pid 2>/dev/null; wait $pid 2>/dev/null; rm -rf "$work"' EXIT
+for _ in $(seq 100); do
+  port=$(sed -n 's/^sonic-server listening on .*:\([0-9]*\)$/\1/p' "$work/server.log")
+  [ -n "$port" ] && break
+  sleep 0.05
+done
+fail() { echo "FAIL: $*"; exit 1; }
+server_rss() { awk '/^VmRSS:/ {print $2}' "/proc/$pid/status"; }
+
+"$bench" --url "grpc://127.0.0.1:$port" --requests 200000 >"$work/first" ||
+  fail "callback threads: $(cat "$work/first")"
+cat "$work/first"
+warm=$(server_rss)
+"$bench" --url "grpc://127.0.0.1:$port" --requests 200000 --inline-callbacks >"$work/second" ||
+  fail "inline callbacks: $(cat "$work/second")"
+tail -n 1 "$work/second"
+growth=$(($(server_rss) - warm))
+echo "sonic-server resident memory over the second 200000 requests: +$growth KiB"
+[ "$growth" -le 1024 ] || fail "sonic-server grew by $growth KiB"
+echo "PASS"
