@@ -1,6 +1,7 @@
 #include "client_connection.hpp"
 
 #include <algorithm>
+#include <cstring>
 
 #include "protocol.hpp"
 #include "sonic/version.hpp"
@@ -170,12 +171,24 @@ void ClientConnection::abandon(const std::shared_ptr<ClientCall>& call, Error wh
 }
 
 void ClientConnection::start_stream(const std::shared_ptr<ClientCall>& call) {
-  std::vector<nghttp2_nv> nva;
+  char path_buffer[128];  // the path without an allocation: every method name is short
+  std::string long_path;
+  std::string_view path;
+  std::size_t method_length = std::strlen(call->method);
+  if (kServicePrefix.size() + method_length <= sizeof(path_buffer)) {
+    std::memcpy(path_buffer, kServicePrefix.data(), kServicePrefix.size());
+    std::memcpy(path_buffer + kServicePrefix.size(), call->method, method_length);
+    path = std::string_view(path_buffer, kServicePrefix.size() + method_length);
+  } else {
+    long_path = std::string(kServicePrefix) + call->method;
+    path = long_path;
+  }
   std::string timeout;
-  nva.reserve(10 + call->headers.size() + options_.headers.size());
+  auto& nva = headers_;
+  nva.clear();
   nva.push_back(make_header(":method", "POST"));
   nva.push_back(make_header(":scheme", "http"));
-  nva.push_back(make_header(":path", call->path));
+  nva.push_back(make_header(":path", path));
   nva.push_back(make_header(":authority", authority_));
   nva.push_back(make_header("content-type", "application/grpc"));
   nva.push_back(make_header("te", "trailers"));
@@ -184,8 +197,9 @@ void ClientConnection::start_stream(const std::shared_ptr<ClientCall>& call) {
     timeout = format_grpc_timeout(call->deadline - Clock::now());
     nva.push_back(make_header("grpc-timeout", timeout));
   }
-  std::vector<std::string> encoded;  // base64 values of binary headers, alive until submitted
-  encoded.reserve(call->headers.size());
+  auto& encoded = encoded_headers_;  // base64 values of binary headers, alive until submitted
+  encoded.clear();
+  encoded.reserve(call->headers.size());  // no reallocation: nva points into these strings
   for (const auto& [name, value] : call->headers) {
     bool binary = name.size() > 4 && name.compare(name.size() - 4, 4, "-bin") == 0;
     if (binary) encoded.push_back(base64_encode(value));
@@ -206,7 +220,7 @@ void ClientConnection::start_stream(const std::shared_ptr<ClientCall>& call) {
   }
   call->stream_id = id;
   streams_[id] = call;
-  if (call->times) call->times->started = Clock::now();
+  call->times.started = Clock::now();
 }
 
 std::shared_ptr<ClientCall> ClientConnection::find(std::int32_t stream_id) const {
@@ -224,12 +238,14 @@ int ClientConnection::on_header(nghttp2_session*, const nghttp2_frame* frame,
   if (!call) return 0;
   std::string_view n = view(name, namelen), v = view(value, valuelen);
   if (n == ":status") {
-    if (call->times) call->times->first_byte = Clock::now();
+    call->times.first_byte = Clock::now();
     int status = 0;
     for (char c : v) status = status * 10 + (c - '0');
     call->http_status = status;
   } else if (n == "content-type") {
-    call->content_type = std::string(v);
+    // Kept only when it is not gRPC's, for the error message (spares an allocation per call).
+    call->grpc_content_type = v.rfind("application/grpc", 0) == 0;
+    if (!call->grpc_content_type) call->content_type = std::string(v);
   } else if (n == "grpc-status") {
     call->grpc_status = parse_grpc_status(v);
   } else if (n == "grpc-message") {
@@ -286,7 +302,7 @@ int ClientConnection::on_frame_send(nghttp2_session*, const nghttp2_frame* frame
   // The frame that ends the request marks it sent (handed to the socket's write queue).
   if (!(frame->hd.flags & NGHTTP2_FLAG_END_STREAM)) return 0;
   auto call = static_cast<ClientConnection*>(user_data)->find(frame->hd.stream_id);
-  if (call && call->times) call->times->sent = Clock::now();
+  if (call) call->times.sent = Clock::now();
   return 0;
 }
 
@@ -296,7 +312,7 @@ int ClientConnection::on_stream_close(nghttp2_session*, std::int32_t stream_id,
   auto it = self->streams_.find(stream_id);
   if (it == self->streams_.end()) return 0;
   auto call = std::move(it->second);
-  if (call->times) call->times->last_byte = Clock::now();
+  call->times.last_byte = Clock::now();
   self->streams_.erase(it);
   if (call->finished) return 0;
   // REFUSED_STREAM means the server did not process the stream: more streams than its limit,
@@ -354,7 +370,7 @@ Result<ReceivedMessage> ClientConnection::outcome_of(ClientCall& call,
                  "HTTP status " + std::to_string(call.http_status) + " from " + describe() +
                      " (not a gRPC response)");
   }
-  if (call.content_type.rfind("application/grpc", 0) != 0) {
+  if (!call.grpc_content_type) {
     return Error(StatusCode::Unknown, "not a gRPC server at " + describe() + " (content-type '" +
                                           call.content_type + "')");
   }

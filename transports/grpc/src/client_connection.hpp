@@ -34,9 +34,9 @@ struct CallTimes {
 
 /// One unary gRPC call: a request body, its deadline, and the handler of its outcome.
 struct ClientCall {
-  ClientCall(std::string method_path, std::shared_ptr<OutgoingBody> request_body,
+  ClientCall(const char* method_name, std::shared_ptr<OutgoingBody> request_body,
              Deadline call_deadline, std::uint32_t raw_field, std::size_t max_message_bytes)
-      : path(std::move(method_path)),
+      : method(method_name),
         body(std::move(request_body)),
         deadline(call_deadline),
         response_raw_field(raw_field),
@@ -52,6 +52,7 @@ struct ClientCall {
     reader = MessageReader(response_raw_field, max_response_bytes);
     http_status = 0;
     content_type.clear();
+    grpc_content_type = false;
     grpc_status.reset();
     grpc_message.clear();
     body->reserved = 0;
@@ -59,14 +60,15 @@ struct ClientCall {
     body->piece_offset = 0;
   }
 
-  std::string path;
+  const char* method;  ///< of the inference service, a string literal ("ModelInfer")
   std::shared_ptr<OutgoingBody> body;
   Deadline deadline;
   std::uint32_t response_raw_field;
   std::size_t max_response_bytes;
   std::vector<std::pair<std::string, std::string>> headers;
-  std::shared_ptr<CallTimes> times;  ///< for inference calls
-  /// Runs exactly once on the io thread.
+  CallTimes times;
+  /// Runs exactly once on the io thread, while whoever calls it holds the call (so `times`
+  /// may be read there).
   detail::UniqueFunction<void(Result<ReceivedMessage>)> done;
 
   // Progress, owned by the connection.
@@ -74,7 +76,8 @@ struct ClientCall {
   std::int32_t stream_id = 0;
   MessageReader reader;
   int http_status = 0;
-  std::string content_type;
+  bool grpc_content_type = false;  ///< the answer's content-type is application/grpc[+...]
+  std::string content_type;        ///< the answer's content-type when it is not
   std::optional<StatusCode> grpc_status;
   std::string grpc_message;
   std::unique_ptr<asio::steady_timer> timer;
@@ -157,6 +160,9 @@ class ClientConnection final : public H2Session {
   std::deque<std::shared_ptr<ClientCall>> waiting_;              // until connected
   std::map<std::int32_t, std::shared_ptr<ClientCall>> streams_;  // open streams
   std::unordered_map<OutgoingBody*, std::shared_ptr<ClientCall>> parked_;
+  // Scratch space of start_stream, kept to spare an allocation per call.
+  std::vector<nghttp2_nv> headers_;
+  std::vector<std::string> encoded_headers_;
 };
 
 }  // namespace sonic::grpc

@@ -48,21 +48,23 @@ class GrpcTransport final : public ProtobufControlCalls<GrpcTransport> {
                    Callback<InferResult> done) override {
     auto begun = Clock::now();
     auto body = encode_infer_request(request, options_.max_message_bytes);
-    auto times = std::make_shared<CallTimes>();
-    times->encoded = Clock::now();
-    auto complete = [done = std::move(done), times,
-                     begun](Result<ReceivedMessage> message) mutable {
+    if (!body) {
+      return fail(body.error(), [done = std::move(done)](Result<ReceivedMessage> failed) mutable {
+        done(failed.error());
+      });
+    }
+    auto call = make_call("ModelInfer", std::move(*body), deadline, kRawOutputField);
+    call->times.encoded = Clock::now();
+    call->headers = request.headers();
+    // The call is alive whenever `done` runs (see ClientCall::done): its times may be read.
+    call->done = [done = std::move(done), times = &call->times,
+                  begun](Result<ReceivedMessage> message) mutable {
       if (!message) return done(message.error());
       auto decoding = Clock::now();
       auto result = decode_infer_response(std::move(*message));
       if (result) record_timing(result->timing(), *times, begun, decoding);
       done(std::move(result));
     };
-    if (!body) return fail(body.error(), std::move(complete));
-    auto call = make_call("ModelInfer", std::move(*body), deadline, kRawOutputField);
-    call->headers = request.headers();
-    call->done = std::move(complete);
-    call->times = std::move(times);
     if (cancel) watch(*cancel, call);
     start(std::move(call));
   }
@@ -132,9 +134,8 @@ class GrpcTransport final : public ProtobufControlCalls<GrpcTransport> {
 
   std::shared_ptr<ClientCall> make_call(const char* method, std::shared_ptr<OutgoingBody> body,
                                         Deadline deadline, std::uint32_t raw_field) {
-    auto call = std::make_shared<ClientCall>(std::string(kServicePrefix) + method, std::move(body),
-                                             deadline, raw_field, options_.max_message_bytes);
-    return call;
+    return std::make_shared<ClientCall>(method, std::move(body), deadline, raw_field,
+                                        options_.max_message_bytes);
   }
 
   // Completes with an error found before sending, on the network thread (never inline).

@@ -95,9 +95,16 @@ struct TensorMessage {
   std::optional<std::string_view> contents;
 };
 
-bool read_parameter_entry(std::string_view entry, Parameters& out) {
+// The server's report of its own queue and compute time (response parameters).
+struct ReportedTiming {
+  std::int64_t queue_ns = 0, compute_ns = 0;
+};
+
+// Reads one map entry into `out`; with `timing`, the server's timing keys go there instead.
+bool read_parameter_entry(std::string_view entry, Parameters& out,
+                          ReportedTiming* timing = nullptr) {
   Reader r(entry);
-  std::string key;
+  std::string_view key;
   Parameter value = false;
   std::uint32_t field;
   WireType type;
@@ -106,7 +113,7 @@ bool read_parameter_entry(std::string_view entry, Parameters& out) {
     std::string_view bytes;
     if (field == 1 && type == WireType::Len) {
       if (!r.bytes(bytes)) return false;
-      key = std::string(bytes);
+      key = bytes;
     } else if (field == 2 && type == WireType::Len) {
       if (!r.bytes(bytes)) return false;
       Reader p(bytes);
@@ -141,7 +148,14 @@ bool read_parameter_entry(std::string_view entry, Parameters& out) {
       return false;
     }
   }
-  out[std::move(key)] = std::move(value);
+  if (timing) {
+    const auto* ns = std::get_if<std::int64_t>(&value);
+    if (key == kServerQueueNs || key == kServerComputeNs) {
+      (key == kServerQueueNs ? timing->queue_ns : timing->compute_ns) = ns && *ns > 0 ? *ns : 0;
+      return true;
+    }
+  }
+  out[std::string(key)] = std::move(value);
   return true;
 }
 
@@ -154,6 +168,8 @@ bool read_shape(Reader& r, WireType type, Shape& shape) {
   }
   std::string_view packed;
   if (type != WireType::Len || !r.bytes(packed)) return false;
+  // One varint per dimension, at least a byte each: reserve for all at once.
+  shape.reserve(shape.size() + std::min<std::size_t>(packed.size(), 64));
   Reader p(packed);
   while (!p.done()) {
     if (!p.varint(v)) return false;
@@ -199,6 +215,7 @@ struct Envelope {
   Parameters parameters;
   std::vector<TensorMessage> tensors;
   std::vector<RequestedOutput> outputs;
+  ReportedTiming timing;  // responses only
 };
 
 bool read_requested_output(std::string_view bytes, RequestedOutput& out) {
@@ -237,7 +254,7 @@ bool read_envelope(std::string_view bytes, bool is_request, Envelope& e) {
       case 2: e.version = std::string(s); break;
       case 3: e.id = std::string(s); break;
       case 4:
-        if (!read_parameter_entry(s, e.parameters)) return false;
+        if (!read_parameter_entry(s, e.parameters, is_request ? nullptr : &e.timing)) return false;
         break;
       case 5:
         e.tensors.emplace_back();
@@ -470,21 +487,10 @@ Result<InferResult> decode_infer_response(ReceivedMessage message) {
     return Error(StatusCode::Internal,
                  "invalid response from server: " + tensors.error().message());
   }
-  // A server's report of its own timing moves from the parameters to the timing.
-  auto take = [&](const char* key) {
-    auto it = e.parameters.find(key);
-    if (it == e.parameters.end()) return std::chrono::nanoseconds{0};
-    const auto* ns = std::get_if<std::int64_t>(&it->second);
-    auto value = std::chrono::nanoseconds{ns && *ns > 0 ? *ns : 0};
-    e.parameters.erase(it);
-    return value;
-  };
-  auto queue = take(kServerQueueNs);
-  auto compute = take(kServerComputeNs);
   InferResult result(std::move(e.model), std::move(e.version), std::move(e.id), std::move(*tensors),
                      std::move(e.parameters));
-  result.timing().server_queue = queue;
-  result.timing().server_compute = compute;
+  result.timing().server_queue = std::chrono::nanoseconds{e.timing.queue_ns};
+  result.timing().server_compute = std::chrono::nanoseconds{e.timing.compute_ns};
   return result;
 }
 
