@@ -1,12 +1,15 @@
 #!/usr/bin/env bash
-# The benchmark suite: sonic against the loopback's raw TCP rate (iperf3, same run) and memcpy
-# for the data path, payloads from 64 B to 64 MiB at 1, 4 and 16 requests in flight, with the
-# client's and sonic-server's CPU per request. Results go to bench/results/ (JSON per point, and
-# summary.txt); a few minutes on 2 cores.
+# The benchmark suite: sonic against the loopback's raw TCP rate and CPU cost (iperf3, same run)
+# and memcpy for the data path, payloads from 64 B to 64 MiB at 1, 4 and 16 requests in flight,
+# with the client's and sonic-server's CPU per request; the client's instructions per request
+# (callgrind) and resident memory over a million requests; small requests again with inline
+# callbacks and --inline-models. Results go to bench/results/ (JSON per point, and
+# summary.txt); about four minutes on 2 cores.
 #
 #   bench/suite.sh BUILD_DIR
 #
-# iperf3 (Debian package iperf3) is optional: without it that comparison is skipped, said so.
+# iperf3 and valgrind (Debian packages) are optional: without them those parts are skipped,
+# said so.
 set -euo pipefail
 
 build=${1:?usage: $0 BUILD_DIR}
@@ -15,7 +18,8 @@ results=$repo/bench/results
 server=$build/examples/sonic-server
 perf=$build/examples/sonic-perf
 shm_bench=$build/bench/sonic-shm-bench
-for program in "$server" "$perf" "$shm_bench"; do
+memory_bench=$build/bench/sonic-memory-bench
+for program in "$server" "$perf" "$shm_bench" "$memory_bench"; do
   [[ -x $program ]] || { echo "suite: $program is not built" >&2; exit 2; }
 done
 mkdir -p "$results"
@@ -54,28 +58,37 @@ echo "== memcpy and shared memory vs gRPC (sonic-shm-bench)"
 "$shm_bench" --repeats 3 --max-mib 64 | tee "$results/shm_vs_grpc.txt"
 { echo; echo "grpc vs grpc+shm vs memcpy (sonic-shm-bench):"; cat "$results/shm_vs_grpc.txt"; echo; } >>"$summary"
 
-"$server" --host 127.0.0.1 --port 0 >"$log" 2>&1 &
-server_pid=$!
-for _ in $(seq 100); do
-  grpc_port=$(sed -n 's/^sonic-server listening on .*:\([0-9]*\)$/\1/p' "$log")
-  [[ -n $grpc_port ]] && break
-  sleep 0.1
-done
+# Starts sonic-server with the given options; sets server_pid and grpc_port.
+start_server() {
+  "$server" --host 127.0.0.1 --port 0 "$@" >"$log" 2>&1 &
+  server_pid=$!
+  grpc_port=
+  for _ in $(seq 100); do
+    grpc_port=$(sed -n 's/^sonic-server listening on .*:\([0-9]*\)$/\1/p' "$log")
+    [[ -n $grpc_port ]] && break
+    sleep 0.1
+  done
+  [[ -n $grpc_port ]] || { echo "suite: sonic-server did not start: $(cat "$log")" >&2; exit 1; }
+}
+stop_server() {
+  kill "$server_pid" 2>/dev/null
+  wait "$server_pid" 2>/dev/null || true
+  server_pid=
+}
 server_cpu() { awk '{print $14 + $15}' "/proc/$server_pid/stat"; }
 ticks=$(getconf CLK_TCK)
 
-printf "%-9s %-6s %10s %9s %9s %12s %12s %11s\n" payload inflight "infer/s" "p50 us" "p99 us" \
-  "client us" "server us" "MB/s" | tee -a "$summary"
-for payload in 64:16 65536:16384 1048576:262144 4194304:1048576 67108864:16777216; do
-  bytes=${payload%%:*} elements=${payload##*:}
-  for inflight in 1 4 16; do
-    out=$results/perf-${bytes}B-c${inflight}.json
-    before=$(server_cpu)
-    "$perf" --url "grpc://127.0.0.1:$grpc_port" --model identity_fp32 \
-      --input "INPUT0:FP32:1,$elements:random" --concurrency "$inflight" --warmup 0.5 \
-      --window 1 --max-windows 4 --json "$out" >/dev/null 2>&1
-    after=$(server_cpu)
-    python3 - "$out" "$before" "$after" "$ticks" "$bytes" "$inflight" <<'PY' | tee -a "$summary"
+# One point of identity_fp32: BYTES ELEMENTS INFLIGHT JSON [sonic-perf options]; prints a row.
+point() {
+  local bytes=$1 elements=$2 inflight=$3 out=$4
+  shift 4
+  local before after
+  before=$(server_cpu)
+  "$perf" --url "${scheme:-grpc}://127.0.0.1:$grpc_port" --model identity_fp32 \
+    --input "INPUT0:FP32:1,$elements:random" --concurrency "$inflight" --warmup 0.5 \
+    --window 1 --max-windows 4 --json "$out" "$@" >/dev/null 2>&1
+  after=$(server_cpu)
+  python3 - "$out" "$before" "$after" "$ticks" "$bytes" "$inflight" <<'PY'
 import json, sys
 path, before, after, ticks, size, inflight = sys.argv[1:]
 point = json.load(open(path))["points"][0]
@@ -88,6 +101,83 @@ print("%-9s %-6s %10.1f %9.0f %9.0f %12.1f %12.1f %11.1f" % (
     label, inflight, point["throughput"], point["p50_us"], point["p99_us"],
     point["client_cpu_us"], server_us, point["throughput"] * int(size) / 1e6))
 PY
+}
+header() {
+  printf "%-9s %-6s %10s %9s %9s %12s %12s %11s\n" payload inflight "infer/s" "p50 us" \
+    "p99 us" "client us" "server us" "MB/s"
+}
+
+echo "== identity_fp32 over grpc://, callback threads and executor threads (the defaults)"
+start_server
+header | tee -a "$summary"
+for payload in 64:16 65536:16384 1048576:262144 4194304:1048576 67108864:16777216; do
+  bytes=${payload%%:*} elements=${payload##*:}
+  for inflight in 1 4 16; do
+    point "$bytes" "$elements" "$inflight" "$results/perf-${bytes}B-c${inflight}.json" |
+      tee -a "$summary"
   done
 done
+
+echo "== client instructions per small request (callgrind: 6000 minus 2000 requests)"
+if command -v valgrind >/dev/null; then
+  instructions() {
+    valgrind --tool=callgrind --callgrind-out-file=/dev/null "$memory_bench" \
+      --url "grpc://127.0.0.1:$grpc_port" --requests "$1" --max-growth-kib 1000000 "${@:2}" 2>&1 |
+      sed -n 's/.*Collected : //p'
+  }
+  for mode in callback-threads inline-callbacks; do
+    flags=()
+    [[ $mode == inline-callbacks ]] && flags=(--inline-callbacks)
+    few=$(instructions 2000 "${flags[@]}")
+    many=$(instructions 6000 "${flags[@]}")
+    echo "client instructions per 64 B request at 16 in flight ($mode):" \
+      "$(((many - few) / 4000))" | tee -a "$summary"
+  done
+else
+  echo "client instructions per request: skipped (apt-get install valgrind)" | tee -a "$summary"
+fi
+
+echo "== client memory over 1,000,000 requests (sonic-memory-bench)"
+"$memory_bench" --url "grpc://127.0.0.1:$grpc_port" --requests 1000000 \
+  >"$results/memory_growth.txt" || true
+echo "client resident memory, 64 B requests at 16 in flight: $(tail -n 1 "$results/memory_growth.txt")" |
+  tee -a "$summary"
+stop_server
+
+echo "== the lean configuration: inline callbacks, server --inline-models"
+start_server --inline-models
+{ echo; echo "lean: client inline_callbacks, sonic-server --inline-models:"; } >>"$summary"
+header | tee -a "$summary"
+for inflight in 1 16; do
+  point 64 16 "$inflight" "$results/perf-64B-c${inflight}-lean.json" --inline-callbacks |
+    tee -a "$summary"
+done
+stop_server
+
+echo "== 4 MiB through shared memory (grpc+shm://): no payload through the kernel"
+start_server
+{ echo; echo "grpc+shm://, callback threads:"; } >>"$summary"
+header | tee -a "$summary"
+scheme=grpc+shm point 4194304 1048576 1 "$results/perf-4194304B-c1-shm.json" | tee -a "$summary"
+stop_server
+
+if [[ -f $results/iperf3.json ]]; then
+  # The kernel's CPU for moving bytes through loopback TCP, from iperf3's own accounting: what
+  # any client pays to send 4 MiB and receive 4 MiB back, whatever it does in user space.
+  python3 - "$results/iperf3.json" <<'PY' | tee -a "$summary"
+import json, sys
+end = json.load(open(sys.argv[1]))["end"]
+cpu = end["cpu_utilization_percent"]
+sent, received = end["sum_sent"], end["sum_received"]
+send_s_per_byte = cpu["host_total"] / 100 * sent["seconds"] / sent["bytes"]
+receive_s_per_byte = cpu["remote_total"] / 100 * received["seconds"] / received["bytes"]
+size = 4 << 20
+print()
+print("iperf3 floor for a 4 MiB round trip: %.2f ms of wire time (2 x 4 MiB at its rate), "
+      "%.2f ms of CPU (sending %.2f + receiving %.2f)" % (
+          2 * size * 8 / received["bits_per_second"] * 1e3,
+          size * (send_s_per_byte + receive_s_per_byte) * 1e3,
+          size * send_s_per_byte * 1e3, size * receive_s_per_byte * 1e3))
+PY
+fi
 echo "results in $results/"
