@@ -329,13 +329,15 @@ class FaultProxy::Impl {
       cut_left_ -= length;
     }
     p.writing = true;
+    // Counted as handed to the socket, not once the write completes: the peer may read them,
+    // and a test read the counter, before this thread runs the completion.
+    (to_client ? to_client_ : to_server_) += length;
     asio::async_write(p.dst, asio::buffer(chunk.data.data() + chunk.offset, length),
                       [this, s, to_client](std::error_code ec, std::size_t n) {
                         Pipe& pipe = s->pipe(to_client);
                         pipe.writing = false;
                         if (s->closed) return;
                         if (ec) return close_session(s, /*reset=*/true);
-                        (to_client ? to_client_ : to_server_) += n;
                         Chunk& front = pipe.held.front();
                         front.offset += n;
                         pipe.held_bytes -= n;

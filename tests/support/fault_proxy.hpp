@@ -80,9 +80,9 @@ class FaultProxy {
   std::size_t connections_open() const;
   /// Connections the proxy reset on purpose (reset_all(), cut_after()).
   std::size_t connections_reset() const;
-  /// Bytes written to the target, over all connections.
+  /// Bytes handed to the target's socket, over all connections.
   std::size_t bytes_to_server() const;
-  /// Bytes written to clients, over all connections.
+  /// Bytes handed to clients' sockets, over all connections.
   std::size_t bytes_to_client() const;
 
  private:
