@@ -1,10 +1,13 @@
 #include <doctest/doctest.h>
 
+#include <cstddef>
+#include <cstdint>
 #include <cstring>
 #include <string>
 
 #include "body_bytes.hpp"
 #include "message.hpp"
+#include "tensor_buffer.hpp"
 #include "wire.hpp"
 
 using sonic::grpc::MessageReader;
@@ -152,4 +155,23 @@ TEST_CASE("large borrowed runs are referenced, small ones copied") {
   CHECK(referenced == 1);
   CHECK(body.size() == 5 + 4 + large.size() + small.size());
   CHECK(body_bytes(body).substr(5) == "head" + large + small);
+}
+
+TEST_CASE("tensor buffers: small from the allocator, large on huge page boundaries, all usable") {
+  for (std::size_t bytes : {std::size_t{0}, std::size_t{1}, std::size_t{4} << 20,
+                            (std::size_t{40} << 20) + 3, std::size_t{64} << 20}) {
+    CAPTURE(bytes);
+    auto buffer = sonic::grpc::allocate_tensor_buffer(bytes);
+    REQUIRE(static_cast<bool>(buffer));
+    auto address = reinterpret_cast<std::uintptr_t>(buffer.get());
+    CHECK(address % alignof(std::max_align_t) == 0);
+    if (bytes > (std::size_t{32} << 20)) CHECK(address % (std::size_t{2} << 20) == 0);
+    if (bytes > 0) {
+      // Every page is writable and keeps what was written; the block is freed with the last owner.
+      for (std::size_t i = 0; i < bytes; i += 4096) buffer.get()[i] = static_cast<std::uint8_t>(i);
+      buffer.get()[bytes - 1] = 0x5a;
+      CHECK(buffer.get()[bytes - 1] == 0x5a);
+      if (bytes > 8192) CHECK(buffer.get()[8192] == static_cast<std::uint8_t>(8192));
+    }
+  }
 }

@@ -4,6 +4,8 @@
 #include <cstring>
 #include <new>
 
+#include "tensor_buffer.hpp"
+
 namespace sonic::grpc {
 
 namespace {
@@ -179,12 +181,9 @@ Result<void> MessageReader::feed(const std::uint8_t* data, std::size_t size) {
           if (pending_raw_key_) {
             pending_raw_key_ = false;
             raw_size_ = field_left_;
-            // Large blocks are mapped lazily by the allocator, so a peer that announces a big
-            // tensor and stops costs address space, not memory; failure is an error, not a crash.
+            // Committed lazily (see allocate_tensor_buffer); failure is an error, not a crash.
             try {
-              raw_buffer_ = std::shared_ptr<std::uint8_t>(
-                  new std::uint8_t[std::max<std::size_t>(raw_size_, 1)],
-                  std::default_delete<std::uint8_t[]>());
+              raw_buffer_ = allocate_tensor_buffer(raw_size_);
             } catch (const std::bad_alloc&) {
               return Error(
                   StatusCode::ResourceExhausted,

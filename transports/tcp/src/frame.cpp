@@ -6,6 +6,8 @@
 #include <cstring>
 #include <memory>
 
+#include "tensor_buffer.hpp"
+
 namespace sonic::tcp {
 
 namespace {
@@ -215,8 +217,7 @@ Result<void> FrameReader::feed(const std::uint8_t* data, std::size_t size) {
                              " does not declare its raw length of " + std::to_string(raw_) +
                              " bytes");
             }
-            std::shared_ptr<std::uint8_t> out(new std::uint8_t[std::max<std::uint64_t>(raw_, 1)],
-                                              std::default_delete<std::uint8_t[]>());
+            auto out = grpc::allocate_tensor_buffer(static_cast<std::size_t>(raw_));
             std::size_t got =
                 ZSTD_decompressDCtx(decompressor(), out.get(), raw_, buffer_.get(), stored_);
             if (ZSTD_isError(got) || got != raw_) {
@@ -311,8 +312,7 @@ Result<void> FrameReader::finish_record() {
   section_left_ -= kRecordBytes + stored_;
   raw_total_ += raw_;
   try {
-    buffer_ = std::shared_ptr<std::uint8_t>(new std::uint8_t[std::max<std::uint64_t>(stored_, 1)],
-                                            std::default_delete<std::uint8_t[]>());
+    buffer_ = grpc::allocate_tensor_buffer(static_cast<std::size_t>(stored_));
   } catch (const std::bad_alloc&) {
     return Error(StatusCode::ResourceExhausted,
                  "cannot allocate " + std::to_string(stored_) + " bytes for a received tensor");
