@@ -146,11 +146,16 @@ TEST_CASE("an inline callback may send the next request and may destroy the clie
             .input("INPUT0", Tensor::from_vector(std::vector<float>(4, 1.0f), {1, 4})),
         [&](Result<InferResult> r) { slow.record(r.ok()); });
   }
-  std::promise<void> destroyed;
-  client->infer_async(simple_request(1, 1), [&](Result<InferResult>) {
+  // The callback may run before infer_async returns on this thread: like any object, the client
+  // may only be destroyed once no other thread is inside one of its calls.
+  std::promise<void> returned, destroyed;
+  auto sender_done = returned.get_future().share();
+  client->infer_async(simple_request(1, 1), [&, sender_done](Result<InferResult>) {
+    sender_done.wait();
     client.reset();
     destroyed.set_value();
   });
+  returned.set_value();
   REQUIRE(destroyed.get_future().wait_for(10s) == std::future_status::ready);
   CHECK(eventually(
       [&] {
