@@ -6,16 +6,8 @@
 #   test_memory_growth.sh SONIC_SERVER SONIC_MEMORY_BENCH
 set -euo pipefail
 server=$1 bench=$2
-work=$(mktemp -d)
-"$server" --host 127.0.0.1 --port 0 >"$work/server.log" 2>&1 &
-pid=$!
-trap 'kill $pid 2>/dev/null; wait $pid 2>/dev/null; rm -rf "$work"' EXIT
-for _ in $(seq 100); do
-  port=$(sed -n 's/^sonic-server listening on .*:\([0-9]*\)$/\1/p' "$work/server.log")
-  [ -n "$port" ] && break
-  sleep 0.05
-done
-fail() { echo "FAIL: $*"; exit 1; }
+source "$(dirname "$0")/serve.sh"
+serve "$server"
 server_rss() { awk '/^VmRSS:/ {print $2}' "/proc/$pid/status"; }
 
 "$bench" --url "grpc://127.0.0.1:$port" --requests 200000 >"$work/first" ||

@@ -3,17 +3,9 @@
 # and the errors a user would make.  test_sonic_infer.sh SONIC_SERVER SONIC_INFER
 set -euo pipefail
 server=$1 infer=$2
-work=$(mktemp -d)
-"$server" --host 127.0.0.1 --port 0 >"$work/server.log" 2>&1 &
-pid=$!
-trap 'kill $pid 2>/dev/null; wait $pid 2>/dev/null; rm -rf "$work"' EXIT
-for _ in $(seq 100); do
-  port=$(sed -n 's/^sonic-server listening on .*:\([0-9]*\)$/\1/p' "$work/server.log")
-  [ -n "$port" ] && break
-  sleep 0.05
-done
+source "$(dirname "$0")/serve.sh"
+serve "$server"
 url=grpc://127.0.0.1:$port
-fail() { echo "FAIL: $*"; exit 1; }
 
 out=$("$infer" --url "$url" simple INPUT0=INT32:1x16:0,1,2,3,4,5,6,7,8,9,10,11,12,13,14,15 INPUT1=INT32:1x16:*1)
 grep -q "1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16" <<<"$out" || fail "simple sum: $out"

@@ -4,17 +4,8 @@
 #   test_sonic_perf.sh SONIC_SERVER SONIC_PERF
 set -euo pipefail
 server=$1 perf=$2
-work=$(mktemp -d)
-"$server" --host 127.0.0.1 --port 0 --tcp-port 0 >"$work/server.log" 2>&1 &
-pid=$!
-trap 'kill $pid 2>/dev/null; wait $pid 2>/dev/null; rm -rf "$work"' EXIT
-for _ in $(seq 100); do
-  port=$(sed -n 's/^sonic-server listening on .*:\([0-9]*\)$/\1/p' "$work/server.log")
-  tcp=$(sed -n 's/^sonic-server tcp listening on .*:\([0-9]*\)$/\1/p' "$work/server.log")
-  [ -n "$port" ] && [ -n "$tcp" ] && break
-  sleep 0.05
-done
-fail() { echo "FAIL: $*"; exit 1; }
+source "$(dirname "$0")/serve.sh"
+serve "$server" --tcp-port 0
 quick=(--warmup 0.1 --window 0.2 --max-windows 2 --stable-windows 2)
 
 "$perf" --url "grpc://127.0.0.1:$port" --model identity_fp32 --input INPUT0:FP32:1,256:sparse \

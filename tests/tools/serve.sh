@@ -1,0 +1,24 @@
+# Sourced by the tool tests. `serve SONIC_SERVER [OPTIONS...]` starts sonic-server on loopback
+# ports it picks, logging into a fresh $work folder, and waits until it says where it listens:
+# sets $port, and $tcp when started with --tcp-port. The server and $work go away when the test
+# exits; a server that does not start fails the test.
+fail() { echo "FAIL: $*"; exit 1; }
+
+serve() {
+  local server=$1
+  shift
+  work=$(mktemp -d)
+  "$server" --host 127.0.0.1 --port 0 "$@" >"$work/server.log" 2>&1 &
+  pid=$!
+  trap 'kill $pid 2>/dev/null; wait $pid 2>/dev/null; rm -rf "$work"' EXIT
+  local want_tcp=
+  [[ " $* " == *" --tcp-port "* ]] && want_tcp=1
+  port= tcp=
+  for _ in $(seq 100); do
+    port=$(sed -n 's/^sonic-server listening on .*:\([0-9]*\)$/\1/p' "$work/server.log")
+    tcp=$(sed -n 's/^sonic-server tcp listening on .*:\([0-9]*\)$/\1/p' "$work/server.log")
+    [ -n "$port" ] && { [ -z "$want_tcp" ] || [ -n "$tcp" ]; } && return 0
+    sleep 0.05
+  done
+  fail "sonic-server did not start: $(cat "$work/server.log")"
+}
