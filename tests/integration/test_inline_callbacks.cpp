@@ -102,6 +102,8 @@ TEST_CASE("a blocking call inside an inline callback fails with FAILED_PRECONDIT
   LoopbackServer server;
   Client client(server.url(), inline_options());
   std::promise<StatusCode> infer_code, control_code;
+  // Caught here rather than by a test helper: a failed assertion must not throw through the
+  // network thread.
   client.infer_async(simple_request(1, 2), [&](Result<InferResult>) {
     try {
       client.infer(simple_request(3, 4));

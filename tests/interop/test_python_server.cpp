@@ -26,11 +26,13 @@
 #include <sonic/sonic.hpp>
 
 #include "child_server.hpp"
+#include "expect_error.hpp"
 
 namespace {
 
 using Clock = std::chrono::steady_clock;
 using namespace std::chrono_literals;
+using sonic::test::expect_error;
 
 // The server, started on first use and stopped (SIGTERM, then SIGKILL) when the program exits.
 // A failed start is remembered, so that every test reports it without waiting again.
@@ -134,18 +136,6 @@ std::string string_parameter(const sonic::Parameters& parameters, const std::str
   if (it == parameters.end()) return "<absent>";
   if (const auto* s = std::get_if<std::string>(&it->second)) return *s;
   return "<not a string>";
-}
-
-// Runs `call`, expecting a sonic::Error; returns it.
-template <typename F>
-sonic::Error expect_error(F&& call) {
-  try {
-    call();
-  } catch (const sonic::Error& e) {
-    return e;
-  }
-  FAIL("the call succeeded but an error was expected");
-  return sonic::Error(sonic::StatusCode::Ok, "");
 }
 
 // Bytes that survive only an exact copy: every bit pattern, NaNs and denormals included.
