@@ -148,12 +148,10 @@ bool read_parameter_entry(std::string_view entry, Parameters& out,
       return false;
     }
   }
-  if (timing) {
+  if (timing && (key == kServerQueueNs || key == kServerComputeNs)) {
     const auto* ns = std::get_if<std::int64_t>(&value);
-    if (key == kServerQueueNs || key == kServerComputeNs) {
-      (key == kServerQueueNs ? timing->queue_ns : timing->compute_ns) = ns && *ns > 0 ? *ns : 0;
-      return true;
-    }
+    (key == kServerQueueNs ? timing->queue_ns : timing->compute_ns) = ns && *ns > 0 ? *ns : 0;
+    return true;
   }
   out[std::string(key)] = std::move(value);
   return true;

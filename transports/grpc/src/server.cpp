@@ -258,10 +258,8 @@ class ServerConnection final : public H2Session {
   static Result<std::shared_ptr<OutgoingBody>> encode_answer(
       Result<InferResult> result, const std::vector<OutputTarget>& targets,
       const SharedMemoryRegistry& registry, std::size_t max_bytes) {
-    if (result) {
-      if (auto placed = registry.place_outputs(*result, targets); !placed) return placed.error();
-    }
     if (!result) return result.error();
+    if (auto placed = registry.place_outputs(*result, targets); !placed) return placed.error();
     return encode_infer_response(*result, max_bytes);
   }
 

@@ -26,9 +26,9 @@ std::shared_ptr<std::uint8_t> allocate_tensor_buffer(std::size_t bytes) {
   if (mapped == MAP_FAILED) throw std::bad_alloc();
   auto base = reinterpret_cast<std::uintptr_t>(mapped);
   std::uintptr_t start = round_up(base, kHugePage);
-  std::size_t head = start - base;
+  std::size_t head = start - base;  // below one huge page, so some tail is always left over
   if (head > 0) munmap(mapped, head);
-  if (kHugePage - head > 0) munmap(reinterpret_cast<void*>(start + length), kHugePage - head);
+  munmap(reinterpret_cast<void*>(start + length), kHugePage - head);
   auto* data = reinterpret_cast<std::uint8_t*>(start);
   madvise(data, length, MADV_HUGEPAGE);  // advice only: without huge pages it still works
   try {
