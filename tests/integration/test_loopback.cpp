@@ -4,14 +4,13 @@
 #include <atomic>
 #include <cstring>
 #include <future>
-#include <mutex>
 #include <random>
-#include <set>
 #include <thread>
 #include <vector>
 
 #include "expect_error.hpp"
 #include "loopback_server.hpp"
+#include "thread_probe.hpp"
 
 using namespace sonic;
 using namespace sonic::test;
@@ -116,15 +115,8 @@ TEST_CASE("a server running models on its network thread: right answers, counted
   grpc::ServerOptions options;
   options.inline_models = true;  // one network thread (the default): every model runs there
   LoopbackServer server(options);
-  std::mutex mutex;
-  std::set<std::thread::id> model_threads;
-  Model probe = models::identity("thread_probe", DataType::Int32);
-  probe.compute = [&, identity = probe.compute](const InferRequest& request) {
-    std::lock_guard<std::mutex> lock(mutex);
-    model_threads.insert(std::this_thread::get_id());
-    return identity(request);
-  };
-  server.executor().add_model(std::move(probe));
+  ThreadProbe probe;
+  server.executor().add_model(probe.model("thread_probe", DataType::Int32));
 
   Client client(server.url());
   std::vector<std::future<InferResult>> answers;
@@ -138,7 +130,7 @@ TEST_CASE("a server running models on its network thread: right answers, counted
     CHECK(result.output("OUTPUT0").as<std::int32_t>()[0] == i);
     CHECK(result.timing().server_compute.count() > 0);
   }
-  CHECK(model_threads.size() == 1);  // the executor's 4 threads took no part
+  CHECK(probe.threads() == 1);  // the executor's 4 threads took no part
   auto stats = client.model_statistics("thread_probe");
   REQUIRE(stats.size() == 1);
   CHECK(stats[0].success.count == 500);

@@ -14,6 +14,7 @@
 #include "fault_proxy.hpp"
 #include "identity_models.hpp"
 #include "loopback_socket.hpp"
+#include "thread_probe.hpp"
 
 using namespace sonic;
 using namespace sonic::test;
@@ -29,7 +30,9 @@ std::shared_ptr<CpuExecutor> tcp_executor() {
 
 class TcpServer {
  public:
-  explicit TcpServer(bool inline_models = false) : server_(tcp_executor(), options(inline_models)) {
+  explicit TcpServer(bool inline_models = false,
+                     std::shared_ptr<CpuExecutor> executor = tcp_executor())
+      : server_(std::move(executor), options(inline_models)) {
     server_.start();
   }
   std::uint16_t port() const { return server_.port(); }
@@ -71,7 +74,10 @@ TEST_CASE("every datatype, and empty and tiny tensors, round-trip over tcp and t
 }
 
 TEST_CASE("a server running models on its network thread answers over tcp and tcp+zstd") {
-  TcpServer server(/*inline_models=*/true);
+  ThreadProbe probe;
+  auto executor = tcp_executor();
+  executor->add_model(probe.model("thread_probe", DataType::Fp32));
+  TcpServer server(/*inline_models=*/true, executor);
   for (const char* scheme : {"tcp", "tcp+zstd"}) {
     CAPTURE(scheme);
     Client client(server.url(scheme));
@@ -79,14 +85,15 @@ TEST_CASE("a server running models on its network thread answers over tcp and tc
     std::vector<Tensor> inputs;
     for (int i = 0; i < 100; ++i) {
       inputs.push_back(sample(DataType::Fp32, 10 + static_cast<std::size_t>(i), 7u + i));
-      answers.push_back(client.infer_future(
-          InferRequest(identity_name(DataType::Fp32)).input("INPUT0", inputs.back())));
+      answers.push_back(
+          client.infer_future(InferRequest("thread_probe").input("INPUT0", inputs.back())));
     }
     for (int i = 0; i < 100; ++i) CHECK(same_bytes(answers[i].get().output("OUTPUT0"), inputs[i]));
     auto unknown = expect_error(
         [&] { client.infer(InferRequest("no_such_model").input("INPUT0", inputs[0])); });
     CHECK(unknown.code() == StatusCode::NotFound);
   }
+  CHECK(probe.threads() == 1);  // the network thread, never the executor's
 }
 
 TEST_CASE("256 MiB each way over tcp and tcp+zstd") {

@@ -22,6 +22,7 @@ for p in d['points']:
     assert p['throughput'] > 0 and p['p99_us'] >= p['p50_us'] > 0 and p['failures'] == 0, p
     assert p['client_cpu_us'] > 0 and p['wire_bytes'] > 1024, p  # 1 KiB each way at least
     assert p['server_compute_us'] > 0, p
+    assert p['all_requests'] > p['requests'], p  # the warm-up counts for the server's CPU
 " || fail "JSON"
 python3 -c "import xml.dom.minidom as m; m.parse('$work/p.svg')" || fail "SVG does not parse"
 grep -q "<circle" "$work/p.svg" || fail "SVG has no points"
