@@ -4,13 +4,14 @@
 //
 //   sonic-shm-bench [--port P] [--repeats 5] [--max-mib 256]
 //
-// Without --port it serves identity_fp32 itself (an in-process sonic::grpc::Server on
+// Without --port it serves identity_fp32 itself (an in-process sonic::Server on
 // 127.0.0.1, shared memory extension on); with --port it uses a server already listening on
 // 127.0.0.1:P, such as sonic-server or Triton started with shared memory allowed.
 //
 // Columns: time per round trip; GB/s = payload both ways (2 x size) / time; memcpy GB/s =
 // size / time of one memcpy of it; speedup = grpc time / shm time.
-#include <sonic/grpc/server.hpp>
+#include <sonic/builtin_models.hpp>
+#include <sonic/server.hpp>
 #include <sonic/sonic.hpp>
 
 #include <cstdio>
@@ -85,12 +86,12 @@ double time_memcpy(std::vector<float>& from, std::vector<float>& to, int copies)
 
 int main(int argc, char** argv) try {
   Args args = parse(argc, argv);
-  std::unique_ptr<sonic::grpc::Server> server;
+  std::unique_ptr<sonic::Server> server;
   int port = args.port;
   if (port == 0) {
-    sonic::grpc::ServerOptions options;
+    sonic::ServerOptions options;
     options.port = 0;
-    server = std::make_unique<sonic::grpc::Server>(
+    server = std::make_unique<sonic::Server>(
         sonic::CpuExecutor::with_models(sonic::models::builtin()), options);
     server->start();
     port = server->port();

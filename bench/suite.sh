@@ -15,8 +15,8 @@ set -euo pipefail
 build=${1:?usage: $0 BUILD_DIR}
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 results=$repo/bench/results
-server=$build/examples/sonic-server
-perf=$build/examples/sonic-perf
+server=$build/tools/sonic-server
+perf=$build/tools/sonic-perf
 shm_bench=$build/bench/sonic-shm-bench
 memory_bench=$build/bench/sonic-memory-bench
 for program in "$server" "$perf" "$shm_bench" "$memory_bench"; do

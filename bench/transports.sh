@@ -9,7 +9,7 @@ set -euo pipefail
 
 build=${1:?usage: $0 BUILD_DIR [options]}
 shift
-server=$build/examples/sonic-server
+server=$build/tools/sonic-server
 bench=$build/bench/sonic-transport-bench
 for program in "$server" "$bench"; do
   [[ -x $program ]] || { echo "transports: $program is not built" >&2; exit 2; }

@@ -4,7 +4,7 @@
 #   scripts/demo.sh [BUILD_DIR]   (default: build)
 set -euo pipefail
 build=${1:-build}
-server="$build/examples/sonic-server"
+server="$build/tools/sonic-server"
 client="$build/examples/simple_client"
 [ -x "$server" ] && [ -x "$client" ] || { echo "demo: build first (cmake --build $build)" >&2; exit 1; }
 

@@ -203,6 +203,17 @@ class Client {
         });
   }
 
+  /// Any other method of inference.GRPCInferenceService ("TraceSetting", "LogSettings", ...):
+  /// `request` is its serialized protobuf request (built with code protoc generated from
+  /// Triton's grpc_service.proto, say), and the serialized response comes back. Throws
+  /// sonic::Error as the other control calls do.
+  std::string call(const std::string& method, const std::string& request) {
+    return detail::call_sync<std::string>([&](Callback<std::string> done) {
+      core_->control_transport()->call_async(method, request, core_->control_deadline(),
+                                             std::move(done));
+    });
+  }
+
   const ClientOptions& options() const noexcept { return core_->options(); }
 
   /// Counters of this client (requests, retries, fallbacks, failures by code, per-endpoint

@@ -96,21 +96,26 @@ inline StatusCode status_code_from_int(std::int64_t value) noexcept {
 /// Copies own their text (no buffer shared between threads, unlike std::runtime_error's).
 class Error : public std::exception {
  public:
-  Error(StatusCode code, std::string message)
+  Error(StatusCode code, std::string message, std::string reason = {})
       : code_(code),
         message_(std::move(message)),
+        reason_(std::move(reason)),
         what_(std::string(to_string(code)) + ": " + message_) {}
 
   /// The status code, as a gRPC server would have sent it.
   StatusCode code() const noexcept { return code_; }
   /// The message without the code prefix (what() has both).
   const std::string& message() const noexcept { return message_; }
+  /// A machine-readable cause ("SHM_REGION_NOT_FOUND"), when the server gave one (gRPC's
+  /// google.rpc.ErrorInfo.reason); empty otherwise. Programs branch on this, never on message().
+  const std::string& reason() const noexcept { return reason_; }
   /// "CODE: message".
   const char* what() const noexcept override { return what_.c_str(); }
 
  private:
   StatusCode code_;
   std::string message_;
+  std::string reason_;
   std::string what_;
 };
 

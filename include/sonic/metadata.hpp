@@ -54,19 +54,36 @@ struct Duration {
   std::uint64_t ns = 0;
 };
 
+/// Executions of one batch size, as InferBatchStatistics reports them.
+struct BatchStatistics {
+  std::uint64_t batch_size = 0;
+  Duration compute_input;
+  Duration compute_infer;
+  Duration compute_output;
+};
+
 /// Cumulative statistics of one model version, as ModelStatistics reports them.
 struct ModelStatistics {
   std::string name;
   std::string version;
-  std::uint64_t last_inference_ms = 0;  ///< ms since the epoch of the last request; 0 if none
-  std::uint64_t inference_count = 0;    ///< inferences, counting each batch element
-  std::uint64_t execution_count = 0;    ///< model executions
-  Duration success;                     ///< successful requests, end to end on the server
-  Duration fail;                        ///< failed requests
-  Duration queue;                       ///< waiting for an execution slot
-  Duration compute_input;               ///< preparing inputs
-  Duration compute_infer;               ///< running the model
-  Duration compute_output;              ///< preparing outputs
+  std::uint64_t last_inference_ms = 0;       ///< ms since the epoch of the last request; 0 if none
+  std::uint64_t inference_count = 0;         ///< inferences, counting each batch element
+  std::uint64_t execution_count = 0;         ///< model executions
+  Duration success;                          ///< successful requests, end to end on the server
+  Duration fail;                             ///< failed requests
+  Duration queue;                            ///< waiting for an execution slot
+  Duration compute_input;                    ///< preparing inputs
+  Duration compute_infer;                    ///< running the model
+  Duration compute_output;                   ///< preparing outputs
+  std::vector<BatchStatistics> batch_stats;  ///< per batch size the model executed
+};
+
+/// A model of a server's repository, as RepositoryIndex lists it.
+struct ModelIndex {
+  std::string name;
+  std::string version;
+  std::string state;   ///< "READY", "UNAVAILABLE", "LOADING", ...
+  std::string reason;  ///< why it is not ready, when it is not
 };
 
 }  // namespace sonic

@@ -121,6 +121,16 @@ struct ClientOptions {
   /// HTTP/2 receive window for the whole connection, shared by all streams.
   std::uint32_t connection_window_bytes = 256u << 20;
 
+  /// Share connections with the other clients of this process: clients of the same endpoint
+  /// URL (and the same connection settings: timeouts, keepalive, windows) use one connection
+  /// to it, as gRPC channels do, instead of one each. Requests of many clients multiplex over
+  /// it; destroying a client cancels only its own requests. Off: this client's own connections.
+  bool share_connections = true;
+  /// Network threads of the process: every client's connections are spread over them (each
+  /// connection stays on one). Threads start as connections need them; the pool grows to the
+  /// largest number any client of the process asked for. Zero: 2.
+  std::size_t network_threads = 0;
+
   /// Check inputs against the model's metadata (fetched once per model and cached) before
   /// sending, so that mistakes fail at once with INVALID_ARGUMENT instead of on the server.
   bool validate_inputs = true;

@@ -11,7 +11,6 @@
 #include "sonic/error.hpp"
 #include "sonic/executor.hpp"
 #include "sonic/metadata.hpp"
-#include "sonic/models.hpp"
 #include "sonic/options.hpp"
 #include "sonic/request.hpp"
 #include "sonic/retry.hpp"

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "sonic/cancel.hpp"
+#include "sonic/detail/export.hpp"
 #include "sonic/detail/unique_function.hpp"
 #include "sonic/error.hpp"
 #include "sonic/metadata.hpp"
@@ -103,7 +104,10 @@ inline Result<Endpoint> parse_endpoint(std::string_view url) {
 ///
 /// Async contract, for every *_async function below:
 /// - `done` is called exactly once, with a value or an Error carrying a gRPC status code;
-/// - never inside the initiating call, and on a thread owned by the transport;
+/// - on a thread owned by the transport, or inside the initiating call itself when the call
+///   fails before anything was sent (a message over the size limit, a transport being
+///   destroyed): callers that must not be re-entered defer those (sonic::Client does, so that
+///   its own callbacks never run inside infer_async);
 /// - by the deadline (plus the time to notice it), with DEADLINE_EXCEEDED if the answer is late;
 /// - destroying the transport completes every outstanding call with CANCELLED before the
 ///   destructor returns.
@@ -112,11 +116,20 @@ class Transport {
  public:
   virtual ~Transport() = default;
 
-  /// Sends an inference request. Borrowed input tensors are read until `done` is called.
+  /// Sends an inference request. Borrowed input tensors are read until `done` is called, and
+  /// never after: a transport that stops a call (deadline, cancel, a lost connection) while its
+  /// bytes are being written completes it once the write no longer reads them.
   /// `cancel` (may be null) lets the caller stop the call: the transport installs a stop action
   /// on it (resetting the stream on the wire) and then completes the call with CANCELLED.
   virtual void infer_async(InferRequest request, Deadline deadline,
                            std::shared_ptr<CancelSignal> cancel, Callback<InferResult> done) = 0;
+
+  /// Any other method of inference.GRPCInferenceService ("ServerReady", "RepositoryIndex",
+  /// "SystemSharedMemoryRegister", ...) as one unary call: `request` is its serialized
+  /// protobuf request, and `done` receives the serialized response or the call's error.
+  virtual void call_async(std::string method, std::string request, Deadline deadline,
+                          Callback<std::string> done) = 0;
+
   /// Whether the server is live (KServe ServerLive).
   virtual void server_live_async(Deadline deadline, Callback<bool> done) = 0;
   /// Whether the server is ready for inference (KServe ServerReady).
@@ -211,8 +224,10 @@ inline bool is_ip_literal(std::string_view host) {
   return dots == 3;
 }
 
-/// The program-wide registry (one instance, whatever the number of translation units).
-inline TransportRegistry& transport_registry() {
+/// The program-wide registry: one instance in the whole process, whatever the number of
+/// translation units and shared libraries that use it (hence its default visibility, which
+/// makes every copy of this inline function share one object).
+SONIC_EXPORT inline TransportRegistry& transport_registry() {
   static TransportRegistry registry;
   return registry;
 }

@@ -7,7 +7,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "message.hpp"
+#include "protocol/grpc_message.hpp"
 
 /// Input layout: byte 0 & 7 = k, then k chunk-size bytes, then the stream. Calls
 /// `feed(const std::uint8_t*, std::size_t)` with each chunk (an exact copy, so that ASan sees
@@ -36,7 +36,7 @@ template <typename OnMessage>
 std::size_t feed_in_fuzzed_chunks(const std::uint8_t* data, std::size_t size,
                                   std::uint32_t raw_field, std::size_t max_message_bytes,
                                   OnMessage on_message) {
-  sonic::grpc::MessageReader reader(raw_field, max_message_bytes);
+  sonic::protocol::MessageReader reader(raw_field, max_message_bytes);
   std::size_t sum = 0;
   in_fuzzed_chunks(data, size, [&](const std::uint8_t* chunk, std::size_t n) {
     auto fed = reader.feed(chunk, n);

@@ -7,7 +7,7 @@
 //
 // Input: byte 0 & 7 = k chunk-size bytes follow (k == 0: one chunk); chunk i has size
 // 1 + byte[1 + i % k]; the rest of the input is the stream of gRPC length-prefixed messages.
-#include <sonic/models.hpp>
+#include <sonic/builtin_models.hpp>
 
 #include <cstddef>
 #include <cstdint>
@@ -16,8 +16,8 @@
 #include <vector>
 
 #include "chunked_reader.hpp"
-#include "infer_codec.hpp"
-#include "message.hpp"
+#include "protocol/grpc_message.hpp"
+#include "protocol/infer_codec.hpp"
 
 namespace {
 
@@ -45,14 +45,14 @@ std::size_t touch(const std::vector<sonic::NamedTensor>& tensors) {
   return sum;
 }
 
-std::size_t serve(sonic::grpc::ReceivedMessage message) {
-  auto request = sonic::grpc::decode_infer_request(std::move(message));
+std::size_t serve(sonic::protocol::ReceivedMessage message) {
+  auto request = sonic::protocol::decode_infer_request(std::move(message));
   if (!request) return 0;
   std::size_t sum = touch(request->inputs()) + request->outputs().size();
   auto result = executor().infer(*request);
   if (!result) return sum;
   sum += touch(result->outputs());
-  auto body = sonic::grpc::encode_infer_response(*result, kMaxMessageBytes);
+  auto body = sonic::protocol::encode_infer_response(*result, kMaxMessageBytes);
   if (!body) return sum;
   for (const auto& piece : (*body)->pieces()) {
     if (piece.size > 0) sum += (*body)->piece_data(piece)[piece.size - 1];
@@ -64,8 +64,8 @@ std::size_t serve(sonic::grpc::ReceivedMessage message) {
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   volatile std::size_t sink = feed_in_fuzzed_chunks(
-      data, size, sonic::grpc::kRawInputField, kMaxMessageBytes,
-      [](sonic::grpc::ReceivedMessage message) { return serve(std::move(message)); });
+      data, size, sonic::protocol::kRawInputField, kMaxMessageBytes,
+      [](sonic::protocol::ReceivedMessage message) { return serve(std::move(message)); });
   (void)sink;
   return 0;
 }

@@ -11,8 +11,8 @@
 #include <vector>
 
 #include "chunked_reader.hpp"
-#include "infer_codec.hpp"
-#include "message.hpp"
+#include "protocol/grpc_message.hpp"
+#include "protocol/infer_codec.hpp"
 
 namespace {
 
@@ -37,12 +37,12 @@ std::size_t touch(const sonic::InferResult& result) {
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
-  volatile std::size_t sink =
-      feed_in_fuzzed_chunks(data, size, sonic::grpc::kRawOutputField, kMaxMessageBytes,
-                            [](sonic::grpc::ReceivedMessage message) -> std::size_t {
-                              auto result = sonic::grpc::decode_infer_response(std::move(message));
-                              return result ? touch(*result) : 0;
-                            });
+  volatile std::size_t sink = feed_in_fuzzed_chunks(
+      data, size, sonic::protocol::kRawOutputField, kMaxMessageBytes,
+      [](sonic::protocol::ReceivedMessage message) -> std::size_t {
+        auto result = sonic::protocol::decode_infer_response(std::move(message));
+        return result ? touch(*result) : 0;
+      });
   (void)sink;
   return 0;
 }

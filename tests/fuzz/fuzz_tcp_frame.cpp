@@ -9,24 +9,25 @@
 #include <cstdint>
 
 #include "chunked_reader.hpp"
-#include "frame.hpp"
-#include "infer_codec.hpp"
+#include "protocol/infer_codec.hpp"
+#include "protocol/tcp_frame.hpp"
 
 namespace {
 
 constexpr std::size_t kMaxMessageBytes = 64u << 20;
 
-std::size_t use(sonic::tcp::Frame& frame) {
-  using sonic::tcp::FrameKind;
+std::size_t use(sonic::protocol::tcp::Frame& frame) {
+  using sonic::protocol::tcp::FrameKind;
   std::size_t sum = frame.envelope.size() + frame.tensors.size();
-  if (frame.kind == FrameKind::Error) return sum + sonic::tcp::decode_error(frame).message().size();
-  sonic::grpc::ReceivedMessage message{std::move(frame.envelope), std::move(frame.tensors)};
+  if (frame.kind == FrameKind::Error)
+    return sum + sonic::protocol::tcp::decode_error(frame).message().size();
+  sonic::protocol::ReceivedMessage message{std::move(frame.envelope), std::move(frame.tensors)};
   if (frame.kind == FrameKind::Response) {
-    if (auto result = sonic::grpc::decode_infer_response(std::move(message))) {
+    if (auto result = sonic::protocol::decode_infer_response(std::move(message))) {
       for (const auto& out : result->outputs()) sum += out.tensor.byte_size();
     }
   } else if (frame.kind == FrameKind::Request) {
-    if (auto request = sonic::grpc::decode_infer_request(std::move(message))) {
+    if (auto request = sonic::protocol::decode_infer_request(std::move(message))) {
       sum += request->inputs().size();
     }
   }
@@ -36,7 +37,7 @@ std::size_t use(sonic::tcp::Frame& frame) {
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
-  sonic::tcp::FrameReader reader(kMaxMessageBytes);
+  sonic::protocol::tcp::FrameReader reader(kMaxMessageBytes);
   volatile std::size_t sum = 0;
   in_fuzzed_chunks(data, size, [&](const std::uint8_t* chunk, std::size_t n) {
     auto fed = reader.feed(chunk, n);

@@ -112,7 +112,7 @@ TEST_CASE("1000 concurrent async requests from 8 threads all complete once with 
 }
 
 TEST_CASE("a server running models on its network thread: right answers, counted, errors") {
-  grpc::ServerOptions options;
+  ServerOptions options;
   options.inline_models = true;  // one network thread (the default): every model runs there
   LoopbackServer server(options);
   ThreadProbe probe;
@@ -192,7 +192,7 @@ TEST_CASE("requested outputs: only those come back") {
 }
 
 TEST_CASE("the client respects the server's limit on concurrent streams") {
-  grpc::ServerOptions options;
+  ServerOptions options;
   options.max_concurrent_streams = 4;
   LoopbackServer server(options);
   Client client(server.url());

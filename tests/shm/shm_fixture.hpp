@@ -1,8 +1,8 @@
-// Test fixture: a sonic::grpc::Server on 127.0.0.1 hosting an identity model per datatype, and
+// Test fixture: a sonic::Server on 127.0.0.1 hosting an identity model per datatype, and
 // grpc+shm:// URLs to it, directly or through a byte-counting FaultProxy.
 #pragma once
 
-#include <sonic/grpc/server.hpp>
+#include <sonic/server.hpp>
 #include <sonic/sonic.hpp>
 
 #include "identity_models.hpp"
@@ -23,17 +23,17 @@ class ShmServer {
   std::uint16_t port() const { return server_.port(); }
   std::string shm_url() const { return "grpc+shm://127.0.0.1:" + std::to_string(port()); }
   std::string grpc_url() const { return "grpc://127.0.0.1:" + std::to_string(port()); }
-  grpc::Server& server() { return server_; }
+  Server& server() { return server_; }
 
  private:
-  static grpc::ServerOptions options(std::uint16_t port, bool shared_memory) {
-    grpc::ServerOptions o;
+  static ServerOptions options(std::uint16_t port, bool shared_memory) {
+    ServerOptions o;
     o.host = "127.0.0.1";
     o.port = port;
     o.shared_memory = shared_memory;
     return o;
   }
-  grpc::Server server_;
+  Server server_;
 };
 
 }  // namespace sonic::test

@@ -2,6 +2,7 @@
 // through them. Header-only; needs sonic's public headers alone.
 #pragma once
 
+#include <sonic/builtin_models.hpp>
 #include <sonic/sonic.hpp>
 
 #include <algorithm>

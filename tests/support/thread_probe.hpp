@@ -1,6 +1,7 @@
 // Test support: an identity model that records which threads ran it.
 #pragma once
 
+#include <sonic/builtin_models.hpp>
 #include <sonic/sonic.hpp>
 
 #include <mutex>

@@ -1,9 +1,10 @@
-// tcp:// and tcp+zstd:// end to end against sonic::tcp::Server: every datatype, empty, tiny and
-// 256 MiB tensors, out-of-order answers on one connection, control calls, hostile peers on both
+// tcp:// and tcp+zstd:// end to end against sonic::Server's TCP port: every datatype, empty, tiny
+// and 256 MiB tensors, out-of-order answers on one connection, control calls, hostile peers on both
 // sides, the fault proxy, deadlines and cancellation.
 #include <doctest/doctest.h>
 
-#include <sonic/tcp/server.hpp>
+#include <sonic/builtin_models.hpp>
+#include <sonic/server.hpp>
 
 #include <atomic>
 #include <future>
@@ -35,19 +36,20 @@ class TcpServer {
       : server_(std::move(executor), options(inline_models)) {
     server_.start();
   }
-  std::uint16_t port() const { return server_.port(); }
+  std::uint16_t port() const { return server_.tcp_port(); }
   std::string url(const char* scheme) const {
     return std::string(scheme) + "://127.0.0.1:" + std::to_string(port());
   }
 
  private:
-  static tcp::ServerOptions options(bool inline_models) {
-    tcp::ServerOptions o;
+  static ServerOptions options(bool inline_models) {
+    ServerOptions o;
     o.port = 0;
+    o.tcp_port = 0;
     o.inline_models = inline_models;
     return o;
   }
-  tcp::Server server_;
+  Server server_;
 };
 
 InferResult identity(Client& client, DataType type, const Tensor& input) {

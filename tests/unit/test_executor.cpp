@@ -7,7 +7,7 @@
 #include <thread>
 #include <vector>
 
-#include "sonic/models.hpp"
+#include "sonic/builtin_models.hpp"
 
 namespace {
 sonic::InferRequest simple_request(const std::vector<std::int32_t>& a,

@@ -1,10 +1,9 @@
 // A consumer of the installed sonic package: serves the built-in models in process and sends a
 // `simple` request through sonic::Client over grpc://, grpc+shm://, tcp:// and tcp+zstd://.
 // Exits non-zero when anything is wrong.
-#include <sonic/grpc/server.hpp>
-#include <sonic/models.hpp>
+#include <sonic/builtin_models.hpp>
+#include <sonic/server.hpp>
 #include <sonic/sonic.hpp>
-#include <sonic/tcp/server.hpp>
 
 #include <chrono>
 #include <cstdint>
@@ -14,16 +13,12 @@
 #include <vector>
 
 int main() try {
-  sonic::grpc::ServerOptions options;
+  sonic::ServerOptions options;
   options.host = "127.0.0.1";
   options.port = 0;
-  sonic::grpc::Server server(sonic::CpuExecutor::with_models(sonic::models::builtin(), 1), options);
+  options.tcp_port = 0;
+  sonic::Server server(sonic::CpuExecutor::with_models(sonic::models::builtin(), 1), options);
   server.start();
-  sonic::tcp::ServerOptions tcp_options;
-  tcp_options.port = 0;
-  sonic::tcp::Server tcp_server(sonic::CpuExecutor::with_models(sonic::models::builtin(), 1),
-                                tcp_options);
-  tcp_server.start();
 
   std::vector<std::int32_t> a(16), b(16);
   for (int i = 0; i < 16; ++i) {
@@ -31,7 +26,7 @@ int main() try {
     b[i] = 100 - 3 * i;
   }
   for (std::string scheme : {"grpc", "grpc+shm", "tcp", "tcp+zstd"}) {
-    auto port = scheme.rfind("tcp", 0) == 0 ? tcp_server.port() : server.port();
+    auto port = scheme.rfind("tcp", 0) == 0 ? server.tcp_port() : server.port();
     sonic::Client client(scheme + "://127.0.0.1:" + std::to_string(port));
     auto result = client.infer(sonic::InferRequest("simple")
                                    .input("INPUT0", sonic::Tensor::view(a, {1, 16}))

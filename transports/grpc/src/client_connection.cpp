@@ -3,10 +3,12 @@
 #include <algorithm>
 #include <cstring>
 
-#include "protocol.hpp"
+#include "protocol/grpc_metadata.hpp"
 #include "sonic/version.hpp"
 
 namespace sonic::grpc {
+
+using protocol::ReceivedMessage;
 
 namespace {
 
@@ -18,16 +20,33 @@ const std::string kUserAgent = std::string("sonic/") + kVersion;
 
 }  // namespace
 
+ConnectionSettings ConnectionSettings::of(const ClientOptions& options) {
+  ConnectionSettings s;
+  s.connect_timeout = options.connect_timeout;
+  s.keepalive_interval = options.keepalive_interval;
+  s.keepalive_timeout = options.keepalive_timeout;
+  s.stream_window_bytes = options.stream_window_bytes;
+  s.connection_window_bytes = options.connection_window_bytes;
+  return s;
+}
+
+std::string ConnectionSettings::key() const {
+  return std::to_string(connect_timeout.count()) + "/" +
+         std::to_string(keepalive_interval.count()) + "/" +
+         std::to_string(keepalive_timeout.count()) + "/" + std::to_string(stream_window_bytes) +
+         "/" + std::to_string(connection_window_bytes);
+}
+
 ClientConnection::ClientConnection(asio::io_context& io, Endpoint endpoint,
-                                   const ClientOptions& options, ConnectionEvents events)
+                                   ConnectionSettings settings,
+                                   net::ChannelEvents<ClientCall> events)
     : H2Session(asio::ip::tcp::socket(io)),
       io_(io),
       endpoint_(std::move(endpoint)),
-      options_(options),
+      settings_(settings),
       events_(std::move(events)),
-      resolver_(io),
-      connect_timer_(io),
-      keepalive_timer_(io) {
+      connector_(io),
+      keepalive_(io, settings.keepalive_interval, settings.keepalive_timeout) {
   bool ipv6 = endpoint_.host.find(':') != std::string::npos;
   authority_ =
       (ipv6 ? "[" + endpoint_.host + "]" : endpoint_.host) + ":" + std::to_string(endpoint_.port);
@@ -40,25 +59,12 @@ std::string ClientConnection::describe() const { return endpoint_.scheme + "://"
 void ClientConnection::connect() {
   state_ = State::Connecting;
   auto self = std::static_pointer_cast<ClientConnection>(shared_from_this());
-  connect_timer_.expires_after(options_.connect_timeout);
-  connect_timer_.async_wait([self](std::error_code ec) {
-    if (!ec && self->state_ == State::Connecting) {
-      self->connect_failed("no connection after " +
-                           std::to_string(self->options_.connect_timeout.count()) + " ms");
-    }
-  });
-  resolver_.async_resolve(
-      endpoint_.host, std::to_string(endpoint_.port),
-      [self](std::error_code ec, asio::ip::tcp::resolver::results_type results) {
-        if (self->state_ != State::Connecting) return;
-        if (ec) return self->connect_failed("cannot resolve host: " + ec.message());
-        asio::async_connect(self->socket_, results,
-                            [self](std::error_code ec2, const asio::ip::tcp::endpoint&) {
-                              if (self->state_ != State::Connecting) return;
-                              if (ec2) return self->connect_failed(ec2.message());
-                              self->on_connected();
-                            });
-      });
+  connector_.start(socket_, endpoint_.host, endpoint_.port, settings_.connect_timeout, self,
+                   [this](std::string failure) {
+                     if (state_ != State::Connecting) return;
+                     if (!failure.empty()) return connect_failed(failure);
+                     on_connected();
+                   });
 }
 
 void ClientConnection::connect_failed(const std::string& why) {
@@ -67,8 +73,7 @@ void ClientConnection::connect_failed(const std::string& why) {
   }
   state_ = State::Closed;
   lost_ = true;
-  connect_timer_.cancel();
-  resolver_.cancel();
+  connector_.cancel();
   close_socket();
   auto waiting = std::move(waiting_);
   waiting_.clear();
@@ -78,7 +83,6 @@ void ClientConnection::connect_failed(const std::string& why) {
 }
 
 void ClientConnection::on_connected() {
-  connect_timer_.cancel();
   std::error_code ignored;
   socket_.set_option(asio::ip::tcp::no_delay(true), ignored);
 
@@ -104,9 +108,9 @@ void ClientConnection::on_connected() {
   if (rv != 0)
     return connect_failed(std::string("cannot create HTTP/2 session: ") + nghttp2_strerror(rv));
 
-  H2Settings settings;
-  settings.stream_window_bytes = options_.stream_window_bytes;
-  settings.connection_window_bytes = options_.connection_window_bytes;
+  net::H2Settings settings;
+  settings.stream_window_bytes = settings_.stream_window_bytes;
+  settings.connection_window_bytes = settings_.connection_window_bytes;
   settings.max_concurrent_streams = 0;  // the server may not push
   if (int err = submit_settings(settings, false); err != 0) {
     return connect_failed(std::string("cannot send SETTINGS: ") + nghttp2_strerror(err));
@@ -122,7 +126,16 @@ void ClientConnection::on_connected() {
     if (!call->finished) start_stream(call);
   }
   flush();
-  schedule_keepalive();
+  keepalive_.start(weak_from_this(), {[this] { return !streams_.empty() || !parked_.empty(); },
+                                      [this] {
+                                        nghttp2_submit_ping(session_, NGHTTP2_FLAG_NONE, nullptr);
+                                        flush();
+                                      },
+                                      [this](const std::string& why) {
+                                        shutdown(StatusCode::Unavailable,
+                                                 "connection to " + describe() + ": " + why);
+                                      }});
+  if (!streams_.empty()) keepalive_.activity();
 }
 
 void ClientConnection::submit(std::shared_ptr<ClientCall> call) {
@@ -135,6 +148,7 @@ void ClientConnection::submit(std::shared_ptr<ClientCall> call) {
     case State::Ready:
       start_stream(call);
       flush();
+      keepalive_.activity();
       return;
     case State::Closed:
       complete(call, Error(StatusCode::Unavailable, "connection to " + describe() + " is closed"));
@@ -157,6 +171,11 @@ void ClientConnection::arm_deadline(const std::shared_ptr<ClientCall>& call) {
     if (ec || !expired) return;
     self->abandon(expired, Error(StatusCode::DeadlineExceeded,
                                  "no response from " + self->describe() + " before the deadline"));
+    // Its request is still being written (a large tensor to a slow or stalled peer): the
+    // deadline is a promise to the caller, whose memory the write reads. End the write.
+    if (expired->parked) {
+      self->fail("a request's deadline passed while it was still being written");
+    }
   });
 }
 
@@ -174,37 +193,37 @@ void ClientConnection::start_stream(const std::shared_ptr<ClientCall>& call) {
   char path_buffer[128];  // the path without an allocation: every method name is short
   std::string long_path;
   std::string_view path;
-  std::size_t method_length = std::strlen(call->method);
-  if (kServicePrefix.size() + method_length <= sizeof(path_buffer)) {
-    std::memcpy(path_buffer, kServicePrefix.data(), kServicePrefix.size());
-    std::memcpy(path_buffer + kServicePrefix.size(), call->method, method_length);
-    path = std::string_view(path_buffer, kServicePrefix.size() + method_length);
+  std::size_t method_length = call->method.size();
+  if (protocol::kServicePrefix.size() + method_length <= sizeof(path_buffer)) {
+    std::memcpy(path_buffer, protocol::kServicePrefix.data(), protocol::kServicePrefix.size());
+    std::memcpy(path_buffer + protocol::kServicePrefix.size(), call->method.data(), method_length);
+    path = std::string_view(path_buffer, protocol::kServicePrefix.size() + method_length);
   } else {
-    long_path = std::string(kServicePrefix) + call->method;
+    long_path = std::string(protocol::kServicePrefix) + call->method;
     path = long_path;
   }
   std::string timeout;
   auto& nva = headers_;
   nva.clear();
-  nva.push_back(make_header(":method", "POST"));
-  nva.push_back(make_header(":scheme", "http"));
-  nva.push_back(make_header(":path", path));
-  nva.push_back(make_header(":authority", authority_));
-  nva.push_back(make_header("content-type", "application/grpc"));
-  nva.push_back(make_header("te", "trailers"));
-  nva.push_back(make_header("user-agent", kUserAgent));
+  nva.push_back(net::make_header(":method", "POST"));
+  nva.push_back(net::make_header(":scheme", "http"));
+  nva.push_back(net::make_header(":path", path));
+  nva.push_back(net::make_header(":authority", authority_));
+  nva.push_back(net::make_header("content-type", "application/grpc"));
+  nva.push_back(net::make_header("te", "trailers"));
+  nva.push_back(net::make_header("user-agent", kUserAgent));
   if (call->deadline != Deadline::max()) {
-    timeout = format_grpc_timeout(call->deadline - Clock::now());
-    nva.push_back(make_header("grpc-timeout", timeout));
+    timeout = protocol::format_grpc_timeout(call->deadline - Clock::now());
+    nva.push_back(net::make_header("grpc-timeout", timeout));
   }
   auto& encoded = encoded_headers_;  // base64 values of binary headers, alive until submitted
   encoded.clear();
   encoded.reserve(call->headers.size());  // no reallocation: nva points into these strings
   for (const auto& [name, value] : call->headers) {
     bool binary = name.size() > 4 && name.compare(name.size() - 4, 4, "-bin") == 0;
-    if (binary) encoded.push_back(base64_encode(value));
-    nva.push_back(
-        make_header(name, binary ? std::string_view(encoded.back()) : std::string_view(value)));
+    if (binary) encoded.push_back(protocol::base64_encode(value));
+    nva.push_back(net::make_header(
+        name, binary ? std::string_view(encoded.back()) : std::string_view(value)));
   }
 
   nghttp2_data_provider provider = body_provider(call->body.get());
@@ -247,9 +266,13 @@ int ClientConnection::on_header(nghttp2_session*, const nghttp2_frame* frame,
     call->grpc_content_type = v.rfind("application/grpc", 0) == 0;
     if (!call->grpc_content_type) call->content_type = std::string(v);
   } else if (n == "grpc-status") {
-    call->grpc_status = parse_grpc_status(v);
+    call->grpc_status = protocol::parse_grpc_status(v);
   } else if (n == "grpc-message") {
-    call->grpc_message = percent_decode(v);
+    call->grpc_message = protocol::percent_decode(v);
+  } else if (n == protocol::kStatusDetailsHeader) {
+    if (auto details = protocol::base64_decode(v)) {
+      call->error_reason = protocol::reason_from_status_details(*details);
+    }
   }
   return 0;
 }
@@ -276,7 +299,7 @@ int ClientConnection::on_frame_recv(nghttp2_session*, const nghttp2_frame* frame
   if (frame->hd.type == NGHTTP2_GOAWAY) {
     self->goaway_ = true;  // streams above last_stream_id are closed with REFUSED_STREAM
   } else if (frame->hd.type == NGHTTP2_PING && (frame->hd.flags & NGHTTP2_FLAG_ACK)) {
-    self->ping_outstanding_ = false;
+    self->keepalive_.pong();
   }
   return 0;
 }
@@ -328,7 +351,7 @@ int ClientConnection::on_stream_close(nghttp2_session*, std::int32_t stream_id,
       return 0;
     }
   }
-  self->finish_stream(call, error_code);
+  self->complete(call, self->outcome_of(*call, error_code));
   return 0;
 }
 
@@ -341,17 +364,13 @@ bool ClientConnection::hand_back(const std::shared_ptr<ClientCall>& call) {
   return true;
 }
 
-void ClientConnection::finish_stream(const std::shared_ptr<ClientCall>& call,
-                                     std::uint32_t h2_error) {
-  complete(call, outcome_of(*call, h2_error));
-}
-
 Result<ReceivedMessage> ClientConnection::outcome_of(ClientCall& call,
                                                      std::uint32_t h2_error) const {
   if (call.grpc_status) {
     StatusCode code = *call.grpc_status;
     if (code != StatusCode::Ok) {
-      return Error(code, call.grpc_message.empty() ? sonic::describe(code) : call.grpc_message);
+      return Error(code, call.grpc_message.empty() ? sonic::describe(code) : call.grpc_message,
+                   call.error_reason);
     }
     if (!call.reader.at_boundary()) {
       return Error(StatusCode::Internal,
@@ -364,9 +383,9 @@ Result<ReceivedMessage> ClientConnection::outcome_of(ClientCall& call,
     }
     return std::move(call.reader.messages().front());
   }
-  if (h2_error != NGHTTP2_NO_ERROR) return error_from_reset(h2_error);
+  if (h2_error != NGHTTP2_NO_ERROR) return protocol::error_from_reset(h2_error);
   if (call.http_status != 200 && call.http_status != 0) {
-    return Error(status_from_http(call.http_status),
+    return Error(protocol::status_from_http(call.http_status),
                  "HTTP status " + std::to_string(call.http_status) + " from " + describe() +
                      " (not a gRPC response)");
   }
@@ -382,55 +401,34 @@ void ClientConnection::complete(const std::shared_ptr<ClientCall>& call,
                                 Result<ReceivedMessage> outcome) {
   if (call->finished) return;
   call->finished = true;
-  if (call->timer) call->timer->cancel();
   if (call->body && call->body->in_flight_writes > 0) {
-    // A write still reads the caller's tensors: answer once it no longer does.
+    // A write still reads the caller's tensors: answer once it no longer does. The call's
+    // deadline timer stays armed: past the deadline the connection closes, ending the write.
     call->parked = std::move(outcome);
     parked_[call->body.get()] = call;
     return;
   }
-  auto done = std::move(call->done);
+  deliver(*call, std::move(outcome));
+}
+
+void ClientConnection::deliver(ClientCall& call, Result<ReceivedMessage> outcome) {
+  if (call.timer) call.timer->cancel();
+  auto done = std::move(call.done);
   done(std::move(outcome));
 }
 
-void ClientConnection::on_body_released(OutgoingBody& body) {
+void ClientConnection::on_body_released(protocol::OutgoingBody& body) {
   auto it = parked_.find(&body);
   if (it == parked_.end()) return;
   auto call = std::move(it->second);
   parked_.erase(it);
-  auto done = std::move(call->done);
-  done(std::move(*call->parked));
-}
-
-void ClientConnection::schedule_keepalive() {
-  if (options_.keepalive_interval.count() <= 0 || lost_) return;
-  auto wait = ping_outstanding_ ? options_.keepalive_timeout : options_.keepalive_interval;
-  keepalive_timer_.expires_after(wait);
-  auto self = std::static_pointer_cast<ClientConnection>(shared_from_this());
-  keepalive_timer_.async_wait([self](std::error_code ec) {
-    if (ec || self->lost_) return;
-    if (self->ping_outstanding_) {
-      if (Clock::now() - self->ping_sent_ >= self->options_.keepalive_timeout) {
-        self->shutdown(StatusCode::Unavailable,
-                       "keepalive PING unanswered for " +
-                           std::to_string(self->options_.keepalive_timeout.count()) + " ms");
-        return;
-      }
-    } else if (!self->streams_.empty()) {
-      // Ping only while calls wait: servers penalise pings on idle connections.
-      nghttp2_submit_ping(self->session_, NGHTTP2_FLAG_NONE, nullptr);
-      self->ping_outstanding_ = true;
-      self->ping_sent_ = Clock::now();
-      self->flush();
-    }
-    self->schedule_keepalive();
-  });
+  deliver(*call, std::move(*call->parked));
 }
 
 void ClientConnection::on_connection_lost(const std::string& why) {
   state_ = State::Closed;
-  keepalive_timer_.cancel();
-  connect_timer_.cancel();
+  keepalive_.stop();
+  connector_.cancel();
   auto streams = std::move(streams_);
   streams_.clear();
   auto waiting = std::move(waiting_);
@@ -441,9 +439,6 @@ void ClientConnection::on_connection_lost(const std::string& why) {
 }
 
 void ClientConnection::shutdown(StatusCode code, const std::string& why) {
-  keepalive_timer_.cancel();
-  connect_timer_.cancel();
-  resolver_.cancel();
   auto streams = std::move(streams_);
   streams_.clear();
   auto waiting = std::move(waiting_);
@@ -451,10 +446,7 @@ void ClientConnection::shutdown(StatusCode code, const std::string& why) {
   for (auto& [id, call] : streams) complete(call, Error(code, why));
   for (auto& call : waiting) complete(call, Error(code, why));
   state_ = State::Closed;
-  if (!lost_) {
-    lost_ = true;
-    close_socket();
-  }
+  fail(why);  // closes the socket: writes under way end, and their calls are answered
 }
 
 }  // namespace sonic::grpc

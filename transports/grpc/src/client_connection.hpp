@@ -1,115 +1,54 @@
 // One HTTP/2 connection of the gRPC client: many concurrent calls multiplexed as streams.
-// All members run on the transport's io_context thread.
+// Everything runs on the connection's network thread.
 #pragma once
 
 #include <chrono>
+#include <cstdint>
 #include <deque>
 #include <functional>
 #include <map>
 #include <memory>
-#include <optional>
 #include <string>
 #include <unordered_map>
-#include <utility>
 #include <vector>
 
-#include "h2_session.hpp"
-#include "sonic/detail/unique_function.hpp"
+#include "client_call.hpp"
+#include "net/channel.hpp"
+#include "net/connector.hpp"
+#include "net/h2_session.hpp"
+#include "net/keepalive.hpp"
 #include "sonic/options.hpp"
 #include "sonic/transport.hpp"
 
 namespace sonic::grpc {
 
-class ClientConnection;
+/// What shapes a connection (the client options that do): clients whose settings agree may
+/// share one.
+struct ConnectionSettings {
+  std::chrono::milliseconds connect_timeout{};
+  std::chrono::milliseconds keepalive_interval{};
+  std::chrono::milliseconds keepalive_timeout{};
+  std::uint32_t stream_window_bytes = 0;
+  std::uint32_t connection_window_bytes = 0;
 
-/// When a call passed each step, for InferResult::timing(). Written on the network thread once
-/// the call is posted there; read by the completion, which runs on that thread too.
-struct CallTimes {
-  Clock::time_point encoded;     ///< the caller's thread finished encoding
-  Clock::time_point started;     ///< the stream was submitted
-  Clock::time_point sent;        ///< the frame ending the request was handed to the socket
-  Clock::time_point first_byte;  ///< the answer's headers arrived
-  Clock::time_point last_byte;   ///< the stream closed
+  static ConnectionSettings of(const ClientOptions& options);
+  /// The settings as text, for telling apart connections that cannot be shared.
+  std::string key() const;
 };
 
-/// One unary gRPC call: a request body, its deadline, and the handler of its outcome.
-struct ClientCall {
-  ClientCall(const char* method_name, std::shared_ptr<OutgoingBody> request_body,
-             Deadline call_deadline, std::uint32_t raw_field, std::size_t max_message_bytes)
-      : method(method_name),
-        body(std::move(request_body)),
-        deadline(call_deadline),
-        response_raw_field(raw_field),
-        max_response_bytes(max_message_bytes),
-        reader(raw_field, max_message_bytes) {}
-
-  /// Times a call may be refused unprocessed and started again before it fails UNAVAILABLE.
-  static constexpr int kMaxRefusals = 5;
-
-  /// Forgets a refused attempt so that the call can start again on a new stream.
-  void reset_for_retry() {
-    stream_id = 0;
-    reader = MessageReader(response_raw_field, max_response_bytes);
-    http_status = 0;
-    content_type.clear();
-    grpc_content_type = false;
-    grpc_status.reset();
-    grpc_message.clear();
-    body->reserved = 0;
-    body->piece_index = 0;
-    body->piece_offset = 0;
-  }
-
-  const char* method;  ///< of the inference service, a string literal ("ModelInfer")
-  std::shared_ptr<OutgoingBody> body;
-  Deadline deadline;
-  std::uint32_t response_raw_field;
-  std::size_t max_response_bytes;
-  std::vector<std::pair<std::string, std::string>> headers;
-  CallTimes times;
-  /// Runs exactly once on the io thread, while whoever calls it holds the call (so `times`
-  /// may be read there).
-  detail::UniqueFunction<void(Result<ReceivedMessage>)> done;
-
-  // Progress, owned by the connection.
-  std::weak_ptr<ClientConnection> connection;  // the one it was last submitted to
-  std::int32_t stream_id = 0;
-  MessageReader reader;
-  int http_status = 0;
-  bool grpc_content_type = false;  ///< the answer's content-type is application/grpc[+...]
-  std::string content_type;        ///< the answer's content-type when it is not
-  std::optional<StatusCode> grpc_status;
-  std::string grpc_message;
-  std::unique_ptr<asio::steady_timer> timer;
-  bool finished = false;
-  int refusals = 0;  // times the server refused the stream unprocessed
-  std::optional<Result<ReceivedMessage>>
-      parked;  // outcome held until the body's bytes are released
-};
-
-/// What a connection reports to the transport that owns it; called on the io thread, never
-/// inside a call into the connection.
-struct ConnectionEvents {
-  /// A call the server never processed (refused by GOAWAY, or never started on this connection):
-  /// it should start again on a new connection.
-  std::function<void(std::shared_ptr<ClientCall>)> restart;
-  /// The outcome of connecting: an empty string once connected, else why it failed.
-  std::function<void(const std::string& failure)> connected;
-};
-
-/// A client connection. Created per endpoint; replaced when it fails or receives GOAWAY.
-class ClientConnection final : public H2Session {
+/// A client connection. Replaced by its channel when it fails or receives GOAWAY.
+class ClientConnection final : public net::H2Session {
  public:
-  ClientConnection(asio::io_context& io, Endpoint endpoint, const ClientOptions& options,
-                   ConnectionEvents events);
+  ClientConnection(asio::io_context& io, Endpoint endpoint, ConnectionSettings settings,
+                   net::ChannelEvents<ClientCall> events);
   ~ClientConnection() override;
 
   /// Resolves and connects; calls submitted meanwhile wait (bounded by connect_timeout).
   void connect();
   /// Starts a call, or queues it until the connection is up.
   void submit(std::shared_ptr<ClientCall> call);
-  /// Completes the call with `why` now, resetting its stream (CANCEL) if it has one, so that the
-  /// server stops working on it.
+  /// Completes the call with `why` now, resetting its stream (CANCEL) if it has one, so that
+  /// the server stops working on it. Its outcome waits while a write reads its borrowed bytes.
   void abandon(const std::shared_ptr<ClientCall>& call, Error why);
   /// Completes every call with `code` and closes the connection.
   void shutdown(StatusCode code, const std::string& why);
@@ -123,18 +62,17 @@ class ClientConnection final : public H2Session {
   void connect_failed(const std::string& why);
   void start_stream(const std::shared_ptr<ClientCall>& call);
   void arm_deadline(const std::shared_ptr<ClientCall>& call);
-  void finish_stream(const std::shared_ptr<ClientCall>& call, std::uint32_t h2_error);
-  Result<ReceivedMessage> outcome_of(ClientCall& call, std::uint32_t h2_error) const;
-  void complete(const std::shared_ptr<ClientCall>& call, Result<ReceivedMessage> outcome);
-  void schedule_keepalive();
+  Result<protocol::ReceivedMessage> outcome_of(ClientCall& call, std::uint32_t h2_error) const;
+  void complete(const std::shared_ptr<ClientCall>& call, Result<protocol::ReceivedMessage> outcome);
+  void deliver(ClientCall& call, Result<protocol::ReceivedMessage> outcome);
   std::shared_ptr<ClientCall> find(std::int32_t stream_id) const;
   std::string describe() const;
-  // Gives a call the server never processed back to the transport, to start on a new
+  // Gives a call the server never processed back to the channel, to start on a new
   // connection; false when it may not be restarted again.
   bool hand_back(const std::shared_ptr<ClientCall>& call);
 
   void on_connection_lost(const std::string& why) override;
-  void on_body_released(OutgoingBody& body) override;
+  void on_body_released(protocol::OutgoingBody& body) override;
 
   static int on_header(nghttp2_session*, const nghttp2_frame*, const std::uint8_t*, std::size_t,
                        const std::uint8_t*, std::size_t, std::uint8_t, void*);
@@ -147,19 +85,17 @@ class ClientConnection final : public H2Session {
 
   asio::io_context& io_;
   Endpoint endpoint_;
-  const ClientOptions& options_;
-  ConnectionEvents events_;
+  ConnectionSettings settings_;
+  net::ChannelEvents<ClientCall> events_;
   std::string authority_;
   State state_ = State::Idle;
   bool goaway_ = false;
-  asio::ip::tcp::resolver resolver_;
-  asio::steady_timer connect_timer_;
-  asio::steady_timer keepalive_timer_;
-  bool ping_outstanding_ = false;
-  Clock::time_point ping_sent_;
+  net::Connector connector_;
+  net::Keepalive keepalive_;
   std::deque<std::shared_ptr<ClientCall>> waiting_;              // until connected
   std::map<std::int32_t, std::shared_ptr<ClientCall>> streams_;  // open streams
-  std::unordered_map<OutgoingBody*, std::shared_ptr<ClientCall>> parked_;
+  // Completed calls whose request bytes a write still reads, by body.
+  std::unordered_map<protocol::OutgoingBody*, std::shared_ptr<ClientCall>> parked_;
   // Scratch space of start_stream, kept to spare an allocation per call.
   std::vector<nghttp2_nv> headers_;
   std::vector<std::string> encoded_headers_;

@@ -1,36 +1,111 @@
-// The gRPC transport: sonic::Transport over one HTTP/2 connection per endpoint, driven by its
-// own network thread. Registers the "grpc" URL scheme when linked.
-#include "grpc_transport.hpp"
-
-#include <algorithm>
+// The gRPC transport: sonic::Transport for one client and endpoint, over the endpoint's
+// channel (shared with the process's other clients of it). Registers the "grpc" URL scheme.
+#include <memory>
 #include <string>
 #include <vector>
+
+#include "grpc_channel.hpp"
+#include "net/call_book.hpp"
+#include "net/resolve.hpp"
+#include "protocol/control_calls.hpp"
+#include "protocol/infer_codec.hpp"
 
 namespace sonic::grpc {
 
 namespace {
 
-// The system's lookup (getaddrinfo), for Resolution::each_address: every TCP address of a name.
-Result<std::vector<std::string>> resolve_addresses(const std::string& host, std::uint16_t port) {
-  asio::io_context io;
-  asio::ip::tcp::resolver resolver(io);
-  std::error_code ec;
-  auto results = resolver.resolve(host, std::to_string(port), ec);
-  if (ec) return Error(StatusCode::Unavailable, "cannot resolve '" + host + "': " + ec.message());
-  std::vector<std::string> addresses;
-  for (const auto& entry : results) {
-    auto address = entry.endpoint().address();
-    std::string text = address.is_v6() ? "[" + address.to_string() + "]" : address.to_string();
-    text += ":" + std::to_string(entry.endpoint().port());
-    if (std::find(addresses.begin(), addresses.end(), text) == addresses.end()) {
-      addresses.push_back(std::move(text));
-    }
-  }
-  return addresses;
+using protocol::ReceivedMessage;
+
+// Turns the steps a call passed into durations; a step not seen leaves its part zero.
+void record_timing(InferTiming& t, const CallTimes& at, Clock::time_point begun,
+                   Clock::time_point decoding) {
+  auto span = [](Clock::time_point from, Clock::time_point to) {
+    return from == Clock::time_point{} || to == Clock::time_point{} || to < from
+               ? std::chrono::nanoseconds{0}
+               : std::chrono::duration_cast<std::chrono::nanoseconds>(to - from);
+  };
+  auto now = Clock::now();
+  t.serialize = span(begun, at.encoded);
+  t.queue = span(at.encoded, at.started);
+  t.send = span(at.started, at.sent);
+  t.wait = span(at.sent, at.first_byte);
+  t.receive = span(at.first_byte, at.last_byte);
+  t.deserialize = span(decoding, now);
+  t.total = span(begun, now);
 }
 
+using Calls = net::CallBook<ClientConnection, ClientCall>;
+
+class GrpcTransport final : public protocol::ControlCalls {
+ public:
+  GrpcTransport(const Endpoint& endpoint, const ClientOptions& options)
+      : channel_(channel_for(endpoint, options)),
+        headers_(options.headers),
+        max_message_bytes_(options.max_message_bytes),
+        wait_for_reconnect_(net::ReconnectBackoff::calls_wait(options)) {}
+
+  // Cancels this client's calls (only its own: the channel may serve other clients), and
+  // returns once every one of them has completed.
+  ~GrpcTransport() override { Calls::close_and_wait(calls_, *channel_); }
+
+  void infer_async(InferRequest request, Deadline deadline, std::shared_ptr<CancelSignal> cancel,
+                   Callback<InferResult> done) override {
+    auto begun = Clock::now();
+    auto body = protocol::encode_infer_request(request, max_message_bytes_);
+    if (!body) return done(body.error());
+    auto call = make_call("ModelInfer", std::move(*body), deadline, protocol::kRawOutputField);
+    call->times.encoded = Clock::now();
+    call->headers = request.headers();
+    // The call is alive whenever `done` runs (see ClientCall::done): its times may be read.
+    call->done = [done = std::move(done), times = &call->times,
+                  begun](Result<ReceivedMessage> message) mutable {
+      if (!message) return done(message.error());
+      auto decoding = Clock::now();
+      auto result = protocol::decode_infer_response(std::move(*message));
+      if (result) record_timing(result->timing(), *times, begun, decoding);
+      done(std::move(result));
+    };
+    if (cancel) Calls::watch(*cancel, channel_, call);
+    start(std::move(call));
+  }
+
+  void call_async(std::string method, std::string request, Deadline deadline,
+                  Callback<std::string> done) override {
+    auto body = std::make_shared<protocol::OutgoingBody>();
+    body->append_owned(request);
+    if (auto ok = body->finish(max_message_bytes_); !ok) return done(ok.error());
+    auto call = make_call(std::move(method), std::move(body), deadline, 0);
+    call->done = [done = std::move(done)](Result<ReceivedMessage> message) mutable {
+      if (!message) return done(message.error());
+      done(std::move(message->envelope));
+    };
+    start(std::move(call));
+  }
+
+ private:
+  std::shared_ptr<ClientCall> make_call(std::string method,
+                                        std::shared_ptr<protocol::OutgoingBody> body,
+                                        Deadline deadline, std::uint32_t raw_field) {
+    auto call = std::make_shared<ClientCall>(std::move(method), std::move(body), deadline,
+                                             raw_field, max_message_bytes_);
+    call->wait_for_reconnect = wait_for_reconnect_;
+    return call;
+  }
+
+  void start(std::shared_ptr<ClientCall> call) {
+    for (const auto& header : headers_) call->headers.push_back(header);
+    Calls::start(calls_, channel_, std::move(call));
+  }
+
+  std::shared_ptr<GrpcChannel> channel_;
+  std::vector<std::pair<std::string, std::string>> headers_;
+  std::size_t max_message_bytes_;
+  bool wait_for_reconnect_;
+  std::shared_ptr<Calls> calls_ = std::make_shared<Calls>();
+};
+
 const bool registered = [] {
-  transport_registry().set_resolver(&resolve_addresses);
+  transport_registry().set_resolver(&net::resolve_addresses);
   transport_registry().add(
       "grpc",
       [](const Endpoint& endpoint,
@@ -44,8 +119,8 @@ const bool registered = [] {
 
 }  // namespace sonic::grpc
 
-// Referenced by the sonic::grpc CMake target (-Wl,-u) so that linking the static library
-// always keeps this file, and with it the registration above.
+// Referenced by the anchor object linked into every program that uses sonic::grpc, so that
+// the library, and the registration above, are part of the program (see SonicLibrary.cmake).
 extern "C" {
-int sonic_grpc_transport_anchor = 1;
+SONIC_EXPORT int sonic_grpc_transport_anchor = 1;
 }

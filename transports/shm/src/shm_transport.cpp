@@ -12,15 +12,22 @@
 #include <mutex>
 #include <set>
 
-#include "grpc_transport.hpp"
+#include "protocol/control_calls.hpp"
+#include "protocol/control_codec.hpp"
+#include "protocol/names.hpp"
 #include "region_pool.hpp"
 #include "user_regions.hpp"
+
+// sonic::grpc's anchor: this transport's requests travel over grpc://, and the reference makes
+// libsonic_grpc a dependency of this library, so that linking sonic::shm alone is enough.
+extern "C" int sonic_grpc_transport_anchor;
+[[maybe_unused]] __attribute__((used)) static int* const grpc_anchor = &sonic_grpc_transport_anchor;
 
 namespace sonic::shm {
 
 namespace {
 
-using grpc::GrpcTransport;
+namespace reason = protocol::reason;
 
 constexpr std::size_t kAlign = 64;  // every tensor starts on a cache line
 std::size_t align_up(std::size_t n) { return (n + kAlign - 1) / kAlign * kAlign; }
@@ -32,16 +39,21 @@ bool mentions(const Error& error, const char* text) {
   return message.find(text) != std::string::npos;
 }
 
-// The server no longer knows a region we use: it restarted.
+// The server no longer knows a region we use: it restarted, or the registration went away with
+// its connection. sonic's servers say so by reason; others (Triton) only in words, as
+// INVALID_ARGUMENT or NOT_FOUND: "Unable to find shared memory region ...".
 bool lost_registration(const Error& error) {
-  return error.code() == StatusCode::InvalidArgument && mentions(error, "unable to find") &&
-         mentions(error, "shared memory region");
+  if (!error.reason().empty()) return error.reason() == reason::kShmRegionNotFound;
+  return (error.code() == StatusCode::InvalidArgument || error.code() == StatusCode::NotFound) &&
+         mentions(error, "unable to find") && mentions(error, "shared memory region");
 }
 
-// An output outgrew the space we reserved for it (sonic-server's or Triton's wording).
+// An output outgrew the space we reserved for it. Triton says so in words, as INVALID_ARGUMENT
+// or INTERNAL: "... should be at least N bytes ...".
 bool output_space_too_small(const Error& error) {
-  return error.code() == StatusCode::InvalidArgument &&
-         (mentions(error, "shared memory space holds") || mentions(error, "should be at least"));
+  if (!error.reason().empty()) return error.reason() == reason::kShmOutputTooSmall;
+  return (error.code() == StatusCode::InvalidArgument || error.code() == StatusCode::Internal) &&
+         mentions(error, "should be at least");
 }
 
 // A registration failure that says the server cannot use our memory at all (not a passing
@@ -53,9 +65,9 @@ bool refuses_shared_memory(const Error& error) {
 
 Parameters place(const std::string& region, std::size_t offset, std::size_t bytes) {
   Parameters where;
-  where[grpc::kSharedMemoryRegion] = region;
-  where[grpc::kSharedMemoryByteSize] = static_cast<std::int64_t>(bytes);
-  if (offset) where[grpc::kSharedMemoryOffset] = static_cast<std::int64_t>(offset);
+  where[protocol::kSharedMemoryRegion] = region;
+  where[protocol::kSharedMemoryByteSize] = static_cast<std::int64_t>(bytes);
+  if (offset) where[protocol::kSharedMemoryOffset] = static_cast<std::int64_t>(offset);
   return where;
 }
 
@@ -81,18 +93,19 @@ struct Exchange {
   bool retried = false;
 };
 
-class ShmTransport final : public Transport {
+class ShmTransport final : public protocol::ControlCalls {
  public:
-  ShmTransport(const Endpoint& endpoint, const ClientOptions& options)
+  // The two gRPC transports come from the registry, as a user's would: one for requests and
+  // control calls, one for registrations, so that regions can still be unregistered after the
+  // first has completed every request with CANCELLED.
+  ShmTransport(std::unique_ptr<Transport> calls, std::unique_ptr<Transport> control,
+               const Endpoint& endpoint, const ClientOptions& options)
       : url_(endpoint.url),
         options_(options),
         pool_(std::make_shared<RegionPool>(options.shared_memory.pool_bytes,
-                                           options.shared_memory.min_region_bytes)) {
-    Endpoint plain = endpoint;
-    plain.scheme = "grpc";
-    calls_ = std::make_unique<GrpcTransport>(plain, options);
-    control_ = std::make_unique<GrpcTransport>(plain, options);
-  }
+                                           options.shared_memory.min_region_bytes)),
+        calls_(std::move(calls)),
+        control_(std::move(control)) {}
 
   ~ShmTransport() override {
     {
@@ -115,18 +128,9 @@ class ShmTransport final : public Transport {
     register_then_send(exchange);
   }
 
-  void server_live_async(Deadline deadline, Callback<bool> done) override {
-    calls_->server_live_async(deadline, std::move(done));
-  }
-  void server_ready_async(Deadline deadline, Callback<bool> done) override {
-    calls_->server_ready_async(deadline, std::move(done));
-  }
-  void model_ready_async(std::string model, std::string version, Deadline deadline,
-                         Callback<bool> done) override {
-    calls_->model_ready_async(std::move(model), std::move(version), deadline, std::move(done));
-  }
-  void server_metadata_async(Deadline deadline, Callback<ServerMetadata> done) override {
-    calls_->server_metadata_async(deadline, std::move(done));
+  void call_async(std::string method, std::string request, Deadline deadline,
+                  Callback<std::string> done) override {
+    calls_->call_async(std::move(method), std::move(request), deadline, std::move(done));
   }
   void model_metadata_async(std::string model, std::string version, Deadline deadline,
                             Callback<ModelMetadata> done) override {
@@ -144,14 +148,6 @@ class ShmTransport final : public Transport {
           done(std::move(metadata));
         });
   }
-  void model_config_async(std::string model, std::string version, Deadline deadline,
-                          Callback<std::string> done) override {
-    calls_->model_config_async(std::move(model), std::move(version), deadline, std::move(done));
-  }
-  void model_statistics_async(std::string model, std::string version, Deadline deadline,
-                              Callback<std::vector<ModelStatistics>> done) override {
-    calls_->model_statistics_async(std::move(model), std::move(version), deadline, std::move(done));
-  }
 
  private:
   // Builds the wire request: inputs into the lease (or found in user regions), outputs
@@ -164,7 +160,7 @@ class ShmTransport final : public Transport {
     std::vector<bool> copy(in.inputs().size(), false);
     for (std::size_t i = 0; i < in.inputs().size(); ++i) {
       const NamedTensor& t = in.inputs()[i];
-      if (auto it = t.parameters.find(grpc::kSharedMemoryRegion); it != t.parameters.end()) {
+      if (auto it = t.parameters.find(protocol::kSharedMemoryRegion); it != t.parameters.end()) {
         if (const auto* name = std::get_if<std::string>(&it->second)) {
           if (auto region = find_region(*name)) x.user_regions.push_back(region);
         }
@@ -183,7 +179,7 @@ class ShmTransport final : public Transport {
     std::size_t output_bytes = 0;
     std::vector<std::size_t> predicted(outputs.size(), 0);
     for (std::size_t o = 0; o < outputs.size(); ++o) {
-      if (outputs[o].parameters.count(grpc::kSharedMemoryRegion)) continue;
+      if (outputs[o].parameters.count(protocol::kSharedMemoryRegion)) continue;
       predicted[o] = predict(in, outputs[o].name);
       output_bytes += align_up(predicted[o]);
     }
@@ -207,7 +203,7 @@ class ShmTransport final : public Transport {
           std::memcpy(x.lease->region->data() + at, t.tensor.data(), t.tensor.byte_size());
         w.input(t.name, t.tensor, place(x.lease->region->name(), at, t.tensor.byte_size()));
         at += align_up(t.tensor.byte_size());
-      } else if (!t.parameters.count(grpc::kSharedMemoryRegion) &&
+      } else if (!t.parameters.count(protocol::kSharedMemoryRegion) &&
                  (user = region_holding(t.tensor.data(), t.tensor.byte_size(), &offset))) {
         x.user_regions.push_back(user);  // zero copy: the caller built it in place
         w.input(t.name, t.tensor, place(user->name, offset, t.tensor.byte_size()));
@@ -236,11 +232,10 @@ class ShmTransport final : public Transport {
     std::vector<std::function<void(Callback<bool>)>> steps;
     if (x->lease && !x->lease->registered) {
       steps.push_back([this, x](Callback<bool> next) {
-        inference::SystemSharedMemoryRegisterRequest request;
-        request.set_name(x->lease->region->name());
-        request.set_key(x->lease->region->key());
-        request.set_byte_size(x->lease->region->size());
-        register_region(std::move(request), x->deadline,
+        protocol::SystemShmRegistration request{x->lease->region->name(), x->lease->region->key(),
+                                                0, x->lease->region->size()};
+        register_region("SystemSharedMemoryRegister",
+                        protocol::encode_system_shm_registration(request), x->deadline,
                         [this, x, next = std::move(next)](Result<bool> ok) mutable {
                           if (ok && *ok) pool_->mark_registered(*x->lease);
                           next(std::move(ok));
@@ -271,15 +266,15 @@ class ShmTransport final : public Transport {
     }
   }
 
-  // The ShmRegister RPCs answer through a Result<bool>: true once registered.
-  void register_region(inference::SystemSharedMemoryRegisterRequest request, Deadline deadline,
+  // A registration (`method`: System- or CudaSharedMemoryRegister, with its encoded request);
+  // `done` gets true once the server knows the region (ALREADY_EXISTS included).
+  void register_region(const char* method, std::string request, Deadline deadline,
                        Callback<bool> done) {
-    control_->unary<inference::SystemSharedMemoryRegisterResponse>(
-        "SystemSharedMemoryRegister", request, std::min(deadline, control_deadline()),
-        [done = std::move(done)](Result<inference::SystemSharedMemoryRegisterResponse> r) mutable {
-          if (!r && r.code() != StatusCode::AlreadyExists) return done(r.error());
-          done(true);
-        });
+    control_->call_async(method, std::move(request), std::min(deadline, control_deadline()),
+                         [done = std::move(done)](Result<std::string> r) mutable {
+                           if (!r && r.code() != StatusCode::AlreadyExists) return done(r.error());
+                           done(true);
+                         });
   }
 
   void register_user(const std::shared_ptr<const UserRegion>& region, Deadline deadline,
@@ -292,24 +287,15 @@ class ShmTransport final : public Transport {
       done(std::move(ok));
     };
     if (!region->cuda) {
-      inference::SystemSharedMemoryRegisterRequest request;
-      request.set_name(region->name);
-      request.set_key(region->key);
-      request.set_byte_size(region->size);
-      return register_region(std::move(request), deadline, std::move(remember));
+      protocol::SystemShmRegistration request{region->name, region->key, 0, region->size};
+      return register_region("SystemSharedMemoryRegister",
+                             protocol::encode_system_shm_registration(request), deadline,
+                             std::move(remember));
     }
-    inference::CudaSharedMemoryRegisterRequest request;
-    request.set_name(region->name);
-    request.set_raw_handle(region->ipc_handle);
-    request.set_device_id(region->device);
-    request.set_byte_size(region->size);
-    control_->unary<inference::CudaSharedMemoryRegisterResponse>(
-        "CudaSharedMemoryRegister", request, std::min(deadline, control_deadline()),
-        [remember =
-             std::move(remember)](Result<inference::CudaSharedMemoryRegisterResponse> r) mutable {
-          if (!r && r.code() != StatusCode::AlreadyExists) return remember(r.error());
-          remember(true);
-        });
+    protocol::CudaShmRegistration request{region->name, region->ipc_handle, region->device,
+                                          region->size};
+    register_region("CudaSharedMemoryRegister", protocol::encode_cuda_shm_registration(request),
+                    deadline, std::move(remember));
   }
 
   bool knows(const std::string& user_region) const {
@@ -379,7 +365,7 @@ class ShmTransport final : public Transport {
     for (const auto& out : result.outputs()) {
       auto placed = std::find_if(x.outputs.begin(), x.outputs.end(),
                                  [&](const Exchange::Output& o) { return o.name == out.name; });
-      if (placed == x.outputs.end() || !out.parameters.count(grpc::kSharedMemoryRegion)) {
+      if (placed == x.outputs.end() || !out.parameters.count(protocol::kSharedMemoryRegion)) {
         outputs.push_back(out);
         continue;
       }
@@ -405,7 +391,7 @@ class ShmTransport final : public Transport {
 
   static std::optional<std::size_t> byte_size_of(const NamedTensor& out) {
     if (out.tensor.dtype() == DataType::Bytes) {
-      auto it = out.parameters.find(grpc::kSharedMemoryByteSize);
+      auto it = out.parameters.find(protocol::kSharedMemoryByteSize);
       if (it == out.parameters.end()) return std::nullopt;
       if (const auto* i = std::get_if<std::int64_t>(&it->second); i && *i >= 0) {
         return static_cast<std::size_t>(*i);
@@ -493,21 +479,12 @@ class ShmTransport final : public Transport {
   }
 
   void unregister_one(const std::string& name, bool cuda, std::shared_ptr<std::promise<void>> ack) {
-    auto deadline = deadline_after(std::chrono::milliseconds(1000));
-    auto finish = [ack](auto&&) {
-      if (ack) ack->set_value();
-    };
-    if (cuda) {
-      inference::CudaSharedMemoryUnregisterRequest request;
-      request.set_name(name);
-      control_->unary<inference::CudaSharedMemoryUnregisterResponse>(
-          "CudaSharedMemoryUnregister", request, deadline, std::move(finish));
-    } else {
-      inference::SystemSharedMemoryUnregisterRequest request;
-      request.set_name(name);
-      control_->unary<inference::SystemSharedMemoryUnregisterResponse>(
-          "SystemSharedMemoryUnregister", request, deadline, std::move(finish));
-    }
+    control_->call_async(cuda ? "CudaSharedMemoryUnregister" : "SystemSharedMemoryUnregister",
+                         protocol::encode_region_name(name),
+                         deadline_after(std::chrono::milliseconds(1000)),
+                         [ack](Result<std::string>) {
+                           if (ack) ack->set_value();
+                         });
   }
 
   // Unregisters every region this transport registered; waits at most about a second.
@@ -531,8 +508,8 @@ class ShmTransport final : public Transport {
   std::string url_;
   ClientOptions options_;
   std::shared_ptr<RegionPool> pool_;
-  std::unique_ptr<GrpcTransport> calls_;    // inference and the Transport's control calls
-  std::unique_ptr<GrpcTransport> control_;  // registrations, alive until they are undone
+  std::unique_ptr<Transport> calls_;    // inference and the Transport's control calls
+  std::unique_ptr<Transport> control_;  // registrations, alive until they are undone
   std::atomic<bool> plain_{false};
   std::mutex calls_mutex_;  // orders dispatch() against the destructor
   bool closing_ = false;    // guarded by calls_mutex_
@@ -544,12 +521,19 @@ class ShmTransport final : public Transport {
 };
 
 const bool registered = [] {
-  transport_registry().add(
-      "grpc+shm",
-      [](const Endpoint& endpoint,
-         const ClientOptions& options) -> Result<std::unique_ptr<Transport>> {
-        return std::unique_ptr<Transport>(std::make_unique<ShmTransport>(endpoint, options));
-      });
+  transport_registry().add("grpc+shm",
+                           [](const Endpoint& endpoint,
+                              const ClientOptions& options) -> Result<std::unique_ptr<Transport>> {
+                             Endpoint plain = endpoint;
+                             plain.scheme = "grpc";
+                             plain.url = "grpc" + endpoint.url.substr(endpoint.scheme.size());
+                             auto calls = transport_registry().create(plain, options);
+                             if (!calls) return calls.error();
+                             auto control = transport_registry().create(plain, options);
+                             if (!control) return control.error();
+                             return std::unique_ptr<Transport>(std::make_unique<ShmTransport>(
+                                 std::move(*calls), std::move(*control), endpoint, options));
+                           });
   return true;
 }();
 
@@ -557,7 +541,8 @@ const bool registered = [] {
 
 }  // namespace sonic::shm
 
-// Referenced by the sonic::shm CMake target (-Wl,-u) so that the registration above is linked.
+// Referenced by the anchor object linked into every program that uses sonic::shm (see
+// SonicLibrary.cmake).
 extern "C" {
-int sonic_shm_transport_anchor = 1;
+SONIC_EXPORT int sonic_shm_transport_anchor = 1;
 }

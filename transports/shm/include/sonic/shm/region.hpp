@@ -7,6 +7,7 @@
 #include <memory>
 #include <string>
 
+#include "sonic/detail/export.hpp"
 #include "sonic/request.hpp"
 #include "sonic/tensor.hpp"
 
@@ -20,7 +21,7 @@ namespace sonic::shm {
 ///   sonic::shm::SharedBuffer buffer(n * sizeof(float));
 ///   float* x = buffer.as<float>();  fill(x, n);
 ///   client.infer(sonic::InferRequest("m").input("INPUT0", buffer.tensor(DataType::Fp32, {1, n})));
-class SharedBuffer {
+class SONIC_EXPORT SharedBuffer {
  public:
   /// Creates and maps a region of at least `bytes` bytes. Throws sonic::Error(Unavailable)
   /// when the system refuses (no /dev/shm, or its size limit).
@@ -53,7 +54,7 @@ class SharedBuffer {
 ///   request.input("INPUT0", sonic::Tensor::descriptor(DataType::Fp32, {1, n}),
 ///                 gpu.parameters(0, n * 4))
 ///          .output("OUTPUT0", gpu.parameters(n * 4, n * 4));
-class CudaBuffer {
+class SONIC_EXPORT CudaBuffer {
  public:
   /// Allocates `bytes` on `device`. Throws sonic::Error(Unavailable) when sonic was built
   /// without CUDA or the device is not usable.

@@ -1,0 +1,61 @@
+// sonic — the built-in models sonic-server hosts, and every test and example can count on
+// (part of the sonic::server library).
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "sonic/executor.hpp"
+
+namespace sonic::models {
+
+/// Triton's example model: INT32 INPUT0, INPUT1 of shape [1,16] → OUTPUT0 = INPUT0 + INPUT1,
+/// OUTPUT1 = INPUT0 - INPUT1.
+inline Model simple() {
+  Model m;
+  m.name = "simple";
+  m.inputs = {{"INPUT0", DataType::Int32, {1, 16}}, {"INPUT1", DataType::Int32, {1, 16}}};
+  m.outputs = {{"OUTPUT0", DataType::Int32, {1, 16}}, {"OUTPUT1", DataType::Int32, {1, 16}}};
+  m.compute = [](const InferRequest& request) -> Result<std::vector<NamedTensor>> {
+    auto a = request.find_input("INPUT0")->tensor.as<std::int32_t>();
+    auto b = request.find_input("INPUT1")->tensor.as<std::int32_t>();
+    std::vector<std::int32_t> sum(a.size()), difference(a.size());
+    for (std::size_t i = 0; i < a.size(); ++i) {
+      // Wrap like the hardware does instead of overflowing signed arithmetic.
+      sum[i] = static_cast<std::int32_t>(static_cast<std::uint32_t>(a[i]) +
+                                         static_cast<std::uint32_t>(b[i]));
+      difference[i] = static_cast<std::int32_t>(static_cast<std::uint32_t>(a[i]) -
+                                                static_cast<std::uint32_t>(b[i]));
+    }
+    return std::vector<NamedTensor>{
+        {"OUTPUT0", Tensor::from_vector(std::move(sum), {1, 16}), {}},
+        {"OUTPUT1", Tensor::from_vector(std::move(difference), {1, 16}), {}}};
+  };
+  return m;
+}
+
+/// A model that returns its input unchanged: `type` INPUT0 of shape [-1,-1] → OUTPUT0. The output
+/// shares the input's bytes where the input owns them, so only the transport copies.
+inline Model identity(std::string name, DataType type, std::chrono::milliseconds delay = {}) {
+  Model m;
+  m.name = std::move(name);
+  m.inputs = {{"INPUT0", type, {-1, -1}}};
+  m.outputs = {{"OUTPUT0", type, {-1, -1}}};
+  m.compute = [delay](const InferRequest& request) -> Result<std::vector<NamedTensor>> {
+    if (delay.count() > 0) std::this_thread::sleep_for(delay);
+    return std::vector<NamedTensor>{
+        {"OUTPUT0", request.find_input("INPUT0")->tensor.to_owned(), {}}};
+  };
+  return m;
+}
+
+/// FP32 identity over [-1,-1], used for payload-size sweeps.
+inline Model identity_fp32() { return identity("identity_fp32", DataType::Fp32); }
+
+/// The models sonic-server hosts by default.
+inline std::vector<Model> builtin() { return {simple(), identity_fp32()}; }
+
+}  // namespace sonic::models

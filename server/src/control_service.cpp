@@ -1,0 +1,108 @@
+#include "control_service.hpp"
+
+#include "model_config.hpp"
+#include "protocol/control_codec.hpp"
+#include "sonic/version.hpp"
+
+namespace sonic::server {
+
+namespace {
+
+namespace pc = protocol;
+
+Error unimplemented(std::string_view method) {
+  return Error(StatusCode::Unimplemented,
+               "method " + std::string(method) + " is not implemented by this server");
+}
+
+// Triton's shared memory extension: register, unregister and list regions.
+Result<std::string> shared_memory(SharedMemoryRegistry& registry, std::string_view method,
+                                  std::string_view bytes) {
+  const bool cuda = method.rfind("Cuda", 0) == 0;
+  std::string_view verb = method.substr(cuda ? 4 : 6);  // after "Cuda" or "System"
+  if (verb == "SharedMemoryRegister") {
+    if (cuda) {
+      auto request = pc::decode_cuda_shm_registration(bytes);
+      if (!request) return request.error();
+      auto ok = registry.register_cuda(request->name, request->raw_handle, request->device_id,
+                                       request->byte_size);
+      if (!ok) return ok.error();
+      return std::string();
+    }
+    auto request = pc::decode_system_shm_registration(bytes);
+    if (!request) return request.error();
+    auto ok =
+        registry.register_system(request->name, request->key, request->offset, request->byte_size);
+    if (!ok) return ok.error();
+    return std::string();
+  }
+  auto name = pc::decode_region_name(bytes);
+  if (!name) return name.error();
+  if (verb == "SharedMemoryUnregister") {
+    registry.unregister(*name, cuda);
+    return std::string();
+  }
+  if (verb != "SharedMemoryStatus") return unimplemented(method);
+  auto regions = registry.status(*name, cuda);
+  if (!regions) return regions.error();
+  if (cuda) {
+    std::vector<pc::CudaRegionStatus> status;
+    for (const auto& r : *regions) {
+      status.push_back({r.name, static_cast<std::uint64_t>(r.device_id), r.byte_size});
+    }
+    return pc::encode_cuda_shm_status(status);
+  }
+  std::vector<pc::SystemRegionStatus> status;
+  for (const auto& r : *regions) status.push_back({r.name, r.key, r.offset, r.byte_size});
+  return pc::encode_system_shm_status(status);
+}
+
+}  // namespace
+
+Result<std::string> answer_control(const ControlContext& context, std::string_view method,
+                                   std::string_view bytes) {
+  CpuExecutor& executor = context.executor;
+  if (method == "ServerLive" || method == "ServerReady") return pc::encode_flag(true);
+  if (method == "ServerMetadata") {
+    ServerMetadata metadata{context.options.name, kVersion, {"model_configuration", "statistics"}};
+    if (context.shared_memory) {
+      metadata.extensions.push_back("system_shared_memory");
+      if (SharedMemoryRegistry::cuda_supported()) {
+        metadata.extensions.push_back("cuda_shared_memory");
+      }
+    }
+    return pc::encode_server_metadata(metadata);
+  }
+  if (method == "RepositoryIndex") {
+    auto query = pc::decode_repository_query(bytes);
+    if (!query) return query.error();
+    std::vector<ModelIndex> models;
+    for (const auto& name : executor.model_names()) {
+      auto model = executor.model(name);
+      models.push_back({name, model ? (*model)->version : std::string(), "READY", ""});
+    }
+    return pc::encode_repository_index(models);
+  }
+  if (method.find("SharedMemory") != std::string_view::npos && context.shared_memory) {
+    return shared_memory(*context.shared_memory, method, bytes);
+  }
+  if (method != "ModelReady" && method != "ModelMetadata" && method != "ModelConfig" &&
+      method != "ModelStatistics") {
+    return unimplemented(method);
+  }
+  auto ref = pc::decode_model_ref(bytes);
+  if (!ref) return ref.error();
+  if (method == "ModelReady") return pc::encode_flag(executor.has_model(ref->name, ref->version));
+  if (method == "ModelStatistics") {
+    if (ref->name.empty()) return pc::encode_model_statistics(executor.all_statistics());
+    auto stats = executor.statistics(ref->name, ref->version);
+    if (!stats) return stats.error();
+    return pc::encode_model_statistics({*stats});
+  }
+  auto model = executor.model(ref->name, ref->version);
+  if (!model) return model.error();
+  if (method == "ModelMetadata") return pc::encode_model_metadata((*model)->metadata());
+  return pc::encode_model_config_response(model_config_of(**model));
+}
+
+}  // namespace sonic::server

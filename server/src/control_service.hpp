@@ -1,0 +1,27 @@
+// The control methods of the inference service, answered the same way whatever carries them
+// (gRPC streams, TCP frames).
+#pragma once
+
+#include <string>
+#include <string_view>
+
+#include "shm_registry.hpp"
+#include "sonic/executor.hpp"
+#include "sonic/server.hpp"
+
+namespace sonic::server {
+
+/// What a control call may consult.
+struct ControlContext {
+  CpuExecutor& executor;
+  const ServerOptions& options;
+  SharedMemoryRegistry* shared_memory;  ///< null: the shared memory extension is not served
+};
+
+/// Answers `method` (ServerLive, ModelMetadata, SystemSharedMemoryRegister, ...) of
+/// inference.GRPCInferenceService given its serialized request: the serialized response, or
+/// an Error (INVALID_ARGUMENT for a malformed request, UNIMPLEMENTED for an unknown method).
+Result<std::string> answer_control(const ControlContext& context, std::string_view method,
+                                   std::string_view request);
+
+}  // namespace sonic::server

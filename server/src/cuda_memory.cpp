@@ -1,0 +1,101 @@
+#include "cuda_memory.hpp"
+
+#ifdef SONIC_WITH_CUDA
+#include <cuda_runtime_api.h>
+
+#include <cstring>
+#endif
+
+namespace sonic::server::cuda {
+
+#ifdef SONIC_WITH_CUDA
+
+namespace {
+
+Error cuda_error(const char* what, cudaError_t status) {
+  return Error(StatusCode::Unavailable, std::string(what) + ": " + cudaGetErrorString(status) +
+                                            " (CUDA error " +
+                                            std::to_string(static_cast<int>(status)) + ")");
+}
+
+Result<void> use_device(std::int64_t device_id) {
+  int count = 0;
+  if (auto status = cudaGetDeviceCount(&count); status != cudaSuccess) {
+    return cuda_error("no CUDA device usable", status);
+  }
+  if (device_id < 0 || device_id >= count) {
+    return Error(StatusCode::InvalidArgument, "CUDA device " + std::to_string(device_id) +
+                                                  " does not exist (" + std::to_string(count) +
+                                                  " devices)");
+  }
+  if (auto status = cudaSetDevice(static_cast<int>(device_id)); status != cudaSuccess) {
+    return cuda_error("cannot select the CUDA device", status);
+  }
+  return {};
+}
+
+}  // namespace
+
+bool available() { return true; }
+
+Result<std::shared_ptr<void>> open_ipc(const std::string& raw_handle, std::int64_t device_id,
+                                       std::uint8_t** device_pointer) {
+  if (raw_handle.size() != sizeof(cudaIpcMemHandle_t)) {
+    return Error(StatusCode::InvalidArgument,
+                 "a CUDA IPC handle has " + std::to_string(sizeof(cudaIpcMemHandle_t)) +
+                     " bytes, got " + std::to_string(raw_handle.size()));
+  }
+  if (auto ok = use_device(device_id); !ok) return ok.error();
+  cudaIpcMemHandle_t handle;
+  std::memcpy(&handle, raw_handle.data(), sizeof handle);
+  void* pointer = nullptr;
+  if (auto status = cudaIpcOpenMemHandle(&pointer, handle, cudaIpcMemLazyEnablePeerAccess);
+      status != cudaSuccess) {
+    return Error(StatusCode::InvalidArgument,
+                 std::string("cannot open the CUDA IPC handle: ") + cudaGetErrorString(status));
+  }
+  *device_pointer = static_cast<std::uint8_t*>(pointer);
+  return std::shared_ptr<void>(pointer, [device_id](void* p) {
+    cudaSetDevice(static_cast<int>(device_id));
+    cudaIpcCloseMemHandle(p);
+  });
+}
+
+Result<void> to_host(void* host, const void* device, std::size_t bytes, std::int64_t device_id) {
+  if (auto ok = use_device(device_id); !ok) return ok;
+  if (auto status = cudaMemcpy(host, device, bytes, cudaMemcpyDeviceToHost);
+      status != cudaSuccess) {
+    return cuda_error("cannot copy from the CUDA region", status);
+  }
+  return {};
+}
+
+Result<void> to_device(void* device, const void* host, std::size_t bytes, std::int64_t device_id) {
+  if (auto ok = use_device(device_id); !ok) return ok;
+  if (auto status = cudaMemcpy(device, host, bytes, cudaMemcpyHostToDevice);
+      status != cudaSuccess) {
+    return cuda_error("cannot copy into the CUDA region", status);
+  }
+  return {};
+}
+
+#else
+
+namespace {
+Error not_built() {
+  return Error(StatusCode::Unavailable,
+               "this server was built without CUDA: CUDA shared memory is not supported; use "
+               "system shared memory");
+}
+}  // namespace
+
+bool available() { return false; }
+Result<std::shared_ptr<void>> open_ipc(const std::string&, std::int64_t, std::uint8_t**) {
+  return not_built();
+}
+Result<void> to_host(void*, const void*, std::size_t, std::int64_t) { return not_built(); }
+Result<void> to_device(void*, const void*, std::size_t, std::int64_t) { return not_built(); }
+
+#endif
+
+}  // namespace sonic::server::cuda

@@ -1,0 +1,65 @@
+#include "sonic/server.hpp"
+
+#include <mutex>
+#include <optional>
+
+#include "grpc_server.hpp"
+#include "tcp_server.hpp"
+
+namespace sonic {
+
+struct Server::Impl {
+  std::shared_ptr<server::ServerContext> context;
+  std::optional<net::NetworkThreads> threads;  // the server's own, not the clients' pool
+  // Their handlers run on `threads`: stop() joins those before these are destroyed.
+  std::optional<server::GrpcServer> grpc;
+  std::optional<server::TcpServer> tcp;
+  std::mutex mutex;
+  bool started = false;
+  bool stopped = false;
+};
+
+Server::Server(std::shared_ptr<CpuExecutor> executor, ServerOptions options)
+    : impl_(std::make_unique<Impl>()) {
+  if (!executor) throw Error(StatusCode::InvalidArgument, "a Server needs an executor");
+  impl_->context = std::make_shared<server::ServerContext>(std::move(executor), std::move(options));
+}
+
+Server::~Server() { stop(); }
+
+void Server::start() {
+  std::lock_guard<std::mutex> lock(impl_->mutex);
+  if (impl_->started) return;
+  const ServerOptions& options = impl_->context->options;
+  impl_->threads.emplace(std::max<std::size_t>(1, options.io_threads));
+  impl_->grpc.emplace(impl_->context, *impl_->threads);
+  if (options.tcp_port) impl_->tcp.emplace(impl_->context, *impl_->threads);
+  impl_->grpc->start();
+  if (impl_->tcp) impl_->tcp->start();
+  impl_->started = true;
+}
+
+std::uint16_t Server::port() const { return impl_->grpc ? impl_->grpc->port() : 0; }
+
+std::uint16_t Server::tcp_port() const { return impl_->tcp ? impl_->tcp->port() : 0; }
+
+const ServerOptions& Server::options() const { return impl_->context->options; }
+
+void Server::stop() {
+  std::lock_guard<std::mutex> lock(impl_->mutex);
+  if (!impl_->started || impl_->stopped) return;
+  impl_->stopped = true;
+  impl_->grpc->stop();
+  if (impl_->tcp) impl_->tcp->stop();
+  impl_->threads.reset();  // joins the threads once the connections are closed
+}
+
+std::size_t Server::shared_memory_regions() const {
+  std::size_t n = 0;
+  for (bool cuda : {false, true}) {
+    if (auto regions = impl_->context->shared_memory.status({}, cuda)) n += regions->size();
+  }
+  return n;
+}
+
+}  // namespace sonic

@@ -1,0 +1,34 @@
+// The TCP half of a server: sonic's frames (proto/tcp_framing.md), for tcp:// and tcp+zstd://.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+
+#include "net/connection_set.hpp"
+#include "net/listener.hpp"
+#include "net/network_threads.hpp"
+#include "server_context.hpp"
+
+namespace sonic::server {
+
+class TcpConnection;
+
+/// Listens on the options' host and tcp_port; connections run on the given network threads.
+class TcpServer {
+ public:
+  /// Binds (throws sonic::Error as Server::start says).
+  TcpServer(std::shared_ptr<ServerContext> context, net::NetworkThreads& threads);
+  void start();
+  std::uint16_t port() const { return listener_.port(); }
+  /// Stops accepting and closes every connection; returns at once.
+  void stop();
+
+ private:
+  std::shared_ptr<ServerContext> context_;
+  net::NetworkThreads& threads_;  // outlives this object (see Server::stop)
+  std::shared_ptr<asio::io_context> accept_io_;
+  net::Listener listener_;
+  std::shared_ptr<net::ConnectionSet<TcpConnection>> connections_;
+};
+
+}  // namespace sonic::server

@@ -1,0 +1,97 @@
+#include "frame_stream.hpp"
+
+#include <utility>
+
+namespace sonic::net {
+
+namespace {
+
+// Pieces shorter than this are copied into the write: an iovec costs more than the copy.
+constexpr std::size_t kMinReferencedBytes = 2048;
+
+// A frame whose pieces a write references, until that write is over.
+struct HeldFrame {
+  protocol::tcp::OutgoingFrame frame;
+  std::uint64_t id;
+};
+
+}  // namespace
+
+FrameStream::FrameStream(asio::ip::tcp::socket socket, std::size_t max_message_bytes)
+    : socket_(std::move(socket)), reader_(max_message_bytes) {}
+
+FrameStream::FrameStream(asio::io_context& io, std::size_t max_message_bytes)
+    : socket_(io), reader_(max_message_bytes) {}
+
+void FrameStream::start_reading() {
+  auto self = shared_from_this();
+  socket_.async_read_some(asio::buffer(buffer_), [self](std::error_code ec, std::size_t n) {
+    if (self->closed_) return;
+    if (ec) return self->close(ec == asio::error::eof ? "closed by the peer" : ec.message());
+    auto fed = self->reader_.feed(self->buffer_.data(), n);
+    auto frames = std::move(self->reader_.frames());
+    self->reader_.frames().clear();
+    for (auto& frame : frames) {
+      if (self->closed_) return;
+      self->on_frame(std::move(frame));
+    }
+    if (!fed) return self->on_framing_error(fed.error());
+    if (!self->closed_) self->start_reading();
+  });
+}
+
+void FrameStream::send(protocol::tcp::OutgoingFrame frame, std::uint64_t id) {
+  if (closed_) return;
+  bool referenced = false;
+  for (const auto& [data, size] : frame.pieces) {
+    if (size < kMinReferencedBytes) {
+      writer_.copy(data, size);
+    } else {
+      writer_.reference(data, size);
+      referenced = true;
+    }
+  }
+  if (referenced) {
+    // The frame's own storage (headers, compressed tensors) and the tensors it keeps must
+    // outlive the write; borrowed tensors are the caller's, who learns when they are free.
+    if (id != 0) referenced_.insert(id);
+    writer_.keep(std::make_shared<HeldFrame>(HeldFrame{std::move(frame), id}));
+  }
+  if (!writer_.writing()) write_next();
+}
+
+void FrameStream::close(const std::string& why) {
+  if (closed_) return;
+  closed_ = true;
+  std::error_code ignored;
+  socket_.shutdown(asio::ip::tcp::socket::shutdown_both, ignored);
+  socket_.close(ignored);
+  on_lost(why);
+  // A write under way hands its batches back when it fails; without one, nothing would.
+  if (!writer_.writing()) release(writer_.drop_pending());
+}
+
+void FrameStream::write_next() {
+  if (!writer_.has_pending() || closed_) return;
+  auto self = shared_from_this();
+  asio::async_write(socket_, writer_.begin_write(), [self](std::error_code ec, std::size_t) {
+    auto holds = self->writer_.end_write();
+    if (self->closed_ || ec) {
+      for (auto& hold : self->writer_.drop_pending()) holds.push_back(std::move(hold));
+    }
+    self->release(std::move(holds));
+    if (self->closed_) return;
+    if (ec) return self->close("write failed: " + ec.message());
+    self->write_next();
+  });
+}
+
+void FrameStream::release(std::vector<std::shared_ptr<void>> holds) {
+  for (auto& hold : holds) {
+    std::uint64_t id = std::static_pointer_cast<HeldFrame>(hold)->id;
+    hold.reset();
+    if (id != 0 && referenced_.erase(id) != 0) on_released(id);
+  }
+}
+
+}  // namespace sonic::net

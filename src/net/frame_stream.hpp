@@ -1,0 +1,66 @@
+// One TCP connection carrying sonic's frames (proto/tcp_framing.md), for both halves of the
+// TCP transport: reads feed a FrameReader, frames to send gather into one write at a time.
+// Runs on one io_context thread; not thread-safe.
+#pragma once
+
+#include <asio.hpp>
+
+#include <array>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <unordered_set>
+#include <vector>
+
+#include "gather_writer.hpp"
+#include "protocol/tcp_frame.hpp"
+#include "sonic/detail/export.hpp"
+
+namespace sonic::net {
+
+class SONIC_EXPORT FrameStream : public std::enable_shared_from_this<FrameStream> {
+ public:
+  /// A stream over an accepted socket.
+  FrameStream(asio::ip::tcp::socket socket, std::size_t max_message_bytes);
+  /// A stream whose socket is connected later (socket()).
+  FrameStream(asio::io_context& io, std::size_t max_message_bytes);
+  virtual ~FrameStream() = default;
+  FrameStream(const FrameStream&) = delete;
+  FrameStream& operator=(const FrameStream&) = delete;
+
+  asio::ip::tcp::socket& socket() { return socket_; }
+  bool open() const { return !closed_; }
+
+  /// Starts reading; frames go to on_frame().
+  void start_reading();
+  /// Queues a frame; frames go out in order. With a non-zero `id`, bytes the frame references
+  /// (large tensors, sent without a copy) are tracked: writing(id) is true until no write
+  /// reads them, and on_released(id) follows then.
+  void send(protocol::tcp::OutgoingFrame frame, std::uint64_t id = 0);
+  /// Whether a write still reads bytes of the frame sent with `id`.
+  bool writing(std::uint64_t id) const { return referenced_.count(id) != 0; }
+  /// Closes the socket; on_lost(why) follows once. Frames being written are released when
+  /// their write fails, soon after.
+  void close(const std::string& why);
+
+ protected:
+  virtual void on_frame(protocol::tcp::Frame frame) = 0;
+  virtual void on_lost(const std::string& why) = 0;
+  /// No write reads the bytes of frame `id` any more.
+  virtual void on_released(std::uint64_t id) { (void)id; }
+  /// The peer broke the framing: by default, the connection ends.
+  virtual void on_framing_error(const Error& error) { close(error.message()); }
+
+ private:
+  void write_next();
+  void release(std::vector<std::shared_ptr<void>> holds);
+
+  asio::ip::tcp::socket socket_;
+  protocol::tcp::FrameReader reader_;
+  std::array<std::uint8_t, 256 * 1024> buffer_{};
+  GatherWriter writer_;
+  std::unordered_set<std::uint64_t> referenced_;  // ids of frames a write still reads
+  bool closed_ = false;
+};
+
+}  // namespace sonic::net

@@ -1,0 +1,175 @@
+#include "h2_session.hpp"
+
+#include <algorithm>
+
+namespace sonic::net {
+
+namespace {
+constexpr std::size_t kReadBufferBytes = 256 * 1024;
+constexpr std::size_t kFrameHeaderBytes = 9;
+}  // namespace
+
+H2Session::H2Session(asio::ip::tcp::socket socket)
+    : socket_(std::move(socket)), read_buffer_(kReadBufferBytes) {}
+
+H2Session::~H2Session() {
+  if (session_) nghttp2_session_del(session_);
+}
+
+void H2Session::install_common_callbacks(nghttp2_session_callbacks* callbacks) {
+  nghttp2_session_callbacks_set_send_data_callback(callbacks, &H2Session::send_body);
+}
+
+int H2Session::submit_settings(const H2Settings& s, bool is_server) {
+  std::vector<nghttp2_settings_entry> entries = {
+      {NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS, s.max_concurrent_streams},
+      {NGHTTP2_SETTINGS_INITIAL_WINDOW_SIZE,
+       std::min<std::uint32_t>(s.stream_window_bytes, 0x7fffffff)},
+      {NGHTTP2_SETTINGS_MAX_FRAME_SIZE,
+       std::clamp<std::uint32_t>(s.max_frame_bytes, 16384, 16777215)},
+  };
+  if (!is_server) entries.push_back({NGHTTP2_SETTINGS_ENABLE_PUSH, 0});
+  int rv = nghttp2_submit_settings(session_, NGHTTP2_FLAG_NONE, entries.data(), entries.size());
+  if (rv != 0) return rv;
+  return nghttp2_session_set_local_window_size(
+      session_, NGHTTP2_FLAG_NONE, 0,
+      static_cast<std::int32_t>(std::min<std::uint32_t>(s.connection_window_bytes, 0x7fffffff)));
+}
+
+nghttp2_data_provider H2Session::body_provider(protocol::OutgoingBody* body) {
+  nghttp2_data_provider provider;
+  provider.source.ptr = body;
+  provider.read_callback = &H2Session::read_body;
+  return provider;
+}
+
+ssize_t H2Session::read_body(nghttp2_session*, std::int32_t stream_id, std::uint8_t*,
+                             std::size_t length, std::uint32_t* flags, nghttp2_data_source* source,
+                             void* user_data) {
+  auto* self = static_cast<H2Session*>(user_data);
+  auto* body = static_cast<protocol::OutgoingBody*>(source->ptr);
+  std::size_t left = body->size() - body->reserved;
+  std::size_t n = std::min(length, left);
+  body->reserved += n;
+  *flags |= NGHTTP2_DATA_FLAG_NO_COPY;
+  if (body->reserved == body->size()) {
+    *flags |= NGHTTP2_DATA_FLAG_EOF;
+    self->on_body_end(stream_id, flags);
+  }
+  return static_cast<ssize_t>(n);
+}
+
+int H2Session::send_body(nghttp2_session*, nghttp2_frame*, const std::uint8_t* framehd,
+                         std::size_t length, nghttp2_data_source* source, void* user_data) {
+  auto* self = static_cast<H2Session*>(user_data);
+  auto* body = static_cast<protocol::OutgoingBody*>(source->ptr);
+  self->writer_.copy(framehd, kFrameHeaderBytes);  // padding is never enabled
+  bool referenced = false;
+  const auto& pieces = body->pieces();
+  while (length > 0 && body->piece_index < pieces.size()) {
+    const auto& piece = pieces[body->piece_index];
+    std::size_t n = std::min(length, piece.size - body->piece_offset);
+    const std::uint8_t* data = body->piece_data(piece) + body->piece_offset;
+    if (piece.data) {
+      self->writer_.reference(data, n);
+      referenced = true;
+    } else {
+      self->writer_.copy(data, n);
+    }
+    length -= n;
+    body->piece_offset += n;
+    if (body->piece_offset == piece.size) {
+      ++body->piece_index;
+      body->piece_offset = 0;
+    }
+  }
+  if (referenced) {
+    self->writer_.keep(body->shared_from_this());
+    ++body->in_flight_writes;
+  }
+  return 0;
+}
+
+void H2Session::start_reading() {
+  auto self = shared_from_this();
+  socket_.async_read_some(
+      asio::buffer(read_buffer_), [this, self](std::error_code ec, std::size_t n) {
+        if (lost_) return;
+        if (ec) {
+          fail(ec == asio::error::eof ? std::string("connection closed by peer") : ec.message());
+          return;
+        }
+        // nghttp2 must not be asked to send from inside its receive callbacks: flush() waits.
+        receiving_ = true;
+        ssize_t rv = nghttp2_session_mem_recv(session_, read_buffer_.data(), n);
+        receiving_ = false;
+        if (rv < 0) {
+          fail(std::string("HTTP/2 protocol error: ") + nghttp2_strerror(static_cast<int>(rv)));
+          return;
+        }
+        flush();
+        if (!lost_) start_reading();
+      });
+}
+
+void H2Session::flush() {
+  if (lost_ || !session_ || receiving_) return;
+  for (;;) {
+    const std::uint8_t* data = nullptr;
+    ssize_t n = nghttp2_session_mem_send(session_, &data);
+    if (n < 0) {
+      fail(std::string("HTTP/2 send error: ") + nghttp2_strerror(static_cast<int>(n)));
+      return;
+    }
+    if (n == 0) break;
+    writer_.copy(data, static_cast<std::size_t>(n));
+  }
+  if (!writer_.writing() && writer_.has_pending()) start_write();
+  if (!writer_.writing() && !nghttp2_session_want_read(session_) &&
+      !nghttp2_session_want_write(session_)) {
+    fail("connection finished (GOAWAY)");
+  }
+}
+
+void H2Session::start_write() {
+  auto self = shared_from_this();
+  asio::async_write(socket_, writer_.begin_write(), [this, self](std::error_code ec, std::size_t) {
+    auto holds = writer_.end_write();
+    if (lost_ || ec) {
+      // Nothing queued behind this write will be sent: release its bodies too, or the calls
+      // waiting for them would never complete.
+      for (auto& hold : writer_.drop_pending()) holds.push_back(std::move(hold));
+    }
+    release(std::move(holds));
+    if (lost_) return;
+    if (ec) {
+      fail("write failed: " + ec.message());
+      return;
+    }
+    flush();
+  });
+}
+
+void H2Session::release(std::vector<std::shared_ptr<void>> holds) {
+  for (auto& hold : holds) {
+    auto& body = *std::static_pointer_cast<protocol::OutgoingBody>(hold);
+    if (--body.in_flight_writes == 0) on_body_released(body);
+  }
+}
+
+void H2Session::close_socket() {
+  std::error_code ignored;
+  socket_.shutdown(asio::ip::tcp::socket::shutdown_both, ignored);
+  socket_.close(ignored);
+}
+
+void H2Session::fail(const std::string& why) {
+  if (lost_) return;
+  lost_ = true;
+  close_socket();
+  on_connection_lost(why);
+  // A write under way hands its batches back when it fails; without one, nothing would.
+  if (!writer_.writing()) release(writer_.drop_pending());
+}
+
+}  // namespace sonic::net

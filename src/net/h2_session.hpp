@@ -1,0 +1,94 @@
+// The HTTP/2 plumbing of gRPC's client and server halves: an nghttp2 session driven over an Asio
+// TCP socket, with gathered writes that send tensor bytes straight from their memory. Everything
+// here runs on the connection's io_context thread.
+#pragma once
+
+#include <nghttp2/nghttp2.h>
+
+#include <asio.hpp>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "gather_writer.hpp"
+#include "protocol/grpc_message.hpp"
+#include "sonic/detail/export.hpp"
+
+namespace sonic::net {
+
+/// An HTTP/2 header field referring to `name` and `value`, which must outlive its submission.
+inline nghttp2_nv make_header(std::string_view name, std::string_view value) {
+  return {reinterpret_cast<std::uint8_t*>(const_cast<char*>(name.data())),
+          reinterpret_cast<std::uint8_t*>(const_cast<char*>(value.data())), name.size(),
+          value.size(), NGHTTP2_NV_FLAG_NONE};
+}
+
+/// Settings both halves apply to their session.
+struct H2Settings {
+  std::uint32_t stream_window_bytes = 16u << 20;
+  std::uint32_t connection_window_bytes = 256u << 20;
+  std::uint32_t max_frame_bytes = 1u << 20;  // bigger DATA frames: fewer headers and callbacks
+  std::uint32_t max_concurrent_streams = 1024;
+};
+
+/// Owns the socket and the nghttp2 session; derived classes create the session (client or
+/// server) and handle stream events.
+class SONIC_EXPORT H2Session : public std::enable_shared_from_this<H2Session> {
+ public:
+  explicit H2Session(asio::ip::tcp::socket socket);
+  virtual ~H2Session();
+  H2Session(const H2Session&) = delete;
+  H2Session& operator=(const H2Session&) = delete;
+
+ protected:
+  /// Sets the callbacks every session needs (DATA without copies); derived classes add theirs.
+  static void install_common_callbacks(nghttp2_session_callbacks* callbacks);
+  /// Sends the initial SETTINGS and enlarges the connection window.
+  int submit_settings(const H2Settings& settings, bool is_server);
+  /// A data provider streaming `body`, which must outlive the stream.
+  static nghttp2_data_provider body_provider(protocol::OutgoingBody* body);
+
+  /// Starts the read loop (call once the session exists).
+  void start_reading();
+  /// Moves whatever nghttp2 wants to send into the socket; call after submitting anything.
+  /// Inside nghttp2's receive callbacks it does nothing: the read loop flushes afterwards.
+  void flush();
+  /// Closes the socket; outstanding operations end with operation_aborted.
+  void close_socket();
+  /// Closes the connection and reports it lost (once).
+  void fail(const std::string& why);
+
+  /// The connection failed (peer closed, reset, protocol error); called once.
+  virtual void on_connection_lost(const std::string& why) = 0;
+  /// A body's borrowed bytes are no longer referenced by any pending write.
+  virtual void on_body_released(protocol::OutgoingBody& body) { (void)body; }
+  /// The body of a stream was fully handed to the socket layer; `flags` may get
+  /// NGHTTP2_DATA_FLAG_NO_END_STREAM (to send trailers after it).
+  virtual void on_body_end(std::int32_t stream_id, std::uint32_t* flags) {
+    (void)stream_id;
+    (void)flags;
+  }
+
+  asio::ip::tcp::socket socket_;
+  nghttp2_session* session_ = nullptr;
+  bool lost_ = false;  // on_connection_lost was called
+
+ private:
+  void start_write();
+  // The bodies of a written (or dropped) batch: those no write reads any more are released.
+  void release(std::vector<std::shared_ptr<void>> holds);
+
+  static ssize_t read_body(nghttp2_session* session, std::int32_t stream_id, std::uint8_t* buf,
+                           std::size_t length, std::uint32_t* flags, nghttp2_data_source* source,
+                           void* user_data);
+  static int send_body(nghttp2_session* session, nghttp2_frame* frame, const std::uint8_t* framehd,
+                       std::size_t length, nghttp2_data_source* source, void* user_data);
+
+  std::vector<std::uint8_t> read_buffer_;
+  GatherWriter writer_;
+  bool receiving_ = false;  // inside nghttp2_session_mem_recv
+};
+
+}  // namespace sonic::net

@@ -1,0 +1,512 @@
+#include "infer_codec.hpp"
+
+#include <cstring>
+#include <optional>
+#include <string_view>
+#include <vector>
+
+#include "wire.hpp"
+
+namespace sonic::protocol {
+
+namespace {
+
+using wire::Reader;
+using wire::WireType;
+
+// ---- Encoding ------------------------------------------------------------------------------
+
+void put_parameter(std::string& out, std::uint32_t field, const std::string& key,
+                   const Parameter& value) {
+  std::string param;  // InferParameter: oneof bool=1, int64=2, string=3, double=4, uint64=5
+  if (auto b = std::get_if<bool>(&value)) {
+    wire::put_varint_field(param, 1, *b ? 1 : 0);
+  } else if (auto i = std::get_if<std::int64_t>(&value)) {
+    wire::put_varint_field(param, 2, static_cast<std::uint64_t>(*i));
+  } else if (auto s = std::get_if<std::string>(&value)) {
+    wire::put_len_field(param, 3, *s);
+  } else if (auto d = std::get_if<double>(&value)) {
+    std::uint64_t bits;
+    std::memcpy(&bits, d, sizeof bits);
+    wire::put_fixed64_field(param, 4, bits);
+  } else if (auto u = std::get_if<std::uint64_t>(&value)) {
+    wire::put_varint_field(param, 5, *u);
+  }
+  std::string entry;  // map entry: key=1, value=2
+  wire::put_len_field(entry, 1, key);
+  wire::put_len_field(entry, 2, param);
+  wire::put_len_field(out, field, entry);
+}
+
+void put_parameters(std::string& out, std::uint32_t field, const Parameters& parameters) {
+  for (const auto& [key, value] : parameters) put_parameter(out, field, key, value);
+}
+
+// InferInputTensor and InferOutputTensor share fields 1-4: name, datatype, shape, parameters.
+void put_tensor_header(std::string& out, std::uint32_t field, const NamedTensor& t) {
+  std::string msg;
+  wire::put_string_field(msg, 1, t.name);
+  wire::put_string_field(msg, 2, to_string(t.tensor.dtype()));
+  if (!t.tensor.shape().empty()) {
+    std::string dims;
+    for (std::int64_t d : t.tensor.shape()) wire::put_varint(dims, static_cast<std::uint64_t>(d));
+    wire::put_len_field(msg, 3, dims);
+  }
+  put_parameters(msg, 4, t.parameters);
+  wire::put_len_field(out, field, msg);
+}
+
+// A tensor whose bytes live in a shared memory region: the message carries none of them.
+bool in_shared_memory(const Parameters& parameters) {
+  return parameters.count(kSharedMemoryRegion) != 0;
+}
+
+// Raw contents follow, in order, for the tensors not in shared memory (as Triton reads them).
+Result<std::shared_ptr<OutgoingBody>> finish_with_raw(std::string envelope,
+                                                      const std::vector<NamedTensor>& tensors,
+                                                      std::uint32_t raw_field,
+                                                      std::size_t max_bytes,
+                                                      std::shared_ptr<const void> owner) {
+  auto body = std::make_shared<OutgoingBody>();
+  std::string field_header;
+  for (const auto& t : tensors) {
+    if (in_shared_memory(t.parameters)) continue;
+    field_header.clear();
+    wire::put_tag(field_header, raw_field, WireType::Len);
+    wire::put_varint(field_header, t.tensor.byte_size());
+    envelope += field_header;
+    body->append_owned(envelope);
+    envelope.clear();
+    body->append_borrowed(t.tensor.data(), t.tensor.byte_size());
+  }
+  body->append_owned(envelope);
+  if (auto ok = body->finish(max_bytes); !ok) return ok.error();
+  if (owner) body->keep_alive(std::move(owner));
+  return body;
+}
+
+// ---- Decoding ------------------------------------------------------------------------------
+
+struct TensorMessage {
+  std::string name;
+  std::string datatype;
+  Shape shape;
+  Parameters parameters;
+  std::optional<std::string_view> contents;
+};
+
+// The server's report of its own queue and compute time (response parameters).
+struct ReportedTiming {
+  std::int64_t queue_ns = 0, compute_ns = 0;
+};
+
+// Reads one map entry into `out`; with `timing`, the server's timing keys go there instead.
+bool read_parameter_entry(std::string_view entry, Parameters& out,
+                          ReportedTiming* timing = nullptr) {
+  Reader r(entry);
+  std::string_view key;
+  Parameter value = false;
+  std::uint32_t field;
+  WireType type;
+  while (!r.done()) {
+    if (!r.tag(field, type)) return false;
+    std::string_view bytes;
+    if (field == 1 && type == WireType::Len) {
+      if (!r.bytes(bytes)) return false;
+      key = bytes;
+    } else if (field == 2 && type == WireType::Len) {
+      if (!r.bytes(bytes)) return false;
+      Reader p(bytes);
+      while (!p.done()) {
+        std::uint32_t pf;
+        WireType pt;
+        if (!p.tag(pf, pt)) return false;
+        std::uint64_t v;
+        std::string_view s;
+        if (pf == 1 && pt == WireType::Varint) {
+          if (!p.varint(v)) return false;
+          value = v != 0;
+        } else if (pf == 2 && pt == WireType::Varint) {
+          if (!p.varint(v)) return false;
+          value = static_cast<std::int64_t>(v);
+        } else if (pf == 3 && pt == WireType::Len) {
+          if (!p.bytes(s)) return false;
+          value = std::string(s);
+        } else if (pf == 4 && pt == WireType::Fixed64) {
+          if (!p.fixed64(v)) return false;
+          double d;
+          std::memcpy(&d, &v, sizeof d);
+          value = d;
+        } else if (pf == 5 && pt == WireType::Varint) {
+          if (!p.varint(v)) return false;
+          value = v;
+        } else if (!p.skip(pt)) {
+          return false;
+        }
+      }
+    } else if (!r.skip(type)) {
+      return false;
+    }
+  }
+  if (timing && (key == kServerQueueNs || key == kServerComputeNs)) {
+    const auto* ns = std::get_if<std::int64_t>(&value);
+    (key == kServerQueueNs ? timing->queue_ns : timing->compute_ns) = ns && *ns > 0 ? *ns : 0;
+    return true;
+  }
+  out[std::string(key)] = std::move(value);
+  return true;
+}
+
+bool read_shape(Reader& r, WireType type, Shape& shape) {
+  std::uint64_t v;
+  if (type == WireType::Varint) {
+    if (!r.varint(v)) return false;
+    shape.push_back(static_cast<std::int64_t>(v));
+    return true;
+  }
+  std::string_view packed;
+  if (type != WireType::Len || !r.bytes(packed)) return false;
+  // One varint per dimension, at least a byte each: reserve for all at once.
+  shape.reserve(shape.size() + std::min<std::size_t>(packed.size(), 64));
+  Reader p(packed);
+  while (!p.done()) {
+    if (!p.varint(v)) return false;
+    shape.push_back(static_cast<std::int64_t>(v));
+  }
+  return true;
+}
+
+bool read_tensor_message(std::string_view bytes, TensorMessage& t) {
+  Reader r(bytes);
+  std::uint32_t field;
+  WireType type;
+  while (!r.done()) {
+    if (!r.tag(field, type)) return false;
+    std::string_view s;
+    if (field == 1 && type == WireType::Len) {
+      if (!r.bytes(s)) return false;
+      t.name = std::string(s);
+    } else if (field == 2 && type == WireType::Len) {
+      if (!r.bytes(s)) return false;
+      t.datatype = std::string(s);
+    } else if (field == 3) {
+      if (!read_shape(r, type, t.shape)) return false;
+    } else if (field == 4 && type == WireType::Len) {
+      if (!r.bytes(s) || !read_parameter_entry(s, t.parameters)) return false;
+    } else if (field == 5 && type == WireType::Len) {
+      if (!r.bytes(s)) return false;
+      t.contents = s;
+    } else if (!r.skip(type)) {
+      return false;
+    }
+  }
+  return true;
+}
+
+// Fields 1-5 are common to ModelInferRequest and ModelInferResponse (model_name,
+// model_version, id, parameters, tensors); field 6 of a request lists the requested outputs.
+// Raw tensor contents never reach here: the MessageReader took them out.
+struct Envelope {
+  std::string model;
+  std::string version;
+  std::string id;
+  Parameters parameters;
+  std::vector<TensorMessage> tensors;
+  std::vector<RequestedOutput> outputs;
+  ReportedTiming timing;  // responses only
+};
+
+bool read_requested_output(std::string_view bytes, RequestedOutput& out) {
+  Reader r(bytes);
+  std::uint32_t field;
+  WireType type;
+  while (!r.done()) {
+    std::string_view s;
+    if (!r.tag(field, type)) return false;
+    if (field == 1 && type == WireType::Len) {
+      if (!r.bytes(s)) return false;
+      out.name = std::string(s);
+    } else if (field == 2 && type == WireType::Len) {
+      if (!r.bytes(s) || !read_parameter_entry(s, out.parameters)) return false;
+    } else if (!r.skip(type)) {
+      return false;
+    }
+  }
+  return true;
+}
+
+bool read_envelope(std::string_view bytes, bool is_request, Envelope& e) {
+  Reader r(bytes);
+  std::uint32_t field;
+  WireType type;
+  while (!r.done()) {
+    if (!r.tag(field, type)) return false;
+    std::string_view s;
+    if (type != WireType::Len || field > 6 || (field == 6 && !is_request)) {
+      if (!r.skip(type)) return false;
+      continue;
+    }
+    if (!r.bytes(s)) return false;
+    switch (field) {
+      case 1: e.model = std::string(s); break;
+      case 2: e.version = std::string(s); break;
+      case 3: e.id = std::string(s); break;
+      case 4:
+        if (!read_parameter_entry(s, e.parameters, is_request ? nullptr : &e.timing)) return false;
+        break;
+      case 5:
+        e.tensors.emplace_back();
+        if (!read_tensor_message(s, e.tensors.back())) return false;
+        break;
+      case 6:
+        e.outputs.emplace_back();
+        if (!read_requested_output(s, e.outputs.back())) return false;
+        break;
+    }
+  }
+  return true;
+}
+
+// The InferTensorContents field that carries each datatype (Triton's convention).
+std::uint32_t contents_field(DataType type) {
+  switch (type) {
+    case DataType::Bool: return 1;
+    case DataType::Int8:
+    case DataType::Int16:
+    case DataType::Int32: return 2;
+    case DataType::Int64: return 3;
+    case DataType::UInt8:
+    case DataType::UInt16:
+    case DataType::UInt32: return 4;
+    case DataType::UInt64: return 5;
+    case DataType::Fp32: return 6;
+    case DataType::Fp64: return 7;
+    case DataType::Bytes: return 8;
+    default: return 0;  // FP16 and BF16 only travel raw
+  }
+}
+
+void append_element(std::vector<std::uint8_t>& out, std::uint64_t bits, std::size_t size) {
+  for (std::size_t i = 0; i < size; ++i) out.push_back(static_cast<std::uint8_t>(bits >> (8 * i)));
+}
+
+// Typed contents (InferTensorContents) into an owned tensor of the declared datatype.
+Result<Tensor> decode_contents(std::string_view contents, DataType dtype, const Shape& shape,
+                               StatusCode on_error) {
+  std::uint32_t wanted = contents_field(dtype);
+  if (wanted == 0) {
+    return Error(on_error, std::string(to_string(dtype)) + " tensors must use raw contents");
+  }
+  std::vector<std::uint8_t> bytes;
+  std::vector<std::string> strings;
+  std::size_t size = element_size(dtype);
+  Reader r(contents);
+  std::uint32_t field;
+  WireType type;
+  auto bad = [&] { return Error(on_error, "malformed typed contents"); };
+  while (!r.done()) {
+    if (!r.tag(field, type)) return bad();
+    if (field != wanted) {
+      if (!r.skip(type)) return bad();
+      continue;
+    }
+    if (dtype == DataType::Bytes) {
+      std::string_view s;
+      if (type != WireType::Len || !r.bytes(s)) return bad();
+      strings.emplace_back(s);
+      continue;
+    }
+    // Scalar fields: packed (one Len run) or one element per field.
+    WireType element = field == 6   ? WireType::Fixed32
+                       : field == 7 ? WireType::Fixed64
+                                    : WireType::Varint;
+    auto read_one = [&](Reader& from) -> bool {
+      std::uint64_t v = 0;
+      std::uint32_t v32 = 0;
+      if (element == WireType::Fixed32) {
+        if (!from.fixed32(v32)) return false;
+        v = v32;
+      } else if (element == WireType::Fixed64) {
+        if (!from.fixed64(v)) return false;
+      } else if (!from.varint(v)) {
+        return false;
+      }
+      if (dtype == DataType::Bool) v = v != 0;
+      append_element(bytes, v, size);
+      return true;
+    };
+    if (type == WireType::Len) {
+      std::string_view packed;
+      if (!r.bytes(packed)) return bad();
+      Reader p(packed);
+      while (!p.done()) {
+        if (!read_one(p)) return bad();
+      }
+    } else if (type == element) {
+      if (!read_one(r)) return bad();
+    } else {
+      return bad();
+    }
+  }
+  if (dtype == DataType::Bytes) return Tensor::from_strings(strings, shape);
+  auto owner = std::make_shared<std::vector<std::uint8_t>>(std::move(bytes));
+  return Tensor::from_shared(dtype, shape, owner, owner->data(), owner->size());
+}
+
+// Pairs decoded tensor messages with raw payloads (or typed contents) and checks each one. Raw
+// contents come for every tensor not in shared memory, in order; an empty one in the place of
+// a shared memory tensor is accepted too (index-aligned senders).
+Result<std::vector<NamedTensor>> assemble(std::vector<TensorMessage>& messages,
+                                          std::vector<ReceivedMessage::Raw>& raw,
+                                          StatusCode on_error, const char* kind) {
+  std::size_t in_memory = 0;
+  for (const auto& m : messages) in_memory += in_shared_memory(m.parameters) ? 0 : 1;
+  const bool aligned = raw.size() == messages.size() && raw.size() != in_memory;
+  if (!raw.empty() && raw.size() != in_memory && !aligned) {
+    return Error(on_error,
+                 std::to_string(in_memory) + " " + kind + " tensors not in shared memory but " +
+                     std::to_string(raw.size()) +
+                     " raw contents; raw contents must be given for every such tensor or none");
+  }
+  std::vector<NamedTensor> tensors;
+  tensors.reserve(messages.size());
+  std::size_t next_raw = 0;
+  for (std::size_t i = 0; i < messages.size(); ++i) {
+    auto& m = messages[i];
+    const bool shared = in_shared_memory(m.parameters);
+    auto dtype = parse_datatype(m.datatype);
+    if (!dtype) {
+      return Error(on_error, std::string(kind) + " '" + m.name + "' has unknown datatype '" +
+                                 m.datatype + "'");
+    }
+    if (!element_count(m.shape)) {
+      return Error(on_error,
+                   std::string(kind) + " '" + m.name + "' has invalid shape " + to_string(m.shape));
+    }
+    Tensor tensor;
+    if (shared && aligned && raw[next_raw++].size != 0) {
+      return Error(on_error, std::string(kind) + " '" + m.name +
+                                 "' is in shared memory but has raw contents too");
+    }
+    if (shared && m.contents) {
+      return Error(on_error, std::string(kind) + " '" + m.name +
+                                 "' is in shared memory but has typed contents too");
+    }
+    if (!raw.empty() && !shared) {
+      if (m.contents) {
+        return Error(on_error,
+                     std::string(kind) + " '" + m.name + "' has both raw and typed contents");
+      }
+      auto& r = raw[next_raw++];
+      tensor = Tensor::from_shared(*dtype, m.shape, r.data, r.data.get(), r.size);
+    } else if (m.contents) {
+      auto decoded = decode_contents(*m.contents, *dtype, m.shape, on_error);
+      if (!decoded) {
+        return Error(on_error,
+                     std::string(kind) + " '" + m.name + "': " + decoded.error().message());
+      }
+      tensor = std::move(*decoded);
+    } else if (shared) {
+      // Data lives in a shared memory region: no bytes in the message.
+      tensor = Tensor::view_bytes(*dtype, m.shape, nullptr, 0);
+      tensors.push_back({std::move(m.name), std::move(tensor), std::move(m.parameters)});
+      continue;
+    } else {
+      tensor = Tensor::view_bytes(*dtype, m.shape, nullptr, 0);
+    }
+    if (auto ok = tensor.check(); !ok) {
+      return Error(on_error, std::string(kind) + " '" + m.name + "': " + ok.error().message());
+    }
+    tensors.push_back({std::move(m.name), std::move(tensor), std::move(m.parameters)});
+  }
+  return tensors;
+}
+
+}  // namespace
+
+std::string infer_request_envelope(const InferRequest& request) {
+  std::string env;
+  env.reserve(256);
+  wire::put_string_field(env, 1, request.model_name());
+  wire::put_string_field(env, 2, request.model_version());
+  wire::put_string_field(env, 3, request.request_id());
+  put_parameters(env, 4, request.parameters());
+  for (const auto& in : request.inputs()) put_tensor_header(env, 5, in);
+  for (const auto& out : request.outputs()) {
+    std::string msg;
+    wire::put_string_field(msg, 1, out.name);
+    put_parameters(msg, 2, out.parameters);
+    wire::put_len_field(env, 6, msg);
+  }
+  return env;
+}
+
+std::string infer_response_envelope(const InferResult& result) {
+  std::string env;
+  env.reserve(256);
+  wire::put_string_field(env, 1, result.model_name());
+  wire::put_string_field(env, 2, result.model_version());
+  wire::put_string_field(env, 3, result.request_id());
+  put_parameters(env, 4, result.parameters());
+  // The server's part of the timing, for the client's InferResult::timing().
+  if (auto queue = result.timing().server_queue.count(); queue > 0) {
+    put_parameter(env, 4, kServerQueueNs, std::int64_t{queue});
+  }
+  if (auto compute = result.timing().server_compute.count(); compute > 0) {
+    put_parameter(env, 4, kServerComputeNs, std::int64_t{compute});
+  }
+  for (const auto& out : result.outputs()) put_tensor_header(env, 5, out);
+  return env;
+}
+
+Result<std::shared_ptr<OutgoingBody>> encode_infer_request(const InferRequest& request,
+                                                           std::size_t max_bytes) {
+  std::string env = infer_request_envelope(request);
+  // Owned tensors (and the vector of them) live as long as the body; borrowed ones are the
+  // caller's, who keeps them valid until the request completes.
+  auto inputs = std::make_shared<const std::vector<NamedTensor>>(request.inputs());
+  return finish_with_raw(std::move(env), *inputs, kRawInputField, max_bytes, inputs);
+}
+
+Result<std::shared_ptr<OutgoingBody>> encode_infer_response(const InferResult& result,
+                                                            std::size_t max_bytes) {
+  std::string env = infer_response_envelope(result);
+  auto outputs = std::make_shared<const std::vector<NamedTensor>>(result.outputs());
+  return finish_with_raw(std::move(env), *outputs, kRawOutputField, max_bytes, outputs);
+}
+
+Result<InferResult> decode_infer_response(ReceivedMessage message) {
+  Envelope e;
+  if (!read_envelope(message.envelope, false, e)) {
+    return Error(StatusCode::Internal, "malformed ModelInferResponse from server");
+  }
+  auto tensors = assemble(e.tensors, message.raw, StatusCode::Internal, "output");
+  if (!tensors) {
+    return Error(StatusCode::Internal,
+                 "invalid response from server: " + tensors.error().message());
+  }
+  InferResult result(std::move(e.model), std::move(e.version), std::move(e.id), std::move(*tensors),
+                     std::move(e.parameters));
+  result.timing().server_queue = std::chrono::nanoseconds{e.timing.queue_ns};
+  result.timing().server_compute = std::chrono::nanoseconds{e.timing.compute_ns};
+  return result;
+}
+
+Result<InferRequest> decode_infer_request(ReceivedMessage message) {
+  Envelope e;
+  if (!read_envelope(message.envelope, true, e)) {
+    return Error(StatusCode::InvalidArgument, "malformed ModelInferRequest");
+  }
+  auto tensors = assemble(e.tensors, message.raw, StatusCode::InvalidArgument, "input");
+  if (!tensors) return tensors.error();
+  InferRequest request(std::move(e.model), std::move(e.version));
+  request.id(std::move(e.id));
+  for (auto& [key, value] : e.parameters) request.parameter(key, std::move(value));
+  for (auto& t : *tensors) {
+    request.input(std::move(t.name), std::move(t.tensor), std::move(t.parameters));
+  }
+  for (auto& o : e.outputs) request.output(std::move(o.name), std::move(o.parameters));
+  return request;
+}
+
+}  // namespace sonic::protocol

@@ -1,0 +1,30 @@
+// The names both halves of every transport agree on: tensor and response parameters with a
+// meaning, and the machine-readable reasons sonic's servers attach to errors.
+#pragma once
+
+#include <string_view>
+
+namespace sonic::protocol {
+
+/// Tensor parameters of Triton's shared memory extension: the region that holds the bytes, their
+/// size, and their offset in the region (default 0).
+inline constexpr const char* kSharedMemoryRegion = "shared_memory_region";
+inline constexpr const char* kSharedMemoryByteSize = "shared_memory_byte_size";
+inline constexpr const char* kSharedMemoryOffset = "shared_memory_offset";
+
+/// Response parameters in which sonic's servers report their queue and compute time of the
+/// request (nanoseconds); the client's decoder moves them into InferResult::timing().
+inline constexpr const char* kServerQueueNs = "sonic_server_queue_ns";
+inline constexpr const char* kServerComputeNs = "sonic_server_compute_ns";
+
+/// Error reasons (Error::reason(), google.rpc.ErrorInfo.reason in domain "sonic"), for errors a
+/// client recovers from by itself.
+namespace reason {
+/// A tensor names a shared memory region the server does not know (it restarted, or the
+/// registration went away with its connection): register it again.
+inline constexpr std::string_view kShmRegionNotFound = "SHM_REGION_NOT_FOUND";
+/// An output is larger than the shared memory space the request reserved for it.
+inline constexpr std::string_view kShmOutputTooSmall = "SHM_OUTPUT_TOO_SMALL";
+}  // namespace reason
+
+}  // namespace sonic::protocol

@@ -1,0 +1,21 @@
+// Protobuf messages of proto/ printed as JSON without libprotobuf: the schema comes from the
+// descriptors protoc compiles from proto/*.proto at build time (embedded in the library), and
+// a walk over the wire format prints any message of it in protobuf's JSON mapping.
+#pragma once
+
+#include <string>
+#include <string_view>
+
+#include "sonic/detail/export.hpp"
+#include "sonic/error.hpp"
+
+namespace sonic::protocol {
+
+/// The serialized message `bytes` of type `message_type` (a full name: "inference.ModelConfig")
+/// as JSON, as libprotobuf's JsonPrintOptions with preserve_proto_field_names prints it:
+/// fields with default values left out, 64-bit integers as strings, enums by name, bytes in
+/// base64. INTERNAL when the bytes do not parse as that type; NOT_FOUND for an unknown type.
+SONIC_EXPORT Result<std::string> message_to_json(std::string_view message_type,
+                                                 std::string_view bytes);
+
+}  // namespace sonic::protocol

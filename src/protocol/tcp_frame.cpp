@@ -1,0 +1,337 @@
+#include "tcp_frame.hpp"
+
+#include <zstd.h>
+
+#include <algorithm>
+#include <cstring>
+#include <memory>
+
+#include "tensor_buffer.hpp"
+
+namespace sonic::protocol::tcp {
+
+namespace {
+
+constexpr std::uint8_t kMagic[4] = {'S', 'N', 'C', 'T'};
+constexpr std::uint8_t kVersion = 1;
+constexpr std::uint8_t kRaw = 0;
+constexpr std::uint8_t kZstd = 1;
+// Adaptive mode compresses a sample first; tensors that shrink less than this go raw.
+constexpr std::size_t kSampleBytes = 64 << 10;
+constexpr double kWorthIt = 0.9;
+
+template <typename T>
+void put(std::string& out, T value) {
+  for (std::size_t i = 0; i < sizeof(T); ++i) {
+    out.push_back(static_cast<char>((static_cast<std::uint64_t>(value) >> (8 * i)) & 0xff));
+  }
+}
+
+template <typename T>
+T get(const std::uint8_t* in) {
+  std::uint64_t value = 0;
+  for (std::size_t i = 0; i < sizeof(T); ++i) value |= std::uint64_t{in[i]} << (8 * i);
+  return static_cast<T>(value);
+}
+
+std::string header(FrameKind kind, std::uint16_t flags, std::uint64_t id, std::size_t envelope,
+                   std::size_t tensors, std::uint64_t section) {
+  std::string h(reinterpret_cast<const char*>(kMagic), 4);
+  h.push_back(static_cast<char>(kVersion));
+  h.push_back(static_cast<char>(kind));
+  put<std::uint16_t>(h, flags);
+  put<std::uint64_t>(h, id);
+  put<std::uint32_t>(h, static_cast<std::uint32_t>(envelope));
+  put<std::uint32_t>(h, static_cast<std::uint32_t>(tensors));
+  put<std::uint64_t>(h, section);
+  return h;
+}
+
+std::string record(std::uint8_t codec, std::uint64_t stored, std::uint64_t raw) {
+  std::string r(1, static_cast<char>(codec));
+  r.append(7, '\0');
+  put<std::uint64_t>(r, stored);
+  put<std::uint64_t>(r, raw);
+  return r;
+}
+
+// zstd contexts are costly to create (hundreds of KiB): one of each per thread, reused.
+ZSTD_CCtx* compressor() {
+  thread_local std::unique_ptr<ZSTD_CCtx, decltype(&ZSTD_freeCCtx)> context(ZSTD_createCCtx(),
+                                                                            &ZSTD_freeCCtx);
+  return context.get();
+}
+
+ZSTD_DCtx* decompressor() {
+  thread_local std::unique_ptr<ZSTD_DCtx, decltype(&ZSTD_freeDCtx)> context(ZSTD_createDCtx(),
+                                                                            &ZSTD_freeDCtx);
+  return context.get();
+}
+
+// Whether zstd at `level` shrinks a sample of the tensor enough to be worth its CPU.
+bool compresses(const std::uint8_t* data, std::size_t size, int level) {
+  std::size_t sample = std::min(size, kSampleBytes);
+  std::string out(ZSTD_compressBound(sample), '\0');
+  std::size_t n = ZSTD_compressCCtx(compressor(), out.data(), out.size(), data, sample, level);
+  return !ZSTD_isError(n) && static_cast<double>(n) < kWorthIt * static_cast<double>(sample);
+}
+
+Error framing(std::string what) {
+  return Error(StatusCode::Internal, "malformed frame on the connection: " + std::move(what));
+}
+
+}  // namespace
+
+OutgoingFrame encode_frame(FrameKind kind, std::uint64_t id, std::string envelope,
+                           const std::vector<NamedTensor>& tensors,
+                           std::shared_ptr<const void> keep, const Compression& compression,
+                           std::uint16_t flags) {
+  OutgoingFrame f;
+  f.keep = std::move(keep);
+  // Records first (their lengths make the header), then lay the pieces out in order.
+  struct Stored {
+    std::string record;
+    const void* data;
+    std::size_t size;
+  };
+  std::vector<Stored> stored;
+  stored.reserve(tensors.size());
+  std::uint64_t section = 0;
+  for (const auto& t : tensors) {
+    const std::uint8_t* data = t.tensor.data();
+    std::size_t size = t.tensor.byte_size();
+    // Adaptive mode samples big tensors first; a small one is its own sample, compressed once.
+    bool sampled = compression.adaptive && size > kSampleBytes;
+    bool zstd =
+        compression.zstd && size > 0 && (!sampled || compresses(data, size, compression.level));
+    if (zstd) {
+      std::string& out = f.owned.emplace_back(ZSTD_compressBound(size), '\0');
+      std::size_t n =
+          ZSTD_compressCCtx(compressor(), out.data(), out.size(), data, size, compression.level);
+      double limit =
+          compression.adaptive ? kWorthIt * static_cast<double>(size) : static_cast<double>(size);
+      if (!ZSTD_isError(n) && static_cast<double>(n) < limit) {
+        out.resize(n);
+        stored.push_back({record(kZstd, n, size), out.data(), n});
+        section += kRecordBytes + n;
+        f.raw_tensor_bytes += size;
+        f.stored_tensor_bytes += n;
+        continue;
+      }
+      f.owned.pop_back();  // did not help enough: send it as it is
+    }
+    stored.push_back({record(kRaw, size, size), data, size});
+    section += kRecordBytes + size;
+    f.raw_tensor_bytes += size;
+    f.stored_tensor_bytes += size;
+  }
+  const std::string& h =
+      f.owned.emplace_back(header(kind, flags, id, envelope.size(), tensors.size(), section));
+  f.pieces.emplace_back(h.data(), h.size());
+  const std::string& e = f.owned.emplace_back(std::move(envelope));
+  if (!e.empty()) f.pieces.emplace_back(e.data(), e.size());
+  for (auto& s : stored) {
+    const std::string& r = f.owned.emplace_back(std::move(s.record));
+    f.pieces.emplace_back(r.data(), r.size());
+    if (s.size) f.pieces.emplace_back(s.data, s.size);
+  }
+  f.bytes = kHeaderBytes + e.size() + section;
+  return f;
+}
+
+OutgoingFrame encode_error(std::uint64_t id, const Error& error) {
+  std::string envelope;
+  put<std::uint32_t>(envelope, static_cast<std::uint32_t>(error.code()));
+  envelope += error.message().substr(0, kMaxErrorBytes - 4);
+  return encode_frame(FrameKind::Error, id, std::move(envelope), {}, nullptr, {});
+}
+
+OutgoingFrame encode_control(FrameKind kind) { return encode_frame(kind, 0, {}, {}, nullptr, {}); }
+
+OutgoingFrame encode_call(std::uint64_t id, const std::string& method, const std::string& request) {
+  std::string envelope(1, static_cast<char>(method.size()));
+  envelope += method;
+  envelope += request;
+  return encode_frame(FrameKind::Call, id, std::move(envelope), {}, nullptr, {});
+}
+
+Result<std::pair<std::string, std::string>> decode_call(const Frame& frame) {
+  if (frame.envelope.empty() ||
+      frame.envelope.size() < 1u + static_cast<std::uint8_t>(frame.envelope[0])) {
+    return Error(StatusCode::InvalidArgument, "call frame without a method name");
+  }
+  std::size_t length = static_cast<std::uint8_t>(frame.envelope[0]);
+  return std::make_pair(frame.envelope.substr(1, length), frame.envelope.substr(1 + length));
+}
+
+Error decode_error(const Frame& frame) {
+  if (frame.envelope.size() < 4) return framing("error frame without a status code");
+  auto code = get<std::uint32_t>(reinterpret_cast<const std::uint8_t*>(frame.envelope.data()));
+  if (code == 0 || code > 16)
+    return framing("error frame with status code " + std::to_string(code));
+  return Error(static_cast<StatusCode>(code), frame.envelope.substr(4));
+}
+
+Result<void> FrameReader::feed(const std::uint8_t* data, std::size_t size) {
+  while (size > 0) {
+    switch (stage_) {
+      case Stage::Header: {
+        std::size_t n = std::min(size, kHeaderBytes - have_);
+        std::memcpy(header_ + have_, data, n);
+        have_ += n, data += n, size -= n;
+        if (have_ == kHeaderBytes) {
+          if (auto ok = start_frame(); !ok) return ok;
+        }
+        break;
+      }
+      case Stage::Envelope: {
+        std::size_t n = std::min<std::size_t>(size, envelope_bytes_ - have_);
+        frame_.envelope.append(reinterpret_cast<const char*>(data), n);
+        have_ += n, data += n, size -= n;
+        if (have_ == envelope_bytes_) {
+          if (auto ok = start_record(); !ok) return ok;
+        }
+        break;
+      }
+      case Stage::RecordHeader: {
+        std::size_t n = std::min(size, kRecordBytes - have_);
+        std::memcpy(record_ + have_, data, n);
+        have_ += n, data += n, size -= n;
+        if (have_ == kRecordBytes) {
+          if (auto ok = finish_record(); !ok) return ok;
+        }
+        break;
+      }
+      case Stage::Stored: {
+        std::size_t n = static_cast<std::size_t>(std::min<std::uint64_t>(size, stored_ - have_));
+        std::memcpy(buffer_.get() + have_, data, n);
+        have_ += n, data += n, size -= n;
+        if (have_ == stored_) {
+          auto tensor = buffer_;
+          if (codec_ == kZstd) {
+            // The size the zstd frame declares must be the record's, before anything is
+            // allocated for it: a frame that lies about its size is an error, not a huge buffer.
+            auto declared = ZSTD_getFrameContentSize(buffer_.get(), stored_);
+            if (declared != raw_) {
+              return framing("zstd tensor " + std::to_string(frame_.tensors.size()) +
+                             " does not declare its raw length of " + std::to_string(raw_) +
+                             " bytes");
+            }
+            auto out = allocate_tensor_buffer(static_cast<std::size_t>(raw_));
+            std::size_t got =
+                ZSTD_decompressDCtx(decompressor(), out.get(), raw_, buffer_.get(), stored_);
+            if (ZSTD_isError(got) || got != raw_) {
+              return framing("corrupt zstd data in tensor " +
+                             std::to_string(frame_.tensors.size()) +
+                             (ZSTD_isError(got) ? std::string(": ") + ZSTD_getErrorName(got)
+                                                : std::string(": wrong decoded size")));
+            }
+            tensor = std::move(out);
+          }
+          frame_.tensors.push_back({std::move(tensor), static_cast<std::size_t>(raw_)});
+          buffer_.reset();
+          if (auto ok = start_record(); !ok) return ok;
+        }
+        break;
+      }
+    }
+  }
+  return {};
+}
+
+Result<void> FrameReader::start_frame() {
+  if (std::memcmp(header_, kMagic, 4) != 0) return framing("bad magic (not a sonic TCP peer?)");
+  if (header_[4] != kVersion) {
+    return framing("unsupported version " + std::to_string(header_[4]) + " (this is version 1)");
+  }
+  std::uint8_t kind = header_[5];
+  if (kind < 1 || kind > 7) return framing("unknown frame kind " + std::to_string(kind));
+  auto flags = get<std::uint16_t>(header_ + 6);
+  if (flags & ~(kind == static_cast<std::uint8_t>(FrameKind::Request) ? kCompressResponse : 0)) {
+    return framing("unknown flags " + std::to_string(flags));
+  }
+  frame_ = Frame{};
+  frame_.kind = static_cast<FrameKind>(kind);
+  frame_.flags = flags;
+  frame_.id = get<std::uint64_t>(header_ + 8);
+  envelope_bytes_ = get<std::uint32_t>(header_ + 16);
+  tensors_left_ = get<std::uint32_t>(header_ + 20);
+  section_left_ = get<std::uint64_t>(header_ + 24);
+  raw_total_ = 0;
+  bool data_frame = frame_.kind == FrameKind::Request || frame_.kind == FrameKind::Response;
+  if (envelope_bytes_ > (frame_.kind == FrameKind::Error ? kMaxErrorBytes : kMaxEnvelopeBytes)) {
+    return framing("envelope of " + std::to_string(envelope_bytes_) + " bytes is over the limit");
+  }
+  if (tensors_left_ > (data_frame ? kMaxTensors : 0)) {
+    return framing(std::to_string(tensors_left_) + " tensors in a frame that allows fewer");
+  }
+  if (section_left_ < std::uint64_t{tensors_left_} * kRecordBytes ||
+      section_left_ - std::uint64_t{tensors_left_} * kRecordBytes > max_message_bytes_ + 0ull) {
+    return framing("tensor section of " + std::to_string(section_left_) + " bytes for " +
+                   std::to_string(tensors_left_) + " tensors");
+  }
+  frame_.envelope.reserve(envelope_bytes_);
+  frame_.tensors.reserve(tensors_left_);
+  have_ = 0;
+  stage_ = Stage::Envelope;
+  if (envelope_bytes_ == 0) return start_record();
+  return {};
+}
+
+Result<void> FrameReader::start_record() {
+  have_ = 0;
+  if (tensors_left_ == 0) {
+    if (section_left_ != 0) return framing("tensor section longer than its records");
+    finish_frame();
+    return {};
+  }
+  --tensors_left_;
+  stage_ = Stage::RecordHeader;
+  return {};
+}
+
+Result<void> FrameReader::finish_record() {
+  codec_ = record_[0];
+  for (std::size_t i = 1; i < 8; ++i) {
+    if (record_[i] != 0) return framing("reserved bytes of a tensor record are not zero");
+  }
+  stored_ = get<std::uint64_t>(record_ + 8);
+  raw_ = get<std::uint64_t>(record_ + 16);
+  if (codec_ != kRaw && codec_ != kZstd) return framing("unknown codec " + std::to_string(codec_));
+  if (codec_ == kRaw && stored_ != raw_) return framing("raw tensor whose lengths differ");
+  if (codec_ == kZstd && stored_ > ZSTD_compressBound(static_cast<std::size_t>(
+                                       std::min<std::uint64_t>(raw_, max_message_bytes_)))) {
+    return framing("zstd tensor larger than any compression of its raw length");
+  }
+  if (raw_ > max_message_bytes_ - std::min<std::uint64_t>(raw_total_, max_message_bytes_)) {
+    return Error(StatusCode::ResourceExhausted,
+                 "frame tensors exceed the maximum message size of " +
+                     std::to_string(max_message_bytes_) + " bytes");
+  }
+  if (kRecordBytes + stored_ > section_left_) return framing("tensor runs past its section");
+  section_left_ -= kRecordBytes + stored_;
+  raw_total_ += raw_;
+  try {
+    buffer_ = allocate_tensor_buffer(static_cast<std::size_t>(stored_));
+  } catch (const std::bad_alloc&) {
+    return Error(StatusCode::ResourceExhausted,
+                 "cannot allocate " + std::to_string(stored_) + " bytes for a received tensor");
+  }
+  have_ = 0;
+  stage_ = Stage::Stored;
+  if (stored_ == 0) {
+    if (raw_ != 0) return framing("empty zstd data for a non-empty tensor");
+    frame_.tensors.push_back({std::move(buffer_), 0});
+    return start_record();
+  }
+  return {};
+}
+
+void FrameReader::finish_frame() {
+  frames_.push_back(std::move(frame_));
+  frame_ = Frame{};
+  stage_ = Stage::Header;
+  have_ = 0;
+}
+
+}  // namespace sonic::protocol::tcp

@@ -1,0 +1,177 @@
+#include <doctest/doctest.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <string>
+
+#include "body_bytes.hpp"
+#include "protocol/grpc_message.hpp"
+#include "protocol/tensor_buffer.hpp"
+#include "protocol/wire.hpp"
+
+using sonic::protocol::MessageReader;
+using sonic::protocol::OutgoingBody;
+
+namespace {
+
+std::string framed(const std::string& message) {
+  OutgoingBody body;
+  body.append_owned(message);
+  REQUIRE(body.finish(1 << 30).ok());
+  return body_bytes(body);
+}
+
+// A message with a string field 1, a varint field 2, raw field 7 twice, and a fixed64 field 9.
+std::string sample_message(const std::string& raw_a, const std::string& raw_b) {
+  using namespace sonic::protocol::wire;
+  std::string m;
+  put_string_field(m, 1, "model");
+  put_varint_field(m, 2, 300);
+  put_len_field(m, 7, raw_a);
+  put_fixed64_field(m, 9, 0x1122334455667788ull);
+  put_len_field(m, 7, raw_b);
+  return m;
+}
+
+}  // namespace
+
+TEST_CASE("the 5-byte prefix is big-endian length with a zero compressed flag") {
+  std::string bytes = framed(std::string(258, 'x'));
+  REQUIRE(bytes.size() == 263);
+  CHECK(bytes[0] == 0);
+  CHECK(static_cast<unsigned char>(bytes[3]) == 1);
+  CHECK(static_cast<unsigned char>(bytes[4]) == 2);
+}
+
+TEST_CASE("raw fields are split into their own aligned buffers, whatever the chunking") {
+  std::string raw_a(10000, 'a'), raw_b = "tiny";
+  raw_a[17] = 'Z';
+  std::string message = sample_message(raw_a, raw_b);
+  std::string bytes = framed(message) + framed(message);  // two messages back to back
+  for (std::size_t chunk :
+       {std::size_t{1}, std::size_t{3}, std::size_t{7}, std::size_t{4096}, bytes.size()}) {
+    CAPTURE(chunk);
+    MessageReader reader(7, 1 << 20);
+    for (std::size_t pos = 0; pos < bytes.size(); pos += chunk) {
+      REQUIRE(reader
+                  .feed(reinterpret_cast<const std::uint8_t*>(bytes.data()) + pos,
+                        std::min(chunk, bytes.size() - pos))
+                  .ok());
+    }
+    CHECK(reader.at_boundary());
+    REQUIRE(reader.messages().size() == 2);
+    for (auto& m : reader.messages()) {
+      REQUIRE(m.raw.size() == 2);
+      CHECK(std::string(reinterpret_cast<const char*>(m.raw[0].data.get()), m.raw[0].size) ==
+            raw_a);
+      CHECK(std::string(reinterpret_cast<const char*>(m.raw[1].data.get()), m.raw[1].size) ==
+            raw_b);
+      CHECK(reinterpret_cast<std::uintptr_t>(m.raw[0].data.get()) % 16 == 0);
+      // The envelope is the message without the raw fields, still valid protobuf.
+      std::string expected;
+      sonic::protocol::wire::put_string_field(expected, 1, "model");
+      sonic::protocol::wire::put_varint_field(expected, 2, 300);
+      sonic::protocol::wire::put_fixed64_field(expected, 9, 0x1122334455667788ull);
+      CHECK(m.envelope == expected);
+    }
+  }
+}
+
+TEST_CASE("without a raw field the envelope is the whole message") {
+  std::string message = sample_message("abc", "def");
+  MessageReader reader(0, 1 << 20);
+  std::string bytes = framed(message);
+  REQUIRE(reader.feed(reinterpret_cast<const std::uint8_t*>(bytes.data()), bytes.size()).ok());
+  REQUIRE(reader.messages().size() == 1);
+  CHECK(reader.messages()[0].envelope == message);
+  CHECK(reader.messages()[0].raw.empty());
+}
+
+TEST_CASE("an empty message and a partial message") {
+  MessageReader reader(7, 100);
+  const std::uint8_t empty[] = {0, 0, 0, 0, 0};
+  REQUIRE(reader.feed(empty, 5).ok());
+  CHECK(reader.messages().size() == 1);
+  const std::uint8_t partial[] = {0, 0, 0, 0, 3, 0x08};
+  REQUIRE(reader.feed(partial, sizeof partial).ok());
+  CHECK_FALSE(reader.at_boundary());
+}
+
+TEST_CASE("hostile input is an error, never a crash or a huge allocation") {
+  auto feed = [](std::size_t limit, std::uint32_t raw_field, const std::string& bytes) {
+    MessageReader reader(raw_field, limit);
+    return reader.feed(reinterpret_cast<const std::uint8_t*>(bytes.data()), bytes.size());
+  };
+  // Over the size limit: refused from the prefix alone.
+  auto big = feed(1000, 7, std::string("\x00\x7f\xff\xff\xff", 5));
+  CHECK(big.code() == sonic::StatusCode::ResourceExhausted);
+  // Compressed without negotiation.
+  CHECK(feed(1000, 7, std::string("\x01\x00\x00\x00\x01\x08", 6)).code() ==
+        sonic::StatusCode::Unimplemented);
+  CHECK(feed(1000, 7, std::string("\x02\x00\x00\x00\x00", 5)).code() ==
+        sonic::StatusCode::Internal);
+  // A raw field claiming more bytes than the message holds (a lying length).
+  CHECK(feed(1000, 7, std::string("\x00\x00\x00\x00\x03\x3a\x7f\x00", 8)).code() ==
+        sonic::StatusCode::Internal);
+  // A string field running past the message end.
+  CHECK(feed(1000, 0, std::string("\x00\x00\x00\x00\x02\x0a\x05", 7)).code() ==
+        sonic::StatusCode::Internal);
+  // Field number zero, and the unsupported group wire type.
+  CHECK_FALSE(feed(1000, 0, std::string("\x00\x00\x00\x00\x02\x00\x00", 7)).ok());
+  CHECK_FALSE(feed(1000, 0, std::string("\x00\x00\x00\x00\x01\x0b", 6)).ok());
+  // A varint longer than ten bytes.
+  CHECK_FALSE(
+      feed(1000, 0,
+           std::string("\x00\x00\x00\x00\x0c\x08\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\x01", 17))
+          .ok());
+  // A fixed64 cut by the message end.
+  CHECK_FALSE(feed(1000, 0, std::string("\x00\x00\x00\x00\x03\x09\x01\x02", 8)).ok());
+}
+
+TEST_CASE("an outgoing body over the limit is refused before sending") {
+  OutgoingBody body;
+  std::string big(2000, 'x');
+  body.append_borrowed(big.data(), big.size());
+  auto r = body.finish(1999);
+  CHECK(r.code() == sonic::StatusCode::ResourceExhausted);
+  CHECK(r.error().message().find("max_message_bytes") != std::string::npos);
+}
+
+TEST_CASE("large borrowed runs are referenced, small ones copied") {
+  OutgoingBody body;
+  std::string large(100000, 'L'), small(10, 's');
+  body.append_owned(std::string("head"));
+  body.append_borrowed(large.data(), large.size());
+  body.append_borrowed(small.data(), small.size());
+  REQUIRE(body.finish(1 << 20).ok());
+  int referenced = 0;
+  for (const auto& piece : body.pieces()) {
+    if (piece.data) {
+      ++referenced;
+      CHECK(piece.data == reinterpret_cast<const std::uint8_t*>(large.data()));
+    }
+  }
+  CHECK(referenced == 1);
+  CHECK(body.size() == 5 + 4 + large.size() + small.size());
+  CHECK(body_bytes(body).substr(5) == "head" + large + small);
+}
+
+TEST_CASE("tensor buffers: small from the allocator, large on huge page boundaries, all usable") {
+  for (std::size_t bytes : {std::size_t{0}, std::size_t{1}, std::size_t{4} << 20,
+                            (std::size_t{40} << 20) + 3, std::size_t{64} << 20}) {
+    CAPTURE(bytes);
+    auto buffer = sonic::protocol::allocate_tensor_buffer(bytes);
+    REQUIRE(static_cast<bool>(buffer));
+    auto address = reinterpret_cast<std::uintptr_t>(buffer.get());
+    CHECK(address % alignof(std::max_align_t) == 0);
+    if (bytes > (std::size_t{32} << 20)) CHECK(address % (std::size_t{2} << 20) == 0);
+    if (bytes > 0) {
+      // Every page is writable and keeps what was written; the block is freed with the last owner.
+      for (std::size_t i = 0; i < bytes; i += 4096) buffer.get()[i] = static_cast<std::uint8_t>(i);
+      buffer.get()[bytes - 1] = 0x5a;
+      CHECK(buffer.get()[bytes - 1] == 0x5a);
+      if (bytes > 8192) CHECK(buffer.get()[8192] == static_cast<std::uint8_t>(8192));
+    }
+  }
+}

@@ -1,0 +1,314 @@
+#include <doctest/doctest.h>
+
+#include <cstring>
+#include <numeric>
+#include <string>
+#include <vector>
+
+#include "body_bytes.hpp"
+#include "grpc_service.pb.h"
+#include "protocol/infer_codec.hpp"
+
+using namespace sonic;
+using namespace sonic::protocol;
+
+namespace {
+
+// What the receiving side would assemble from the wire bytes of a body.
+ReceivedMessage receive(const std::string& wire, std::uint32_t raw_field) {
+  MessageReader reader(raw_field, 1u << 30);
+  REQUIRE(reader.feed(reinterpret_cast<const std::uint8_t*>(wire.data()), wire.size()).ok());
+  REQUIRE(reader.messages().size() == 1);
+  return std::move(reader.messages()[0]);
+}
+
+std::string frame(const google::protobuf::Message& message) {
+  OutgoingBody body;
+  body.append_owned(message.SerializeAsString());
+  REQUIRE(body.finish(1u << 30).ok());
+  return body_bytes(body);
+}
+
+std::string bytes_of(const Tensor& t) {
+  return std::string(reinterpret_cast<const char*>(t.data()), t.byte_size());
+}
+
+}  // namespace
+
+TEST_CASE("an encoded request is a ModelInferRequest to libprotobuf, field for field") {
+  std::vector<float> big(100000);
+  std::iota(big.begin(), big.end(), 0.f);
+  std::vector<std::int64_t> small = {-1, 2, -3};
+  auto request = InferRequest("identity", "3")
+                     .id("r1")
+                     .parameter("priority", std::uint64_t{7})
+                     .parameter("timeout", std::int64_t{-5})
+                     .parameter("flag", true)
+                     .parameter("ratio", 0.25)
+                     .parameter("tag", std::string("x"))
+                     .input("BIG", Tensor::view(big, {1, 100000}), {{"p", std::int64_t{1}}})
+                     .input("SMALL", Tensor::from_vector(small, {3}))
+                     .input("TEXT", Tensor::from_strings(std::vector<std::string>{"ab", "c"}, {2}))
+                     .output("OUT", {{"classification", std::int64_t{2}}});
+  auto body = encode_infer_request(request, 1u << 30).value();
+  std::string wire = body_bytes(*body);
+
+  inference::ModelInferRequest pb;
+  REQUIRE(pb.ParseFromString(wire.substr(5)));
+  CHECK(pb.model_name() == "identity");
+  CHECK(pb.model_version() == "3");
+  CHECK(pb.id() == "r1");
+  CHECK(pb.parameters().at("priority").uint64_param() == 7);
+  CHECK(pb.parameters().at("timeout").int64_param() == -5);
+  CHECK(pb.parameters().at("flag").bool_param());
+  CHECK(pb.parameters().at("ratio").double_param() == 0.25);
+  CHECK(pb.parameters().at("tag").string_param() == "x");
+  REQUIRE(pb.inputs_size() == 3);
+  CHECK(pb.inputs(0).name() == "BIG");
+  CHECK(pb.inputs(0).datatype() == "FP32");
+  CHECK(pb.inputs(0).shape(1) == 100000);
+  CHECK(pb.inputs(0).parameters().at("p").int64_param() == 1);
+  CHECK(pb.inputs(1).datatype() == "INT64");
+  CHECK(pb.inputs(2).datatype() == "BYTES");
+  CHECK_FALSE(pb.inputs(0).has_contents());
+  REQUIRE(pb.outputs_size() == 1);
+  CHECK(pb.outputs(0).parameters().at("classification").int64_param() == 2);
+  REQUIRE(pb.raw_input_contents_size() == 3);
+  CHECK(pb.raw_input_contents(0) ==
+        std::string(reinterpret_cast<const char*>(big.data()), big.size() * 4));
+  CHECK(pb.raw_input_contents(1) == std::string(reinterpret_cast<const char*>(small.data()), 24));
+
+  // The big tensor is sent from the caller's memory, not copied into the body.
+  bool references_big = false;
+  for (const auto& piece : body->pieces()) {
+    references_big |= piece.data == reinterpret_cast<const std::uint8_t*>(big.data());
+  }
+  CHECK(references_big);
+}
+
+TEST_CASE("request round trip: client encoder to server decoder") {
+  std::vector<std::int32_t> a(16);
+  std::iota(a.begin(), a.end(), -8);
+  auto request =
+      InferRequest("simple").id("abc").input("INPUT0", Tensor::view(a, {1, 16})).output("OUTPUT1");
+  auto decoded = decode_infer_request(
+      receive(body_bytes(*encode_infer_request(request, 1 << 20).value()), kRawInputField));
+  REQUIRE(decoded.ok());
+  CHECK(decoded->model_name() == "simple");
+  CHECK(decoded->request_id() == "abc");
+  REQUIRE(decoded->inputs().size() == 1);
+  CHECK(decoded->inputs()[0].tensor.shape() == Shape{1, 16});
+  CHECK(decoded->inputs()[0].tensor.as<std::int32_t>().to_vector() == a);
+  REQUIRE(decoded->outputs().size() == 1);
+  CHECK(decoded->outputs()[0].name == "OUTPUT1");
+}
+
+TEST_CASE("every datatype round-trips raw through request and response") {
+  for (DataType type : kAllDataTypes) {
+    CAPTURE(to_string(type));
+    Tensor t = type == DataType::Bytes
+                   ? Tensor::from_strings(std::vector<std::string>{"x", "", "long string"}, {3})
+                   : [&] {
+                       std::vector<std::uint8_t> bytes(6 * element_size(type));
+                       for (std::size_t i = 0; i < bytes.size(); ++i)
+                         bytes[i] = static_cast<std::uint8_t>(i * 37 + 1);
+                       if (type == DataType::Bool) {
+                         for (auto& b : bytes) b &= 1;
+                       }
+                       return Tensor::copy_bytes(type, {2, 3}, bytes.data(), bytes.size());
+                     }();
+    InferResult result("m", "1", "id", {{"OUT", t, {}}});
+    auto wire = body_bytes(*encode_infer_response(result, 1 << 20).value());
+    auto back = decode_infer_response(receive(wire, kRawOutputField));
+    REQUIRE(back.ok());
+    const Tensor& out = back->output("OUT");
+    CHECK(out.dtype() == type);
+    CHECK(out.shape() == t.shape());
+    CHECK(bytes_of(out) == bytes_of(t));
+
+    auto request = decode_infer_request(receive(
+        body_bytes(*encode_infer_request(InferRequest("m").input("IN", t), 1 << 20).value()),
+        kRawInputField));
+    REQUIRE(request.ok());
+    CHECK(bytes_of(request->inputs()[0].tensor) == bytes_of(t));
+  }
+}
+
+TEST_CASE("typed contents are accepted for every datatype that has them") {
+  inference::ModelInferRequest pb;
+  pb.set_model_name("m");
+  auto add = [&](const char* name, const char* type, std::initializer_list<std::int64_t> shape) {
+    auto* in = pb.add_inputs();
+    in->set_name(name);
+    in->set_datatype(type);
+    for (auto d : shape) in->add_shape(d);
+    return in->mutable_contents();
+  };
+  auto* i32 = add("I32", "INT32", {3});
+  for (int v : {-1, 2, 3}) i32->add_int_contents(v);
+  auto* i8 = add("I8", "INT8", {2});
+  for (int v : {-100, 100}) i8->add_int_contents(v);
+  auto* i64 = add("I64", "INT64", {2});
+  for (auto v : {std::int64_t{1} << 40, std::int64_t{-2}}) i64->add_int64_contents(v);
+  auto* u16 = add("U16", "UINT16", {2});
+  for (unsigned v : {65535u, 1u}) u16->add_uint_contents(v);
+  add("U64", "UINT64", {1})->add_uint64_contents(~0ull);
+  auto* f32 = add("F32", "FP32", {1, 2});
+  for (float v : {1.5f, -2.f}) f32->add_fp32_contents(v);
+  add("F64", "FP64", {1})->add_fp64_contents(3.25);
+  auto* b = add("B", "BOOL", {3});
+  for (bool v : {true, false, true}) b->add_bool_contents(v);
+  auto* s = add("S", "BYTES", {2});
+  for (const char* text : {"hi", ""}) s->add_bytes_contents(text);
+
+  auto decoded = decode_infer_request(receive(frame(pb), kRawInputField));
+  REQUIRE_MESSAGE(decoded.ok(), (decoded.ok() ? "" : decoded.error().message()));
+  auto input = [&](const char* name) { return decoded->find_input(name)->tensor; };
+  CHECK(input("I32").as<std::int32_t>().to_vector() == std::vector<std::int32_t>{-1, 2, 3});
+  CHECK(input("I8").as<std::int8_t>().to_vector() == std::vector<std::int8_t>{-100, 100});
+  CHECK(input("I64").as<std::int64_t>().to_vector() == std::vector<std::int64_t>{1ll << 40, -2});
+  CHECK(input("U16").as<std::uint16_t>().to_vector() == std::vector<std::uint16_t>{65535, 1});
+  CHECK(input("U64").as<std::uint64_t>()[0] == ~0ull);
+  CHECK(input("F32").as<float>().to_vector() == std::vector<float>{1.5f, -2.f});
+  CHECK(input("F64").as<double>()[0] == 3.25);
+  CHECK(input("B").as<bool>().to_vector() == std::vector<bool>{true, false, true});
+  CHECK(input("S").to_strings() == std::vector<std::string>{"hi", ""});
+}
+
+TEST_CASE("malformed requests are INVALID_ARGUMENT naming the tensor") {
+  auto decode = [](const inference::ModelInferRequest& pb) {
+    return decode_infer_request(receive(frame(pb), kRawInputField));
+  };
+  inference::ModelInferRequest pb;
+  pb.set_model_name("m");
+  auto* in = pb.add_inputs();
+  in->set_name("X");
+  in->set_datatype("FP32");
+  in->add_shape(4);
+
+  SUBCASE("byte size that does not fit the shape") {
+    pb.add_raw_input_contents(std::string(12, '\0'));
+    auto r = decode(pb);
+    CHECK(r.code() == StatusCode::InvalidArgument);
+    CHECK(r.error().message().find("'X'") != std::string::npos);
+  }
+  SUBCASE("unknown datatype") {
+    in->set_datatype("FLOAT");
+    pb.add_raw_input_contents(std::string(16, '\0'));
+    CHECK(decode(pb).error().message().find("FLOAT") != std::string::npos);
+  }
+  SUBCASE("negative dimension") {
+    in->set_shape(0, -4);
+    pb.add_raw_input_contents(std::string(16, '\0'));
+    CHECK(decode(pb).code() == StatusCode::InvalidArgument);
+  }
+  SUBCASE("raw and typed contents together") {
+    in->mutable_contents()->add_fp32_contents(1);
+    pb.add_raw_input_contents(std::string(16, '\0'));
+    CHECK(decode(pb).code() == StatusCode::InvalidArgument);
+  }
+  SUBCASE("more raw contents than inputs") {
+    pb.add_raw_input_contents(std::string(16, '\0'));
+    pb.add_raw_input_contents(std::string(16, '\0'));
+    CHECK(decode(pb).code() == StatusCode::InvalidArgument);
+  }
+  SUBCASE("FP16 in typed contents") {
+    in->set_datatype("FP16");
+    in->mutable_contents()->add_fp32_contents(1);
+    CHECK(decode(pb).error().message().find("raw") != std::string::npos);
+  }
+  SUBCASE("typed contents with too few elements") {
+    in->mutable_contents()->add_fp32_contents(1);
+    CHECK(decode(pb).code() == StatusCode::InvalidArgument);
+  }
+  SUBCASE("a message that is not protobuf at all") {
+    std::string junk = std::string("\x00\x00\x00\x00\x04", 5) + "\xff\xff\xff\xff";
+    MessageReader reader(kRawInputField, 100);
+    auto fed = reader.feed(reinterpret_cast<const std::uint8_t*>(junk.data()), junk.size());
+    if (fed.ok() && !reader.messages().empty()) {
+      CHECK_FALSE(decode_infer_request(std::move(reader.messages()[0])).ok());
+    }
+  }
+}
+
+TEST_CASE("lying responses are INTERNAL errors, never crashes") {
+  inference::ModelInferResponse pb;
+  pb.set_model_name("m");
+  auto* out = pb.add_outputs();
+  out->set_name("Y");
+  out->set_datatype("INT32");
+  out->add_shape(1000000);
+  pb.add_raw_output_contents(std::string(8, '\0'));  // claims a million elements, carries two
+  auto r = decode_infer_response(receive(frame(pb), kRawOutputField));
+  CHECK(r.code() == StatusCode::Internal);
+  CHECK(r.error().message().find("'Y'") != std::string::npos);
+
+  inference::ModelInferResponse strings;
+  auto* s = strings.add_outputs();
+  s->set_name("S");
+  s->set_datatype("BYTES");
+  s->add_shape(1);
+  strings.add_raw_output_contents(
+      std::string("\xff\x00\x00\x00"
+                  "ab",
+                  6));  // element length lies
+  CHECK(decode_infer_response(receive(frame(strings), kRawOutputField)).code() ==
+        StatusCode::Internal);
+}
+
+namespace {
+
+// A response with output A in shared memory and output B raw; `raw_for_a` adds an empty raw
+// entry in A's place (index-aligned senders) or, when not empty, a lying one.
+inference::ModelInferResponse mixed_response(bool aligned, const std::string& raw_for_a = {}) {
+  inference::ModelInferResponse pb;
+  auto* a = pb.add_outputs();
+  a->set_name("A");
+  a->set_datatype("FP32");
+  a->add_shape(4);
+  (*a->mutable_parameters())["shared_memory_region"].set_string_param("r");
+  (*a->mutable_parameters())["shared_memory_byte_size"].set_int64_param(16);
+  auto* b = pb.add_outputs();
+  b->set_name("B");
+  b->set_datatype("INT8");
+  b->add_shape(3);
+  if (aligned) pb.add_raw_output_contents(raw_for_a);
+  pb.add_raw_output_contents(std::string("\x01\x02\x03", 3));
+  return pb;
+}
+
+}  // namespace
+
+TEST_CASE("shared memory tensors carry no raw bytes; both raw layouts are read") {
+  // Encoding: an input placed in a region sends its header and parameters, no bytes.
+  std::vector<float> four{1, 2, 3, 4};
+  std::vector<std::int8_t> three{1, 2, 3};
+  Parameters where;
+  where[kSharedMemoryRegion] = std::string("r");
+  where[kSharedMemoryByteSize] = std::int64_t{16};
+  InferRequest request = InferRequest("m")
+                             .input("A", Tensor::view(four, {4}), where)
+                             .input("B", Tensor::view(three, {3}));
+  auto body = encode_infer_request(request, 1u << 30);
+  REQUIRE(body);
+  inference::ModelInferRequest pb;
+  std::string wire = body_bytes(**body);
+  REQUIRE(pb.ParseFromString(wire.substr(5)));
+  REQUIRE(pb.raw_input_contents_size() == 1);  // only B's
+  CHECK(pb.raw_input_contents(0) == std::string("\x01\x02\x03", 3));
+  CHECK(pb.inputs(0).parameters().at("shared_memory_region").string_param() == "r");
+
+  // Decoding: raw entries only for the tensors not in shared memory, or one per tensor.
+  for (bool aligned : {false, true}) {
+    CAPTURE(aligned);
+    auto r = decode_infer_response(receive(frame(mixed_response(aligned)), kRawOutputField));
+    REQUIRE(r);
+    CHECK(r->output("A").byte_size() == 0);  // its bytes are in the region
+    CHECK(r->find_output("A")->parameters.count("shared_memory_region") == 1);
+    CHECK(bytes_of(r->output("B")) == std::string("\x01\x02\x03", 3));
+  }
+  // Raw bytes for a tensor said to be in shared memory: a lie.
+  auto lying = decode_infer_response(
+      receive(frame(mixed_response(true, std::string(16, 'x'))), kRawOutputField));
+  CHECK(lying.code() == StatusCode::Internal);
+}

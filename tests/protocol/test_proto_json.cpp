@@ -1,0 +1,124 @@
+// Messages printed as JSON from the embedded schema, against libprotobuf's own printer (with
+// preserve_proto_field_names, as Client::model_config promises): both parsed, then compared as
+// JSON values, so that number spelling and field order do not matter.
+#include "protocol/proto_json.hpp"
+
+#include <doctest/doctest.h>
+#include <google/protobuf/util/json_util.h>
+
+#include <nlohmann/json.hpp>
+
+#include <cmath>
+#include <string>
+
+#include "grpc_service.pb.h"
+#include "model_config.pb.h"
+
+using namespace sonic;
+
+namespace {
+
+std::string libprotobuf_json(const google::protobuf::Message& message) {
+  std::string json;
+  google::protobuf::util::JsonPrintOptions options;
+  options.preserve_proto_field_names = true;
+  REQUIRE(google::protobuf::util::MessageToJsonString(message, &json, options).ok());
+  return json;
+}
+
+void check_same_json(const google::protobuf::Message& message) {
+  auto ours = protocol::message_to_json(message.GetTypeName(), message.SerializeAsString());
+  REQUIRE(ours);
+  INFO("sonic:       " << *ours);
+  INFO("libprotobuf: " << libprotobuf_json(message));
+  CHECK(nlohmann::json::parse(*ours) == nlohmann::json::parse(libprotobuf_json(message)));
+}
+
+}  // namespace
+
+TEST_CASE("a ModelConfig with every field kind prints as libprotobuf prints it") {
+  inference::ModelConfig config;
+  config.set_name("jet \"tagger\"\n\xc3\xa9");  // escapes and UTF-8
+  config.set_platform("onnxruntime_onnx");
+  config.set_backend("onnxruntime");
+  config.set_max_batch_size(64);
+  auto* in = config.add_input();
+  in->set_name("INPUT__0");
+  in->set_data_type(inference::TYPE_FP32);
+  in->set_format(inference::ModelInput::FORMAT_NCHW);
+  for (auto d : {-1, 1, 48, 48}) in->add_dims(d);
+  in->mutable_reshape()->add_shape(2304);
+  in->set_allow_ragged_batch(true);
+  in->set_optional(true);
+  auto* out = config.add_output();
+  out->set_name("OUTPUT__0");
+  out->set_data_type(inference::TYPE_STRING);
+  out->add_dims(3);
+  out->set_label_filename("labels.txt");
+  config.add_output()->set_name("SECOND");  // everything else default: {"name": ...} only
+  auto* group = config.add_instance_group();
+  group->set_count(4);
+  group->set_kind(inference::ModelInstanceGroup::KIND_GPU);
+  group->add_gpus(0);
+  group->add_gpus(1);
+  config.add_instance_group();  // all defaults: printed as {}
+  config.mutable_dynamic_batching()->add_preferred_batch_size(16);
+  config.mutable_dynamic_batching()->add_preferred_batch_size(32);
+  config.mutable_dynamic_batching()->set_max_queue_delay_microseconds(100);
+  check_same_json(config);
+
+  inference::ModelConfig empty;
+  check_same_json(empty);  // "{}"
+  inference::ModelConfig present;
+  present.mutable_dynamic_batching();  // an empty message that is present
+  check_same_json(present);
+}
+
+TEST_CASE("maps, oneofs, bytes, doubles and 64-bit integers print as libprotobuf prints them") {
+  inference::ModelInferRequest request;
+  request.set_model_name("simple");
+  request.set_id("r1");
+  (*request.mutable_parameters())["priority"].set_uint64_param(18446744073709551615ull);
+  (*request.mutable_parameters())["sequence_id"].set_int64_param(-5);
+  (*request.mutable_parameters())["flag"].set_bool_param(false);  // oneof: printed though false
+  (*request.mutable_parameters())["ratio"].set_double_param(0.1);
+  (*request.mutable_parameters())["nan"].set_double_param(std::nan(""));
+  (*request.mutable_parameters())["inf"].set_double_param(-INFINITY);
+  (*request.mutable_parameters())["name"].set_string_param("");
+  auto* input = request.add_inputs();
+  input->set_name("INPUT0");
+  input->set_datatype("FP32");
+  input->add_shape(1);
+  input->add_shape(3);
+  for (float v : {1.5f, -0.1f, 3e38f}) input->mutable_contents()->add_fp32_contents(v);
+  input->mutable_contents()->add_bool_contents(true);
+  input->mutable_contents()->add_bytes_contents(std::string("\0\xff binary", 9));
+  request.add_raw_input_contents(std::string("\x01\x02\x03", 3));
+  request.add_outputs()->set_name("OUTPUT0");
+  check_same_json(request);
+
+  inference::ModelStatisticsResponse stats;
+  auto* s = stats.add_model_stats();
+  s->set_name("m");
+  s->set_inference_count(9007199254740993ull);  // above 2^53: why 64-bit integers are strings
+  s->mutable_inference_stats()->mutable_success()->set_count(3);
+  auto& response_stats = (*s->mutable_response_stats())["0"];
+  response_stats.mutable_success()->set_ns(42);
+  check_same_json(stats);
+}
+
+TEST_CASE("hostile bytes are INTERNAL; an unknown type is NOT_FOUND") {
+  auto truncated = protocol::message_to_json("inference.ModelConfig", std::string("\x0a\x10x", 3));
+  CHECK(truncated.code() == StatusCode::Internal);
+  // A string field sent as a varint, and a nested message that is not one.
+  CHECK(protocol::message_to_json("inference.ModelConfig", std::string("\x08\x01", 2)).code() ==
+        StatusCode::Internal);
+  CHECK(protocol::message_to_json("inference.ModelConfig", std::string("\x2a\x02\xff\xff", 4))
+            .code() == StatusCode::Internal);
+  CHECK(protocol::message_to_json("inference.NoSuchMessage", "").code() == StatusCode::NotFound);
+  // Unknown fields are skipped, as protobuf does.
+  auto unknown =
+      protocol::message_to_json("inference.ModelConfig", std::string("\xf8\x3e\x05\x0a\x01x", 6));
+  REQUIRE(unknown);
+  CHECK(nlohmann::json::parse(*unknown) == nlohmann::json{{"name", "x"}});
+}

@@ -1,0 +1,190 @@
+#include "client_stream.hpp"
+
+#include <utility>
+
+namespace sonic::tcp {
+
+using protocol::tcp::Frame;
+using protocol::tcp::FrameKind;
+
+StreamSettings StreamSettings::of(const ClientOptions& options) {
+  return {options.connect_timeout, options.keepalive_interval, options.keepalive_timeout,
+          options.max_message_bytes};
+}
+
+std::string StreamSettings::key() const {
+  return std::to_string(connect_timeout.count()) + "/" +
+         std::to_string(keepalive_interval.count()) + "/" +
+         std::to_string(keepalive_timeout.count()) + "/" + std::to_string(max_message_bytes);
+}
+
+ClientStream::ClientStream(asio::io_context& io, Endpoint endpoint, StreamSettings settings,
+                           net::ChannelEvents<TcpCall> events)
+    : FrameStream(io, settings.max_message_bytes),
+      io_(io),
+      endpoint_(std::move(endpoint)),
+      settings_(settings),
+      events_(std::move(events)),
+      connector_(io),
+      keepalive_(io, settings.keepalive_interval, settings.keepalive_timeout) {}
+
+void ClientStream::connect() {
+  connector_.start(socket(), endpoint_.host, endpoint_.port, settings_.connect_timeout,
+                   shared_from_this(), [this](std::string failure) {
+                     if (failed_) return;
+                     if (!failure.empty()) return connect_failed(failure);
+                     on_connected();
+                   });
+}
+
+void ClientStream::on_connected() {
+  connected_ = true;
+  std::error_code ignored;
+  socket().set_option(asio::ip::tcp::no_delay(true), ignored);
+  asio::post(io_, [report = events_.connected] { report(std::string()); });
+  keepalive_.start(weak_from_this(),
+                   {[this] { return !pending_.empty() || !parked_.empty(); },
+                    [this] { send(protocol::tcp::encode_control(FrameKind::Ping)); },
+                    [this](const std::string& why) {
+                      shutdown(StatusCode::Unavailable,
+                               "connection to " + endpoint_.url + ": " + why);
+                    }});
+  start_reading();
+  auto waiting = std::move(waiting_);
+  waiting_.clear();
+  for (auto& call : waiting) {
+    if (call->finished) continue;
+    send(std::move(call->frame), call->id);
+  }
+  keepalive_.activity();
+}
+
+void ClientStream::connect_failed(const std::string& why) {
+  asio::post(io_, [report = events_.connected, why] { report(why); });
+  shutdown(StatusCode::Unavailable, "cannot connect to " + endpoint_.url + ": " + why);
+}
+
+void ClientStream::submit(std::shared_ptr<TcpCall> call) {
+  if (!usable()) {
+    return deliver(*call,
+                   Error(StatusCode::Unavailable, "connection to " + endpoint_.url + " is closed"));
+  }
+  call->connection = std::static_pointer_cast<ClientStream>(shared_from_this());
+  arm_deadline(call);
+  if (call->finished) return;
+  pending_[call->id] = call;
+  if (connected_) {
+    send(std::move(call->frame), call->id);
+    keepalive_.activity();
+  } else {
+    waiting_.push_back(call);
+  }
+}
+
+void ClientStream::arm_deadline(const std::shared_ptr<TcpCall>& call) {
+  if (call->deadline == Deadline::max()) return;
+  if (call->deadline <= Clock::now()) {
+    return deliver(
+        *call, Error(StatusCode::DeadlineExceeded, "deadline passed before the request was sent"));
+  }
+  call->timer = std::make_unique<asio::steady_timer>(io_, call->deadline);
+  auto self = std::static_pointer_cast<ClientStream>(shared_from_this());
+  std::weak_ptr<TcpCall> weak = call;
+  call->timer->async_wait([self, weak](std::error_code ec) {
+    auto expired = weak.lock();
+    if (ec || !expired) return;
+    self->abandon(expired,
+                  Error(StatusCode::DeadlineExceeded,
+                        "no response from " + self->endpoint_.url + " before the deadline"));
+    // Still being written (a large tensor to a slow or stalled peer): end the write, which
+    // reads the caller's memory, rather than break the deadline.
+    if (expired->parked)
+      self->close("a request's deadline passed while it was still being written");
+  });
+}
+
+void ClientStream::abandon(const std::shared_ptr<TcpCall>& call, Error why) {
+  if (call->finished) return;
+  pending_.erase(call->id);
+  complete(call, std::move(why));
+}
+
+void ClientStream::complete(const std::shared_ptr<TcpCall>& call, Result<Frame> outcome) {
+  if (call->finished) return;
+  call->finished = true;
+  if (writing(call->id)) {
+    // A write still reads the caller's tensors: answer once it no longer does. The deadline
+    // timer stays armed: past the deadline the connection closes, ending the write.
+    call->parked = std::move(outcome);
+    parked_[call->id] = call;
+    return;
+  }
+  deliver(*call, std::move(outcome));
+}
+
+void ClientStream::deliver(TcpCall& call, Result<Frame> outcome) {
+  call.finished = true;
+  if (call.timer) call.timer->cancel();
+  auto done = std::move(call.done);
+  done(std::move(outcome));
+}
+
+void ClientStream::on_released(std::uint64_t id) {
+  auto it = parked_.find(id);
+  if (it == parked_.end()) return;
+  auto call = std::move(it->second);
+  parked_.erase(it);
+  deliver(*call, std::move(*call->parked));
+}
+
+void ClientStream::shutdown(StatusCode code, const std::string& why) {
+  failed_ = true;
+  connector_.cancel();
+  keepalive_.stop();
+  fail_all(Error(code, why));
+  close(why);
+}
+
+void ClientStream::on_frame(Frame frame) {
+  switch (frame.kind) {
+    case FrameKind::Ping: return send(protocol::tcp::encode_control(FrameKind::Pong));
+    case FrameKind::Pong: return keepalive_.pong();
+    case FrameKind::Response:
+    case FrameKind::Reply:
+    case FrameKind::Error: {
+      if (frame.kind == FrameKind::Error && frame.id == 0) {
+        return shutdown(StatusCode::Unavailable, endpoint_.url + " closed the connection: " +
+                                                     protocol::tcp::decode_error(frame).message());
+      }
+      auto it = pending_.find(frame.id);
+      if (it == pending_.end()) return;  // abandoned (deadline, cancel): drop the answer
+      auto call = std::move(it->second);
+      pending_.erase(it);
+      if (frame.kind == FrameKind::Error) return complete(call, protocol::tcp::decode_error(frame));
+      return complete(call, std::move(frame));
+    }
+    default:
+      return on_framing_error(
+          Error(StatusCode::Internal, "the server sent a frame only clients send"));
+  }
+}
+
+void ClientStream::on_framing_error(const Error& error) {
+  shutdown(StatusCode::Internal, "bad data from " + endpoint_.url + ": " + error.message());
+}
+
+void ClientStream::on_lost(const std::string& why) {
+  failed_ = true;
+  keepalive_.stop();
+  connector_.cancel();
+  fail_all(Error(StatusCode::Unavailable, "connection to " + endpoint_.url + " lost: " + why));
+}
+
+void ClientStream::fail_all(const Error& error) {
+  waiting_.clear();  // each is pending too
+  auto pending = std::move(pending_);
+  pending_.clear();
+  for (auto& [id, call] : pending) complete(call, error);
+}
+
+}  // namespace sonic::tcp

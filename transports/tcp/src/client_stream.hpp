@@ -1,0 +1,95 @@
+// One TCP connection of the tcp:// client: many calls in flight, answered in any order and
+// matched by request id. Everything runs on the connection's network thread.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "net/channel.hpp"
+#include "net/connector.hpp"
+#include "net/frame_stream.hpp"
+#include "net/keepalive.hpp"
+#include "protocol/tcp_frame.hpp"
+#include "sonic/detail/unique_function.hpp"
+#include "sonic/options.hpp"
+
+namespace sonic::tcp {
+
+class ClientStream;
+
+/// One call: a frame to send and the handler of the answer frame.
+struct TcpCall {
+  std::uint64_t id = 0;  ///< unique in the process, so unique on every connection
+  protocol::tcp::OutgoingFrame frame;
+  Deadline deadline = Deadline::max();
+  bool wait_for_reconnect = false;
+  bool finished = false;
+  /// Runs exactly once, on the network thread.
+  detail::UniqueFunction<void(Result<protocol::tcp::Frame>)> done;
+
+  // Progress, owned by the connection.
+  std::weak_ptr<ClientStream> connection;  // the one it was submitted to
+  std::unique_ptr<asio::steady_timer> timer;
+  /// The outcome, held while a write still reads the request's borrowed bytes.
+  std::optional<Result<protocol::tcp::Frame>> parked;
+};
+
+/// What shapes a connection: clients whose settings agree may share one.
+struct StreamSettings {
+  std::chrono::milliseconds connect_timeout{};
+  std::chrono::milliseconds keepalive_interval{};
+  std::chrono::milliseconds keepalive_timeout{};
+  std::size_t max_message_bytes = 0;
+
+  static StreamSettings of(const ClientOptions& options);
+  std::string key() const;
+};
+
+class ClientStream final : public net::FrameStream {
+ public:
+  ClientStream(asio::io_context& io, Endpoint endpoint, StreamSettings settings,
+               net::ChannelEvents<TcpCall> events);
+
+  bool usable() const { return open() && !failed_; }
+  /// Resolves and connects; calls submitted meanwhile wait (bounded by connect_timeout).
+  void connect();
+  /// Sends the call's frame (once connected) and waits for its answer.
+  void submit(std::shared_ptr<TcpCall> call);
+  /// Completes the call with `why` now; a later answer for it is dropped. Its outcome waits
+  /// while a write reads its borrowed bytes.
+  void abandon(const std::shared_ptr<TcpCall>& call, Error why);
+  /// Completes every call with `code` and closes the connection.
+  void shutdown(StatusCode code, const std::string& why);
+
+ private:
+  void on_connected();
+  void connect_failed(const std::string& why);
+  void arm_deadline(const std::shared_ptr<TcpCall>& call);
+  void complete(const std::shared_ptr<TcpCall>& call, Result<protocol::tcp::Frame> outcome);
+  static void deliver(TcpCall& call, Result<protocol::tcp::Frame> outcome);
+  void fail_all(const Error& error);
+
+  void on_frame(protocol::tcp::Frame frame) override;
+  void on_lost(const std::string& why) override;
+  void on_released(std::uint64_t id) override;
+  void on_framing_error(const Error& error) override;
+
+  asio::io_context& io_;
+  Endpoint endpoint_;
+  StreamSettings settings_;
+  net::ChannelEvents<TcpCall> events_;
+  net::Connector connector_;
+  net::Keepalive keepalive_;
+  bool connected_ = false;
+  bool failed_ = false;
+  std::vector<std::shared_ptr<TcpCall>> waiting_;              // until connected
+  std::map<std::uint64_t, std::shared_ptr<TcpCall>> pending_;  // sent, awaiting an answer
+  std::map<std::uint64_t, std::shared_ptr<TcpCall>> parked_;   // answered, bytes still read
+};
+
+}  // namespace sonic::tcp
