@@ -110,6 +110,10 @@ struct BFloat16 {
 };
 
 namespace detail {
+/// False, but only once T is known: for static_asserts in templates that must not be used.
+template <typename T>
+inline constexpr bool always_false = false;
+
 template <typename T>
 struct DataTypeOf;
 template <>
@@ -284,13 +288,31 @@ class Tensor {
 
   // ---- Borrowing constructors: no copy, the caller keeps the memory alive. ----
 
-  /// Borrows a vector's elements.
+  /// Borrows a vector's elements: keep the vector alive and unchanged until the request that
+  /// carries the tensor has completed (its callback ran, its future is ready).
   template <typename T>
   static Tensor view(const std::vector<T>& values, Shape shape) {
     static_assert(!std::is_same_v<T, bool>,
                   "std::vector<bool> is packed; use std::vector<uint8_t>"
                   " with view_bytes(DataType::Bool, ...)");
     return view(values.data(), values.size(), std::move(shape));
+  }
+  /// A temporary vector dies at the end of the statement: a view of it would dangle at once.
+  template <typename T>
+  static Tensor view(std::vector<T>&& values, Shape shape) {
+    static_assert(detail::always_false<T>,
+                  "Tensor::view of a temporary vector would dangle at once: keep the vector "
+                  "alive until the request completes, or give it to the tensor with "
+                  "Tensor::from_vector");
+    return from_vector(std::move(values), std::move(shape));
+  }
+  template <typename T>
+  static Tensor view(const std::vector<T>&& values, Shape shape) {
+    static_assert(detail::always_false<T>,
+                  "Tensor::view of a temporary vector would dangle at once: keep the vector "
+                  "alive until the request completes, or give it to the tensor with "
+                  "Tensor::from_vector");
+    return from_vector(std::vector<T>(values), std::move(shape));
   }
   /// Borrows `count` elements at `data`.
   template <typename T>
