@@ -34,6 +34,12 @@ class ChildServer {
   ChildServer& operator=(const ChildServer&) = delete;
 
   int port() const { return port_; }
+  pid_t pid() const { return pid_; }
+
+  /// Waits for a further line "<prefix><port>" (a second listener, say) and returns the port.
+  int next_port(const std::string& prefix, std::chrono::seconds limit = 20s) {
+    return read_port(prefix, limit);
+  }
 
   /// Sends `signal` and reaps the child (SIGKILL: a crash, as far as clients can tell).
   void kill_now(int signal) noexcept {
@@ -103,22 +109,22 @@ class ChildServer {
     close(out[1]);
     out_fd_ = out[0];
     try {
-      port_ = read_port(20s);
+      port_ = read_port(prefix_, 20s);
     } catch (...) {
       stop();
       throw;
     }
   }
 
-  // Waits for the line "<prefix>PORT".
-  int read_port(std::chrono::seconds limit) {
+  // Waits for the line "<prefix>PORT"; what follows it stays in text_ for the next call.
+  int read_port(const std::string& prefix, std::chrono::seconds limit) {
     const auto deadline = Clock::now() + limit;
-    std::string text;
+    std::string& text = text_;
     for (;;) {
       auto newline = text.find('\n');
       if (newline != std::string::npos) {
         std::string line = text.substr(0, newline);
-        const std::string& prefix = prefix_;
+        text.erase(0, newline + 1);
         if (line.compare(0, prefix.size(), prefix) != 0) {
           throw std::runtime_error(name() + " printed '" + line +
                                    "' instead of its listening line");
@@ -183,6 +189,7 @@ class ChildServer {
   pid_t pid_ = -1;
   int out_fd_ = -1;
   int port_ = 0;
+  std::string text_;  // read from its stdout, not yet consumed
 };
 
 }  // namespace sonic::test
