@@ -16,8 +16,7 @@
 namespace sonic::net {
 
 /// `Call` is a Channel call that also has `connection` (a weak_ptr to the Connection it was
-/// last submitted to) and `parked` (an outcome held while a write reads its borrowed bytes);
-/// `Connection` has abandon(call, Error) and shutdown(StatusCode, const std::string&).
+/// last submitted to); `Connection` has abandon(call, Error).
 /// Thread-safe; shared with the closures that run on the network thread.
 template <typename Connection, typename Call>
 class CallBook {
@@ -64,9 +63,8 @@ class CallBook {
     });
   }
 
-  /// Cancels every call of this client and returns once each has completed. A call whose
-  /// request a write still reads would hold this until the write ends, which a stalled peer
-  /// may never let happen: its connection is closed.
+  /// Cancels every call of this client and returns once each has completed (a call whose
+  /// request a write still reads waits for it, at most kParkedGrace).
   static void close_and_wait(const std::shared_ptr<CallBook>& book, ChannelType& channel) {
     {
       std::lock_guard<std::mutex> lock(book->mutex_);
@@ -79,13 +77,6 @@ class CallBook {
       }
       for (auto& call : mine) {
         abandon(call, Error(StatusCode::Cancelled, "the client was destroyed"));
-      }
-      for (auto& call : mine) {
-        auto connection = call->connection.lock();
-        if (call->parked && connection) {
-          connection->shutdown(StatusCode::Unavailable,
-                               "a client was destroyed while its request was being written");
-        }
       }
     });
     std::unique_lock<std::mutex> lock(book->mutex_);

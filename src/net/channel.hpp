@@ -5,6 +5,7 @@
 #pragma once
 
 #include <algorithm>
+#include <chrono>
 #include <functional>
 #include <map>
 #include <memory>
@@ -18,6 +19,12 @@
 #include "sonic/transport.hpp"
 
 namespace sonic::net {
+
+/// How long a client connection may keep writing the bytes of a request that already ended
+/// (cancelled, or its client destroyed) before the connection is closed to let go of them:
+/// the caller's memory must not be read after its callback, and that callback waits for it.
+/// A request whose deadline passed gets no grace.
+inline constexpr std::chrono::milliseconds kParkedGrace{1000};
 
 /// What a connection reports to its channel, on the network thread, never inside a call into
 /// the connection.

@@ -402,10 +402,22 @@ void ClientConnection::complete(const std::shared_ptr<ClientCall>& call,
   if (call->finished) return;
   call->finished = true;
   if (call->body && call->body->in_flight_writes > 0) {
-    // A write still reads the caller's tensors: answer once it no longer does. The call's
-    // deadline timer stays armed: past the deadline the connection closes, ending the write.
+    // A write still reads the caller's tensors: answer once it no longer does. A healthy
+    // connection finishes the write soon; a stalled one is closed, ending the write, by the
+    // call's deadline or after net::kParkedGrace, whichever comes first.
     call->parked = std::move(outcome);
     parked_[call->body.get()] = call;
+    auto release_by = std::min(call->deadline, Clock::now() + net::kParkedGrace);
+    call->timer = std::make_unique<asio::steady_timer>(io_, release_by);
+    std::weak_ptr<ClientCall> weak = call;
+    auto self = std::static_pointer_cast<ClientConnection>(shared_from_this());
+    call->timer->async_wait([self, weak](std::error_code ec) {
+      auto stuck = weak.lock();
+      if (ec || !stuck || !stuck->parked) return;
+      self->fail(
+          "a stopped request's bytes were still being written: the connection is "
+          "closed to let go of them");
+    });
     return;
   }
   deliver(*call, std::move(outcome));

@@ -113,10 +113,22 @@ void ClientStream::complete(const std::shared_ptr<TcpCall>& call, Result<Frame> 
   if (call->finished) return;
   call->finished = true;
   if (writing(call->id)) {
-    // A write still reads the caller's tensors: answer once it no longer does. The deadline
-    // timer stays armed: past the deadline the connection closes, ending the write.
+    // A write still reads the caller's tensors: answer once it no longer does. A healthy
+    // connection finishes the write soon; a stalled one is closed, ending the write, by the
+    // call's deadline or after net::kParkedGrace, whichever comes first.
     call->parked = std::move(outcome);
     parked_[call->id] = call;
+    auto release_by = std::min(call->deadline, Clock::now() + net::kParkedGrace);
+    call->timer = std::make_unique<asio::steady_timer>(io_, release_by);
+    auto self = std::static_pointer_cast<ClientStream>(shared_from_this());
+    std::weak_ptr<TcpCall> weak = call;
+    call->timer->async_wait([self, weak](std::error_code ec) {
+      auto stuck = weak.lock();
+      if (ec || !stuck || !stuck->parked) return;
+      self->close(
+          "a stopped request's bytes were still being written: the connection is "
+          "closed to let go of them");
+    });
     return;
   }
   deliver(*call, std::move(outcome));
