@@ -52,15 +52,16 @@ class RequestHandle {
  public:
   RequestHandle() = default;
 
-  /// Cancels the request if it is still under way: its callback runs with CANCELLED (on a
-  /// callback thread, as always), and the attempt in flight is stopped on the wire (HTTP/2
-  /// RST_STREAM CANCEL), so the server can drop it. True when this call cancelled it; false
-  /// when it had completed already, was cancelled before, or its client is gone. Thread-safe;
-  /// may be called from any thread, callbacks included.
+  /// Cancels the request if it is still under way: the attempt in flight is stopped on the
+  /// wire (HTTP/2 RST_STREAM CANCEL), so the server can drop it, and the callback runs with
+  /// CANCELLED (never inside this call): at once, unless the request's borrowed inputs are
+  /// still being written to the socket; then as soon as the write lets go of them (a stalled
+  /// connection is closed after about a second to end it). True when this call cancelled it;
+  /// false when it had completed already, was cancelled before, or its client is gone.
+  /// Thread-safe; may be called from any thread, callbacks included.
   bool cancel() const {
     auto core = core_.lock();
     auto flight = flight_.lock();
-    detail::ScopedCount user_call(detail::CallbackContext::user_calls());
     return core && flight && core->cancel(flight);
   }
 
@@ -79,9 +80,12 @@ class RequestHandle {
 ///   sonic::Client client("grpc://127.0.0.1:8001");
 ///   auto result = client.infer(sonic::InferRequest("simple").input(...));
 ///
+/// Clients share what a process needs only once: network threads, one connection per endpoint
+/// (ClientOptions::share_connections), a timer thread and the callback threads.
+///
 /// Destroying a Client completes every request still in flight with CANCELLED (their callbacks
-/// run before the destructor returns; when it is destroyed inside an inline callback, they run
-/// soon after, since that thread cannot wait for itself).
+/// run before the destructor returns; when it is destroyed inside one of its callbacks, they
+/// run soon after, on another thread, since that thread cannot wait for itself).
 class Client {
  public:
   /// A client for one endpoint URL. Throws sonic::Error(InvalidArgument) for a malformed URL
@@ -93,10 +97,13 @@ class Client {
       : core_(std::make_shared<detail::ClientCore>(std::move(options))) {}
 
   ~Client() {
-    if (core_ && detail::CallbackContext::in_inline_callback()) {
-      // This thread is one the core's destructor joins: let another one finish it.
-      std::thread([core = std::move(core_)]() mutable { core.reset(); }).detach();
+    if (!core_) return;
+    if (detail::CallbackContext::in_callback()) {
+      // Closing waits for callbacks, this thread's included: let another thread do it.
+      std::thread([core = std::move(core_)] { core->close(); }).detach();
+      return;
     }
+    core_->close();
   }
 
   Client(Client&&) noexcept = default;
@@ -112,29 +119,15 @@ class Client {
   }
 
   /// Sends a request; `done(Result<InferResult>)` runs exactly once: never inside this call,
-  /// on one of the client's callback threads (ClientOptions::callback_threads) or, with
+  /// on one of the process's callback threads (ClientOptions::callback_threads) or, with
   /// ClientOptions::inline_callbacks, on the thread that completed it; by the request's
   /// deadline at the latest. Errors found before sending (bad inputs) arrive the same way, on a
-  /// callback thread. Borrowed input tensors must stay valid until `done` runs. The handle
-  /// cancels it.
+  /// callback thread. Borrowed input tensors must stay valid until `done` runs: sonic reads
+  /// them until then, and never after. The handle cancels it.
   RequestHandle infer_async(InferRequest request, Callback<InferResult> done) {
     Deadline deadline = core_->request_deadline(request);
-    detail::ScopedCount user_call(detail::CallbackContext::user_calls());
-    auto flight = core_->submit(
-        std::move(request), deadline,
-        [pool = core_->callback_pool(), run_inline = core_->options().inline_callbacks,
-         done = std::move(done)](Result<InferResult> result) mutable {
-          auto callbacks = pool.lock();
-          if (!callbacks) return done(std::move(result));  // the client is gone: right here
-          if (run_inline && !detail::CallbackContext::in_user_call()) {
-            detail::ScopedCount inline_callback(detail::CallbackContext::inline_callbacks());
-            callbacks.reset();  // the callback may destroy the client, and the pool with it
-            return done(std::move(result));
-          }
-          callbacks->post([done = std::move(done), result = std::move(result)]() mutable {
-            done(std::move(result));
-          });
-        });
+    auto flight = core_->submit(std::move(request), deadline, std::move(done),
+                                detail::ClientCore::Delivery::Callback);
     return RequestHandle(core_, flight);
   }
 
@@ -144,13 +137,16 @@ class Client {
     auto promise = std::make_shared<std::promise<InferResult>>();
     auto future = promise->get_future();
     Deadline deadline = core_->request_deadline(request);
-    core_->submit(std::move(request), deadline, [promise](Result<InferResult> result) {
-      if (result) {
-        promise->set_value(std::move(*result));
-      } else {
-        promise->set_exception(std::make_exception_ptr(result.error()));
-      }
-    });
+    core_->submit(
+        std::move(request), deadline,
+        [promise](Result<InferResult> result) {
+          if (result) {
+            promise->set_value(std::move(*result));
+          } else {
+            promise->set_exception(std::make_exception_ptr(result.error()));
+          }
+        },
+        detail::ClientCore::Delivery::Direct);
     return future;
   }
 

@@ -136,8 +136,11 @@ struct ClientOptions {
   bool validate_inputs = true;
   /// Metadata headers sent with every call (lower-case names).
   std::vector<std::pair<std::string, std::string>> headers;
-  /// Threads that run completion callbacks. Callbacks never run on the caller's thread, nor on
-  /// a network thread (unless inline_callbacks), so a slow callback cannot stall the connection.
+  /// Threads that run completion callbacks, shared by every client of the process: the pool
+  /// starts with the first callback that needs it and grows to the largest number any client
+  /// asked for. Callbacks never run on the caller's thread, nor on a network thread (unless
+  /// inline_callbacks), so a slow callback cannot stall a connection; a client that only uses
+  /// infer() and infer_future() starts none.
   std::size_t callback_threads = 1;
   /// Run completion callbacks on the thread that completes the request (a network thread, or
   /// the retry timer's or the CPU executor's) instead of waking a callback thread: that wake-up

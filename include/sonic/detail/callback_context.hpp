@@ -1,24 +1,28 @@
-// sonic — what the current thread is doing on sonic's behalf, for inline callbacks
-// (ClientOptions::inline_callbacks): whether it is inside a call made by the user (where a
-// completion must not run) or inside an inline callback (where nothing may block or destroy the
-// client, because the thread is one the client would have to wait for).
+// sonic — whether the current thread is running a completion callback of sonic's, and which
+// kind, for what must not happen there: blocking calls inside an inline callback (the thread
+// would stall, or wait for itself), and a client's destruction waiting for the very thread that
+// runs it.
 #pragma once
+
+#include "sonic/detail/export.hpp"
 
 namespace sonic::detail {
 
-/// Per-thread depth counters; inline so that every translation unit shares them.
+/// Per-thread depth counters. Default visibility: every library and program that includes this
+/// shares one counter per thread, so that a callback started by code in one library is seen by
+/// code in another.
 struct CallbackContext {
-  static int& user_calls() {
+  /// Callbacks of any kind running on this thread (inline or on a callback thread).
+  SONIC_EXPORT static int& callbacks() {
     thread_local int depth = 0;
     return depth;
   }
-  static int& inline_callbacks() {
+  /// Inline callbacks (ClientOptions::inline_callbacks) running on this thread.
+  SONIC_EXPORT static int& inline_callbacks() {
     thread_local int depth = 0;
     return depth;
   }
-  /// The thread is inside Client::infer_async or RequestHandle::cancel.
-  static bool in_user_call() { return user_calls() > 0; }
-  /// The thread is running an inline callback (a network, timer or executor thread).
+  static bool in_callback() { return callbacks() > 0; }
   static bool in_inline_callback() { return inline_callbacks() > 0; }
 };
 

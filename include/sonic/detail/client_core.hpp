@@ -1,19 +1,23 @@
 // sonic — the engine behind Client: endpoints, retries, circuit breaking, CPU fallback,
-// metadata cache, statistics.
+// metadata cache, statistics, and the delivery of every outcome.
 #pragma once
 
 #include <algorithm>
 #include <atomic>
+#include <condition_variable>
 #include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
 #include <random>
+#include <set>
 #include <string>
+#include <thread>
 #include <utility>
 #include <vector>
 
 #include "sonic/cancel.hpp"
+#include "sonic/detail/callback_context.hpp"
 #include "sonic/detail/endpoint_pool.hpp"
 #include "sonic/detail/thread_pool.hpp"
 #include "sonic/detail/timer_queue.hpp"
@@ -28,31 +32,51 @@
 
 namespace sonic::detail {
 
-/// A Client's shared state. Every completion path funnels into finish(), which completes a
-/// request exactly once.
-class ClientCore {
+/// A Client's shared state. Every way a request ends funnels into complete_once(), which decides
+/// the outcome exactly once; deliver() hands it to the caller exactly once, when nothing of
+/// sonic reads the request's borrowed inputs any more. That one place keeps the contracts of
+/// Client: a callback never runs inside infer_async() or cancel() (whatever the transports do),
+/// and borrowed inputs are read until the callback runs, never after.
+class ClientCore : public std::enable_shared_from_this<ClientCore> {
  public:
+  /// How an outcome reaches its caller.
+  enum class Delivery {
+    /// On whichever thread decides it, even inside submit(): a promise (futures, the blocking
+    /// API) does not mind.
+    Direct,
+    /// A user callback: on the shared callback threads, or inline (ClientOptions::
+    /// inline_callbacks) unless the deciding thread is inside this request's submit() or
+    /// cancel().
+    Callback,
+  };
+
   /// One request on its way, across all of its attempts.
   struct Flight {
-    Flight(InferRequest r, Deadline d, Callback<InferResult> cb)
-        : request(std::move(r)), deadline(d), done(std::move(cb)) {}
+    Flight(InferRequest r, Deadline d, Callback<InferResult> cb, Delivery how)
+        : request(std::move(r)), deadline(d), done(std::move(cb)), delivery(how) {}
     InferRequest request;
     Deadline deadline;
     Callback<InferResult> done;
-    std::atomic<bool> completed{false};
+    Delivery delivery;
+    std::atomic<bool> completed{false};  // the outcome is decided
     std::atomic<bool> local_started{false};
+    // The threads inside this request's submit() and cancel(), where it must not be delivered
+    // to a callback.
+    std::atomic<std::thread::id> submitting{};
+    std::atomic<std::thread::id> cancelling{};
     int attempts = 0;                  // only touched by the attempt chain
     std::size_t last_slot = SIZE_MAX;  // where the previous attempt went
     std::optional<Error> not_found;    // an endpoint lacked the model
-    std::mutex cancel_mutex;
-    bool cancelled = false;                      // guarded by cancel_mutex
-    std::shared_ptr<CancelSignal> attempt_stop;  // the attempt in flight; guarded by cancel_mutex
+
+    std::mutex mutex;  // guards the members below
+    bool cancelled = false;
+    std::shared_ptr<CancelSignal> attempt_stop;  // the attempt in flight
+    int readers = 0;  // remote attempts in flight: their transports may read borrowed inputs
+    std::optional<Result<InferResult>> outcome;  // decided, held until readers == 0
   };
 
   explicit ClientCore(ClientOptions options)
-      : options_(std::move(options)),
-        random_(std::random_device{}()),
-        callbacks_(std::make_shared<ThreadPool>(options_.callback_threads)) {
+      : options_(std::move(options)), random_(std::random_device{}()) {
     if (options_.endpoints.empty()) {
       throw Error(StatusCode::InvalidArgument,
                   "no endpoint given: pass a URL such as grpc://127.0.0.1:8001");
@@ -62,15 +86,29 @@ class ClientCore {
     endpoints_->start();
   }
 
-  ~ClientCore() {
+  ~ClientCore() { close(); }
+
+  /// Completes every request still under way with CANCELLED (remote ones as their transports
+  /// let go of their inputs, local ones at once) and returns once every callback of this
+  /// client has run. Idempotent. Must not run on a thread that runs this client's callbacks
+  /// (Client hands it to another thread then).
+  void close() {
+    std::set<std::shared_ptr<Flight>> local;
     {
       std::lock_guard<std::mutex> lock(mutex_);
+      if (closing_) return;
       closing_ = true;  // from now on nothing is retried or scheduled
+      local.swap(local_flights_);
     }
-    // Destroying the transports completes their outstanding calls with CANCELLED; then the
-    // timer thread runs pending retries at once, and they complete with CANCELLED too.
+    // Destroying the transports completes their calls with CANCELLED; retries waiting on the
+    // timer run now and end the same way; local runs are abandoned (they own their inputs).
     endpoints_->close();
-    timers_.reset();
+    timers_->run_now(this);
+    for (const auto& flight : local) {
+      complete_once(flight, Error(StatusCode::Cancelled, "the client was destroyed"));
+    }
+    std::unique_lock<std::mutex> lock(mutex_);
+    all_delivered_.wait(lock, [this] { return undelivered_ == 0; });
   }
 
   const ClientOptions& options() const noexcept { return options_; }
@@ -90,39 +128,38 @@ class ClientCore {
   Deadline control_deadline() const { return deadline_after(options_.control_timeout); }
 
   /// Checks, validates and sends a request, retrying and falling back as configured. `done`
-  /// runs exactly once: inside this call for errors found before sending, else on a sonic
-  /// thread. The returned flight may be passed to cancel().
+  /// runs exactly once, as `delivery` says. The returned flight may be passed to cancel().
   std::shared_ptr<Flight> submit(InferRequest request, Deadline deadline,
-                                 Callback<InferResult> done) {
+                                 Callback<InferResult> done, Delivery delivery) {
     {
       std::lock_guard<std::mutex> lock(mutex_);
       ++stats_.requests;
+      ++undelivered_;
     }
-    auto flight = std::make_shared<Flight>(std::move(request), deadline, std::move(done));
+    auto flight = std::make_shared<Flight>(std::move(request), deadline, std::move(done), delivery);
+    flight->submitting = std::this_thread::get_id();
     start(flight);
+    flight->submitting = std::thread::id();
     return flight;
   }
 
-  /// Completes the request with CANCELLED unless it already completed, and stops its attempt in
-  /// flight (the transport resets the stream). A local run, which cannot be interrupted, goes
-  /// on and its result is dropped. True when this call cancelled it.
+  /// Decides CANCELLED unless the request was decided already, and stops its attempt in flight
+  /// (the transport resets the stream); the callback runs once that attempt let go of the
+  /// request's inputs: at once, unless a write of them is under way. A local run, which cannot
+  /// be interrupted, goes on with its own copy of the inputs and its result is dropped. True
+  /// when this call cancelled it.
   bool cancel(const std::shared_ptr<Flight>& flight) {
-    std::shared_ptr<CancelSignal> stop;
     {
-      std::lock_guard<std::mutex> lock(flight->cancel_mutex);
+      std::lock_guard<std::mutex> lock(flight->mutex);
       if (flight->cancelled) return false;
       flight->cancelled = true;
-      stop = std::move(flight->attempt_stop);
     }
+    flight->cancelling = std::this_thread::get_id();
     bool cancelled_now = complete_once(
         flight, Error(StatusCode::Cancelled, "the request was cancelled by the caller"));
-    if (stop) stop->cancel();
+    flight->cancelling = std::thread::id();
     return cancelled_now;
   }
-
-  /// The callback threads. Completions hold them weakly: a network thread must never own the
-  /// client (it would have to join itself when the client goes away).
-  std::weak_ptr<ThreadPool> callback_pool() const { return callbacks_; }
 
   /// A snapshot of the counters.
   ClientStats stats() const {
@@ -147,7 +184,7 @@ class ClientCore {
       }
       return attempt(flight);
     }
-    std::string key = flight->request.model_name() + '\0' + flight->request.model_version();
+    std::string key = model_key(flight->request);
     std::shared_ptr<const ModelMetadata> known;
     bool fetch = false;
     {
@@ -157,8 +194,9 @@ class ClientCore {
       if (!known && !entry.fetching) fetch = entry.fetching = true;
     }
     if (known) {
-      if (auto ok = validate_request(*known, flight->request); !ok)
+      if (auto ok = validate_request(*known, flight->request); !ok) {
         return finish(flight, ok.error());
+      }
       return attempt(flight);
     }
     // Another request is already fetching: waiting for it could outlast this request's own
@@ -203,19 +241,26 @@ class ClientCore {
   }
 
   void attempt(const std::shared_ptr<Flight>& flight) {
-    if (flight->completed) return;
-    if (closing()) return finish(flight, Error(StatusCode::Cancelled, "the client was destroyed"));
+    // The attempt is a reader of the inputs from here until it is over (when the transport, if
+    // one is reached, has answered): an outcome decided meanwhile waits for it.
+    if (!acquire_reader(*flight)) return;  // decided already: nothing more to try
+    if (closing()) {
+      finish(flight, Error(StatusCode::Cancelled, "the client was destroyed"));
+      return release_reader(flight);
+    }
     if (Clock::now() >= flight->deadline) {
-      return finish(flight, Error(StatusCode::DeadlineExceeded,
-                                  "deadline passed before an attempt could be made"));
+      finish(flight, Error(StatusCode::DeadlineExceeded,
+                           "deadline passed before an attempt could be made"));
+      return release_reader(flight);
     }
     auto picked = endpoints_->pick(flight->last_slot, model_key(flight->request));
     if (!picked) {
-      if (flight->not_found) return give_up(flight, *flight->not_found);
-      return give_up(flight,
-                     Error(StatusCode::Unavailable, "no endpoint available: all " +
-                                                        std::to_string(endpoints_->active()) +
-                                                        " are ejected after failures"));
+      give_up(flight, flight->not_found ? *flight->not_found
+                                        : Error(StatusCode::Unavailable,
+                                                "no endpoint available: all " +
+                                                    std::to_string(endpoints_->active()) +
+                                                    " are ejected after failures"));
+      return release_reader(flight);
     }
     std::size_t slot = picked->slot;
     if (++flight->attempts > 1) {
@@ -229,11 +274,13 @@ class ClientCore {
           std::min(attempt_deadline, Clock::now() + options_.retry.per_attempt_timeout);
     }
     auto stop = std::make_shared<CancelSignal>();
+    bool decided;
     {
-      std::lock_guard<std::mutex> lock(flight->cancel_mutex);
-      if (!flight->cancelled) flight->attempt_stop = stop;
+      std::lock_guard<std::mutex> lock(flight->mutex);
+      flight->attempt_stop = stop;
+      decided = flight->completed;
     }
-    if (flight->completed) stop->cancel();  // cancelled meanwhile: the transport answers at once
+    if (decided) stop->cancel();  // decided meanwhile: the transport answers at once
     auto started = Clock::now();
     picked->transport->infer_async(
         flight->request, attempt_deadline, stop,
@@ -241,11 +288,33 @@ class ClientCore {
           // The stop action refers to the transport: it must not outlive the attempt.
           stop->disarm();
           {
-            std::lock_guard<std::mutex> lock(flight->cancel_mutex);
+            std::lock_guard<std::mutex> lock(flight->mutex);
             if (flight->attempt_stop == stop) flight->attempt_stop.reset();
           }
           on_attempt(flight, slot, started, attempt_deadline, std::move(result));
+          release_reader(flight);  // the transport no longer reads the inputs
         });
+  }
+
+  // A new reader of the request's inputs, unless its outcome is decided.
+  static bool acquire_reader(Flight& flight) {
+    std::lock_guard<std::mutex> lock(flight.mutex);
+    if (flight.completed) return false;
+    ++flight.readers;
+    return true;
+  }
+
+  // A reader is done with the inputs; the last one delivers an outcome decided meanwhile.
+  void release_reader(const std::shared_ptr<Flight>& flight) {
+    std::optional<Result<InferResult>> outcome;
+    {
+      std::lock_guard<std::mutex> lock(flight->mutex);
+      if (--flight->readers == 0 && flight->outcome) {
+        outcome = std::move(flight->outcome);
+        flight->outcome.reset();
+      }
+    }
+    if (outcome) deliver(flight, std::move(*outcome));
   }
 
   void on_attempt(const std::shared_ptr<Flight>& flight, std::size_t slot,
@@ -262,6 +331,7 @@ class ClientCore {
         log(LogLevel::Info, "servers answer again: requests go remote");
       return finish(flight, std::move(result));
     }
+    if (flight->completed) return;  // decided elsewhere (a cancel, a local run): nothing to try
     if (code == StatusCode::NotFound && endpoints_->active() > 1) {
       // Servers may host different models: remember that this one lacks it, and try the
       // others at once (pick() skips the endpoints known to lack the model).
@@ -275,7 +345,7 @@ class ClientCore {
       std::lock_guard<std::mutex> lock(mutex_);
       auto at = Clock::now() + options_.retry.backoff(flight->attempts + 1, random_);
       if (at < flight->deadline && !closing_) {
-        timers_->schedule(at, [this, flight] { attempt(flight); });
+        timers_->schedule(this, at, [this, flight] { attempt(flight); });
         return;
       }
     }
@@ -294,27 +364,51 @@ class ClientCore {
     finish(flight, std::move(error));
   }
 
+  // A copy of the request whose inputs own their bytes. A local run cannot be interrupted and
+  // may outlive the request (a cancel, a remote answer that wins, the client's destruction),
+  // after which the caller may free its memory: it works on its own copy. Owned inputs are
+  // shared, not copied; a memcpy of the borrowed ones is small next to running a model on CPU.
+  static InferRequest with_owned_inputs(const InferRequest& request) {
+    InferRequest copy(request.model_name(), request.model_version());
+    copy.id(request.request_id());
+    for (const auto& [key, value] : request.parameters()) copy.parameter(key, value);
+    for (const auto& out : request.outputs()) copy.output(out.name, out.parameters);
+    for (const auto& in : request.inputs())
+      copy.input(in.name, in.tensor.to_owned(), in.parameters);
+    return copy;
+  }
+
   void run_locally(const std::shared_ptr<Flight>& flight, const std::string& reason) {
     if (flight->local_started.exchange(true)) return;
     {
       std::lock_guard<std::mutex> lock(mutex_);
-      if (!closing_) ++stats_.fallbacks;
+      if (closing_) return;  // close() completes the flight
+      ++stats_.fallbacks;
+      local_flights_.insert(flight);
     }
-    if (closing()) return finish(flight, Error(StatusCode::Cancelled, "the client was destroyed"));
     if (!local_mode_.exchange(true)) {
       log(LogLevel::Warning, "running requests on the CPU executor: " + reason);
     }
-    options_.fallback->infer_async(flight->request, [this, flight](Result<InferResult> result) {
-      if (result) result->set_executed_on(ExecutedOn::Local);
-      finish(flight, std::move(result));
-    });
+    // The executor may answer after the client is gone: it holds the core weakly.
+    options_.fallback->infer_async(with_owned_inputs(flight->request),
+                                   [weak = weak_from_this(), flight](Result<InferResult> result) {
+                                     auto self = weak.lock();
+                                     if (!self) return;
+                                     {
+                                       std::lock_guard<std::mutex> lock(self->mutex_);
+                                       if (self->local_flights_.erase(flight) == 0)
+                                         return;  // close() completed it
+                                     }
+                                     if (result) result->set_executed_on(ExecutedOn::Local);
+                                     self->finish(flight, std::move(result));
+                                   });
   }
 
   void arm_latency_budget(const std::shared_ptr<Flight>& flight) {
     std::lock_guard<std::mutex> lock(mutex_);
     if (closing_) return;
-    timers_->schedule(Clock::now() + options_.fallback_latency_budget, [this, flight] {
-      if (!flight->completed) {
+    timers_->schedule(this, Clock::now() + options_.fallback_latency_budget, [this, flight] {
+      if (!flight->completed && !closing()) {
         run_locally(flight, "no answer within the latency budget of " +
                                 std::to_string(options_.fallback_latency_budget.count()) + " ms");
       }
@@ -344,7 +438,8 @@ class ClientCore {
     complete_once(flight, std::move(result));
   }
 
-  // Completes the request; false when it had completed already.
+  // Decides the outcome; false when it was decided already. While a remote attempt may still
+  // read the inputs, the outcome waits for it (and the attempt is told to stop).
   bool complete_once(const std::shared_ptr<Flight>& flight, Result<InferResult> result) {
     if (flight->completed.exchange(true)) return false;
     {
@@ -356,20 +451,76 @@ class ClientCore {
         ++stats_.failures_by_code[static_cast<std::size_t>(result.code())];
       }
     }
-    auto done = std::move(flight->done);
-    done(std::move(result));
+    bool held = false;
+    std::shared_ptr<CancelSignal> stop;
+    {
+      std::lock_guard<std::mutex> lock(flight->mutex);
+      if (flight->readers > 0) {
+        flight->outcome = std::move(result);  // the last reader delivers it
+        stop = flight->attempt_stop;
+        held = true;
+      }
+    }
+    if (!held) {
+      deliver(flight, std::move(result));
+    } else if (stop) {
+      stop->cancel();  // the attempt in flight is not needed any more: let go of the inputs
+    }
     return true;
+  }
+
+  // Hands the outcome to the caller, once.
+  void deliver(const std::shared_ptr<Flight>& flight, Result<InferResult> result) {
+    auto done = std::move(flight->done);
+    const auto me = std::this_thread::get_id();
+    bool inside_user_call = flight->submitting == me || flight->cancelling == me;
+    if (flight->delivery == Delivery::Direct) {
+      done(std::move(result));
+      return delivered();
+    }
+    if (options_.inline_callbacks && !inside_user_call) {
+      {
+        ScopedCount callback(CallbackContext::callbacks());
+        ScopedCount inline_callback(CallbackContext::inline_callbacks());
+        done(std::move(result));
+      }
+      return delivered();
+    }
+    callback_pool()->post([this, done = std::move(done), result = std::move(result)]() mutable {
+      {
+        ScopedCount callback(CallbackContext::callbacks());
+        done(std::move(result));
+      }
+      delivered();
+    });
+  }
+
+  // One more outcome delivered. close() may be waiting for the last: touch nothing after.
+  void delivered() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (--undelivered_ == 0) all_delivered_.notify_all();
+  }
+
+  // The process's callback threads, taken on first need (a client that only uses futures and
+  // the blocking API starts none).
+  std::shared_ptr<ThreadPool> callback_pool() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (!callbacks_) callbacks_ = ThreadPool::shared_callbacks(options_.callback_threads);
+    return callbacks_;
   }
 
   ClientOptions options_;
   mutable std::mutex mutex_;
   bool closing_ = false;
+  std::size_t undelivered_ = 0;  // submitted requests whose outcome has not been delivered
+  std::condition_variable all_delivered_;
+  std::set<std::shared_ptr<Flight>> local_flights_;  // running on the CPU executor
   std::atomic<bool> local_mode_{false};
   std::map<std::string, CacheEntry> metadata_;
   ClientStats stats_;
   std::mt19937 random_;  // backoff jitter, guarded by mutex_
   std::shared_ptr<ThreadPool> callbacks_;
-  std::unique_ptr<TimerQueue> timers_ = std::make_unique<TimerQueue>();
+  std::shared_ptr<TimerQueue> timers_ = TimerQueue::shared();
   std::shared_ptr<EndpointPool> endpoints_;  // closed first, while the rest lives
 };
 

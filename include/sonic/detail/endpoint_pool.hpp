@@ -342,7 +342,7 @@ class EndpointPool : public std::enable_shared_from_this<EndpointPool> {
     std::lock_guard<std::mutex> lock(mutex_);
     if (closed_) return;
     std::weak_ptr<EndpointPool> weak = weak_from_this();
-    timers_.schedule(Clock::now() + options_.resolution.interval, [weak] {
+    timers_.schedule(this, Clock::now() + options_.resolution.interval, [weak] {
       if (auto pool = weak.lock()) pool->look_up_all();
     });
   }
@@ -413,7 +413,7 @@ class EndpointPool : public std::enable_shared_from_this<EndpointPool> {
     if (closed_ || probe_scheduled_) return;
     probe_scheduled_ = true;
     std::weak_ptr<EndpointPool> weak = weak_from_this();
-    timers_.schedule(Clock::now() + options_.breaker.probe_interval, [weak] {
+    timers_.schedule(this, Clock::now() + options_.breaker.probe_interval, [weak] {
       if (auto pool = weak.lock()) pool->probe();
     });
   }

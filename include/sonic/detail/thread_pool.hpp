@@ -11,6 +11,7 @@
 #include <utility>
 #include <vector>
 
+#include "sonic/detail/export.hpp"
 #include "sonic/detail/unique_function.hpp"
 
 namespace sonic::detail {
@@ -25,11 +26,29 @@ class ThreadPool {
 
   /// `threads` == 0 means one per hardware thread.
   explicit ThreadPool(std::size_t threads) : state_(std::make_shared<State>()) {
-    if (threads == 0) threads = std::max(1u, std::thread::hardware_concurrency());
-    workers_.reserve(threads);
-    for (std::size_t i = 0; i < threads; ++i) {
-      workers_.emplace_back([state = state_] { run(*state); });
+    grow_to(threads == 0 ? std::max(1u, std::thread::hardware_concurrency()) : threads);
+  }
+
+  /// The process's pool for completion callbacks, shared by every client: started on first
+  /// use with `threads` threads, grown when a client asks for more, stopped once the last
+  /// holder lets go. Default visibility: one pool for the whole process.
+  SONIC_EXPORT static std::shared_ptr<ThreadPool> shared_callbacks(std::size_t threads) {
+    static std::mutex mutex;
+    static std::weak_ptr<ThreadPool> current;
+    std::lock_guard<std::mutex> lock(mutex);
+    auto pool = current.lock();
+    if (!pool) {
+      current = pool = std::make_shared<ThreadPool>(std::max<std::size_t>(threads, 1));
+    } else {
+      pool->grow_to(threads);
     }
+    return pool;
+  }
+
+  /// Adds threads until there are `threads`.
+  void grow_to(std::size_t threads) {
+    std::lock_guard<std::mutex> lock(workers_mutex_);
+    while (workers_.size() < threads) workers_.emplace_back([state = state_] { run(*state); });
   }
   ThreadPool(const ThreadPool&) = delete;
   ThreadPool& operator=(const ThreadPool&) = delete;
@@ -58,7 +77,10 @@ class ThreadPool {
     state_->wake.notify_one();
   }
 
-  std::size_t size() const noexcept { return workers_.size(); }
+  std::size_t size() const {
+    std::lock_guard<std::mutex> lock(workers_mutex_);
+    return workers_.size();
+  }
 
  private:
   struct State {
@@ -83,6 +105,7 @@ class ThreadPool {
   }
 
   std::shared_ptr<State> state_;
+  mutable std::mutex workers_mutex_;
   std::vector<std::thread> workers_;
 };
 
