@@ -15,6 +15,16 @@ void Connector::start(asio::ip::tcp::socket& socket, const std::string& host, st
     resolver_.cancel();
     finish("no connection after " + std::to_string(timeout.count()) + " ms");
   });
+  // An IP address needs no lookup (asio's lookups also start a thread per network thread).
+  std::error_code not_literal;
+  auto address = asio::ip::make_address(host, not_literal);
+  if (!not_literal) {
+    socket.async_connect(asio::ip::tcp::endpoint(address, port), [this, owner](std::error_code ec) {
+      if (!done_) return;
+      finish(ec ? ec.message() : std::string());
+    });
+    return;
+  }
   resolver_.async_resolve(
       host, std::to_string(port),
       [this, owner, &socket](std::error_code ec, asio::ip::tcp::resolver::results_type results) {
