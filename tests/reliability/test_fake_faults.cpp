@@ -1,0 +1,218 @@
+// Retry, circuit breaking and fallback step by step, against fake:// servers that fail exactly
+// the calls the test names: no sockets, no timing to wait out except the breaker's own.
+#include <doctest/doctest.h>
+
+#include <sonic/builtin_models.hpp>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <future>
+#include <mutex>
+#include <string>
+#include <thread>
+
+#include "eventually.hpp"
+#include "fake_transport.hpp"
+#include "loopback_server.hpp"
+
+using namespace sonic;
+using namespace sonic::test;
+using namespace std::chrono_literals;
+
+namespace {
+
+ClientOptions two_endpoints(const FakeServer& a, const FakeServer& b) {
+  ClientOptions options;
+  options.endpoints = {a.url(), b.url()};
+  options.retry.initial_backoff = 0ms;
+  options.breaker.cool_down = 20ms;
+  options.breaker.probe_interval = 5ms;
+  return options;
+}
+
+std::int32_t sum_of(Client& client) {
+  return client.infer(simple_request(20, 22)).output("OUTPUT0").as<std::int32_t>()[0];
+}
+
+}  // namespace
+
+TEST_CASE("fake: a failed call is retried on the other endpoint and the caller sees an answer") {
+  FakeServer a("retry-a"), b("retry-b");
+  auto options = two_endpoints(a, b);
+  options.validate_inputs = false;  // every call is an inference call
+  Client client(options);
+  a.fail_call(1, Error(StatusCode::Unavailable, "reset"));
+  // Two requests reach both endpoints (ties rotate): a's first call fails and is retried on b.
+  CHECK(sum_of(client) == 42);
+  CHECK(sum_of(client) == 42);
+  auto stats = client.stats();
+  CHECK(stats.retries == 1);
+  CHECK(stats.succeeded == 2);
+  CHECK(stats.failed == 0);
+  CHECK(a.calls() + b.calls() == 3);
+}
+
+TEST_CASE("fake: attempts stop at max_attempts, and client mistakes are never retried") {
+  FakeServer a("attempts-a"), b("attempts-b");
+  auto options = two_endpoints(a, b);
+  options.validate_inputs = false;
+  options.retry.max_attempts = 2;
+  options.breaker.failures_to_eject = 100;
+  Client client(options);
+  for (int i = 1; i <= 2; ++i) {
+    a.fail_call(i, Error(StatusCode::Unavailable, "down"));
+    b.fail_call(i, Error(StatusCode::Unavailable, "down"));
+  }
+  auto failed = client.infer_future(simple_request(1, 1));
+  CHECK_THROWS_AS(failed.get(), Error);
+  CHECK(a.calls() + b.calls() == 2);
+
+  a.fail_call(1, Error(StatusCode::InvalidArgument, "bad"));
+  b.fail_call(1, Error(StatusCode::InvalidArgument, "bad"));
+  try {
+    (void)client.infer(simple_request(1, 1));
+    FAIL("must throw");
+  } catch (const Error& e) {
+    CHECK(e.code() == StatusCode::InvalidArgument);
+  }
+  CHECK(a.calls() + b.calls() == 3);  // one attempt only
+}
+
+TEST_CASE("fake: an endpoint that keeps failing is ejected, and comes back once it is ready") {
+  FakeServer a("breaker-a"), b("breaker-b");
+  auto options = two_endpoints(a, b);
+  options.validate_inputs = false;
+  options.breaker.failures_to_eject = 3;
+  options.retry.max_attempts = 1;
+  Client client(options);
+  a.set_down(true);
+  int failures = 0;
+  for (int i = 0; i < 6; ++i) {
+    try {
+      (void)sum_of(client);
+    } catch (const Error&) {
+      ++failures;
+    }
+  }
+  CHECK(failures == 3);  // a's three failures, then a is ejected
+  auto before = a.calls();
+  for (int i = 0; i < 10; ++i) CHECK(sum_of(client) == 42);
+  CHECK(a.calls() == before);  // nothing went to the ejected endpoint
+  CHECK(client.stats().endpoints[0].ejections == 1);
+
+  a.set_down(false);  // the next probe finds it ready
+  REQUIRE(eventually([&] { return client.stats().endpoints[0].healthy; }, 2s));
+  CHECK(a.readiness_probes() >= 1);
+  for (int i = 0; i < 10; ++i) CHECK(sum_of(client) == 42);
+  CHECK(a.calls() > before);  // back in rotation
+}
+
+TEST_CASE("fake: with every endpoint down the CPU fallback answers; one log line a transition") {
+  FakeServer a("fallback-a");
+  std::vector<std::string> log;
+  std::mutex log_mutex;
+  ClientOptions options;
+  options.endpoints = {a.url()};
+  options.retry.max_attempts = 1;
+  options.breaker.cool_down = 20ms;
+  options.breaker.probe_interval = 5ms;
+  options.fallback = CpuExecutor::with_models(models::builtin(), 1);
+  options.log = [&](LogLevel, const std::string& line) {
+    std::lock_guard<std::mutex> lock(log_mutex);
+    log.push_back(line);
+  };
+  Client client(options);
+  a.set_down(true);
+  for (int i = 0; i < 5; ++i) {
+    auto r = client.infer(simple_request(20, 22));
+    CHECK(r.executed_on() == ExecutedOn::Local);
+    CHECK(r.output("OUTPUT0").as<std::int32_t>()[0] == 42);
+  }
+  a.set_down(false);
+  REQUIRE(eventually([&] { return client.stats().endpoints[0].healthy; }, 2s));
+  CHECK(client.infer(simple_request(1, 2)).executed_on() == ExecutedOn::Remote);
+  CHECK(client.stats().fallbacks == 5);
+  std::lock_guard<std::mutex> lock(log_mutex);
+  CHECK(std::count_if(log.begin(), log.end(), [](const std::string& line) {
+          return line.find("running requests on the CPU executor") != std::string::npos;
+        }) == 1);
+  CHECK(std::count_if(log.begin(), log.end(), [](const std::string& line) {
+          return line.find("servers answer again") != std::string::npos;
+        }) == 1);
+}
+
+TEST_CASE("fake: a held call is cancelled, reset, or times out, exactly once each") {
+  FakeServer a("held-a");
+  ClientOptions options;
+  options.endpoints = {a.url()};
+  options.retry.max_attempts = 1;
+  Client client(options);
+  a.hold();
+
+  std::promise<StatusCode> first;
+  auto handle = client.infer_async(simple_request(1, 1),
+                                   [&](Result<InferResult> r) { first.set_value(r.code()); });
+  REQUIRE(eventually([&] { return a.waiting() == 1; }));
+  CHECK(handle.cancel());
+  CHECK(first.get_future().get() == StatusCode::Cancelled);
+  CHECK(a.cancelled() == 1);
+
+  auto reset = client.infer_future(simple_request(1, 1));
+  REQUIRE(eventually([&] { return a.waiting() == 1; }));
+  a.reset();
+  try {
+    (void)reset.get();
+    FAIL("must throw");
+  } catch (const Error& e) {
+    CHECK(e.code() == StatusCode::Unavailable);
+  }
+
+  auto late = client.infer_future(simple_request(1, 1).timeout(30ms));
+  try {
+    (void)late.get();
+    FAIL("must throw");
+  } catch (const Error& e) {
+    CHECK(e.code() == StatusCode::DeadlineExceeded);
+  }
+
+  auto released = client.infer_future(simple_request(20, 22));
+  REQUIRE(eventually([&] { return a.waiting() == 1; }));
+  a.release();
+  CHECK(released.get().output("OUTPUT0").as<std::int32_t>()[0] == 42);
+  CHECK(client.stats().requests == 4);
+}
+
+TEST_CASE("fake: a model one server lacks goes to the one that has it") {
+  auto only_simple = CpuExecutor::with_models({models::simple()}, 1);
+  FakeServer a("models-a", only_simple), b("models-b");
+  auto options = two_endpoints(a, b);
+  Client client(options);
+  std::vector<float> x(4, 1.0f);
+  for (int i = 0; i < 4; ++i) {
+    auto r = client.infer(InferRequest("identity_fp32").input("INPUT0", Tensor::view(x, {1, 4})));
+    CHECK(r.output("OUTPUT0").as<float>()[3] == 1.0f);
+  }
+}
+
+TEST_CASE("fake: answers given inside infer_async still reach callbacks outside it") {
+  FakeServer a("inline-a");
+  for (bool inline_callbacks : {false, true}) {
+    ClientOptions options;
+    options.endpoints = {a.url()};
+    options.validate_inputs = false;
+    options.inline_callbacks = inline_callbacks;
+    Client client(options);
+    std::atomic<bool> inside{false}, ran_inside{false};
+    const auto caller = std::this_thread::get_id();
+    std::promise<void> done;
+    inside = true;
+    client.infer_async(simple_request(1, 2), [&](Result<InferResult>) {
+      ran_inside = inside.load() && std::this_thread::get_id() == caller;
+      done.set_value();
+    });
+    inside = false;
+    done.get_future().wait();
+    CHECK_FALSE(ran_inside.load());
+  }
+}

@@ -1,0 +1,71 @@
+// Test support: the fake:// transport, servers that live in the test process and do what the
+// test scripts (answer, fail the Nth call, hold calls, reset them), with no socket and no
+// timing of their own. Retry, circuit breaking and fallback are then tested step by step; the
+// fault proxy's real-socket tests stay as the end-to-end layer.
+//
+//   sonic::test::FakeServer a("a"), b("b");   // reachable as fake://a and fake://b
+//   a.fail_call(1, sonic::Error(sonic::StatusCode::Unavailable, "reset"));
+//   sonic::ClientOptions options;
+//   options.endpoints = {a.url(), b.url()};
+#pragma once
+
+#include <cstddef>
+#include <deque>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include <sonic/sonic.hpp>
+
+namespace sonic::test {
+
+/// One fake server, reachable as fake://<name> from every client of the process while it
+/// lives. It runs the models of its executor on the caller's thread. Thread-safe.
+///
+/// What happens to a call: a failure scripted for its number (fail_call), else, while the
+/// server is down (set_down), UNAVAILABLE; else, while it holds calls (hold), it waits for
+/// release() or reset(), or its deadline; else the model's answer. Calls that complete at once
+/// do so inside the client's infer_async, which the Transport contract allows.
+class FakeServer {
+ public:
+  explicit FakeServer(std::string name, std::shared_ptr<CpuExecutor> executor = default_executor());
+  ~FakeServer();
+  FakeServer(const FakeServer&) = delete;
+  FakeServer& operator=(const FakeServer&) = delete;
+
+  /// "fake://<name>".
+  std::string url() const { return "fake://" + name_; }
+
+  /// The n-th inference call from now (1: the next) fails with `error`.
+  void fail_call(std::size_t n, Error error);
+  /// Every inference call fails UNAVAILABLE, and ServerReady answers false, until set_down(false).
+  void set_down(bool down);
+  /// Inference calls wait (for release(), reset() or their deadline) until hold(false).
+  void hold(bool on = true);
+  /// Answers every waiting call.
+  void release();
+  /// Fails every waiting call UNAVAILABLE, as a lost connection does.
+  void reset();
+
+  /// Inference calls received, whatever became of them.
+  std::size_t calls() const;
+  /// Inference calls waiting now.
+  std::size_t waiting() const;
+  /// Inference calls stopped by their caller (the CancelSignal).
+  std::size_t cancelled() const;
+  /// ServerReady calls received (the circuit breaker's probes).
+  std::size_t readiness_probes() const;
+
+  /// The built-in models (simple, identity_fp32).
+  static std::shared_ptr<CpuExecutor> default_executor();
+
+  struct State;
+
+ private:
+  std::string name_;
+  std::shared_ptr<State> state_;
+};
+
+}  // namespace sonic::test
