@@ -26,13 +26,15 @@ namespace sonic::net {
 /// A request whose deadline passed gets no grace.
 inline constexpr std::chrono::milliseconds kParkedGrace{1000};
 
-/// What a connection reports to its channel, on the network thread, never inside a call into
-/// the connection.
+/// What a connection reports to its channel, on the network thread.
 template <typename Call>
 struct ChannelEvents {
   /// A call the server never processed (refused by GOAWAY, say): start it on a new connection.
+  /// Posted by the connection, never called inside a call into it.
   std::function<void(std::shared_ptr<Call>)> restart;
-  /// The outcome of connecting: an empty string once connected, else why it failed.
+  /// The outcome of connecting: an empty string once connected, else why it failed. Called at
+  /// once, before the connection completes any call, so that the reconnect backoff is in place
+  /// when their callers hear of the failure.
   std::function<void(const std::string& failure)> connected;
 };
 

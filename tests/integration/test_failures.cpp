@@ -126,7 +126,7 @@ TEST_CASE("after a failed connection attempt, the next waits its backoff and req
   auto start = std::chrono::steady_clock::now();
   std::string waiting = message_of();  // inside the backoff: no new attempt
   CHECK(ms_since(start) < 100);
-  CHECK(waiting.find("not trying again for") != std::string::npos);
+  CHECK_MESSAGE(waiting.find("not trying again for") != std::string::npos, waiting);
   CHECK(waiting.find("Connection refused") != std::string::npos);     // and why the last failed
   std::this_thread::sleep_for(400ms);                                 // backoff (300 ms +20 %) over
   CHECK(message_of().find("not trying again") == std::string::npos);  // a real attempt again

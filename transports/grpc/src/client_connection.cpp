@@ -68,9 +68,9 @@ void ClientConnection::connect() {
 }
 
 void ClientConnection::connect_failed(const std::string& why) {
-  if (events_.connected) {
-    asio::post(io_, [connected = events_.connected, why] { connected(why); });
-  }
+  // First the backoff, then the calls: a caller that sends again on hearing of the failure must
+  // find the backoff in place.
+  if (events_.connected) events_.connected(why);
   state_ = State::Closed;
   lost_ = true;
   connector_.cancel();
@@ -116,9 +116,7 @@ void ClientConnection::on_connected() {
     return connect_failed(std::string("cannot send SETTINGS: ") + nghttp2_strerror(err));
   }
   state_ = State::Ready;
-  if (events_.connected) {
-    asio::post(io_, [connected = events_.connected] { connected(std::string()); });
-  }
+  if (events_.connected) events_.connected(std::string());
   start_reading();
   auto waiting = std::move(waiting_);
   waiting_.clear();

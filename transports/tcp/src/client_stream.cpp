@@ -41,7 +41,7 @@ void ClientStream::on_connected() {
   connected_ = true;
   std::error_code ignored;
   socket().set_option(asio::ip::tcp::no_delay(true), ignored);
-  asio::post(io_, [report = events_.connected] { report(std::string()); });
+  if (events_.connected) events_.connected(std::string());
   keepalive_.start(weak_from_this(),
                    {[this] { return !pending_.empty() || !parked_.empty(); },
                     [this] { send(protocol::tcp::encode_control(FrameKind::Ping)); },
@@ -60,7 +60,9 @@ void ClientStream::on_connected() {
 }
 
 void ClientStream::connect_failed(const std::string& why) {
-  asio::post(io_, [report = events_.connected, why] { report(why); });
+  // First the backoff, then the calls: a caller that sends again on hearing of the failure must
+  // find the backoff in place.
+  if (events_.connected) events_.connected(why);
   shutdown(StatusCode::Unavailable, "cannot connect to " + endpoint_.url + ": " + why);
 }
 
