@@ -10,7 +10,6 @@
 #include <utility>
 #include <vector>
 
-#include "sonic/detail/callback_context.hpp"
 #include "sonic/detail/client_core.hpp"
 #include "sonic/error.hpp"
 #include "sonic/metadata.hpp"

@@ -5,7 +5,7 @@
 
 #include "control_service.hpp"
 #include "net/h2_session.hpp"
-#include "protocol/grpc_metadata.hpp"
+#include "protocol/grpc_wire.hpp"
 #include "protocol/infer_codec.hpp"
 
 namespace sonic::server {

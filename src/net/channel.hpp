@@ -1,21 +1,27 @@
-// One endpoint's connection as a client transport keeps it, shared by the process's clients of
-// that endpoint: the current connection while it is usable, else a new one, unless the last
+// One endpoint's connection as the client transports keep it, shared by the process's clients
+// of that endpoint: the current connection while it is usable, else a new one, unless the last
 // attempt to connect failed less than the reconnect backoff ago; then a call waits for the next
-// attempt (when its client has nowhere else to go) or fails UNAVAILABLE at once.
+// attempt (when its client has nowhere else to go) or fails UNAVAILABLE at once. And, per
+// client, its calls on the channel, which destroying the client cancels.
 #pragma once
 
 #include <algorithm>
 #include <chrono>
+#include <condition_variable>
+#include <cstdint>
 #include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
+#include <random>
 #include <string>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
 #include "network_threads.hpp"
-#include "reconnect_backoff.hpp"
+#include "sonic/cancel.hpp"
+#include "sonic/options.hpp"
 #include "sonic/transport.hpp"
 
 namespace sonic::net {
@@ -25,6 +31,60 @@ namespace sonic::net {
 /// the caller's memory must not be read after its callback, and that callback waits for it.
 /// A request whose deadline passed gets no grace.
 inline constexpr std::chrono::milliseconds kParkedGrace{1000};
+
+/// Exponential backoff with ±20 % jitter between failed connection attempts
+/// (ClientOptions::reconnect_backoff, doubling up to reconnect_backoff_max). Not thread-safe:
+/// a connection's owner keeps one on its network thread.
+class ReconnectBackoff {
+ public:
+  using Clock = std::chrono::steady_clock;
+
+  explicit ReconnectBackoff(const ClientOptions& options)
+      : initial_(options.reconnect_backoff), max_(options.reconnect_backoff_max) {}
+
+  /// Whether a client's calls that meet the backoff should wait for the next attempt rather
+  /// than fail at once. Failing fast helps only when the client has somewhere else to go
+  /// (another endpoint, the CPU fallback); alone, it would just spend the request's retries
+  /// while the server restarts. A waiting call still ends by its deadline.
+  static bool calls_wait(const ClientOptions& options) {
+    return options.endpoints.size() == 1 && !options.resolution.each_address &&
+           options.fallback == nullptr;
+  }
+
+  /// When the next attempt may be made.
+  Clock::time_point next_attempt() const { return next_; }
+
+  /// A connection attempt succeeded: the next failure starts from the initial pause.
+  void succeeded() {
+    failures_ = 0;
+    next_ = {};
+  }
+
+  /// A connection attempt failed for `why`: no new attempt before the pause is over.
+  void failed(std::string why) {
+    ++failures_;
+    why_ = std::move(why);
+    double ms = static_cast<double>(initial_.count());
+    for (int i = 1; i < failures_ && ms < static_cast<double>(max_.count()); ++i) ms *= 2;
+    ms = std::min(ms, static_cast<double>(max_.count()));
+    std::uniform_real_distribution<double> jitter(0.8, 1.2);
+    next_ = Clock::now() +
+            std::chrono::microseconds(static_cast<std::int64_t>(ms * 1000 * jitter(random_)));
+  }
+
+  /// How long until a new attempt may be made; zero or less when it may be made now.
+  Clock::duration wait() const { return next_ - Clock::now(); }
+
+  /// Why the last attempt failed ("Connection refused").
+  const std::string& why() const { return why_; }
+
+ private:
+  std::chrono::milliseconds initial_, max_;
+  int failures_ = 0;
+  Clock::time_point next_{};
+  std::string why_;
+  std::mt19937 random_{std::random_device{}()};
+};
 
 /// What a connection reports to its channel, on the network thread.
 template <typename Call>
@@ -169,6 +229,88 @@ class Channel : public std::enable_shared_from_this<Channel<Connection, Call>> {
   std::vector<std::weak_ptr<Connection>> connections_;  // including draining ones
   ReconnectBackoff backoff_;
   std::vector<std::shared_ptr<asio::steady_timer>> deferred_;  // calls waiting out the backoff
+};
+
+/// `Call` is a Channel call that also has `connection` (a weak_ptr to the Connection it was
+/// last submitted to); `Connection` has abandon(call, Error).
+/// Thread-safe; shared with the closures that run on the network thread.
+template <typename Connection, typename Call>
+class CallBook {
+ public:
+  using ChannelType = Channel<Connection, Call>;
+
+  /// Hands `call` to the channel, counted as this client's until its `done` has run; when the
+  /// book is closing, completes it with CANCELLED instead (inside this call).
+  static void start(const std::shared_ptr<CallBook>& book,
+                    const std::shared_ptr<ChannelType>& channel, std::shared_ptr<Call> call) {
+    {
+      std::unique_lock<std::mutex> lock(book->mutex_);
+      if (book->closing_) {
+        lock.unlock();
+        auto done = std::move(call->done);
+        return done(Error(StatusCode::Cancelled, "the client is being destroyed"));
+      }
+      ++book->outstanding_;
+    }
+    call->done = [book, raw = call.get(), done = std::move(call->done)](auto outcome) mutable {
+      book->calls_.erase(raw);
+      done(std::move(outcome));
+      std::lock_guard<std::mutex> lock(book->mutex_);
+      if (--book->outstanding_ == 0) book->idle_.notify_all();
+    };
+    asio::post(channel->io(), [book, channel, call = std::move(call)]() mutable {
+      if (call->finished) return;  // cancelled on its way here
+      book->calls_.emplace(call.get(), call);
+      channel->submit(std::move(call));
+    });
+  }
+
+  /// Makes `cancel` stop the call on the network thread: its connection tells the server and
+  /// the call completes with CANCELLED. The action is posted, so it holds the channel.
+  static void watch(CancelSignal& cancel, const std::shared_ptr<ChannelType>& channel,
+                    const std::shared_ptr<Call>& call) {
+    cancel.on_cancel([channel, weak = std::weak_ptr<Call>(call)] {
+      asio::post(channel->io(), [channel, weak] {
+        if (auto cancelled = weak.lock()) {
+          abandon(cancelled,
+                  Error(StatusCode::Cancelled, "the request was cancelled by the caller"));
+        }
+      });
+    });
+  }
+
+  /// Cancels every call of this client and returns once each has completed (a call whose
+  /// request a write still reads waits for it, at most kParkedGrace).
+  static void close_and_wait(const std::shared_ptr<CallBook>& book, ChannelType& channel) {
+    {
+      std::lock_guard<std::mutex> lock(book->mutex_);
+      book->closing_ = true;
+    }
+    asio::post(channel.io(), [self = book] {
+      std::vector<std::shared_ptr<Call>> mine;
+      for (auto& [raw, weak] : self->calls_) {
+        if (auto call = weak.lock()) mine.push_back(std::move(call));
+      }
+      for (auto& call : mine) {
+        abandon(call, Error(StatusCode::Cancelled, "the client was destroyed"));
+      }
+    });
+    std::unique_lock<std::mutex> lock(book->mutex_);
+    book->idle_.wait(lock, [&book] { return book->outstanding_ == 0; });
+  }
+
+ private:
+  static void abandon(const std::shared_ptr<Call>& call, Error why) {
+    if (call->finished) return;
+    if (auto connection = call->connection.lock()) return connection->abandon(call, std::move(why));
+    ChannelType::complete(*call, std::move(why));  // on no connection: nothing on the wire
+  }
+
+  std::mutex mutex_;
+  std::condition_variable idle_;
+  std::size_t outstanding_ = 0;                           // guarded by mutex_
+  bool closing_ = false;                                  // guarded by mutex_
+  std::unordered_map<Call*, std::weak_ptr<Call>> calls_;  // network thread only
 };
 
 }  // namespace sonic::net

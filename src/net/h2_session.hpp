@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "gather_writer.hpp"
-#include "protocol/grpc_message.hpp"
+#include "protocol/grpc_wire.hpp"
 #include "sonic/detail/export.hpp"
 
 namespace sonic::net {

@@ -5,7 +5,7 @@
 
 #include <memory>
 
-#include "grpc_message.hpp"
+#include "grpc_wire.hpp"
 #include "names.hpp"
 #include "sonic/detail/export.hpp"
 #include "sonic/request.hpp"

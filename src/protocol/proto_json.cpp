@@ -7,7 +7,7 @@
 #include <memory>
 #include <vector>
 
-#include "grpc_metadata.hpp"
+#include "grpc_wire.hpp"
 #include "wire.hpp"
 
 // The FileDescriptorSet protoc compiled from proto/*.proto (generated at build time).

@@ -6,7 +6,7 @@
 #include <cstring>
 #include <memory>
 
-#include "tensor_buffer.hpp"
+#include "grpc_wire.hpp"
 
 namespace sonic::protocol::tcp {
 

@@ -10,7 +10,7 @@
 #include <utility>
 #include <vector>
 
-#include "grpc_message.hpp"
+#include "grpc_wire.hpp"
 #include "sonic/detail/export.hpp"
 #include "sonic/error.hpp"
 #include "sonic/request.hpp"

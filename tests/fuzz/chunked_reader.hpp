@@ -7,7 +7,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "protocol/grpc_message.hpp"
+#include "protocol/grpc_wire.hpp"
 
 /// Input layout: byte 0 & 7 = k, then k chunk-size bytes, then the stream. Calls
 /// `feed(const std::uint8_t*, std::size_t)` with each chunk (an exact copy, so that ASan sees

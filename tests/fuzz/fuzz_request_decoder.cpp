@@ -16,7 +16,7 @@
 #include <vector>
 
 #include "chunked_reader.hpp"
-#include "protocol/grpc_message.hpp"
+#include "protocol/grpc_wire.hpp"
 #include "protocol/infer_codec.hpp"
 
 namespace {

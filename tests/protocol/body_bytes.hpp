@@ -3,7 +3,7 @@
 
 #include <string>
 
-#include "protocol/grpc_message.hpp"
+#include "protocol/grpc_wire.hpp"
 
 inline std::string body_bytes(const sonic::protocol::OutgoingBody& body) {
   std::string out;

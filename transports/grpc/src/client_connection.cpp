@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <cstring>
 
-#include "protocol/grpc_metadata.hpp"
+#include "protocol/grpc_wire.hpp"
 #include "sonic/version.hpp"
 
 namespace sonic::grpc {

@@ -4,8 +4,8 @@
 #include <string>
 #include <vector>
 
-#include "grpc_channel.hpp"
-#include "net/call_book.hpp"
+#include "client_connection.hpp"
+#include "net/channel.hpp"
 #include "net/resolve.hpp"
 #include "protocol/control_calls.hpp"
 #include "protocol/infer_codec.hpp"
@@ -15,6 +15,21 @@ namespace sonic::grpc {
 namespace {
 
 using protocol::ReceivedMessage;
+using GrpcChannel = net::Channel<ClientConnection, ClientCall>;
+
+/// The channel of `endpoint` for a client with `options`: shared with the process's other
+/// clients of the endpoint whose connection settings agree, unless share_connections is off.
+std::shared_ptr<GrpcChannel> channel_for(const Endpoint& endpoint, const ClientOptions& options) {
+  auto settings = ConnectionSettings::of(options);
+  std::string key = endpoint.url + '\n' + settings.key() + '\n' +
+                    std::to_string(options.reconnect_backoff.count()) + '/' +
+                    std::to_string(options.reconnect_backoff_max.count());
+  return GrpcChannel::get(
+      key, options.share_connections, endpoint, options,
+      [endpoint, settings](asio::io_context& io, net::ChannelEvents<ClientCall> events) {
+        return std::make_shared<ClientConnection>(io, endpoint, settings, std::move(events));
+      });
+}
 
 // Turns the steps a call passed into durations; a step not seen leaves its part zero.
 void record_timing(InferTiming& t, const CallTimes& at, Clock::time_point begun,

@@ -9,7 +9,6 @@
 #include <vector>
 
 #include "client_stream.hpp"
-#include "net/call_book.hpp"
 #include "protocol/control_calls.hpp"
 #include "protocol/infer_codec.hpp"
 

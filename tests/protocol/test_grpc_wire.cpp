@@ -1,17 +1,22 @@
+// gRPC's wire: message framing and reassembly, tensor buffers, header conventions.
+#include "protocol/grpc_wire.hpp"
+
 #include <doctest/doctest.h>
 
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
 #include <string>
 
 #include "body_bytes.hpp"
-#include "protocol/grpc_message.hpp"
-#include "protocol/tensor_buffer.hpp"
 #include "protocol/wire.hpp"
 
+using namespace std::chrono_literals;
+using sonic::protocol::format_grpc_timeout;
 using sonic::protocol::MessageReader;
 using sonic::protocol::OutgoingBody;
+using sonic::protocol::parse_grpc_timeout;
 
 namespace {
 
@@ -174,4 +179,115 @@ TEST_CASE("tensor buffers: small from the allocator, large on huge page boundari
       if (bytes > 8192) CHECK(buffer.get()[8192] == static_cast<std::uint8_t>(8192));
     }
   }
+}
+
+TEST_CASE("grpc-timeout has at most 8 digits, rounds up, and parses back") {
+  CHECK(format_grpc_timeout(1500ns) == "1500n");
+  CHECK(format_grpc_timeout(250ms) == "250000u");
+  CHECK(format_grpc_timeout(2s) == "2000000u");
+  CHECK(format_grpc_timeout(1234567891ns) == "1234568u");
+  CHECK(format_grpc_timeout(0ns) == "1n");
+  CHECK(format_grpc_timeout(std::chrono::hours(200000)).size() <= 9);
+  for (std::chrono::nanoseconds d :
+       {std::chrono::nanoseconds(1ns), std::chrono::nanoseconds(999us),
+        std::chrono::nanoseconds(3s), std::chrono::nanoseconds(90min)}) {
+    auto parsed = parse_grpc_timeout(format_grpc_timeout(d));
+    REQUIRE(parsed.has_value());
+    CHECK(*parsed >= d);
+  }
+  CHECK(parse_grpc_timeout("10S") == std::chrono::nanoseconds(10s));
+  CHECK_FALSE(parse_grpc_timeout("").has_value());
+  CHECK_FALSE(parse_grpc_timeout("10").has_value());
+  CHECK_FALSE(parse_grpc_timeout("123456789S").has_value());
+  CHECK_FALSE(parse_grpc_timeout("1x").has_value());
+  CHECK_FALSE(parse_grpc_timeout("-1S").has_value());
+}
+
+TEST_CASE("grpc-message percent-encoding round-trips and tolerates bad escapes") {
+  std::string text = "model 'x' 100% \xc3\xa9\n";
+  std::string encoded = sonic::protocol::percent_encode(text);
+  CHECK(encoded == "model 'x' 100%25 %C3%A9%0A");
+  CHECK(sonic::protocol::percent_decode(encoded) == text);
+  CHECK(sonic::protocol::percent_decode("50%") == "50%");
+  CHECK(sonic::protocol::percent_decode("%zz") == "%zz");
+}
+
+TEST_CASE("HTTP statuses and stream resets map to gRPC codes as the spec says") {
+  using sonic::StatusCode;
+  CHECK(sonic::protocol::status_from_http(404) == StatusCode::Unimplemented);
+  CHECK(sonic::protocol::status_from_http(503) == StatusCode::Unavailable);
+  CHECK(sonic::protocol::status_from_http(401) == StatusCode::Unauthenticated);
+  CHECK(sonic::protocol::status_from_http(500) == StatusCode::Unknown);
+  CHECK(sonic::protocol::error_from_reset(7).code() == StatusCode::Unavailable);
+  CHECK(sonic::protocol::error_from_reset(8).code() == StatusCode::Cancelled);
+  CHECK(sonic::protocol::error_from_reset(1).code() == StatusCode::Internal);
+}
+
+TEST_CASE("binary metadata is base64 with padding") {
+  CHECK(sonic::protocol::base64_encode("") == "");
+  CHECK(sonic::protocol::base64_encode("f") == "Zg==");
+  CHECK(sonic::protocol::base64_encode("fo") == "Zm8=");
+  CHECK(sonic::protocol::base64_encode("foo") == "Zm9v");
+  CHECK(sonic::protocol::base64_encode(std::string("\0\xff\x10", 3)) == "AP8Q");
+}
+
+TEST_CASE("grpc-status parses digits only; anything else is UNKNOWN") {
+  using sonic::StatusCode;
+  CHECK(sonic::protocol::parse_grpc_status("0") == StatusCode::Ok);
+  CHECK(sonic::protocol::parse_grpc_status("14") == StatusCode::Unavailable);
+  CHECK(sonic::protocol::parse_grpc_status("") == StatusCode::Unknown);
+  CHECK(sonic::protocol::parse_grpc_status("1x") == StatusCode::Unknown);
+  CHECK(sonic::protocol::parse_grpc_status("99") == StatusCode::Unknown);
+  CHECK(sonic::protocol::parse_grpc_status("99999999999") == StatusCode::Unknown);
+  CHECK(sonic::protocol::parse_grpc_timeout("99999999H").has_value());  // clamped, no overflow
+}
+
+TEST_CASE("base64 decodes with or without padding and refuses junk") {
+  using sonic::protocol::base64_decode;
+  CHECK(base64_decode("Zm9v") == std::optional<std::string>("foo"));
+  CHECK(base64_decode("Zm8=") == std::optional<std::string>("fo"));
+  CHECK(base64_decode("Zm8") == std::optional<std::string>("fo"));  // gRPC may drop padding
+  CHECK(base64_decode("AP8Q") == std::optional<std::string>(std::string("\0\xff\x10", 3)));
+  CHECK(base64_decode("") == std::optional<std::string>(""));
+  CHECK_FALSE(base64_decode("Z").has_value());
+  CHECK_FALSE(base64_decode("Zm9v!").has_value());
+  for (std::string s : {"", "a", "ab", "abc", "abcd", "\xff\xfe\xfd\xfc\xfb"}) {
+    CHECK(base64_decode(sonic::protocol::base64_encode(s)) == std::optional<std::string>(s));
+  }
+}
+
+TEST_CASE("an error's reason travels in a google.rpc.Status, and only sonic's domain counts") {
+  using namespace sonic;
+  Error error(StatusCode::InvalidArgument, "unable to find shared memory region 'r'",
+              "SHM_REGION_NOT_FOUND");
+  std::string status = protocol::encode_status_details(error);
+  CHECK(protocol::reason_from_status_details(status) == "SHM_REGION_NOT_FOUND");
+  // Hand-built: Status { code = 3; details = [Any { type_url, ErrorInfo { reason, domain } }] }
+  // with another domain's reason first, and an unrelated detail type.
+  auto any = [](const std::string& type, const std::string& value) {
+    std::string a;
+    protocol::wire::put_string_field(a, 1, type);
+    protocol::wire::put_len_field(a, 2, value);
+    return a;
+  };
+  auto info = [](const std::string& reason, const std::string& domain) {
+    std::string i;
+    protocol::wire::put_string_field(i, 1, reason);
+    protocol::wire::put_string_field(i, 2, domain);
+    return i;
+  };
+  std::string other;
+  protocol::wire::put_varint_field(other, 1, 3);
+  protocol::wire::put_len_field(
+      other, 3, any("type.googleapis.com/google.rpc.ErrorInfo", info("QUOTA", "googleapis.com")));
+  protocol::wire::put_len_field(other, 3, any("type.googleapis.com/google.rpc.RetryInfo", "x"));
+  CHECK(protocol::reason_from_status_details(other).empty());
+  protocol::wire::put_len_field(
+      other, 3,
+      any("type.googleapis.com/google.rpc.ErrorInfo", info("SHM_OUTPUT_TOO_SMALL", "sonic")));
+  CHECK(protocol::reason_from_status_details(other) == "SHM_OUTPUT_TOO_SMALL");
+  CHECK(protocol::reason_from_status_details("\x1a\x10truncated").empty());
+  CHECK(
+      protocol::encode_status_details(Error(StatusCode::Internal, "no reason")).find("ErrorInfo") ==
+      std::string::npos);
 }

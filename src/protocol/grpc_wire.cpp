@@ -1,0 +1,483 @@
+#include "grpc_wire.hpp"
+
+#include <sys/mman.h>
+
+#include <algorithm>
+#include <cstring>
+#include <new>
+
+#include "wire.hpp"
+
+namespace sonic::protocol {
+
+namespace {
+// Borrowed runs shorter than this are copied: an extra iovec costs more than the copy.
+constexpr std::size_t kMinBorrowedBytes = 2048;
+constexpr std::size_t kPrefixBytes = 5;
+
+Error malformed(const char* what) {
+  return Error(StatusCode::Internal, std::string("malformed gRPC message: ") + what);
+}
+}  // namespace
+
+void OutgoingBody::append_owned(const void* data, std::size_t size) {
+  if (size == 0) return;
+  if (head_.empty()) {  // reserve the prefix, written by finish()
+    head_.assign(kPrefixBytes, '\0');
+    pieces_.push_back({nullptr, 0, kPrefixBytes});
+    total_ = kPrefixBytes;
+  }
+  std::size_t offset = head_.size();
+  head_.append(static_cast<const char*>(data), size);
+  Piece& last = pieces_.back();
+  if (!last.data && last.offset + last.size == offset) {
+    last.size += size;
+  } else {
+    pieces_.push_back({nullptr, offset, size});
+  }
+  total_ += size;
+}
+
+void OutgoingBody::append_borrowed(const void* data, std::size_t size) {
+  if (size < kMinBorrowedBytes) return append_owned(data, size);
+  if (head_.empty()) append_owned("", 0);
+  pieces_.push_back({static_cast<const std::uint8_t*>(data), 0, size});
+  total_ += size;
+}
+
+Result<void> OutgoingBody::finish(std::size_t max_bytes) {
+  if (head_.empty()) {
+    head_.assign(kPrefixBytes, '\0');
+    pieces_.push_back({nullptr, 0, kPrefixBytes});
+    total_ = kPrefixBytes;
+  }
+  std::size_t length = total_ - kPrefixBytes;
+  if (length > max_bytes || length > 0xffffffffu) {
+    return Error(StatusCode::ResourceExhausted,
+                 "message of " + std::to_string(length) + " bytes exceeds the limit of " +
+                     std::to_string(std::min<std::size_t>(max_bytes, 0xffffffffu)) +
+                     " bytes (ClientOptions::max_message_bytes)");
+  }
+  head_[0] = 0;  // not compressed
+  for (int i = 0; i < 4; ++i) head_[1 + i] = static_cast<char>(length >> (8 * (3 - i)));
+  return {};
+}
+
+Result<void> MessageReader::begin_message() {
+  if (prefix_[0] != 0) {
+    if (prefix_[0] == 1) {
+      return Error(StatusCode::Unimplemented,
+                   "peer sent a compressed message, but sonic offered no compression");
+    }
+    return malformed("invalid compressed-flag byte");
+  }
+  std::size_t length = (std::size_t{prefix_[1]} << 24) | (std::size_t{prefix_[2]} << 16) |
+                       (std::size_t{prefix_[3]} << 8) | std::size_t{prefix_[4]};
+  if (length > max_bytes_) {
+    return Error(StatusCode::ResourceExhausted, "received message of " + std::to_string(length) +
+                                                    " bytes exceeds the limit of " +
+                                                    std::to_string(max_bytes_) + " bytes");
+  }
+  message_left_ = length;
+  current_ = ReceivedMessage{};
+  current_.envelope.reserve(std::min<std::size_t>(length, 4096));
+  state_ = State::FieldKey;
+  varint_ = 0;
+  varint_shift_ = 0;
+  if (message_left_ == 0) finish_message();
+  return {};
+}
+
+void MessageReader::finish_message() {
+  done_.push_back(std::move(current_));
+  state_ = State::Prefix;
+  prefix_have_ = 0;
+}
+
+Result<void> MessageReader::on_key() {
+  field_ = static_cast<std::uint32_t>(varint_ >> 3);
+  auto type = static_cast<std::uint8_t>(varint_ & 7);
+  if (field_ == 0) return malformed("field number 0");
+  varint_ = 0;
+  varint_shift_ = 0;
+  switch (type) {
+    case 0: state_ = State::FieldVarint; return {};
+    case 1: field_left_ = 8; break;
+    case 5: field_left_ = 4; break;
+    case 2: state_ = State::FieldLength; return {};
+    default: return malformed("unsupported wire type");
+  }
+  if (field_left_ > message_left_) return malformed("fixed-size field runs past the message end");
+  state_ = State::FieldFixed;
+  return {};
+}
+
+Result<void> MessageReader::end_field() {
+  if (raw_buffer_) {
+    current_.raw.push_back({std::move(raw_buffer_), raw_size_});
+    raw_buffer_.reset();
+  }
+  state_ = State::FieldKey;
+  varint_ = 0;
+  varint_shift_ = 0;
+  if (message_left_ == 0) finish_message();
+  return {};
+}
+
+Result<void> MessageReader::feed(const std::uint8_t* data, std::size_t size) {
+  while (size > 0) {
+    if (state_ == State::Prefix) {
+      std::size_t n = std::min(kPrefixBytes - prefix_have_, size);
+      std::memcpy(prefix_ + prefix_have_, data, n);
+      prefix_have_ += n;
+      data += n;
+      size -= n;
+      if (prefix_have_ == kPrefixBytes) {
+        if (auto ok = begin_message(); !ok) return ok;
+      }
+      continue;
+    }
+    if (message_left_ == 0) return malformed("field runs past the message end");
+    if (state_ == State::FieldPayload || state_ == State::FieldFixed) {
+      std::size_t n = std::min(field_left_, size);
+      if (raw_buffer_) {
+        std::memcpy(raw_buffer_.get() + (raw_size_ - field_left_), data, n);
+      } else {
+        current_.envelope.append(reinterpret_cast<const char*>(data), n);
+      }
+      data += n;
+      size -= n;
+      field_left_ -= n;
+      message_left_ -= n;
+      if (field_left_ == 0) {
+        if (auto ok = end_field(); !ok) return ok;
+      }
+      continue;
+    }
+    // One byte of a varint: a key, a length, or a varint field's value.
+    std::uint8_t byte = *data++;
+    --size;
+    --message_left_;
+    if (varint_shift_ >= 64) return malformed("varint longer than 10 bytes");
+    varint_ |= static_cast<std::uint64_t>(byte & 0x7f) << varint_shift_;
+    varint_shift_ += 7;
+    bool last = byte < 0x80;
+    switch (state_) {
+      case State::FieldKey:
+        if (last) {
+          std::uint64_t key = varint_;
+          if (auto ok = on_key(); !ok) return ok;
+          if (static_cast<std::uint32_t>(key >> 3) != raw_field_ || state_ != State::FieldLength) {
+            wire_append_varint(key);
+          } else {
+            pending_raw_key_ = true;
+          }
+        }
+        break;
+      case State::FieldLength:
+        if (last) {
+          std::uint64_t length = varint_;
+          if (length > message_left_)
+            return malformed("length-delimited field runs past the message end");
+          field_left_ = static_cast<std::size_t>(length);
+          if (pending_raw_key_) {
+            pending_raw_key_ = false;
+            raw_size_ = field_left_;
+            // Committed lazily (see allocate_tensor_buffer); failure is an error, not a crash.
+            try {
+              raw_buffer_ = allocate_tensor_buffer(raw_size_);
+            } catch (const std::bad_alloc&) {
+              return Error(
+                  StatusCode::ResourceExhausted,
+                  "cannot allocate " + std::to_string(raw_size_) + " bytes for a received tensor");
+            }
+          } else {
+            wire_append_varint(length);
+          }
+          varint_ = 0;
+          varint_shift_ = 0;
+          state_ = State::FieldPayload;
+          if (field_left_ == 0) {
+            if (auto ok = end_field(); !ok) return ok;
+          }
+        }
+        break;
+      case State::FieldVarint:
+        current_.envelope.push_back(static_cast<char>(byte));
+        if (last) {
+          if (auto ok = end_field(); !ok) return ok;
+        }
+        break;
+      default: return malformed("reader state");
+    }
+  }
+  return {};
+}
+
+void MessageReader::wire_append_varint(std::uint64_t value) {
+  while (value >= 0x80) {
+    current_.envelope.push_back(static_cast<char>((value & 0x7f) | 0x80));
+    value >>= 7;
+  }
+  current_.envelope.push_back(static_cast<char>(value));
+}
+
+// ---- Buffers for received tensors ------------------------------------------------------
+namespace {
+constexpr std::size_t kHugePage = std::size_t{2} << 20;
+constexpr std::size_t kMappedAbove = std::size_t{32} << 20;  // glibc's largest mmap threshold
+
+std::size_t round_up(std::size_t n, std::size_t to) { return (n + to - 1) / to * to; }
+}  // namespace
+
+std::shared_ptr<std::uint8_t> allocate_tensor_buffer(std::size_t bytes) {
+  if (bytes <= kMappedAbove) {
+    return std::shared_ptr<std::uint8_t>(new std::uint8_t[std::max<std::size_t>(bytes, 1)],
+                                         std::default_delete<std::uint8_t[]>());
+  }
+  // Over-map by one huge page so that the buffer can start on a huge page boundary.
+  std::size_t length = round_up(bytes, kHugePage);
+  void* mapped = mmap(nullptr, length + kHugePage, PROT_READ | PROT_WRITE,
+                      MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  if (mapped == MAP_FAILED) throw std::bad_alloc();
+  auto base = reinterpret_cast<std::uintptr_t>(mapped);
+  std::uintptr_t start = round_up(base, kHugePage);
+  std::size_t head = start - base;  // below one huge page, so some tail is always left over
+  if (head > 0) munmap(mapped, head);
+  munmap(reinterpret_cast<void*>(start + length), kHugePage - head);
+  auto* data = reinterpret_cast<std::uint8_t*>(start);
+  madvise(data, length, MADV_HUGEPAGE);  // advice only: without huge pages it still works
+  try {
+    return std::shared_ptr<std::uint8_t>(data, [length](std::uint8_t* p) { munmap(p, length); });
+  } catch (...) {
+    munmap(data, length);
+    throw;
+  }
+}
+
+// ---- Headers and trailers ------------------------------------------------------------------
+namespace {
+
+constexpr char kBase64[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+
+int base64_value(char c) {
+  if (c >= 'A' && c <= 'Z') return c - 'A';
+  if (c >= 'a' && c <= 'z') return c - 'a' + 26;
+  if (c >= '0' && c <= '9') return c - '0' + 52;
+  if (c == '+') return 62;
+  if (c == '/') return 63;
+  return -1;
+}
+
+int hex_value(char c) {
+  if (c >= '0' && c <= '9') return c - '0';
+  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+  return -1;
+}
+
+// google.rpc.Status { int32 code = 1; string message = 2; repeated google.protobuf.Any
+// details = 3; }, Any { string type_url = 1; bytes value = 2; }, and google.rpc.ErrorInfo
+// { string reason = 1; string domain = 2; map<string, string> metadata = 3; }.
+constexpr std::string_view kErrorInfoType = "type.googleapis.com/google.rpc.ErrorInfo";
+
+}  // namespace
+
+std::string format_grpc_timeout(std::chrono::nanoseconds remaining) {
+  std::int64_t ns = std::max<std::int64_t>(remaining.count(), 1);
+  struct Unit {
+    std::int64_t ns;
+    char suffix;
+  };
+  constexpr Unit units[] = {{1, 'n'},          {1000, 'u'},        {1000000, 'm'},
+                            {1000000000, 'S'}, {60000000000, 'M'}, {3600000000000, 'H'}};
+  for (const auto& unit : units) {
+    std::int64_t value = (ns + unit.ns - 1) / unit.ns;
+    if (value < 100000000) return std::to_string(value) + unit.suffix;
+  }
+  return "99999999H";
+}
+
+std::optional<std::chrono::nanoseconds> parse_grpc_timeout(std::string_view text) {
+  if (text.size() < 2 || text.size() > 9) return std::nullopt;
+  std::int64_t value = 0;
+  for (char c : text.substr(0, text.size() - 1)) {
+    if (c < '0' || c > '9') return std::nullopt;
+    value = value * 10 + (c - '0');
+  }
+  switch (text.back()) {
+    case 'n': return std::chrono::nanoseconds(value);
+    case 'u': return std::chrono::microseconds(value);
+    case 'm': return std::chrono::milliseconds(value);
+    case 'S': return std::chrono::seconds(value);
+    case 'M': return std::chrono::minutes(value);
+    case 'H': return std::chrono::hours(std::min<std::int64_t>(value, 2562047));  // fits in ns
+    default: return std::nullopt;
+  }
+}
+
+StatusCode parse_grpc_status(std::string_view text) {
+  if (text.empty() || text.size() > 3) return StatusCode::Unknown;
+  std::int64_t code = 0;
+  for (char c : text) {
+    if (c < '0' || c > '9') return StatusCode::Unknown;
+    code = code * 10 + (c - '0');
+  }
+  return status_code_from_int(code);
+}
+
+std::string percent_encode(std::string_view text) {
+  static constexpr char hex[] = "0123456789ABCDEF";
+  std::string out;
+  out.reserve(text.size());
+  for (unsigned char c : text) {
+    if (c >= 0x20 && c <= 0x7e && c != '%') {
+      out.push_back(static_cast<char>(c));
+    } else {
+      out.push_back('%');
+      out.push_back(hex[c >> 4]);
+      out.push_back(hex[c & 15]);
+    }
+  }
+  return out;
+}
+
+std::string percent_decode(std::string_view text) {
+  std::string out;
+  out.reserve(text.size());
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    if (text[i] == '%' && i + 2 < text.size() && hex_value(text[i + 1]) >= 0 &&
+        hex_value(text[i + 2]) >= 0) {
+      out.push_back(static_cast<char>(hex_value(text[i + 1]) * 16 + hex_value(text[i + 2])));
+      i += 2;
+    } else {
+      out.push_back(text[i]);
+    }
+  }
+  return out;
+}
+
+std::string base64_encode(std::string_view bytes) {
+  std::string out;
+  out.reserve((bytes.size() + 2) / 3 * 4);
+  for (std::size_t i = 0; i < bytes.size(); i += 3) {
+    std::uint32_t n = static_cast<std::uint32_t>(static_cast<unsigned char>(bytes[i])) << 16;
+    if (i + 1 < bytes.size())
+      n |= static_cast<std::uint32_t>(static_cast<unsigned char>(bytes[i + 1])) << 8;
+    if (i + 2 < bytes.size()) n |= static_cast<unsigned char>(bytes[i + 2]);
+    out.push_back(kBase64[(n >> 18) & 63]);
+    out.push_back(kBase64[(n >> 12) & 63]);
+    out.push_back(i + 1 < bytes.size() ? kBase64[(n >> 6) & 63] : '=');
+    out.push_back(i + 2 < bytes.size() ? kBase64[n & 63] : '=');
+  }
+  return out;
+}
+
+std::optional<std::string> base64_decode(std::string_view text) {
+  while (!text.empty() && text.back() == '=') text.remove_suffix(1);
+  if (text.size() % 4 == 1) return std::nullopt;
+  std::string out;
+  out.reserve(text.size() * 3 / 4);
+  std::uint32_t bits = 0;
+  int have = 0;
+  for (char c : text) {
+    int v = base64_value(c);
+    if (v < 0) return std::nullopt;
+    bits = (bits << 6) | static_cast<std::uint32_t>(v);
+    have += 6;
+    if (have >= 8) {
+      have -= 8;
+      out.push_back(static_cast<char>((bits >> have) & 0xff));
+    }
+  }
+  return out;
+}
+
+StatusCode status_from_http(int http_status) {
+  switch (http_status) {
+    case 400: return StatusCode::Internal;
+    case 401: return StatusCode::Unauthenticated;
+    case 403: return StatusCode::PermissionDenied;
+    case 404: return StatusCode::Unimplemented;
+    case 429:
+    case 502:
+    case 503:
+    case 504: return StatusCode::Unavailable;
+    default: return StatusCode::Unknown;
+  }
+}
+
+Error error_from_reset(std::uint32_t h2_error) {
+  switch (static_cast<H2Error>(h2_error)) {
+    case H2Error::RefusedStream:
+      return Error(StatusCode::Unavailable,
+                   "server refused the stream before processing it; safe to retry");
+    case H2Error::Cancel: return Error(StatusCode::Cancelled, "stream cancelled by the server");
+    case H2Error::EnhanceYourCalm:
+      return Error(StatusCode::ResourceExhausted, "server asked to slow down (ENHANCE_YOUR_CALM)");
+    case H2Error::InadequateSecurity:
+      return Error(StatusCode::PermissionDenied, "server requires stronger transport security");
+    default:
+      return Error(StatusCode::Internal,
+                   "stream reset by the server with HTTP/2 error code " + std::to_string(h2_error));
+  }
+}
+
+std::string encode_status_details(const Error& error) {
+  std::string status;
+  wire::put_varint_field(status, 1, static_cast<std::uint64_t>(error.code()));
+  wire::put_string_field(status, 2, error.message());
+  if (!error.reason().empty()) {
+    std::string info;
+    wire::put_string_field(info, 1, error.reason());
+    wire::put_string_field(info, 2, kErrorDomain);
+    std::string any;
+    wire::put_string_field(any, 1, kErrorInfoType);
+    wire::put_len_field(any, 2, info);
+    wire::put_len_field(status, 3, any);
+  }
+  return status;
+}
+
+std::string reason_from_status_details(std::string_view status) {
+  wire::Reader r(status);
+  std::uint32_t field;
+  wire::WireType type;
+  while (!r.done()) {
+    if (!r.tag(field, type)) return {};
+    std::string_view any;
+    if (field != 3 || type != wire::WireType::Len) {
+      if (!r.skip(type)) return {};
+      continue;
+    }
+    if (!r.bytes(any)) return {};
+    std::string_view type_url, value;
+    wire::Reader a(any);
+    while (!a.done()) {
+      if (!a.tag(field, type)) return {};
+      std::string_view* into = field == 1 ? &type_url : field == 2 ? &value : nullptr;
+      if (type == wire::WireType::Len && into) {
+        if (!a.bytes(*into)) return {};
+      } else if (!a.skip(type)) {
+        return {};
+      }
+    }
+    if (type_url != kErrorInfoType) continue;
+    std::string_view reason, domain;
+    wire::Reader info(value);
+    while (!info.done()) {
+      if (!info.tag(field, type)) return {};
+      std::string_view* into = field == 1 ? &reason : field == 2 ? &domain : nullptr;
+      if (type == wire::WireType::Len && into) {
+        if (!info.bytes(*into)) return {};
+      } else if (!info.skip(type)) {
+        return {};
+      }
+    }
+    // Reasons are only meaningful in the domain that defines them.
+    if (domain == kErrorDomain) return std::string(reason);
+  }
+  return {};
+}
+
+}  // namespace sonic::protocol
