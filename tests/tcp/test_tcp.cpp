@@ -23,6 +23,13 @@ using namespace std::chrono_literals;
 
 namespace {
 
+// Sanitizers slow everything several times; intervals in these tests scale with them.
+#if defined(__SANITIZE_THREAD__) || defined(__SANITIZE_ADDRESS__)
+constexpr int kSlowdown = 4;
+#else
+constexpr int kSlowdown = 1;
+#endif
+
 std::shared_ptr<CpuExecutor> tcp_executor() {
   auto executor = identity_executor();
   executor->add_model(models::identity("slow_fp32", DataType::Fp32, 300ms));
@@ -214,7 +221,7 @@ TEST_CASE("connections reset by the fault proxy: requests retried, none lost") {
   std::atomic<bool> stop{false};
   std::thread chaos([&] {
     while (!stop) {
-      std::this_thread::sleep_for(20ms);
+      std::this_thread::sleep_for(20ms * kSlowdown);  // a request must fit between two resets
       proxy.reset_all();
     }
   });
@@ -236,7 +243,8 @@ TEST_CASE("connections reset by the fault proxy: requests retried, none lost") {
   chaos.join();
   CHECK(ok == 600);
   CHECK(failed == 0);
-  MESSAGE("600 requests through resets every 20 ms: " << client.stats().retries << " retries");
+  MESSAGE("600 requests through resets every " << 20 * kSlowdown
+                                               << " ms: " << client.stats().retries << " retries");
 }
 
 TEST_CASE("deadline and cancellation over tcp") {

@@ -113,7 +113,9 @@ class TimerQueue {
       }
       auto first = s.tasks.begin();
       if (!s.stopping && first->first > Clock::now()) {
-        s.wake.wait_until(lock, first->first);
+        // A copy: run_now() may erase the entry while this thread waits.
+        const Clock::time_point when = first->first;
+        s.wake.wait_until(lock, when);
         continue;
       }
       Entry entry = std::move(first->second);
