@@ -8,6 +8,7 @@
 #include <future>
 #include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "child_server.hpp"
@@ -41,13 +42,25 @@ std::size_t count_entries(const std::string& dir, const std::string& link_prefix
   return n;
 }
 std::size_t threads() { return count_entries("/proc/self/task"); }
+
+// The thread count once threads left by earlier tests (detached ones finishing) are gone.
+std::size_t settled_threads() {
+  std::size_t count = threads();
+  for (int steady = 0, i = 0; steady < 3 && i < 50; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    std::size_t now = threads();
+    steady = now == count ? steady + 1 : 0;
+    count = now;
+  }
+  return count;
+}
 std::size_t sockets() { return count_entries("/proc/self/fd", "socket:"); }
 
 // 50 clients with two endpoints each, every one sending a request to each server through a
 // callback; returns {threads, sockets} added while they live.
 std::pair<std::size_t, std::size_t> fifty_clients(const std::string& a, const std::string& b,
                                                   bool share) {
-  const auto threads_before = threads(), sockets_before = sockets();
+  const auto threads_before = settled_threads(), sockets_before = sockets();
   std::vector<std::unique_ptr<Client>> clients;
   ClientOptions options;
   options.endpoints = {a, b};
@@ -67,13 +80,16 @@ std::pair<std::size_t, std::size_t> fifty_clients(const std::string& a, const st
   auto added = std::make_pair(threads() - threads_before, sockets() - sockets_before);
   clients.clear();
   // The threads go with the last client (some finish on their own just after).
-  CHECK(eventually([&] { return threads() == threads_before; }, std::chrono::milliseconds(5000)));
+  CHECK(eventually([&] { return threads() <= threads_before; }, std::chrono::milliseconds(5000)));
   return added;
 }
 
 }  // namespace
 
 TEST_CASE("50 clients of 2 servers share one connection per server and a few threads") {
+  // A sanitizer's runtime may start a thread of its own with the first thread created: let it
+  // do so before counting.
+  std::thread([] {}).join();
   ChildServer a({SONIC_SERVER_BINARY, "--port", "0"}, "sonic-server listening on 127.0.0.1:");
   ChildServer b({SONIC_SERVER_BINARY, "--port", "0"}, "sonic-server listening on 127.0.0.1:");
   const std::string url_a = "grpc://127.0.0.1:" + std::to_string(a.port());

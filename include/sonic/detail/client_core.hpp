@@ -413,17 +413,29 @@ class ClientCore : public std::enable_shared_from_this<ClientCore> {
 
   void run_locally(const std::shared_ptr<Flight>& flight, const std::string& reason) {
     if (flight->local_started.exchange(true)) return;
+    // The copy of the inputs reads the caller's memory: as a reader, so that an outcome decided
+    // meanwhile (a remote answer beating the latency budget) waits for it.
+    if (!acquire_reader(*flight)) return;  // decided already: nothing to run
+    bool closing_now;
     {
       std::lock_guard<std::mutex> lock(mutex_);
-      if (closing_) return;  // close() completes the flight
-      ++stats_.fallbacks;
-      local_flights_.insert(flight);
+      closing_now = closing_;
+      if (!closing_now) {
+        ++stats_.fallbacks;
+        local_flights_.insert(flight);  // close() completes it, if it comes first
+      }
+    }
+    if (closing_now) {
+      finish(flight, Error(StatusCode::Cancelled, "the client was destroyed"));
+      return release_reader(flight);
     }
     if (!local_mode_.exchange(true)) {
       log(LogLevel::Warning, "running requests on the CPU executor: " + reason);
     }
+    InferRequest own = with_owned_inputs(flight->request);
+    release_reader(flight);
     // The executor may answer after the client is gone: it holds the core weakly.
-    options_.fallback->infer_async(with_owned_inputs(flight->request),
+    options_.fallback->infer_async(std::move(own),
                                    [weak = weak_from_this(), flight](Result<InferResult> result) {
                                      auto self = weak.lock();
                                      if (!self) return;
