@@ -16,6 +16,7 @@
 #include "protocol/control_codec.hpp"
 #include "protocol/names.hpp"
 #include "region_pool.hpp"
+#include "server_errors.hpp"
 #include "user_regions.hpp"
 
 // sonic::grpc's anchor: this transport's requests travel over grpc://, and the reference makes
@@ -27,41 +28,8 @@ namespace sonic::shm {
 
 namespace {
 
-namespace reason = protocol::reason;
-
 constexpr std::size_t kAlign = 64;  // every tensor starts on a cache line
 std::size_t align_up(std::size_t n) { return (n + kAlign - 1) / kAlign * kAlign; }
-
-bool mentions(const Error& error, const char* text) {
-  std::string message = error.message();
-  std::transform(message.begin(), message.end(), message.begin(),
-                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-  return message.find(text) != std::string::npos;
-}
-
-// The server no longer knows a region we use: it restarted, or the registration went away with
-// its connection. sonic's servers say so by reason; others (Triton) only in words, as
-// INVALID_ARGUMENT or NOT_FOUND: "Unable to find shared memory region ...".
-bool lost_registration(const Error& error) {
-  if (!error.reason().empty()) return error.reason() == reason::kShmRegionNotFound;
-  return (error.code() == StatusCode::InvalidArgument || error.code() == StatusCode::NotFound) &&
-         mentions(error, "unable to find") && mentions(error, "shared memory region");
-}
-
-// An output outgrew the space we reserved for it. Triton says so in words, as INVALID_ARGUMENT
-// or INTERNAL: "... should be at least N bytes ...".
-bool output_space_too_small(const Error& error) {
-  if (!error.reason().empty()) return error.reason() == reason::kShmOutputTooSmall;
-  return (error.code() == StatusCode::InvalidArgument || error.code() == StatusCode::Internal) &&
-         mentions(error, "should be at least");
-}
-
-// A registration failure that says the server cannot use our memory at all (not a passing
-// network failure).
-bool refuses_shared_memory(const Error& error) {
-  return error.code() != StatusCode::Unavailable && error.code() != StatusCode::DeadlineExceeded &&
-         error.code() != StatusCode::Cancelled;
-}
 
 Parameters place(const std::string& region, std::size_t offset, std::size_t bytes) {
   Parameters where;
