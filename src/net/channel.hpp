@@ -6,6 +6,7 @@
 #pragma once
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
@@ -15,7 +16,6 @@
 #include <mutex>
 #include <random>
 #include <string>
-#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -231,9 +231,22 @@ class Channel : public std::enable_shared_from_this<Channel<Connection, Call>> {
   std::vector<std::shared_ptr<asio::steady_timer>> deferred_;  // calls waiting out the backoff
 };
 
+/// What a CallBook keeps in each of its calls: the call's place in the book's list of calls on
+/// the network thread, and the caller's `done` while the book's own stands in front of it.
+/// A `Call` derives from BookEntry<Call, decltype(Call::done)>.
+template <typename Call, typename Done>
+struct BookEntry {
+  Call* book_previous = nullptr;
+  Call* book_next = nullptr;
+  std::weak_ptr<Call> book_self;
+  Done booked_done;
+};
+
 /// `Call` is a Channel call that also has `connection` (a weak_ptr to the Connection it was
-/// last submitted to); `Connection` has abandon(call, Error).
-/// Thread-safe; shared with the closures that run on the network thread.
+/// last submitted to) and derives from BookEntry; `Connection` has abandon(call, Error).
+/// Thread-safe; shared with the closures that run on the network thread. Keeping a call costs
+/// no allocation: the book's list runs through the calls, and its `done` wrapper is small
+/// enough to be stored in place.
 template <typename Connection, typename Call>
 class CallBook {
  public:
@@ -243,24 +256,24 @@ class CallBook {
   /// book is closing, completes it with CANCELLED instead (inside this call).
   static void start(const std::shared_ptr<CallBook>& book,
                     const std::shared_ptr<ChannelType>& channel, std::shared_ptr<Call> call) {
-    {
-      std::unique_lock<std::mutex> lock(book->mutex_);
-      if (book->closing_) {
-        lock.unlock();
-        auto done = std::move(call->done);
-        return done(Error(StatusCode::Cancelled, "the client is being destroyed"));
-      }
-      ++book->outstanding_;
+    book->outstanding_.fetch_add(1, std::memory_order_relaxed);
+    if (book->closing_.load(std::memory_order_acquire)) {
+      auto done = std::move(call->done);
+      done(Error(StatusCode::Cancelled, "the client is being destroyed"));
+      return book->finished();
     }
-    call->done = [book, raw = call.get(), done = std::move(call->done)](auto outcome) mutable {
-      book->calls_.erase(raw);
+    // The caller's `done` stays in the call, which is alive whenever `done` runs (the
+    // Channel contract): the wrapper holds only the book and the call's address.
+    call->booked_done = std::move(call->done);
+    call->done = [book, raw = call.get()](auto outcome) mutable {
+      book->unlink(raw);
+      auto done = std::move(raw->booked_done);
       done(std::move(outcome));
-      std::lock_guard<std::mutex> lock(book->mutex_);
-      if (--book->outstanding_ == 0) book->idle_.notify_all();
+      book->finished();
     };
     asio::post(channel->io(), [book, channel, call = std::move(call)]() mutable {
       if (call->finished) return;  // cancelled on its way here
-      book->calls_.emplace(call.get(), call);
+      book->link(call);
       channel->submit(std::move(call));
     });
   }
@@ -282,21 +295,19 @@ class CallBook {
   /// Cancels every call of this client and returns once each has completed (a call whose
   /// request a write still reads waits for it, at most kParkedGrace).
   static void close_and_wait(const std::shared_ptr<CallBook>& book, ChannelType& channel) {
-    {
-      std::lock_guard<std::mutex> lock(book->mutex_);
-      book->closing_ = true;
-    }
+    book->closing_.store(true, std::memory_order_release);
     asio::post(channel.io(), [self = book] {
+      // Abandoning completes calls, which unlinks them: collect first.
       std::vector<std::shared_ptr<Call>> mine;
-      for (auto& [raw, weak] : self->calls_) {
-        if (auto call = weak.lock()) mine.push_back(std::move(call));
+      for (Call* call = self->first_; call; call = call->book_next) {
+        if (auto alive = call->book_self.lock()) mine.push_back(std::move(alive));
       }
       for (auto& call : mine) {
         abandon(call, Error(StatusCode::Cancelled, "the client was destroyed"));
       }
     });
     std::unique_lock<std::mutex> lock(book->mutex_);
-    book->idle_.wait(lock, [&book] { return book->outstanding_ == 0; });
+    book->idle_.wait(lock, [&book] { return book->outstanding_.load() == 0; });
   }
 
  private:
@@ -306,11 +317,33 @@ class CallBook {
     ChannelType::complete(*call, std::move(why));  // on no connection: nothing on the wire
   }
 
-  std::mutex mutex_;
+  // Network thread only.
+  void link(const std::shared_ptr<Call>& call) {
+    call->book_self = call;
+    call->book_next = first_;
+    if (first_) first_->book_previous = call.get();
+    first_ = call.get();
+  }
+  void unlink(Call* call) {
+    if (call->book_previous) call->book_previous->book_next = call->book_next;
+    if (call->book_next) call->book_next->book_previous = call->book_previous;
+    if (first_ == call) first_ = call->book_next;
+    call->book_previous = call->book_next = nullptr;
+  }
+
+  // One call's `done` has run. close_and_wait() may be waiting for the last: only that one
+  // takes the lock.
+  void finished() {
+    if (outstanding_.fetch_sub(1, std::memory_order_acq_rel) != 1) return;
+    std::lock_guard<std::mutex> lock(mutex_);
+    idle_.notify_all();
+  }
+
+  std::mutex mutex_;  // for idle_ alone
   std::condition_variable idle_;
-  std::size_t outstanding_ = 0;                           // guarded by mutex_
-  bool closing_ = false;                                  // guarded by mutex_
-  std::unordered_map<Call*, std::weak_ptr<Call>> calls_;  // network thread only
+  std::atomic<std::size_t> outstanding_{0};
+  std::atomic<bool> closing_{false};
+  Call* first_ = nullptr;  // network thread only: the calls on the channel
 };
 
 }  // namespace sonic::net

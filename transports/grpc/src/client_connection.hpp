@@ -38,7 +38,8 @@ struct CallTimes {
 };
 
 /// One unary gRPC call. Everything but the constructor runs on the network thread.
-struct ClientCall {
+struct ClientCall
+    : net::BookEntry<ClientCall, detail::UniqueFunction<void(Result<protocol::ReceivedMessage>)>> {
   ClientCall(std::string method_name, std::shared_ptr<protocol::OutgoingBody> request_body,
              Deadline call_deadline, std::uint32_t raw_field, std::size_t max_message_bytes)
       : method(std::move(method_name)),

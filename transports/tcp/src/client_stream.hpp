@@ -23,7 +23,8 @@ namespace sonic::tcp {
 class ClientStream;
 
 /// One call: a frame to send and the handler of the answer frame.
-struct TcpCall {
+struct TcpCall
+    : net::BookEntry<TcpCall, detail::UniqueFunction<void(Result<protocol::tcp::Frame>)>> {
   std::uint64_t id = 0;  ///< unique in the process, so unique on every connection
   protocol::tcp::OutgoingFrame frame;
   Deadline deadline = Deadline::max();
