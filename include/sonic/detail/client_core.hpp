@@ -3,6 +3,7 @@
 #pragma once
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <condition_variable>
 #include <map>
@@ -141,7 +142,7 @@ class ClientCore : public std::enable_shared_from_this<ClientCore> {
       complete_once(flight, Error(StatusCode::Cancelled, "the client was destroyed"));
     }
     std::unique_lock<std::mutex> lock(mutex_);
-    all_delivered_.wait(lock, [this] { return undelivered_ == 0; });
+    all_delivered_.wait(lock, [this] { return undelivered_.load() == 0; });
   }
 
   const ClientOptions& options() const noexcept { return options_; }
@@ -164,11 +165,8 @@ class ClientCore : public std::enable_shared_from_this<ClientCore> {
   /// runs exactly once, as `delivery` says. The returned flight may be passed to cancel().
   std::shared_ptr<Flight> submit(InferRequest request, Deadline deadline,
                                  Callback<InferResult> done, Delivery delivery) {
-    {
-      std::lock_guard<std::mutex> lock(mutex_);
-      ++stats_.requests;
-      ++undelivered_;
-    }
+    counters_.requests.fetch_add(1, std::memory_order_relaxed);
+    undelivered_.fetch_add(1, std::memory_order_relaxed);
     auto flight = std::make_shared<Flight>(std::move(request), deadline, std::move(done), delivery);
     flight->submitting = std::this_thread::get_id();
     start(flight);
@@ -196,8 +194,16 @@ class ClientCore : public std::enable_shared_from_this<ClientCore> {
 
   /// A snapshot of the counters.
   ClientStats stats() const {
-    std::lock_guard<std::mutex> lock(mutex_);
-    ClientStats copy = stats_;
+    ClientStats copy;
+    copy.requests = counters_.requests.load(std::memory_order_relaxed);
+    copy.succeeded = counters_.succeeded.load(std::memory_order_relaxed);
+    copy.failed = counters_.failed.load(std::memory_order_relaxed);
+    copy.retries = counters_.retries.load(std::memory_order_relaxed);
+    copy.fallbacks = counters_.fallbacks.load(std::memory_order_relaxed);
+    for (std::size_t code = 0; code < copy.failures_by_code.size(); ++code) {
+      copy.failures_by_code[code] =
+          counters_.failures_by_code[code].load(std::memory_order_relaxed);
+    }
     copy.endpoints = endpoints_->stats();
     return copy;
   }
@@ -296,10 +302,7 @@ class ClientCore : public std::enable_shared_from_this<ClientCore> {
       return release_reader(flight);
     }
     std::size_t slot = picked->slot;
-    if (++flight->attempts > 1) {
-      std::lock_guard<std::mutex> lock(mutex_);
-      ++stats_.retries;
-    }
+    if (++flight->attempts > 1) counters_.retries.fetch_add(1, std::memory_order_relaxed);
     flight->last_slot = slot;
     Deadline attempt_deadline = flight->deadline;
     if (options_.retry.per_attempt_timeout.count() > 0) {
@@ -421,7 +424,7 @@ class ClientCore : public std::enable_shared_from_this<ClientCore> {
       std::lock_guard<std::mutex> lock(mutex_);
       closing_now = closing_;
       if (!closing_now) {
-        ++stats_.fallbacks;
+        counters_.fallbacks.fetch_add(1, std::memory_order_relaxed);
         local_flights_.insert(flight);  // close() completes it, if it comes first
       }
     }
@@ -474,10 +477,7 @@ class ClientCore : public std::enable_shared_from_this<ClientCore> {
     return entry.metadata;
   }
 
-  bool closing() const {
-    std::lock_guard<std::mutex> lock(mutex_);
-    return closing_;
-  }
+  bool closing() const { return closing_.load(std::memory_order_acquire); }
 
   void finish(const std::shared_ptr<Flight>& flight, Result<InferResult> result) {
     complete_once(flight, std::move(result));
@@ -487,14 +487,12 @@ class ClientCore : public std::enable_shared_from_this<ClientCore> {
   // read the inputs, the outcome waits for it (and the attempt is told to stop).
   bool complete_once(const std::shared_ptr<Flight>& flight, Result<InferResult> result) {
     if (flight->completed.exchange(true)) return false;
-    {
-      std::lock_guard<std::mutex> lock(mutex_);
-      if (result) {
-        ++stats_.succeeded;
-      } else {
-        ++stats_.failed;
-        ++stats_.failures_by_code[static_cast<std::size_t>(result.code())];
-      }
+    if (result) {
+      counters_.succeeded.fetch_add(1, std::memory_order_relaxed);
+    } else {
+      counters_.failed.fetch_add(1, std::memory_order_relaxed);
+      counters_.failures_by_code[static_cast<std::size_t>(result.code())].fetch_add(
+          1, std::memory_order_relaxed);
     }
     bool held = false;
     std::shared_ptr<CancelSignal> stop;
@@ -531,7 +529,7 @@ class ClientCore : public std::enable_shared_from_this<ClientCore> {
       }
       return delivered();
     }
-    callback_pool()->post([this, done = std::move(done), result = std::move(result)]() mutable {
+    callback_pool().post([this, done = std::move(done), result = std::move(result)]() mutable {
       {
         ScopedCount callback(CallbackContext::callbacks());
         done(std::move(result));
@@ -541,29 +539,40 @@ class ClientCore : public std::enable_shared_from_this<ClientCore> {
   }
 
   // One more outcome delivered. close() may be waiting for the last: touch nothing after.
+  // (The hot path takes no lock: only the last delivery, which close() may wait for, does.)
   void delivered() {
+    if (undelivered_.fetch_sub(1, std::memory_order_acq_rel) != 1) return;
     std::lock_guard<std::mutex> lock(mutex_);
-    if (--undelivered_ == 0) all_delivered_.notify_all();
+    all_delivered_.notify_all();
   }
 
   // The process's callback threads, taken on first need (a client that only uses futures and
   // the blocking API starts none).
-  std::shared_ptr<ThreadPool> callback_pool() {
-    std::lock_guard<std::mutex> lock(mutex_);
-    if (!callbacks_) callbacks_ = ThreadPool::shared_callbacks(options_.callback_threads);
-    return callbacks_;
+  ThreadPool& callback_pool() {
+    std::call_once(callbacks_once_, [this] {
+      callbacks_ = ThreadPool::shared_callbacks(options_.callback_threads);
+    });
+    return *callbacks_;
   }
+
+  // What stats() reports; atomics, so that counting takes no lock on the request path.
+  struct Counters {
+    std::atomic<std::uint64_t> requests{0}, succeeded{0}, failed{0}, retries{0}, fallbacks{0};
+    std::array<std::atomic<std::uint64_t>, 17> failures_by_code{};
+  };
 
   ClientOptions options_;
   mutable std::mutex mutex_;
-  bool closing_ = false;
-  std::size_t undelivered_ = 0;  // submitted requests whose outcome has not been delivered
+  std::atomic<bool> closing_{false};  // written under mutex_
+  // Submitted requests whose outcome has not been delivered; close() waits for 0.
+  std::atomic<std::size_t> undelivered_{0};
   std::condition_variable all_delivered_;
   std::set<std::shared_ptr<Flight>> local_flights_;  // running on the CPU executor
   std::atomic<bool> local_mode_{false};
   std::map<std::string, CacheEntry> metadata_;
-  ClientStats stats_;
+  Counters counters_;
   std::mt19937 random_;  // backoff jitter, guarded by mutex_
+  std::once_flag callbacks_once_;
   std::shared_ptr<ThreadPool> callbacks_;
   std::shared_ptr<TimerQueue> timers_ = TimerQueue::shared();
   std::shared_ptr<EndpointPool> endpoints_;  // closed first, while the rest lives
