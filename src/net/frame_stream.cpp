@@ -2,12 +2,16 @@
 
 #include <utility>
 
+#include "socket_reads.hpp"
+
 namespace sonic::net {
 
 namespace {
 
 // Pieces shorter than this are copied into the write: an iovec costs more than the copy.
 constexpr std::size_t kMinReferencedBytes = 2048;
+// How often a paused stream asks whether it may read again.
+constexpr std::chrono::milliseconds kPausePoll{5};
 
 // A frame whose pieces a write references, until that write is over.
 struct HeldFrame {
@@ -17,27 +21,58 @@ struct HeldFrame {
 
 }  // namespace
 
-FrameStream::FrameStream(asio::ip::tcp::socket socket, std::size_t max_message_bytes)
-    : socket_(std::move(socket)), reader_(max_message_bytes) {}
+FrameStream::FrameStream(asio::ip::tcp::socket socket, std::size_t max_message_bytes,
+                         std::shared_ptr<protocol::ReceiveAccount> account)
+    : socket_(std::move(socket)),
+      reader_(max_message_bytes, std::move(account)),
+      pause_(socket_.get_executor()) {}
 
 FrameStream::FrameStream(asio::io_context& io, std::size_t max_message_bytes)
-    : socket_(io), reader_(max_message_bytes) {}
+    : socket_(io), reader_(max_message_bytes), pause_(io) {}
 
 void FrameStream::start_reading() {
+  if (closed_) return;
   auto self = shared_from_this();
-  socket_.async_read_some(asio::buffer(buffer_), [self](std::error_code ec, std::size_t n) {
-    if (self->closed_) return;
-    if (ec) return self->close(ec == asio::error::eof ? "closed by the peer" : ec.message());
-    auto fed = self->reader_.feed(self->buffer_.data(), n);
-    auto frames = std::move(self->reader_.frames());
-    self->reader_.frames().clear();
-    for (auto& frame : frames) {
-      if (self->closed_) return;
-      self->on_frame(std::move(frame));
-    }
-    if (!fed) return self->on_framing_error(fed.error());
-    if (!self->closed_) self->start_reading();
-  });
+  if (reader_.waiting_admission()) {
+    auto admitted = reader_.retry_admission();
+    deliver_frames();
+    if (closed_) return;
+    if (!admitted) return on_framing_error(admitted.error());
+  }
+  if (reader_.waiting_admission() || reading_paused()) {
+    pause_.expires_after(kPausePoll);
+    pause_.async_wait([self](std::error_code ec) {
+      if (!ec) self->start_reading();
+    });
+    return;
+  }
+  std::error_code ignored;
+  socket_.non_blocking(true, ignored);
+  socket_.async_wait(asio::socket_base::wait_read,
+                     [self](std::error_code ec) { self->on_readable(ec); });
+}
+
+void FrameStream::on_readable(std::error_code ec) {
+  if (closed_) return;
+  if (ec) return close(ec.message());
+  ReadResult read = read_available(socket_);
+  if (read.error) {
+    return close(read.error == asio::error::eof ? "closed by the peer" : read.error.message());
+  }
+  auto fed = reader_.feed(read.data, read.size);
+  deliver_frames();
+  if (closed_) return;
+  if (!fed) return on_framing_error(fed.error());
+  start_reading();
+}
+
+void FrameStream::deliver_frames() {
+  auto frames = std::move(reader_.frames());
+  reader_.frames().clear();
+  for (auto& frame : frames) {
+    if (closed_) return;
+    on_frame(std::move(frame));
+  }
 }
 
 void FrameStream::send(protocol::tcp::OutgoingFrame frame, std::uint64_t id) {
@@ -63,6 +98,7 @@ void FrameStream::send(protocol::tcp::OutgoingFrame frame, std::uint64_t id) {
 void FrameStream::close(const std::string& why) {
   if (closed_) return;
   closed_ = true;
+  pause_.cancel();
   std::error_code ignored;
   socket_.shutdown(asio::ip::tcp::socket::shutdown_both, ignored);
   socket_.close(ignored);
@@ -75,6 +111,7 @@ void FrameStream::write_next() {
   if (!writer_.has_pending() || closed_) return;
   auto self = shared_from_this();
   asio::async_write(socket_, writer_.begin_write(), [self](std::error_code ec, std::size_t) {
+    self->last_write_ = std::chrono::steady_clock::now();
     auto holds = self->writer_.end_write();
     if (self->closed_ || ec) {
       for (auto& hold : self->writer_.drop_pending()) holds.push_back(std::move(hold));

@@ -5,7 +5,7 @@
 
 #include <asio.hpp>
 
-#include <array>
+#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -20,8 +20,10 @@ namespace sonic::net {
 
 class SONIC_EXPORT FrameStream : public std::enable_shared_from_this<FrameStream> {
  public:
-  /// A stream over an accepted socket.
-  FrameStream(asio::ip::tcp::socket socket, std::size_t max_message_bytes);
+  /// A stream over an accepted socket; `account`, when given, is told of every byte received
+  /// frames hold.
+  FrameStream(asio::ip::tcp::socket socket, std::size_t max_message_bytes,
+              std::shared_ptr<protocol::ReceiveAccount> account = nullptr);
   /// A stream whose socket is connected later (socket()).
   FrameStream(asio::io_context& io, std::size_t max_message_bytes);
   virtual ~FrameStream() = default;
@@ -31,7 +33,9 @@ class SONIC_EXPORT FrameStream : public std::enable_shared_from_this<FrameStream
   asio::ip::tcp::socket& socket() { return socket_; }
   bool open() const { return !closed_; }
 
-  /// Starts reading; frames go to on_frame().
+  /// Starts reading; frames go to on_frame(). While reading_paused() says so, or while a frame
+  /// waits for the account to admit it, the stream reads nothing (the peer's sends back up into
+  /// its socket) and looks again every few milliseconds.
   void start_reading();
   /// Queues a frame; frames go out in order. With a non-zero `id`, bytes the frame references
   /// (large tensors, sent without a copy) are tracked: writing(id) is true until no write
@@ -42,6 +46,18 @@ class SONIC_EXPORT FrameStream : public std::enable_shared_from_this<FrameStream
   /// Closes the socket; on_lost(why) follows once. Frames being written are released when
   /// their write fails, soon after.
   void close(const std::string& why);
+  /// Bytes queued for the socket or being written, copied or referenced.
+  std::size_t unwritten_bytes() const noexcept {
+    return writer_.pending_bytes() + writer_.active_bytes();
+  }
+  /// Bytes copied into the queue (pings, errors, small frames).
+  std::size_t unwritten_copies() const noexcept { return writer_.pending_copied_bytes(); }
+  /// When the socket last took bytes (or the stream began).
+  std::chrono::steady_clock::time_point last_write_progress() const noexcept { return last_write_; }
+  /// Whether a frame has begun arriving and not ended (it may be waiting for admission).
+  bool mid_frame() const noexcept { return reader_.mid_frame(); }
+  /// Whether a frame waits for the account to admit it (the stream reads nothing meanwhile).
+  bool waiting_admission() const noexcept { return reader_.waiting_admission(); }
 
  protected:
   virtual void on_frame(protocol::tcp::Frame frame) = 0;
@@ -50,15 +66,20 @@ class SONIC_EXPORT FrameStream : public std::enable_shared_from_this<FrameStream
   virtual void on_released(std::uint64_t id) { (void)id; }
   /// The peer broke the framing: by default, the connection ends.
   virtual void on_framing_error(const Error& error) { close(error.message()); }
+  /// Whether to read nothing for now (memory limits, a peer that does not read its answers).
+  virtual bool reading_paused() { return false; }
 
  private:
   void write_next();
+  void on_readable(std::error_code ec);
+  void deliver_frames();
   void release(std::vector<std::shared_ptr<void>> holds);
 
   asio::ip::tcp::socket socket_;
   protocol::tcp::FrameReader reader_;
-  std::array<std::uint8_t, 256 * 1024> buffer_{};
   GatherWriter writer_;
+  asio::steady_timer pause_;
+  std::chrono::steady_clock::time_point last_write_ = std::chrono::steady_clock::now();
   std::unordered_set<std::uint64_t> referenced_;  // ids of frames a write still reads
   bool closed_ = false;
 };

@@ -35,6 +35,8 @@ class SONIC_EXPORT GatherWriter {
   /// Bytes waiting to be written, and being written.
   std::size_t pending_bytes() const noexcept { return pending_.bytes; }
   std::size_t active_bytes() const noexcept { return active_.bytes; }
+  /// Bytes copied into the pending batch.
+  std::size_t pending_copied_bytes() const noexcept { return pending_.copied.size(); }
 
   /// Makes the pending batch the active one; its buffers are what to write. Precondition:
   /// !writing().

@@ -2,15 +2,19 @@
 
 #include <algorithm>
 
+#include "socket_reads.hpp"
+
 namespace sonic::net {
 
 namespace {
-constexpr std::size_t kReadBufferBytes = 256 * 1024;
 constexpr std::size_t kFrameHeaderBytes = 9;
+// Frames nghttp2 produces (acknowledgements, headers, resets) wait in nghttp2's own queue while
+// this many copied bytes wait for the socket: a peer that does not read then trips nghttp2's
+// flood guard (too many queued acknowledgements) instead of growing our write buffer.
+constexpr std::size_t kMaxCopiedBacklog = 64 * 1024;
 }  // namespace
 
-H2Session::H2Session(asio::ip::tcp::socket socket)
-    : socket_(std::move(socket)), read_buffer_(kReadBufferBytes) {}
+H2Session::H2Session(asio::ip::tcp::socket socket) : socket_(std::move(socket)) {}
 
 H2Session::~H2Session() {
   if (session_) nghttp2_session_del(session_);
@@ -29,6 +33,9 @@ int H2Session::submit_settings(const H2Settings& s, bool is_server) {
        std::clamp<std::uint32_t>(s.max_frame_bytes, 16384, 16777215)},
   };
   if (!is_server) entries.push_back({NGHTTP2_SETTINGS_ENABLE_PUSH, 0});
+  if (s.max_header_list_bytes != 0) {
+    entries.push_back({NGHTTP2_SETTINGS_MAX_HEADER_LIST_SIZE, s.max_header_list_bytes});
+  }
   int rv = nghttp2_submit_settings(session_, NGHTTP2_FLAG_NONE, entries.data(), entries.size());
   if (rv != 0) return rv;
   return nghttp2_session_set_local_window_size(
@@ -91,30 +98,37 @@ int H2Session::send_body(nghttp2_session*, nghttp2_frame*, const std::uint8_t* f
 }
 
 void H2Session::start_reading() {
+  std::error_code ignored;
+  socket_.non_blocking(true, ignored);
   auto self = shared_from_this();
-  socket_.async_read_some(
-      asio::buffer(read_buffer_), [this, self](std::error_code ec, std::size_t n) {
-        if (lost_) return;
-        if (ec) {
-          fail(ec == asio::error::eof ? std::string("connection closed by peer") : ec.message());
-          return;
-        }
-        // nghttp2 must not be asked to send from inside its receive callbacks: flush() waits.
-        receiving_ = true;
-        ssize_t rv = nghttp2_session_mem_recv(session_, read_buffer_.data(), n);
-        receiving_ = false;
-        if (rv < 0) {
-          fail(std::string("HTTP/2 protocol error: ") + nghttp2_strerror(static_cast<int>(rv)));
-          return;
-        }
-        flush();
-        if (!lost_) start_reading();
-      });
+  socket_.async_wait(asio::socket_base::wait_read,
+                     [this, self](std::error_code ec) { on_readable(ec); });
+}
+
+void H2Session::on_readable(std::error_code ec) {
+  if (lost_) return;
+  if (ec) return fail(ec.message());
+  ReadResult read = read_available(socket_);
+  if (read.error) {
+    return fail(read.error == asio::error::eof ? std::string("connection closed by peer")
+                                               : read.error.message());
+  }
+  if (read.size > 0) {
+    // nghttp2 must not be asked to send from inside its receive callbacks: flush() waits.
+    receiving_ = true;
+    ssize_t rv = nghttp2_session_mem_recv(session_, read.data, read.size);
+    receiving_ = false;
+    if (rv < 0) {
+      return fail(std::string("HTTP/2 protocol error: ") + nghttp2_strerror(static_cast<int>(rv)));
+    }
+    flush();
+  }
+  if (!lost_) start_reading();
 }
 
 void H2Session::flush() {
   if (lost_ || !session_ || receiving_) return;
-  for (;;) {
+  while (!writer_.writing() || writer_.pending_copied_bytes() < kMaxCopiedBacklog) {
     const std::uint8_t* data = nullptr;
     ssize_t n = nghttp2_session_mem_send(session_, &data);
     if (n < 0) {
@@ -134,6 +148,7 @@ void H2Session::flush() {
 void H2Session::start_write() {
   auto self = shared_from_this();
   asio::async_write(socket_, writer_.begin_write(), [this, self](std::error_code ec, std::size_t) {
+    last_write_ = std::chrono::steady_clock::now();
     auto holds = writer_.end_write();
     if (lost_ || ec) {
       // Nothing queued behind this write will be sent: release its bodies too, or the calls

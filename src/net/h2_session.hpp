@@ -6,6 +6,7 @@
 #include <nghttp2/nghttp2.h>
 
 #include <asio.hpp>
+#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -31,6 +32,8 @@ struct H2Settings {
   std::uint32_t connection_window_bytes = 256u << 20;
   std::uint32_t max_frame_bytes = 1u << 20;  // bigger DATA frames: fewer headers and callbacks
   std::uint32_t max_concurrent_streams = 1024;
+  /// Announced to the peer when not 0 (SETTINGS_MAX_HEADER_LIST_SIZE).
+  std::uint32_t max_header_list_bytes = 0;
 };
 
 /// Owns the socket and the nghttp2 session; derived classes create the session (client or
@@ -52,6 +55,12 @@ class SONIC_EXPORT H2Session : public std::enable_shared_from_this<H2Session> {
 
   /// Starts the read loop (call once the session exists).
   void start_reading();
+  /// Bytes handed to the socket layer but not yet written, copied or referenced.
+  std::size_t unwritten_bytes() const noexcept {
+    return writer_.pending_bytes() + writer_.active_bytes();
+  }
+  /// When the socket last took bytes (or the session began).
+  std::chrono::steady_clock::time_point last_write_progress() const noexcept { return last_write_; }
   /// Moves whatever nghttp2 wants to send into the socket; call after submitting anything.
   /// Inside nghttp2's receive callbacks it does nothing: the read loop flushes afterwards.
   void flush();
@@ -77,6 +86,7 @@ class SONIC_EXPORT H2Session : public std::enable_shared_from_this<H2Session> {
 
  private:
   void start_write();
+  void on_readable(std::error_code ec);
   // The bodies of a written (or dropped) batch: those no write reads any more are released.
   void release(std::vector<std::shared_ptr<void>> holds);
 
@@ -86,8 +96,8 @@ class SONIC_EXPORT H2Session : public std::enable_shared_from_this<H2Session> {
   static int send_body(nghttp2_session* session, nghttp2_frame* frame, const std::uint8_t* framehd,
                        std::size_t length, nghttp2_data_source* source, void* user_data);
 
-  std::vector<std::uint8_t> read_buffer_;
   GatherWriter writer_;
+  std::chrono::steady_clock::time_point last_write_ = std::chrono::steady_clock::now();
   bool receiving_ = false;  // inside nghttp2_session_mem_recv
 };
 

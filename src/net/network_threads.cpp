@@ -1,11 +1,28 @@
 #include "network_threads.hpp"
 
 #include <algorithm>
+#include <cstdio>
+#include <exception>
 
 namespace sonic::net {
 
 namespace {
 constexpr std::size_t kDefaultThreads = 2;  // a grid job's usual share of cores
+
+// Runs the context until its work is done. A handler that throws (std::bad_alloc when memory
+// cannot be had, say) costs what it was doing, never the thread and every connection on it.
+void run(asio::io_context& io) {
+  for (;;) {
+    try {
+      io.run();
+      return;
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "sonic: a network handler failed and was dropped: %s\n", e.what());
+    } catch (...) {
+      std::fprintf(stderr, "sonic: a network handler failed and was dropped\n");
+    }
+  }
+}
 }  // namespace
 
 std::shared_ptr<NetworkThreads> NetworkThreads::shared(std::size_t max_threads) {
@@ -47,7 +64,7 @@ std::shared_ptr<asio::io_context> NetworkThreads::next() {
   if (workers_.size() < max_threads_) {
     auto io = std::make_shared<asio::io_context>(1);
     auto guard = asio::make_work_guard(*io);
-    std::thread thread([io] { io->run(); });
+    std::thread thread([io] { run(*io); });
     workers_.push_back(Worker{io, std::move(guard), std::move(thread)});
     return io;
   }

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstring>
 #include <new>
+#include <utility>
 
 #include "wire.hpp"
 
@@ -63,6 +64,74 @@ Result<void> OutgoingBody::finish(std::size_t max_bytes) {
   return {};
 }
 
+MessageReader::~MessageReader() { abandon(); }
+
+MessageReader::MessageReader(MessageReader&& other) noexcept { *this = std::move(other); }
+
+MessageReader& MessageReader::operator=(MessageReader&& other) noexcept {
+  if (this == &other) return *this;
+  abandon();
+  raw_field_ = other.raw_field_;
+  max_bytes_ = other.max_bytes_;
+  account_ = std::move(other.account_);
+  state_ = std::exchange(other.state_, State::Broken);
+  std::memcpy(prefix_, other.prefix_, sizeof prefix_);
+  prefix_have_ = other.prefix_have_;
+  message_left_ = other.message_left_;
+  varint_ = other.varint_;
+  varint_shift_ = other.varint_shift_;
+  field_ = other.field_;
+  field_left_ = other.field_left_;
+  raw_buffer_ = std::move(other.raw_buffer_);
+  raw_size_ = other.raw_size_;
+  pending_raw_key_ = other.pending_raw_key_;
+  held_ = std::exchange(other.held_, 0);
+  unreported_ = std::exchange(other.unreported_, 0);
+  admitted_ = std::exchange(other.admitted_, 0);
+  kept_ = std::move(other.kept_);
+  current_ = std::move(other.current_);
+  done_ = std::move(other.done_);
+  return *this;
+}
+
+void MessageReader::report_arriving() noexcept {
+  if (account_ && unreported_ > 0) account_->arriving(unreported_);
+  unreported_ = 0;
+}
+
+void MessageReader::abandon() noexcept {
+  if (account_ && !kept_.empty()) {
+    account_->arrived(kept_.size());
+    account_->released(kept_.size());
+  }
+  kept_.clear();
+  if (account_ && admitted_ > 0) account_->settle(admitted_);
+  admitted_ = 0;
+  if (state_ != State::Prefix && state_ != State::Broken && state_ != State::Admission &&
+      account_) {
+    // The tensor being received will report its whole length released when it is freed:
+    // count the part that never came as arriving first, so that the account balances.
+    if (raw_buffer_) {
+      unreported_ += field_left_;
+      held_ += field_left_;
+    }
+    report_arriving();
+    account_->arrived(held_);
+    account_->released(current_.envelope.size());
+  }
+  held_ = 0;
+  unreported_ = 0;
+  raw_buffer_.reset();
+  current_ = ReceivedMessage{};
+  state_ = State::Broken;
+}
+
+void MessageReader::envelope_append(const std::uint8_t* data, std::size_t size) {
+  current_.envelope.append(reinterpret_cast<const char*>(data), size);
+  held_ += size;
+  unreported_ += size;
+}
+
 Result<void> MessageReader::begin_message() {
   if (prefix_[0] != 0) {
     if (prefix_[0] == 1) {
@@ -79,17 +148,53 @@ Result<void> MessageReader::begin_message() {
                                                     std::to_string(max_bytes_) + " bytes");
   }
   message_left_ = length;
+  if (account_ && length > 0) {
+    if (!account_->admit(length)) {
+      state_ = State::Admission;
+      return {};
+    }
+    admitted_ = length;
+  }
+  begin_body();
+  return {};
+}
+
+void MessageReader::begin_body() {
   current_ = ReceivedMessage{};
-  current_.envelope.reserve(std::min<std::size_t>(length, 4096));
+  current_.envelope.reserve(std::min<std::size_t>(message_left_, 4096));
   state_ = State::FieldKey;
   varint_ = 0;
   varint_shift_ = 0;
   if (message_left_ == 0) finish_message();
-  return {};
+}
+
+Result<bool> MessageReader::retry_admission() {
+  if (state_ != State::Admission) return true;
+  if (!account_->admit(message_left_)) return false;
+  admitted_ = message_left_;
+  begin_body();
+  // The kept bytes leave the waiting room for the message itself.
+  std::string kept = std::move(kept_);
+  kept_.clear();
+  account_->arrived(kept.size());
+  account_->released(kept.size());
+  auto fed = feed(reinterpret_cast<const std::uint8_t*>(kept.data()), kept.size());
+  if (!fed) return fed.error();
+  return true;
 }
 
 void MessageReader::finish_message() {
+  if (account_) {
+    // The envelope is decoded and dropped as soon as it is taken: counted released now.
+    report_arriving();
+    account_->arrived(held_);
+    account_->released(current_.envelope.size());
+    if (admitted_ > 0) account_->settle(admitted_);
+  }
+  admitted_ = 0;
+  held_ = 0;
   done_.push_back(std::move(current_));
+  current_ = ReceivedMessage{};
   state_ = State::Prefix;
   prefix_have_ = 0;
 }
@@ -112,8 +217,26 @@ Result<void> MessageReader::on_key() {
   return {};
 }
 
+Result<void> MessageReader::begin_raw_field() {
+  if (current_.raw.size() >= kMaxRawFields) {
+    return Error(StatusCode::ResourceExhausted,
+                 "message with more than " + std::to_string(kMaxRawFields) + " tensor fields");
+  }
+  raw_size_ = field_left_;
+  if (raw_size_ == 0) return {};  // an empty tensor needs no buffer
+  // Committed as it is written (see allocate_tensor_buffer); failure is an error, not a crash.
+  try {
+    raw_buffer_ = allocate_tensor_buffer(raw_size_, account_);
+  } catch (const std::bad_alloc&) {
+    return Error(StatusCode::ResourceExhausted,
+                 "cannot allocate " + std::to_string(raw_size_) + " bytes for a received tensor");
+  }
+  return {};
+}
+
 Result<void> MessageReader::end_field() {
-  if (raw_buffer_) {
+  if (pending_raw_key_) {
+    pending_raw_key_ = false;
     current_.raw.push_back({std::move(raw_buffer_), raw_size_});
     raw_buffer_.reset();
   }
@@ -125,7 +248,21 @@ Result<void> MessageReader::end_field() {
 }
 
 Result<void> MessageReader::feed(const std::uint8_t* data, std::size_t size) {
+  if (state_ == State::Broken) return Error(StatusCode::Internal, "the reader failed before");
+  auto result = consume(data, size);
+  report_arriving();
+  if (!result) abandon();
+  return result;
+}
+
+Result<void> MessageReader::consume(const std::uint8_t* data, std::size_t size) {
   while (size > 0) {
+    if (state_ == State::Admission) {
+      // Kept until the message is admitted; the caller sends no more meanwhile.
+      kept_.append(reinterpret_cast<const char*>(data), size);
+      if (account_) account_->arriving(size);
+      return {};
+    }
     if (state_ == State::Prefix) {
       std::size_t n = std::min(kPrefixBytes - prefix_have_, size);
       std::memcpy(prefix_ + prefix_have_, data, n);
@@ -141,9 +278,15 @@ Result<void> MessageReader::feed(const std::uint8_t* data, std::size_t size) {
     if (state_ == State::FieldPayload || state_ == State::FieldFixed) {
       std::size_t n = std::min(field_left_, size);
       if (raw_buffer_) {
-        std::memcpy(raw_buffer_.get() + (raw_size_ - field_left_), data, n);
-      } else {
-        current_.envelope.append(reinterpret_cast<const char*>(data), n);
+        const std::size_t at = raw_size_ - field_left_;
+        std::memcpy(raw_buffer_.get() + at, data, n);
+        held_ += n;
+        unreported_ += n;
+        if (at < kHugePageAfterBytes && at + n >= kHugePageAfterBytes) {
+          advise_huge_pages(raw_buffer_.get(), raw_size_, at + n);
+        }
+      } else if (!pending_raw_key_) {
+        envelope_append(data, n);
       }
       data += n;
       size -= n;
@@ -181,16 +324,7 @@ Result<void> MessageReader::feed(const std::uint8_t* data, std::size_t size) {
             return malformed("length-delimited field runs past the message end");
           field_left_ = static_cast<std::size_t>(length);
           if (pending_raw_key_) {
-            pending_raw_key_ = false;
-            raw_size_ = field_left_;
-            // Committed lazily (see allocate_tensor_buffer); failure is an error, not a crash.
-            try {
-              raw_buffer_ = allocate_tensor_buffer(raw_size_);
-            } catch (const std::bad_alloc&) {
-              return Error(
-                  StatusCode::ResourceExhausted,
-                  "cannot allocate " + std::to_string(raw_size_) + " bytes for a received tensor");
-            }
+            if (auto ok = begin_raw_field(); !ok) return ok;
           } else {
             wire_append_varint(length);
           }
@@ -204,6 +338,8 @@ Result<void> MessageReader::feed(const std::uint8_t* data, std::size_t size) {
         break;
       case State::FieldVarint:
         current_.envelope.push_back(static_cast<char>(byte));
+        ++held_;
+        ++unreported_;
         if (last) {
           if (auto ok = end_field(); !ok) return ok;
         }
@@ -215,11 +351,14 @@ Result<void> MessageReader::feed(const std::uint8_t* data, std::size_t size) {
 }
 
 void MessageReader::wire_append_varint(std::uint64_t value) {
+  std::uint8_t bytes[10];
+  std::size_t n = 0;
   while (value >= 0x80) {
-    current_.envelope.push_back(static_cast<char>((value & 0x7f) | 0x80));
+    bytes[n++] = static_cast<std::uint8_t>((value & 0x7f) | 0x80);
     value >>= 7;
   }
-  current_.envelope.push_back(static_cast<char>(value));
+  bytes[n++] = static_cast<std::uint8_t>(value);
+  envelope_append(bytes, n);
 }
 
 // ---- Buffers for received tensors ------------------------------------------------------
@@ -230,10 +369,22 @@ constexpr std::size_t kMappedAbove = std::size_t{32} << 20;  // glibc's largest 
 std::size_t round_up(std::size_t n, std::size_t to) { return (n + to - 1) / to * to; }
 }  // namespace
 
-std::shared_ptr<std::uint8_t> allocate_tensor_buffer(std::size_t bytes) {
+std::shared_ptr<std::uint8_t> allocate_tensor_buffer(std::size_t bytes,
+                                                     std::shared_ptr<ReceiveAccount> account) {
   if (bytes <= kMappedAbove) {
-    return std::shared_ptr<std::uint8_t>(new std::uint8_t[std::max<std::size_t>(bytes, 1)],
-                                         std::default_delete<std::uint8_t[]>());
+    auto* data = new std::uint8_t[std::max<std::size_t>(bytes, 1)];
+    try {
+      if (!account)
+        return std::shared_ptr<std::uint8_t>(data, std::default_delete<std::uint8_t[]>());
+      return std::shared_ptr<std::uint8_t>(data,
+                                           [bytes, account = std::move(account)](std::uint8_t* p) {
+                                             delete[] p;
+                                             account->released(bytes);
+                                           });
+    } catch (...) {
+      delete[] data;
+      throw;
+    }
   }
   // Over-map by one huge page so that the buffer can start on a huge page boundary.
   std::size_t length = round_up(bytes, kHugePage);
@@ -246,13 +397,23 @@ std::shared_ptr<std::uint8_t> allocate_tensor_buffer(std::size_t bytes) {
   if (head > 0) munmap(mapped, head);
   munmap(reinterpret_cast<void*>(start + length), kHugePage - head);
   auto* data = reinterpret_cast<std::uint8_t*>(start);
-  madvise(data, length, MADV_HUGEPAGE);  // advice only: without huge pages it still works
   try {
-    return std::shared_ptr<std::uint8_t>(data, [length](std::uint8_t* p) { munmap(p, length); });
+    return std::shared_ptr<std::uint8_t>(
+        data, [length, bytes, account = std::move(account)](std::uint8_t* p) {
+          munmap(p, length);
+          if (account) account->released(bytes);
+        });
   } catch (...) {
     munmap(data, length);
     throw;
   }
+}
+
+void advise_huge_pages(std::uint8_t* buffer, std::size_t bytes, std::size_t from) {
+  if (bytes <= kMappedAbove) return;
+  std::size_t start = round_up(from, kHugePage);
+  std::size_t length = round_up(bytes, kHugePage);
+  if (start < length) madvise(buffer + start, length - start, MADV_HUGEPAGE);
 }
 
 // ---- Headers and trailers ------------------------------------------------------------------

@@ -14,6 +14,7 @@
 #include <string_view>
 #include <vector>
 
+#include "receive_account.hpp"
 #include "sonic/detail/export.hpp"
 #include "sonic/error.hpp"
 
@@ -79,31 +80,72 @@ struct ReceivedMessage {
 
 /// Reassembles gRPC length-prefixed messages from DATA chunks as they arrive, copying each byte
 /// once. `raw_field` is the top-level field number whose payloads are tensors (7 for
-/// ModelInferRequest, 6 for ModelInferResponse, 0 for none).
+/// ModelInferRequest, 6 for ModelInferResponse, 0 for none). Memory is taken as bytes arrive,
+/// never for a declared length alone, and reported to `account` when there is one.
 class SONIC_EXPORT MessageReader {
  public:
-  MessageReader(std::uint32_t raw_field, std::size_t max_message_bytes)
-      : raw_field_(raw_field), max_bytes_(max_message_bytes) {}
+  /// Tensor fields one message may carry: a model with more inputs or outputs than this does
+  /// not exist, and each field costs bookkeeping beyond its bytes.
+  static constexpr std::size_t kMaxRawFields = 4096;
 
-  /// Consumes a chunk. Errors: RESOURCE_EXHAUSTED past the size limit, UNIMPLEMENTED for a
-  /// compressed message, INTERNAL for a malformed envelope.
+  MessageReader(std::uint32_t raw_field, std::size_t max_message_bytes,
+                std::shared_ptr<ReceiveAccount> account = nullptr)
+      : raw_field_(raw_field), max_bytes_(max_message_bytes), account_(std::move(account)) {}
+  ~MessageReader();
+  MessageReader(MessageReader&& other) noexcept;
+  MessageReader& operator=(MessageReader&& other) noexcept;
+  MessageReader(const MessageReader&) = delete;
+  MessageReader& operator=(const MessageReader&) = delete;
+
+  /// Consumes a chunk. Errors: RESOURCE_EXHAUSTED past the size limit (or when memory cannot be
+  /// had), UNIMPLEMENTED for a compressed message, INTERNAL for a malformed envelope. After an
+  /// error the reader takes nothing more. When the account does not admit a message that
+  /// begins, the rest of the chunk is kept (and accounted) until retry_admission() succeeds:
+  /// the caller stops feeding meanwhile (flow control bounds what arrives).
   Result<void> feed(const std::uint8_t* data, std::size_t size);
+  /// Whether a message waits for the account to admit it.
+  bool waiting_admission() const noexcept { return state_ == State::Admission; }
+  /// Bytes kept while a message waits for admission.
+  std::size_t kept_bytes() const noexcept { return kept_.size(); }
+  /// Asks the account again: true once the message is admitted and the kept bytes consumed
+  /// (a next message may wait in turn: check waiting_admission()).
+  Result<bool> retry_admission();
 
   /// Messages completed so far, in order; the caller takes them.
   std::vector<ReceivedMessage>& messages() noexcept { return done_; }
   /// True between messages (a stream that ends elsewhere was truncated).
   bool at_boundary() const noexcept { return state_ == State::Prefix && prefix_have_ == 0; }
+  /// True while a message has begun and not ended.
+  bool mid_message() const noexcept { return !at_boundary(); }
+  /// Drops the message under way (its bytes stop being held) and takes nothing more.
+  void abandon() noexcept;
 
  private:
-  enum class State { Prefix, FieldKey, FieldLength, FieldVarint, FieldFixed, FieldPayload };
+  enum class State {
+    Prefix,
+    Admission,
+    FieldKey,
+    FieldLength,
+    FieldVarint,
+    FieldFixed,
+    FieldPayload,
+    Broken
+  };
+  Result<void> consume(const std::uint8_t* data, std::size_t size);
   Result<void> begin_message();
+  void begin_body();
   Result<void> on_key();
   Result<void> end_field();
+  Result<void> begin_raw_field();
   void finish_message();
   void wire_append_varint(std::uint64_t value);
+  void envelope_append(const std::uint8_t* data, std::size_t size);
+  // Reports the bytes taken since the last report (once per feed, not per byte).
+  void report_arriving() noexcept;
 
-  std::uint32_t raw_field_;
-  std::size_t max_bytes_;
+  std::uint32_t raw_field_ = 0;
+  std::size_t max_bytes_ = 0;
+  std::shared_ptr<ReceiveAccount> account_;
   State state_ = State::Prefix;
   std::uint8_t prefix_[5] = {};
   std::size_t prefix_have_ = 0;
@@ -115,22 +157,34 @@ class SONIC_EXPORT MessageReader {
   std::shared_ptr<std::uint8_t> raw_buffer_;
   std::size_t raw_size_ = 0;
   bool pending_raw_key_ =
-      false;  // the key just read is the raw field's: keep it out of the envelope
+      false;                    // the key just read is the raw field's: keep it out of the envelope
+  std::size_t held_ = 0;        // bytes of the current message reported (or to report) arriving
+  std::size_t unreported_ = 0;  // of those, not yet reported
+  std::size_t admitted_ = 0;    // declared length of the current message, once admitted
+  std::string kept_;            // bytes that came while a message waited for admission
   ReceivedMessage current_;
   std::vector<ReceivedMessage> done_;
 };
 
 // ---- Buffers for received tensors ------------------------------------------------------
 /// A buffer of `bytes` bytes for a received tensor, aligned for any element type, released when
-/// the last owner lets go. Pages are committed as they are written, so a peer that announces a
-/// big tensor and stops costs address space, not memory. Throws std::bad_alloc when even the
-/// address space cannot be had.
+/// the last owner lets go (and then reported released to `account`, when there is one). Pages
+/// are committed as they are written, so a peer that announces a big tensor and stops costs
+/// address space, not memory. Throws std::bad_alloc when even the address space cannot be had.
 ///
-/// Tensors above 32 MiB get their own mapping with transparent huge pages: the C allocator maps
-/// such blocks afresh for every message anyway, and faulting them in 4 KiB at a time cost about
-/// a quarter of the CPU of a 64 MiB round trip. Smaller ones come from the allocator, whose heap
-/// reuses freed blocks without new page faults.
-SONIC_EXPORT std::shared_ptr<std::uint8_t> allocate_tensor_buffer(std::size_t bytes);
+/// Tensors above 32 MiB get their own mapping: the C allocator maps such blocks afresh for every
+/// message anyway. Receivers ask for transparent huge pages on it with advise_huge_pages() once
+/// enough of the tensor has arrived: faulting 64 MiB in 4 KiB at a time cost about a quarter of
+/// the CPU of a round trip, but a huge page taken for the first bytes of a tensor that never
+/// comes would pin 2 MiB for them.
+SONIC_EXPORT std::shared_ptr<std::uint8_t> allocate_tensor_buffer(
+    std::size_t bytes, std::shared_ptr<ReceiveAccount> account = nullptr);
+/// Bytes of a tensor that must have arrived before advise_huge_pages() is worth it (and costs
+/// the peer at least as much as the huge page costs the receiver).
+inline constexpr std::size_t kHugePageAfterBytes = std::size_t{2} << 20;
+/// Asks for transparent huge pages over [`from`, `bytes`) of a buffer allocate_tensor_buffer()
+/// made (advice only; nothing for buffers of 32 MiB or less).
+SONIC_EXPORT void advise_huge_pages(std::uint8_t* buffer, std::size_t bytes, std::size_t from);
 
 // ---- Headers and trailers ------------------------------------------------------------------
 inline constexpr std::string_view kServicePrefix = "/inference.GRPCInferenceService/";

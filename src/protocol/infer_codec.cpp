@@ -87,6 +87,16 @@ Result<std::shared_ptr<OutgoingBody>> finish_with_raw(std::string envelope,
 
 // ---- Decoding ------------------------------------------------------------------------------
 
+// What one message may declare: each costs memory beyond its bytes on the wire (a 2-byte
+// tensor field becomes a tensor object), so a message of many small fields must not decode to
+// many times its size. No model has more tensors, dimensions or parameters than these.
+constexpr std::size_t kMaxTensors = MessageReader::kMaxRawFields;
+constexpr std::size_t kMaxDimensions = 64;
+constexpr std::size_t kMaxParameters = 1024;
+// Typed contents (InferTensorContents) decode to up to 8 times their wire size; beyond this a
+// tensor must travel as raw contents (as Triton's clients send them).
+constexpr std::size_t kMaxTypedContentsBytes = std::size_t{64} << 20;
+
 struct TensorMessage {
   std::string name;
   std::string datatype;
@@ -153,6 +163,7 @@ bool read_parameter_entry(std::string_view entry, Parameters& out,
     (key == kServerQueueNs ? timing->queue_ns : timing->compute_ns) = ns && *ns > 0 ? *ns : 0;
     return true;
   }
+  if (out.size() >= kMaxParameters && !out.count(std::string(key))) return false;
   out[std::string(key)] = std::move(value);
   return true;
 }
@@ -160,7 +171,7 @@ bool read_parameter_entry(std::string_view entry, Parameters& out,
 bool read_shape(Reader& r, WireType type, Shape& shape) {
   std::uint64_t v;
   if (type == WireType::Varint) {
-    if (!r.varint(v)) return false;
+    if (!r.varint(v) || shape.size() >= kMaxDimensions) return false;
     shape.push_back(static_cast<std::int64_t>(v));
     return true;
   }
@@ -170,7 +181,7 @@ bool read_shape(Reader& r, WireType type, Shape& shape) {
   shape.reserve(shape.size() + std::min<std::size_t>(packed.size(), 64));
   Reader p(packed);
   while (!p.done()) {
-    if (!p.varint(v)) return false;
+    if (!p.varint(v) || shape.size() >= kMaxDimensions) return false;
     shape.push_back(static_cast<std::int64_t>(v));
   }
   return true;
@@ -255,10 +266,12 @@ bool read_envelope(std::string_view bytes, bool is_request, Envelope& e) {
         if (!read_parameter_entry(s, e.parameters, is_request ? nullptr : &e.timing)) return false;
         break;
       case 5:
+        if (e.tensors.size() >= kMaxTensors) return false;
         e.tensors.emplace_back();
         if (!read_tensor_message(s, e.tensors.back())) return false;
         break;
       case 6:
+        if (e.outputs.size() >= kMaxTensors) return false;
         e.outputs.emplace_back();
         if (!read_requested_output(s, e.outputs.back())) return false;
         break;
@@ -300,6 +313,14 @@ Result<Tensor> decode_contents(std::string_view contents, DataType dtype, const 
   std::vector<std::uint8_t> bytes;
   std::vector<std::string> strings;
   std::size_t size = element_size(dtype);
+  // The shape says how many elements come: never decode more (nor more than the cap).
+  const auto expected = element_count(shape);
+  if (!expected || (dtype != DataType::Bytes && *expected > kMaxTypedContentsBytes / size)) {
+    return Error(on_error, "typed contents of shape " + to_string(shape) + " exceed " +
+                               std::to_string(kMaxTypedContentsBytes >> 20) +
+                               " MiB: send the tensor as raw contents");
+  }
+  if (dtype != DataType::Bytes) bytes.reserve(*expected * size);
   Reader r(contents);
   std::uint32_t field;
   WireType type;
@@ -312,7 +333,7 @@ Result<Tensor> decode_contents(std::string_view contents, DataType dtype, const 
     }
     if (dtype == DataType::Bytes) {
       std::string_view s;
-      if (type != WireType::Len || !r.bytes(s)) return bad();
+      if (type != WireType::Len || !r.bytes(s) || strings.size() >= *expected) return bad();
       strings.emplace_back(s);
       continue;
     }
@@ -332,6 +353,7 @@ Result<Tensor> decode_contents(std::string_view contents, DataType dtype, const 
         return false;
       }
       if (dtype == DataType::Bool) v = v != 0;
+      if (bytes.size() >= *expected * size) return false;  // more elements than the shape has
       append_element(bytes, v, size);
       return true;
     };
@@ -495,7 +517,10 @@ Result<InferResult> decode_infer_response(ReceivedMessage message) {
 Result<InferRequest> decode_infer_request(ReceivedMessage message) {
   Envelope e;
   if (!read_envelope(message.envelope, true, e)) {
-    return Error(StatusCode::InvalidArgument, "malformed ModelInferRequest");
+    return Error(StatusCode::InvalidArgument,
+                 "malformed ModelInferRequest (or over a limit: " + std::to_string(kMaxTensors) +
+                     " tensors, " + std::to_string(kMaxDimensions) + " dimensions, " +
+                     std::to_string(kMaxParameters) + " parameters)");
   }
   auto tensors = assemble(e.tensors, message.raw, StatusCode::InvalidArgument, "input");
   if (!tensors) return tensors.error();

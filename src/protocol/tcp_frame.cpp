@@ -172,9 +172,63 @@ Error decode_error(const Frame& frame) {
   return Error(static_cast<StatusCode>(code), frame.envelope.substr(4));
 }
 
+FrameReader::~FrameReader() { abandon(); }
+
+void FrameReader::take(std::size_t bytes) noexcept {
+  held_ += bytes;
+  unreported_ += bytes;
+}
+
+void FrameReader::report_arriving() noexcept {
+  if (account_ && unreported_ > 0) account_->arriving(unreported_);
+  unreported_ = 0;
+}
+
+void FrameReader::settle() noexcept {
+  if (account_ && admitted_ > 0) account_->settle(admitted_);
+  admitted_ = 0;
+}
+
+void FrameReader::abandon() noexcept {
+  if (stage_ == Stage::Broken) return;
+  if (account_ && !kept_.empty()) {
+    account_->arrived(kept_.size());
+    account_->released(kept_.size());
+  }
+  kept_.clear();
+  settle();
+  if (account_ && held_ + unreported_ > 0) {
+    // A tensor being received reports its whole stored length released when it is freed:
+    // count the part that never came as arriving first, so that the account balances.
+    if (stage_ == Stage::Stored && buffer_) take(static_cast<std::size_t>(stored_ - have_));
+    report_arriving();
+    account_->arrived(held_);
+    account_->released(frame_.envelope.size());
+  }
+  held_ = 0;
+  unreported_ = 0;
+  buffer_.reset();
+  frame_ = Frame{};
+  stage_ = Stage::Broken;
+}
+
 Result<void> FrameReader::feed(const std::uint8_t* data, std::size_t size) {
+  if (stage_ == Stage::Broken) return framing("the stream failed before");
+  auto result = consume(data, size);
+  report_arriving();
+  if (!result) abandon();
+  return result;
+}
+
+Result<void> FrameReader::consume(const std::uint8_t* data, std::size_t size) {
   while (size > 0) {
     switch (stage_) {
+      case Stage::Admission: {
+        // Kept until the frame is admitted; the caller reads no more meanwhile.
+        kept_.append(reinterpret_cast<const char*>(data), size);
+        if (account_) account_->arriving(size);
+        return {};
+      }
       case Stage::Header: {
         std::size_t n = std::min(size, kHeaderBytes - have_);
         std::memcpy(header_ + have_, data, n);
@@ -187,6 +241,7 @@ Result<void> FrameReader::feed(const std::uint8_t* data, std::size_t size) {
       case Stage::Envelope: {
         std::size_t n = std::min<std::size_t>(size, envelope_bytes_ - have_);
         frame_.envelope.append(reinterpret_cast<const char*>(data), n);
+        take(n);
         have_ += n, data += n, size -= n;
         if (have_ == envelope_bytes_) {
           if (auto ok = start_record(); !ok) return ok;
@@ -205,38 +260,67 @@ Result<void> FrameReader::feed(const std::uint8_t* data, std::size_t size) {
       case Stage::Stored: {
         std::size_t n = static_cast<std::size_t>(std::min<std::uint64_t>(size, stored_ - have_));
         std::memcpy(buffer_.get() + have_, data, n);
+        take(n);
+        if (have_ < kHugePageAfterBytes && have_ + n >= kHugePageAfterBytes) {
+          advise_huge_pages(buffer_.get(), static_cast<std::size_t>(stored_), have_ + n);
+        }
         have_ += n, data += n, size -= n;
         if (have_ == stored_) {
-          auto tensor = buffer_;
-          if (codec_ == kZstd) {
-            // The size the zstd frame declares must be the record's, before anything is
-            // allocated for it: a frame that lies about its size is an error, not a huge buffer.
-            auto declared = ZSTD_getFrameContentSize(buffer_.get(), stored_);
-            if (declared != raw_) {
-              return framing("zstd tensor " + std::to_string(frame_.tensors.size()) +
-                             " does not declare its raw length of " + std::to_string(raw_) +
-                             " bytes");
-            }
-            auto out = allocate_tensor_buffer(static_cast<std::size_t>(raw_));
-            std::size_t got =
-                ZSTD_decompressDCtx(decompressor(), out.get(), raw_, buffer_.get(), stored_);
-            if (ZSTD_isError(got) || got != raw_) {
-              return framing("corrupt zstd data in tensor " +
-                             std::to_string(frame_.tensors.size()) +
-                             (ZSTD_isError(got) ? std::string(": ") + ZSTD_getErrorName(got)
-                                                : std::string(": wrong decoded size")));
-            }
-            tensor = std::move(out);
-          }
-          frame_.tensors.push_back({std::move(tensor), static_cast<std::size_t>(raw_)});
-          buffer_.reset();
-          if (auto ok = start_record(); !ok) return ok;
+          if (auto ok = finish_stored(); !ok) return ok;
         }
         break;
       }
+      case Stage::Skip: {
+        std::size_t n = static_cast<std::size_t>(std::min<std::uint64_t>(size, skip_left_));
+        skip_left_ -= n, data += n, size -= n;
+        if (skip_left_ == 0) {
+          stage_ = Stage::Header;
+          have_ = 0;
+        }
+        break;
+      }
+      case Stage::Broken: return framing("the stream failed before");
     }
   }
   return {};
+}
+
+Result<void> FrameReader::finish_stored() {
+  auto tensor = buffer_;
+  if (codec_ == kZstd) {
+    // The size the zstd frame declares must be the record's, before anything is allocated for
+    // it: a frame that lies about its size is an error, not a huge buffer.
+    auto declared = ZSTD_getFrameContentSize(buffer_.get(), stored_);
+    if (declared != raw_) {
+      return framing("zstd tensor " + std::to_string(frame_.tensors.size()) +
+                     " does not declare its raw length of " + std::to_string(raw_) + " bytes");
+    }
+    std::shared_ptr<std::uint8_t> out;
+    try {
+      out = allocate_tensor_buffer(static_cast<std::size_t>(raw_), account_);
+    } catch (const std::bad_alloc&) {
+      skip_left_ = section_left_;
+      refuse(Error(StatusCode::ResourceExhausted,
+                   "cannot allocate " + std::to_string(raw_) + " bytes for a received tensor"));
+      return {};
+    }
+    take(static_cast<std::size_t>(raw_));
+    advise_huge_pages(out.get(), static_cast<std::size_t>(raw_), 0);
+    std::size_t got = ZSTD_decompressDCtx(decompressor(), out.get(), raw_, buffer_.get(), stored_);
+    if (ZSTD_isError(got) || got != raw_) {
+      return framing("corrupt zstd data in tensor " + std::to_string(frame_.tensors.size()) +
+                     (ZSTD_isError(got) ? std::string(": ") + ZSTD_getErrorName(got)
+                                        : std::string(": wrong decoded size")));
+    }
+    // The stored bytes are freed now: their part of the frame has arrived.
+    report_arriving();
+    if (account_) account_->arrived(static_cast<std::size_t>(stored_));
+    held_ -= static_cast<std::size_t>(stored_);
+    tensor = std::move(out);
+  }
+  frame_.tensors.push_back({std::move(tensor), static_cast<std::size_t>(raw_)});
+  buffer_.reset();
+  return start_record();
 }
 
 Result<void> FrameReader::start_frame() {
@@ -265,17 +349,60 @@ Result<void> FrameReader::start_frame() {
   if (tensors_left_ > (data_frame ? kMaxTensors : 0)) {
     return framing(std::to_string(tensors_left_) + " tensors in a frame that allows fewer");
   }
-  if (section_left_ < std::uint64_t{tensors_left_} * kRecordBytes ||
-      section_left_ - std::uint64_t{tensors_left_} * kRecordBytes > max_message_bytes_ + 0ull) {
+  if (section_left_ < std::uint64_t{tensors_left_} * kRecordBytes) {
     return framing("tensor section of " + std::to_string(section_left_) + " bytes for " +
                    std::to_string(tensors_left_) + " tensors");
   }
-  frame_.envelope.reserve(envelope_bytes_);
+  have_ = 0;
+  if (section_left_ - std::uint64_t{tensors_left_} * kRecordBytes > max_message_bytes_ ||
+      envelope_bytes_ > max_message_bytes_) {
+    if (!data_frame) return framing("a frame of its kind with a tensor section");
+    // Well formed, too big to take: skip its bytes and say so for its id.
+    skip_left_ = envelope_bytes_ + section_left_;
+    refuse(Error(StatusCode::ResourceExhausted,
+                 "frame of " + std::to_string(envelope_bytes_ + section_left_) +
+                     " bytes exceeds the maximum message size of " +
+                     std::to_string(max_message_bytes_) + " bytes"));
+    return {};
+  }
+  if (account_ && data_frame) {
+    const std::size_t declared =
+        envelope_bytes_ +
+        static_cast<std::size_t>(section_left_ - std::uint64_t{tensors_left_} * kRecordBytes);
+    if (declared > 0) {
+      if (!account_->admit(declared)) {
+        asking_ = declared;
+        stage_ = Stage::Admission;
+        return {};
+      }
+      admitted_ = declared;
+    }
+  }
+  return start_body();
+}
+
+Result<void> FrameReader::start_body() {
+  frame_.envelope.reserve(std::min<std::size_t>(envelope_bytes_, 4096));
   frame_.tensors.reserve(tensors_left_);
   have_ = 0;
   stage_ = Stage::Envelope;
   if (envelope_bytes_ == 0) return start_record();
   return {};
+}
+
+Result<bool> FrameReader::retry_admission() {
+  if (stage_ != Stage::Admission) return true;
+  if (!account_->admit(asking_)) return false;
+  admitted_ = asking_;
+  if (auto ok = start_body(); !ok) return ok.error();
+  // The kept bytes leave the waiting room for the frame itself.
+  std::string kept = std::move(kept_);
+  kept_.clear();
+  account_->arrived(kept.size());
+  account_->released(kept.size());
+  auto fed = feed(reinterpret_cast<const std::uint8_t*>(kept.data()), kept.size());
+  if (!fed) return fed.error();
+  return true;
 }
 
 Result<void> FrameReader::start_record() {
@@ -303,31 +430,81 @@ Result<void> FrameReader::finish_record() {
                                        std::min<std::uint64_t>(raw_, max_message_bytes_)))) {
     return framing("zstd tensor larger than any compression of its raw length");
   }
-  if (raw_ > max_message_bytes_ - std::min<std::uint64_t>(raw_total_, max_message_bytes_)) {
-    return Error(StatusCode::ResourceExhausted,
-                 "frame tensors exceed the maximum message size of " +
-                     std::to_string(max_message_bytes_) + " bytes");
-  }
   if (kRecordBytes + stored_ > section_left_) return framing("tensor runs past its section");
   section_left_ -= kRecordBytes + stored_;
-  raw_total_ += raw_;
-  try {
-    buffer_ = allocate_tensor_buffer(static_cast<std::size_t>(stored_));
-  } catch (const std::bad_alloc&) {
-    return Error(StatusCode::ResourceExhausted,
-                 "cannot allocate " + std::to_string(stored_) + " bytes for a received tensor");
-  }
   have_ = 0;
-  stage_ = Stage::Stored;
+  // What the tensors decode to is capped before anything is allocated or decompressed.
+  if (raw_ > max_message_bytes_ - std::min<std::uint64_t>(raw_total_, max_message_bytes_)) {
+    skip_left_ = stored_ + section_left_;
+    refuse(
+        Error(StatusCode::ResourceExhausted, "frame tensors exceed the maximum message size of " +
+                                                 std::to_string(max_message_bytes_) + " bytes"));
+    return {};
+  }
+  raw_total_ += raw_;
+  if (codec_ == kZstd && account_ && raw_ > 0) {
+    // What it decodes to comes on top of the stored bytes the frame was admitted with: it is
+    // admitted too, or the frame is refused (a frame half-read does not wait).
+    if (!account_->admit(static_cast<std::size_t>(raw_))) {
+      skip_left_ = stored_ + section_left_;
+      refuse(Error(StatusCode::ResourceExhausted,
+                   "the server's memory is full: a zstd tensor of " + std::to_string(raw_) +
+                       " bytes cannot be decoded now (try again later)"));
+      return {};
+    }
+    admitted_ += static_cast<std::size_t>(raw_);
+  }
   if (stored_ == 0) {
     if (raw_ != 0) return framing("empty zstd data for a non-empty tensor");
-    frame_.tensors.push_back({std::move(buffer_), 0});
+    frame_.tensors.push_back({nullptr, 0});
     return start_record();
   }
+  try {
+    buffer_ = allocate_tensor_buffer(static_cast<std::size_t>(stored_), account_);
+  } catch (const std::bad_alloc&) {
+    skip_left_ = stored_ + section_left_;
+    refuse(Error(StatusCode::ResourceExhausted,
+                 "cannot allocate " + std::to_string(stored_) + " bytes for a received tensor"));
+    return {};
+  }
+  stage_ = Stage::Stored;
   return {};
 }
 
+void FrameReader::refuse(Error why) {
+  if (stage_ == Stage::Stored && buffer_) {
+    // Bytes of the tensor under way that will not be stored are skipped instead.
+    skip_left_ += stored_ - have_;
+    take(static_cast<std::size_t>(stored_ - have_));  // its buffer reports all of it released
+  }
+  report_arriving();
+  if (account_) {
+    account_->arrived(held_);
+    account_->released(frame_.envelope.size());
+  }
+  settle();
+  held_ = 0;
+  buffer_.reset();
+  Frame refused;
+  refused.kind = frame_.kind;
+  refused.flags = frame_.flags;
+  refused.id = frame_.id;
+  refused.refused = std::move(why);
+  frame_ = Frame{};
+  frames_.push_back(std::move(refused));
+  have_ = 0;
+  stage_ = skip_left_ > 0 ? Stage::Skip : Stage::Header;
+}
+
 void FrameReader::finish_frame() {
+  report_arriving();
+  if (account_) {
+    // The envelope is decoded and dropped as soon as the frame is taken: released now.
+    account_->arrived(held_);
+    account_->released(frame_.envelope.size());
+  }
+  settle();
+  held_ = 0;
   frames_.push_back(std::move(frame_));
   frame_ = Frame{};
   stage_ = Stage::Header;

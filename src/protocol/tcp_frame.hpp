@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <deque>
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -62,13 +63,15 @@ struct OutgoingFrame {
   std::size_t stored_tensor_bytes = 0;  ///< tensor bytes on the wire
 };
 
-/// A frame received whole.
+/// A frame received whole, or one the receiver could not take (`refused`: its bytes were
+/// skipped, the connection is fine, and the sender should hear why for that id).
 struct Frame {
   FrameKind kind = FrameKind::Ping;
   std::uint16_t flags = 0;
   std::uint64_t id = 0;
   std::string envelope;
   std::vector<ReceivedMessage::Raw> tensors;
+  std::optional<Error> refused;
 };
 
 /// A request or response frame: `envelope`, then `tensors` stored as `compression` says.
@@ -89,25 +92,52 @@ SONIC_EXPORT OutgoingFrame encode_control(FrameKind kind);
 /// The Error an error frame carries.
 SONIC_EXPORT Error decode_error(const Frame& frame);
 
-/// Reassembles frames from a byte stream. Any violation of the framing is an error after which
-/// the stream is unusable: the connection must close.
+/// Reassembles frames from a byte stream. Memory is taken as bytes arrive (a declared length
+/// alone costs nothing) and reported to `account` when there is one. A frame that violates the
+/// framing is an error after which the stream is unusable: the connection must close. A frame
+/// that is well formed but too big to take (its tensors over the message limit, or memory for
+/// them not to be had) is skipped and handed over `refused`.
 class SONIC_EXPORT FrameReader {
  public:
-  explicit FrameReader(std::size_t max_message_bytes) : max_message_bytes_(max_message_bytes) {}
+  explicit FrameReader(std::size_t max_message_bytes,
+                       std::shared_ptr<ReceiveAccount> account = nullptr)
+      : max_message_bytes_(max_message_bytes), account_(std::move(account)) {}
+  ~FrameReader();
+  FrameReader(const FrameReader&) = delete;
+  FrameReader& operator=(const FrameReader&) = delete;
 
-  /// Consumes bytes; complete frames are appended to frames().
+  /// Consumes bytes; complete (or refused) frames are appended to frames(). When the account
+  /// does not admit a request or response frame that begins, the rest of the bytes are kept
+  /// (and accounted) until retry_admission() succeeds: the caller stops reading meanwhile.
   Result<void> feed(const std::uint8_t* data, std::size_t size);
+  /// Whether a frame waits for the account to admit it.
+  bool waiting_admission() const noexcept { return stage_ == Stage::Admission; }
+  /// Asks the account again: true once the frame is admitted and the kept bytes consumed.
+  Result<bool> retry_admission();
   std::vector<Frame>& frames() noexcept { return frames_; }
+  /// True while a frame has begun and not ended.
+  bool mid_frame() const noexcept { return stage_ != Stage::Header || have_ != 0; }
+  /// Drops the frame under way (its bytes stop being held) and takes nothing more.
+  void abandon() noexcept;
 
  private:
-  enum class Stage { Header, Envelope, RecordHeader, Stored };
+  enum class Stage { Header, Admission, Envelope, RecordHeader, Stored, Skip, Broken };
 
+  Result<void> consume(const std::uint8_t* data, std::size_t size);
   Result<void> start_frame();
+  Result<void> start_body();
+  void settle() noexcept;
   Result<void> start_record();
   Result<void> finish_record();
+  Result<void> finish_stored();
+  // Drops what the frame holds and skips the rest of its bytes; it is handed over refused.
+  void refuse(Error why);
   void finish_frame();
+  void take(std::size_t bytes) noexcept;  // bytes now held for the frame under way
+  void report_arriving() noexcept;
 
   std::size_t max_message_bytes_;
+  std::shared_ptr<ReceiveAccount> account_;
   Stage stage_ = Stage::Header;
   std::uint8_t header_[kHeaderBytes] = {};
   std::size_t have_ = 0;  // bytes of the current piece so far
@@ -116,12 +146,18 @@ class SONIC_EXPORT FrameReader {
   std::uint32_t tensors_left_ = 0;
   std::uint64_t section_left_ = 0;
   std::uint64_t raw_total_ = 0;
+  std::uint64_t skip_left_ = 0;  // Skip: bytes of the refused frame still to come
   // The record being read.
   std::uint8_t record_[kRecordBytes] = {};
   std::uint8_t codec_ = 0;
   std::uint64_t stored_ = 0;
   std::uint64_t raw_ = 0;
   std::shared_ptr<std::uint8_t> buffer_;  // raw: the tensor itself; zstd: the stored bytes
+  std::size_t held_ = 0;        // bytes of the frame under way reported (or to report) arriving
+  std::size_t unreported_ = 0;  // of those, not yet reported
+  std::size_t admitted_ = 0;    // bytes of the frame under way the account admitted
+  std::size_t asking_ = 0;      // bytes of the frame waiting for admission
+  std::string kept_;            // bytes that came while a frame waited for admission
   std::vector<Frame> frames_;
 };
 

@@ -221,6 +221,31 @@ TEST_CASE("malformed requests are INVALID_ARGUMENT naming the tensor") {
     in->mutable_contents()->add_fp32_contents(1);
     CHECK(decode(pb).code() == StatusCode::InvalidArgument);
   }
+  SUBCASE("typed contents with more elements than the shape: not decoded past it") {
+    for (int i = 0; i < 100; ++i) in->mutable_contents()->add_fp32_contents(1);
+    CHECK(decode(pb).code() == StatusCode::InvalidArgument);
+  }
+  SUBCASE("typed contents whose shape declares more than the cap") {
+    in->set_datatype("INT64");
+    in->set_shape(0, 100000000);  // 800 MB decoded, from a few bytes of shape
+    in->mutable_contents()->add_int64_contents(1);
+    CHECK(decode(pb).error().message().find("raw contents") != std::string::npos);
+  }
+  // A 2-byte field that decodes to a tensor object, a dimension, a parameter: bounded counts,
+  // so that a message of them cannot decode to many times its size.
+  SUBCASE("more tensors than any model has") {
+    for (int i = 0; i < 4096; ++i) pb.add_inputs();
+    CHECK(decode(pb).error().message().find("4096 tensors") != std::string::npos);
+  }
+  SUBCASE("more dimensions than any tensor has") {
+    for (int i = 0; i < 64; ++i) in->add_shape(1);
+    CHECK(decode(pb).code() == StatusCode::InvalidArgument);
+  }
+  SUBCASE("more parameters than the limit") {
+    for (int i = 0; i < 1025; ++i)
+      (*pb.mutable_parameters())["p" + std::to_string(i)].set_bool_param(true);
+    CHECK(decode(pb).code() == StatusCode::InvalidArgument);
+  }
   SUBCASE("a message that is not protobuf at all") {
     std::string junk = std::string("\x00\x00\x00\x00\x04", 5) + "\xff\xff\xff\xff";
     MessageReader reader(kRawInputField, 100);

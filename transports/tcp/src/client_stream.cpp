@@ -174,6 +174,7 @@ void ClientStream::on_frame(Frame frame) {
       if (it == pending_.end()) return;  // abandoned (deadline, cancel): drop the answer
       auto call = std::move(it->second);
       pending_.erase(it);
+      if (frame.refused) return complete(call, std::move(*frame.refused));  // too big to take
       if (frame.kind == FrameKind::Error) return complete(call, protocol::tcp::decode_error(frame));
       return complete(call, std::move(frame));
     }
