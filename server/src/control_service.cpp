@@ -16,34 +16,34 @@ Error unimplemented(std::string_view method) {
 }
 
 // Triton's shared memory extension: register, unregister and list regions.
-Result<std::string> shared_memory(SharedMemoryRegistry& registry, std::string_view method,
-                                  std::string_view bytes) {
+Result<std::string> shared_memory(SharedMemoryRegistry& registry, const ShmClient& client,
+                                  std::string_view method, std::string_view bytes) {
   const bool cuda = method.rfind("Cuda", 0) == 0;
   std::string_view verb = method.substr(cuda ? 4 : 6);  // after "Cuda" or "System"
   if (verb == "SharedMemoryRegister") {
     if (cuda) {
       auto request = pc::decode_cuda_shm_registration(bytes);
       if (!request) return request.error();
-      auto ok = registry.register_cuda(request->name, request->raw_handle, request->device_id,
-                                       request->byte_size);
+      auto ok = registry.register_cuda(client, request->name, request->raw_handle,
+                                       request->device_id, request->byte_size);
       if (!ok) return ok.error();
       return std::string();
     }
     auto request = pc::decode_system_shm_registration(bytes);
     if (!request) return request.error();
-    auto ok =
-        registry.register_system(request->name, request->key, request->offset, request->byte_size);
+    auto ok = registry.register_system(client, request->name, request->key, request->offset,
+                                       request->byte_size);
     if (!ok) return ok.error();
     return std::string();
   }
   auto name = pc::decode_region_name(bytes);
   if (!name) return name.error();
   if (verb == "SharedMemoryUnregister") {
-    registry.unregister(*name, cuda);
+    registry.unregister(client, *name, cuda);
     return std::string();
   }
   if (verb != "SharedMemoryStatus") return unimplemented(method);
-  auto regions = registry.status(*name, cuda);
+  auto regions = registry.status(client, *name, cuda);
   if (!regions) return regions.error();
   if (cuda) {
     std::vector<pc::CudaRegionStatus> status;
@@ -84,7 +84,7 @@ Result<std::string> answer_control(const ControlContext& context, std::string_vi
     return pc::encode_repository_index(models);
   }
   if (method.find("SharedMemory") != std::string_view::npos && context.shared_memory) {
-    return shared_memory(*context.shared_memory, method, bytes);
+    return shared_memory(*context.shared_memory, context.client(), method, bytes);
   }
   if (method != "ModelReady" && method != "ModelMetadata" && method != "ModelConfig" &&
       method != "ModelStatistics") {

@@ -2,6 +2,7 @@
 // (gRPC streams, TCP frames).
 #pragma once
 
+#include <functional>
 #include <string>
 #include <string_view>
 
@@ -16,6 +17,8 @@ struct ControlContext {
   CpuExecutor& executor;
   const ServerOptions& options;
   SharedMemoryRegistry* shared_memory;  ///< null: the shared memory extension is not served
+  /// Who calls, for the shared memory extension (made on first need: it asks the kernel).
+  std::function<const ShmClient&()> client;
 };
 
 /// Answers `method` (ServerLive, ModelMetadata, SystemSharedMemoryRegister, ...) of

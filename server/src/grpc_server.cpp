@@ -1,10 +1,14 @@
 #include "grpc_server.hpp"
 
+#include <algorithm>
+#include <deque>
 #include <map>
 #include <optional>
 
+#include "connection_watch.hpp"
 #include "control_service.hpp"
 #include "net/h2_session.hpp"
+#include "net/peer_user.hpp"
 #include "protocol/grpc_wire.hpp"
 #include "protocol/infer_codec.hpp"
 
@@ -15,35 +19,66 @@ namespace {
 using protocol::OutgoingBody;
 using protocol::ReceivedMessage;
 
+// How often a connection whose calls wait for memory looks again.
+constexpr std::chrono::milliseconds kAdmissionPoll{5};
+// A new stream's window: enough for the message prefix and small requests. A message waiting
+// for memory holds at most this much; an admitted one gets kAdmittedStreamWindow.
+constexpr std::uint32_t kInitialStreamWindow = 64 * 1024;
+constexpr std::uint32_t kAdmittedStreamWindow = 16u << 20;
+// A header block that decodes to this many times the limit is an attack (an HPACK bomb), not
+// a client with too much metadata: the connection ends there, before more is decoded. So does
+// a second header list over the limit (a client that honours the limit the server announced
+// never sends one; one that did not know gets a clear error the first time).
+constexpr std::size_t kHeaderBombFactor = 4;
+
 // One request stream on the server.
 struct ServerStream {
-  explicit ServerStream(std::size_t max_bytes) : max_message_bytes(max_bytes) {}
-  std::size_t max_message_bytes;
   std::string path;
   std::string content_type;
   std::string encoding;
   std::optional<std::chrono::nanoseconds> timeout;
   Clock::time_point started = Clock::now();
-  std::optional<protocol::MessageReader> reader;  // made when the path is known
+  std::optional<protocol::MessageReader> reader;  // made when the first DATA arrives
   std::optional<Error> error;                     // a receive error to answer with
+  std::size_t header_bytes = 0;                   // as RFC 9113 counts a header list
+  WatchClock::time_point last_data = WatchClock::now();
+  bool window_opened = false;  // its message was admitted and its window widened
+  bool waiting = false;        // in the connection's queue for memory
   std::shared_ptr<OutgoingBody> response;
+  BudgetHold response_bytes;
+  bool request_ended = false;  // the client sent END_STREAM
   bool answered = false;
 };
 
 using IoContext = std::shared_ptr<asio::io_context>;
 
+// An answer made on an executor thread: the body, and the bytes it holds until written.
+struct Answer {
+  Result<std::shared_ptr<OutgoingBody>> body;
+  BudgetHold held;
+};
+
 }  // namespace
 
-/// One client connection: decodes calls, runs inference on the executor, answers.
+/// One client connection: decodes calls, runs inference on the executor, answers. Flow control
+/// is the server's: a request message begins in a small stream window and is read on only once
+/// the memory budget admits its declared length (then its window widens); until then its
+/// client waits, and what it sent ahead stays in the small window.
 class GrpcConnection final : public net::H2Session {
  public:
   GrpcConnection(asio::ip::tcp::socket socket, IoContext io, std::shared_ptr<ServerContext> context,
-                 std::shared_ptr<net::ConnectionSet<GrpcConnection>> set)
+                 std::shared_ptr<net::ConnectionSet<GrpcConnection>> set, ConnectionSlot slot)
       : H2Session(std::move(socket)),
         io_(std::move(io)),
         context_(std::move(context)),
         set_(std::move(set)),
-        close_timer_(*io_) {}
+        slot_(std::move(slot)),
+        limits_(context_->options.limits),
+        budget_(std::make_shared<ConnectionBudget>(context_->memory,
+                                                   limits_.max_connection_buffered_bytes)),
+        close_timer_(*io_),
+        watch_timer_(*io_),
+        admission_timer_(*io_) {}
 
   IoContext io_context() const { return io_; }
 
@@ -60,18 +95,26 @@ class GrpcConnection final : public net::H2Session {
     nghttp2_session_callbacks_set_on_frame_recv_callback(callbacks, &GrpcConnection::on_frame_recv);
     nghttp2_session_callbacks_set_on_stream_close_callback(callbacks,
                                                            &GrpcConnection::on_stream_close);
-    int rv = nghttp2_session_server_new(&session_, callbacks, this);
+    nghttp2_option* option = nullptr;
+    nghttp2_option_new(&option);
+    // Flow control is ours: streams get window as memory allows (see on_data_chunk).
+    nghttp2_option_set_no_auto_window_update(option, 1);
+    int rv = nghttp2_session_server_new2(&session_, callbacks, this, option);
+    nghttp2_option_del(option);
     nghttp2_session_callbacks_del(callbacks);
     if (rv != 0) return close_socket();
     std::error_code ignored;
     socket_.set_option(asio::ip::tcp::no_delay(true), ignored);
     net::H2Settings settings;
-    settings.stream_window_bytes = context_->options.stream_window_bytes;
+    settings.stream_window_bytes = kInitialStreamWindow;
     settings.connection_window_bytes = context_->options.connection_window_bytes;
     settings.max_concurrent_streams = context_->options.max_concurrent_streams;
+    settings.max_header_list_bytes = static_cast<std::uint32_t>(
+        std::min<std::size_t>(limits_.max_header_list_bytes, 0xffffffffu));
     submit_settings(settings, true);
     start_reading();
     flush();
+    watch();
   }
 
   /// Ends the connection: GOAWAY, then close once it is written (a peer that does not read
@@ -95,7 +138,10 @@ class GrpcConnection final : public net::H2Session {
  private:
   void on_connection_lost(const std::string&) override {
     close_timer_.cancel();
+    watch_timer_.cancel();
+    admission_timer_.cancel();
     streams_.clear();
+    context_->shared_memory.drop_connection(slot_.id());
     set_->remove(this);
   }
 
@@ -111,11 +157,108 @@ class GrpcConnection final : public net::H2Session {
     return it == streams_.end() ? nullptr : it->second.get();
   }
 
+  // ---- Timeouts and memory ---------------------------------------------------------------
+
+  void watch() {
+    auto self = std::static_pointer_cast<GrpcConnection>(shared_from_this());
+    watch_timer_.expires_after(watch_interval(limits_));
+    watch_timer_.async_wait([self](std::error_code ec) {
+      if (ec || self->lost_) return;
+      const auto now = WatchClock::now();
+      self->reset_stalled_streams(now);
+      ConnectionState state;
+      state.busy = !self->streams_.empty();
+      state.unwritten = self->unwritten_bytes();
+      state.last_write = self->last_write_progress();
+      if (state.busy) self->activity_.last_busy = now;
+      if (auto end = overdue(self->activity_, state, self->limits_, now)) {
+        if (end->idle) return self->shutdown();  // GOAWAY first, as gRPC servers do
+        return self->fail(end->why);
+      }
+      self->watch();
+    });
+  }
+
+  // Admitted messages whose client stopped sending in the middle: reset, so that what they
+  // hold and were promised goes back to the budget. (Messages waiting for memory wait for us.)
+  void reset_stalled_streams(WatchClock::time_point now) {
+    if (limits_.stall_timeout.count() == 0) return;
+    bool reset = false;
+    for (auto& [id, stream] : streams_) {
+      if (!stream->reader || stream->answered || !stream->reader->mid_message() ||
+          stream->reader->waiting_admission() || now - stream->last_data <= limits_.stall_timeout) {
+        continue;
+      }
+      stream->reader->abandon();
+      stream->answered = true;
+      nghttp2_submit_rst_stream(session_, NGHTTP2_FLAG_NONE, id, NGHTTP2_CANCEL);
+      reset = true;
+    }
+    if (reset) flush();
+  }
+
+  // After `stream` took `len` bytes: the stream window gets back what the message consumed;
+  // a message admitted now gets its full window; one that waits joins the queue.
+  void account_window(std::int32_t id, ServerStream& stream, std::size_t len, std::size_t kept) {
+    protocol::MessageReader& reader = *stream.reader;
+    if (len > kept) nghttp2_session_consume_stream(session_, id, len - kept);
+    if (reader.waiting_admission()) {
+      if (!stream.waiting) {
+        stream.waiting = true;
+        waiting_.push_back(id);
+        if (waiting_.size() == 1) poll_admission();
+      }
+    } else if (reader.mid_message() && !stream.window_opened) {
+      stream.window_opened = true;
+      nghttp2_session_set_local_window_size(session_, NGHTTP2_FLAG_NONE, id, kAdmittedStreamWindow);
+    }
+  }
+
+  void poll_admission() {
+    auto self = std::static_pointer_cast<GrpcConnection>(shared_from_this());
+    admission_timer_.expires_after(kAdmissionPoll);
+    admission_timer_.async_wait([self](std::error_code ec) {
+      if (ec || self->lost_) return;
+      self->admit_waiting();
+      self->flush();
+      if (!self->waiting_.empty()) self->poll_admission();
+    });
+  }
+
+  // Waiting streams, oldest first, until one is still refused (later ones wait behind it, so
+  // that a large message is not overtaken forever by small ones).
+  void admit_waiting() {
+    while (!waiting_.empty()) {
+      const std::int32_t id = waiting_.front();
+      ServerStream* stream = find(id);
+      if (!stream || !stream->reader || stream->answered || !stream->reader->waiting_admission()) {
+        if (stream) stream->waiting = false;
+        waiting_.pop_front();
+        continue;
+      }
+      const std::size_t kept = stream->reader->kept_bytes();
+      auto admitted = stream->reader->retry_admission();
+      if (admitted && !*admitted) return;
+      waiting_.pop_front();
+      stream->waiting = false;
+      if (!admitted) {
+        stream->error = admitted.error();
+        respond_error(id, *stream->error);
+        nghttp2_session_consume_stream(session_, id, kept);
+        continue;
+      }
+      account_window(id, *stream, kept, stream->reader->kept_bytes());
+      if (stream->request_ended) dispatch(id);
+    }
+  }
+
+  // ---- HTTP/2 callbacks ------------------------------------------------------------------
+
   static int on_begin_headers(nghttp2_session*, const nghttp2_frame* frame, void* user_data) {
     auto* self = static_cast<GrpcConnection*>(user_data);
     if (frame->hd.type == NGHTTP2_HEADERS && frame->headers.cat == NGHTTP2_HCAT_REQUEST) {
-      self->streams_[frame->hd.stream_id] =
-          std::make_unique<ServerStream>(self->context_->options.max_message_bytes);
+      self->streams_[frame->hd.stream_id] = std::make_unique<ServerStream>();
+      self->activity_.last_busy = WatchClock::now();
     }
     return 0;
   }
@@ -126,6 +269,18 @@ class GrpcConnection final : public net::H2Session {
     auto* self = static_cast<GrpcConnection*>(user_data);
     ServerStream* stream = self->find(frame->hd.stream_id);
     if (!stream) return 0;
+    const std::size_t limit = self->limits_.max_header_list_bytes;
+    stream->header_bytes += namelen + valuelen + 32;
+    if (stream->header_bytes > limit) {
+      if (stream->header_bytes > kHeaderBombFactor * limit) return NGHTTP2_ERR_CALLBACK_FAILURE;
+      if (!stream->error) {
+        if (++self->oversized_header_lists_ > 1) return NGHTTP2_ERR_CALLBACK_FAILURE;
+        stream->error = Error(StatusCode::ResourceExhausted,
+                              "the request's header list exceeds the server's limit of " +
+                                  std::to_string(limit) + " bytes");
+      }
+      return 0;  // the rest of the block is decoded (HPACK needs it) but not kept
+    }
     std::string_view n(reinterpret_cast<const char*>(name), namelen);
     std::string_view v(reinterpret_cast<const char*>(value), valuelen);
     if (n == ":path") {
@@ -140,31 +295,59 @@ class GrpcConnection final : public net::H2Session {
     return 0;
   }
 
-  static int on_data_chunk(nghttp2_session*, std::uint8_t, std::int32_t stream_id,
+  static int on_data_chunk(nghttp2_session* session, std::uint8_t, std::int32_t stream_id,
                            const std::uint8_t* data, std::size_t len, void* user_data) {
     auto* self = static_cast<GrpcConnection*>(user_data);
+    self->activity_.last_read = WatchClock::now();
+    // The connection's window never waits: streams do, each in its own window.
+    nghttp2_session_consume_connection(session, len);
     ServerStream* stream = self->find(stream_id);
-    if (!stream || stream->error || stream->answered) return 0;
+    if (!stream || stream->error || stream->answered) {
+      nghttp2_session_consume_stream(session, stream_id, len);  // ignored, held nowhere
+      return 0;
+    }
+    stream->last_data = self->activity_.last_read;
     if (!stream->reader) {
       bool infer = stream->path == std::string(protocol::kServicePrefix) + "ModelInfer";
-      stream->reader.emplace(infer ? protocol::kRawInputField : 0, stream->max_message_bytes);
+      stream->reader.emplace(infer ? protocol::kRawInputField : 0,
+                             self->context_->options.max_message_bytes, self->budget_);
     }
+    const std::size_t kept_before = stream->reader->kept_bytes();
     if (auto ok = stream->reader->feed(data, len); !ok) {
       stream->error = ok.error();
     } else if (stream->reader->messages().size() > 1) {
       stream->error =
           Error(StatusCode::InvalidArgument, "a unary call takes exactly one request message");
     }
-    // Answer at once and ignore the rest of the stream: nothing more is buffered for it.
-    if (stream->error) self->respond_error(stream_id, *stream->error);
+    if (stream->error) {
+      // Answer at once and ignore the rest of the stream: nothing more is buffered for it.
+      nghttp2_session_consume_stream(session, stream_id, len);
+      self->respond_error(stream_id, *stream->error);
+      return 0;
+    }
+    self->account_window(stream_id, *stream, len, stream->reader->kept_bytes() - kept_before);
     return 0;
   }
 
   static int on_frame_recv(nghttp2_session*, const nghttp2_frame* frame, void* user_data) {
     auto* self = static_cast<GrpcConnection*>(user_data);
+    if (frame->hd.type == NGHTTP2_SETTINGS && !(frame->hd.flags & NGHTTP2_FLAG_ACK)) {
+      self->activity_.handshake_done = true;
+    }
     bool request_end = (frame->hd.type == NGHTTP2_DATA || frame->hd.type == NGHTTP2_HEADERS) &&
                        (frame->hd.flags & NGHTTP2_FLAG_END_STREAM);
-    if (request_end) self->dispatch(frame->hd.stream_id);
+    if (request_end) {
+      ServerStream* stream = self->find(frame->hd.stream_id);
+      if (!stream) return 0;
+      stream->request_ended = true;
+      // A message still waiting for memory is dispatched once admitted and read.
+      if (!stream->waiting) self->dispatch(frame->hd.stream_id);
+      return 0;
+    }
+    if (frame->hd.type == NGHTTP2_HEADERS) {
+      ServerStream* stream = self->find(frame->hd.stream_id);
+      if (stream && stream->error) self->respond_error(frame->hd.stream_id, *stream->error);
+    }
     return 0;
   }
 
@@ -173,6 +356,8 @@ class GrpcConnection final : public net::H2Session {
     static_cast<GrpcConnection*>(user_data)->streams_.erase(stream_id);
     return 0;
   }
+
+  // ---- Calls -------------------------------------------------------------------------------
 
   void dispatch(std::int32_t id) {
     ServerStream* stream = find(id);
@@ -187,7 +372,7 @@ class GrpcConnection final : public net::H2Session {
       return respond_error(
           id, Error(StatusCode::Unimplemented, "unknown service in path '" + stream->path + "'"));
     }
-    if (!stream->reader) stream->reader.emplace(0, stream->max_message_bytes);
+    if (!stream->reader) stream->reader.emplace(0, context_->options.max_message_bytes);
     auto& messages = stream->reader->messages();
     if (messages.size() != 1 || !stream->reader->at_boundary()) {
       return respond_error(
@@ -200,61 +385,80 @@ class GrpcConnection final : public net::H2Session {
     control(id, method, message.envelope);
   }
 
+  // Who this connection's client is, for the shared memory extension: asked of the kernel once.
+  const ShmClient& shm_client() {
+    if (!shm_client_) {
+      shm_client_.emplace();
+      shm_client_->connection = slot_.id();
+      if (context_->options.shared_memory_access == SharedMemoryAccess::Owner) {
+        shm_client_->user = net::local_peer_user(socket_);
+      }
+    }
+    return *shm_client_;
+  }
+
   void infer(std::int32_t id, ReceivedMessage message) {
-    auto decoded = protocol::decode_infer_request(std::move(message));
-    if (!decoded) return respond_error(id, decoded.error());
+    auto request = protocol::decode_infer_request(std::move(message));
+    if (!request) return respond_error(id, request.error());
     // Inputs in shared memory become views of their regions; outputs bound for regions are
     // written there once the model ran.
-    auto request = context_->shared_memory.bind_inputs(*decoded);
-    if (!request) return respond_error(id, request.error());
-    auto targets = context_->shared_memory.output_targets(*request);
-    if (!targets) return respond_error(id, targets.error());
-    std::size_t max_bytes = context_->options.max_message_bytes;
+    ShmUse shm;
+    if (SharedMemoryRegistry::uses_shared_memory(*request)) {
+      auto bound = context_->shared_memory.bind(shm_client(), *request);
+      if (!bound) return respond_error(id, bound.error());
+      shm = std::move(*bound);
+    }
     if (context_->options.inline_models) {
-      return answer(id, encode_answer(context_->executor->infer(*request), *targets,
-                                      context_->shared_memory, max_bytes));
+      return answer(id,
+                    encode_answer(context_->executor->infer(*request), shm, *context_, budget_));
     }
     std::weak_ptr<GrpcConnection> weak =
         std::static_pointer_cast<GrpcConnection>(shared_from_this());
-    IoContext io = io_;
     context_->executor->infer_async(
-        std::move(*request), [weak, io, id, max_bytes, context = context_,
-                              targets = std::move(*targets)](Result<InferResult> result) {
+        std::move(*request), [weak, io = io_, id, context = context_, budget = budget_,
+                              shm = std::move(shm)](Result<InferResult> result) mutable {
           // On an executor thread: encode here, answer on the connection's thread.
-          auto body = encode_answer(std::move(result), targets, context->shared_memory, max_bytes);
-          asio::post(*io, [weak, id, body = std::move(body)]() mutable {
-            if (auto self = weak.lock()) self->answer(id, std::move(body));
+          auto answer = encode_answer(std::move(result), shm, *context, budget);
+          asio::post(*io, [weak, id, answer = std::move(answer)]() mutable {
+            if (auto self = weak.lock()) self->answer(id, std::move(answer));
           });
         });
   }
 
   // Writes outputs bound for shared memory into their regions and encodes the rest.
-  static Result<std::shared_ptr<OutgoingBody>> encode_answer(
-      Result<InferResult> result, const std::vector<OutputTarget>& targets,
-      const SharedMemoryRegistry& registry, std::size_t max_bytes) {
-    if (!result) return result.error();
-    if (auto placed = registry.place_outputs(*result, targets); !placed) return placed.error();
-    return protocol::encode_infer_response(*result, max_bytes);
+  static Answer encode_answer(Result<InferResult> result, const ShmUse& shm, ServerContext& context,
+                              const std::shared_ptr<ConnectionBudget>& budget) {
+    if (!result) return {result.error(), {}};
+    if (!shm.empty()) {
+      if (auto placed = context.shared_memory.complete(shm, *result); !placed) {
+        return {placed.error(), {}};
+      }
+    }
+    auto body = protocol::encode_infer_response(*result, context.options.max_message_bytes);
+    if (!body) return {body.error(), {}};
+    BudgetHold held(budget, (*body)->size());
+    return {std::move(body), std::move(held)};
   }
 
-  void answer(std::int32_t id, Result<std::shared_ptr<OutgoingBody>> body) {
-    if (body) return respond(id, std::move(*body));
-    respond_error(id, body.error());
+  void answer(std::int32_t id, Answer answer) {
+    if (answer.body) return respond(id, std::move(*answer.body), std::move(answer.held));
+    respond_error(id, answer.body.error());
   }
 
   void control(std::int32_t id, const std::string& method, const std::string& bytes) {
     ControlContext context{*context_->executor, context_->options,
-                           context_->options.shared_memory ? &context_->shared_memory : nullptr};
+                           context_->options.shared_memory ? &context_->shared_memory : nullptr,
+                           [this]() -> const ShmClient& { return shm_client(); }};
     auto reply = answer_control(context, method, bytes);
     if (!reply) return respond_error(id, reply.error());
     auto body = std::make_shared<OutgoingBody>();
     body->append_owned(*reply);
     if (auto ok = body->finish(context_->options.max_message_bytes); !ok)
       return respond_error(id, ok.error());
-    respond(id, std::move(body));
+    respond(id, std::move(body), {});
   }
 
-  void respond(std::int32_t id, std::shared_ptr<OutgoingBody> body) {
+  void respond(std::int32_t id, std::shared_ptr<OutgoingBody> body, BudgetHold held) {
     ServerStream* stream = find(id);
     if (!stream || stream->answered || lost_) return;
     if (stream->timeout && Clock::now() - stream->started > *stream->timeout) {
@@ -263,6 +467,7 @@ class GrpcConnection final : public net::H2Session {
     }
     stream->answered = true;
     stream->response = std::move(body);
+    stream->response_bytes = std::move(held);
     nghttp2_nv headers[] = {net::make_header(":status", "200"),
                             net::make_header("content-type", "application/grpc")};
     nghttp2_data_provider provider = body_provider(stream->response.get());
@@ -293,8 +498,17 @@ class GrpcConnection final : public net::H2Session {
   IoContext io_;
   std::shared_ptr<ServerContext> context_;
   std::shared_ptr<net::ConnectionSet<GrpcConnection>> set_;
+  ConnectionSlot slot_;
+  const ServerLimits& limits_;
+  std::shared_ptr<ConnectionBudget> budget_;
   std::map<std::int32_t, std::unique_ptr<ServerStream>> streams_;
+  std::deque<std::int32_t> waiting_;  // streams whose message waits for memory, oldest first
+  int oversized_header_lists_ = 0;
+  ConnectionActivity activity_;
+  std::optional<ShmClient> shm_client_;
   asio::steady_timer close_timer_;
+  asio::steady_timer watch_timer_;
+  asio::steady_timer admission_timer_;
 };
 
 GrpcServer::GrpcServer(std::shared_ptr<ServerContext> context, net::NetworkThreads& threads)
@@ -307,8 +521,10 @@ GrpcServer::GrpcServer(std::shared_ptr<ServerContext> context, net::NetworkThrea
 void GrpcServer::start() {
   listener_.start([this] { return threads_.next(); },
                   [this](asio::ip::tcp::socket socket, IoContext io) {
-                    auto connection = std::make_shared<GrpcConnection>(std::move(socket), io,
-                                                                       context_, connections_);
+                    ConnectionSlot slot(context_);
+                    if (!slot) return;  // as many connections as allowed: this one closes now
+                    auto connection = std::make_shared<GrpcConnection>(
+                        std::move(socket), io, context_, connections_, std::move(slot));
                     if (!connections_->add(connection)) return;  // stopping: it closes now
                     asio::post(*io, [connection] { connection->start(); });
                   });

@@ -22,6 +22,17 @@ struct Server::Impl {
 Server::Server(std::shared_ptr<CpuExecutor> executor, ServerOptions options)
     : impl_(std::make_unique<Impl>()) {
   if (!executor) throw Error(StatusCode::InvalidArgument, "a Server needs an executor");
+  const ServerLimits& limits = options.limits;
+  if (limits.max_buffered_bytes < options.max_message_bytes ||
+      limits.max_connection_buffered_bytes < options.max_message_bytes) {
+    throw Error(StatusCode::InvalidArgument,
+                "ServerLimits::max_buffered_bytes and max_connection_buffered_bytes must be at "
+                "least ServerOptions::max_message_bytes: a message must fit");
+  }
+  if (limits.max_shm_regions > 16384 || limits.max_connection_shm_regions > 16384) {
+    throw Error(StatusCode::InvalidArgument,
+                "at most 16384 shared memory regions can be mapped by a process");
+  }
   impl_->context = std::make_shared<server::ServerContext>(std::move(executor), std::move(options));
 }
 
@@ -54,12 +65,6 @@ void Server::stop() {
   impl_->threads.reset();  // joins the threads once the connections are closed
 }
 
-std::size_t Server::shared_memory_regions() const {
-  std::size_t n = 0;
-  for (bool cuda : {false, true}) {
-    if (auto regions = impl_->context->shared_memory.status({}, cuda)) n += regions->size();
-  }
-  return n;
-}
+std::size_t Server::shared_memory_regions() const { return impl_->context->shared_memory.size(); }
 
 }  // namespace sonic

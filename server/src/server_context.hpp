@@ -1,9 +1,13 @@
-// What every part of a server shares: the models, the options and the shared memory registry.
-// Connections hold it, so it outlives them whatever the order of shutdown.
+// What every part of a server shares: the models, the options, the shared memory registry, the
+// memory budget and the count of connections. Connections hold it, so it outlives them
+// whatever the order of shutdown.
 #pragma once
 
+#include <atomic>
+#include <cstdint>
 #include <memory>
 
+#include "memory_budget.hpp"
 #include "shm_registry.hpp"
 #include "sonic/executor.hpp"
 #include "sonic/server.hpp"
@@ -12,11 +16,49 @@ namespace sonic::server {
 
 struct ServerContext {
   ServerContext(std::shared_ptr<CpuExecutor> exec, ServerOptions opts)
-      : executor(std::move(exec)), options(std::move(opts)) {}
+      : executor(std::move(exec)),
+        options(std::move(opts)),
+        shared_memory(options.shared_memory_access, options.limits),
+        memory(std::make_shared<MemoryBudget>(options.limits.max_buffered_bytes)) {}
 
   std::shared_ptr<CpuExecutor> executor;
   const ServerOptions options;
   SharedMemoryRegistry shared_memory;
+  std::shared_ptr<MemoryBudget> memory;
+  std::atomic<std::size_t> connections{0};  // open now, gRPC and TCP together
+  std::atomic<std::uint64_t> next_connection_id{1};
+};
+
+/// A connection's place among the server's: taken when it is accepted, given back when it is
+/// destroyed. Empty when the server has as many connections as it allows.
+class ConnectionSlot {
+ public:
+  ConnectionSlot() = default;
+  explicit ConnectionSlot(std::shared_ptr<ServerContext> context) {
+    const std::size_t limit = context->options.limits.max_connections;
+    if (context->connections.fetch_add(1, std::memory_order_relaxed) >= limit) {
+      context->connections.fetch_sub(1, std::memory_order_relaxed);
+      return;
+    }
+    context_ = std::move(context);
+    id_ = context_->next_connection_id.fetch_add(1, std::memory_order_relaxed);
+  }
+  ~ConnectionSlot() {
+    if (context_) context_->connections.fetch_sub(1, std::memory_order_relaxed);
+  }
+  ConnectionSlot(ConnectionSlot&& other) noexcept
+      : context_(std::move(other.context_)), id_(other.id_) {}
+  ConnectionSlot& operator=(ConnectionSlot&&) = delete;
+  ConnectionSlot(const ConnectionSlot&) = delete;
+  ConnectionSlot& operator=(const ConnectionSlot&) = delete;
+
+  explicit operator bool() const noexcept { return context_ != nullptr; }
+  /// Unique per connection in the process.
+  std::uint64_t id() const noexcept { return id_; }
+
+ private:
+  std::shared_ptr<ServerContext> context_;
+  std::uint64_t id_ = 0;
 };
 
 }  // namespace sonic::server

@@ -11,6 +11,7 @@
 #include <limits>
 
 #include "cuda_memory.hpp"
+#include "guarded_mapping.hpp"
 #include "protocol/names.hpp"
 
 namespace sonic::server {
@@ -35,30 +36,139 @@ Result<std::uint64_t> unsigned_parameter(const Parameters& parameters, const cha
 
 std::string errno_text() { return std::strerror(errno); }
 
+bool names_shared_memory(const Parameters& parameters) {
+  return parameters.count(protocol::kSharedMemoryRegion) ||
+         parameters.count(protocol::kSharedMemoryByteSize);
+}
+
+// Closes a descriptor on scope exit.
+struct Descriptor {
+  int fd;
+  ~Descriptor() {
+    if (fd >= 0) ::close(fd);
+  }
+};
+
+// Whether `user` may map the object behind `info` for reading and writing by itself: root
+// may; anyone else only an object of their own that they can read and write.
+bool may_map(uid_t user, const struct stat& info) {
+  if (user == 0) return true;
+  return info.st_uid == user && (info.st_mode & S_IRUSR) && (info.st_mode & S_IWUSR);
+}
+
 }  // namespace
+
+bool SharedRegion::truncated() const { return guarded && guarded->truncated(); }
 
 bool SharedMemoryRegistry::cuda_supported() { return cuda::available(); }
 
-Result<void> SharedMemoryRegistry::register_system(const std::string& name, const std::string& key,
-                                                   std::uint64_t offset, std::uint64_t byte_size) {
+Result<std::int64_t> SharedMemoryRegistry::scope_of(const ShmClient& client) const {
+  if (access_ == SharedMemoryAccess::Any) return kEveryone;
+  if (!client.user) {
+    return Error(StatusCode::PermissionDenied,
+                 "shared memory is for clients on this host: the server cannot tell which local "
+                 "user this connection belongs to (another host or network namespace?)");
+  }
+  return static_cast<std::int64_t>(*client.user);
+}
+
+std::int64_t SharedMemoryRegistry::visible_scope(const ShmClient& client) const {
+  auto scope = scope_of(client);
+  return scope ? *scope : std::numeric_limits<std::int64_t>::min();  // sees nothing
+}
+
+Result<void> SharedMemoryRegistry::add(std::int64_t scope, std::shared_ptr<SharedRegion> region) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  Key key{scope, region->name};
+  if (regions_.count(key)) {
+    return Error(StatusCode::AlreadyExists,
+                 "shared memory region '" + region->name + "' is already registered");
+  }
+  Usage& mine = by_connection_[region->connection];
+  auto refuse = [&](const std::string& what, std::uint64_t limit) {
+    if (mine.regions == 0) by_connection_.erase(region->connection);
+    return Error(StatusCode::ResourceExhausted,
+                 "cannot register shared memory region '" + region->name + "': " + what +
+                     " would exceed the server's limit of " + std::to_string(limit));
+  };
+  if (mine.regions + 1 > limits_.max_connection_shm_regions) {
+    return refuse("the regions of this connection", limits_.max_connection_shm_regions);
+  }
+  if (total_.regions + 1 > limits_.max_shm_regions) {
+    return refuse("the regions of all connections", limits_.max_shm_regions);
+  }
+  if (region->byte_size >
+      limits_.max_connection_shm_bytes - std::min(mine.bytes, limits_.max_connection_shm_bytes)) {
+    return refuse("the bytes mapped for this connection", limits_.max_connection_shm_bytes);
+  }
+  if (region->byte_size > limits_.max_shm_bytes - std::min(total_.bytes, limits_.max_shm_bytes)) {
+    return refuse("the bytes mapped for all connections", limits_.max_shm_bytes);
+  }
+  ++mine.regions;
+  mine.bytes += region->byte_size;
+  ++total_.regions;
+  total_.bytes += region->byte_size;
+  regions_.emplace(std::move(key), std::move(region));
+  return {};
+}
+
+void SharedMemoryRegistry::remove_locked(
+    std::map<Key, std::shared_ptr<SharedRegion>>::iterator it) {
+  const SharedRegion& region = *it->second;
+  auto usage = by_connection_.find(region.connection);
+  if (usage != by_connection_.end()) {
+    --usage->second.regions;
+    usage->second.bytes -= region.byte_size;
+    if (usage->second.regions == 0) by_connection_.erase(usage);
+  }
+  --total_.regions;
+  total_.bytes -= region.byte_size;
+  regions_.erase(it);
+}
+
+Result<void> SharedMemoryRegistry::register_system(const ShmClient& client, const std::string& name,
+                                                   const std::string& key, std::uint64_t offset,
+                                                   std::uint64_t byte_size) {
   if (name.empty()) return invalid("a shared memory region needs a name");
+  auto scope = scope_of(client);
+  if (!scope) return scope.error();
   {
+    // Fail early, before opening anything, for the limits that can be checked now.
     std::lock_guard<std::mutex> lock(mutex_);
-    if (regions_.count(name)) {
+    if (regions_.count({*scope, name})) {
       return Error(StatusCode::AlreadyExists,
                    "shared memory region '" + name + "' is already registered");
     }
   }
-  int fd = ::shm_open(key.c_str(), O_RDWR, 0);
-  if (fd < 0) {
+  if (byte_size == 0) return invalid("shared memory region '" + name + "' has no bytes");
+  if (byte_size > limits_.max_connection_shm_bytes || byte_size > limits_.max_shm_bytes) {
+    return Error(
+        StatusCode::ResourceExhausted,
+        "cannot register shared memory region '" + name + "' of " + std::to_string(byte_size) +
+            " bytes: over the server's limit of " +
+            std::to_string(std::min(limits_.max_connection_shm_bytes, limits_.max_shm_bytes)) +
+            " bytes mapped per connection");
+  }
+  Descriptor object{::shm_open(key.c_str(), O_RDWR, 0)};
+  if (object.fd < 0) {
     return invalid("cannot open shared memory key '" + key + "' for region '" + name +
                    "': " + errno_text() + " (is the client on this host?)");
   }
   struct stat info {};
-  if (::fstat(fd, &info) != 0 || info.st_size < 0 ||
-      static_cast<std::uint64_t>(info.st_size) < offset ||
-      static_cast<std::uint64_t>(info.st_size) - offset < byte_size || byte_size == 0) {
-    ::close(fd);
+  if (::fstat(object.fd, &info) != 0 || !S_ISREG(info.st_mode)) {
+    return invalid("shared memory key '" + key + "' is not a shared memory object");
+  }
+  // The check is made on the object opened, not on its name: what is mapped is what was
+  // checked.
+  if (access_ == SharedMemoryAccess::Owner && !may_map(*client.user, info)) {
+    return Error(StatusCode::PermissionDenied, "shared memory key '" + key +
+                                                   "' is not this client's: user " +
+                                                   std::to_string(*client.user) +
+                                                   " may register only objects it owns and can "
+                                                   "read and write");
+  }
+  if (info.st_size < 0 || static_cast<std::uint64_t>(info.st_size) < offset ||
+      static_cast<std::uint64_t>(info.st_size) - offset < byte_size) {
     return invalid("shared memory key '" + key + "' holds " + std::to_string(info.st_size) +
                    " bytes: region '" + name + "' (offset " + std::to_string(offset) + ", " +
                    std::to_string(byte_size) + " bytes) does not fit");
@@ -66,36 +176,34 @@ Result<void> SharedMemoryRegistry::register_system(const std::string& name, cons
   // mmap needs a page-aligned offset: map from the page that holds `offset`.
   const auto page = static_cast<std::uint64_t>(::sysconf(_SC_PAGESIZE));
   const std::uint64_t skip = offset % page;
-  const std::size_t length = static_cast<std::size_t>(skip + byte_size);
-  void* base = ::mmap(nullptr, length, PROT_READ | PROT_WRITE, MAP_SHARED, fd,
-                      static_cast<off_t>(offset - skip));
-  ::close(fd);
-  if (base == MAP_FAILED) {
-    return invalid("cannot map shared memory key '" + key + "': " + errno_text());
+  auto mapping = GuardedMapping::map(object.fd, static_cast<std::size_t>(skip + byte_size),
+                                     static_cast<off_t>(offset - skip));
+  if (!mapping) {
+    return Error(mapping.error().code(), "shared memory region '" + name + "' (key '" + key +
+                                             "'): " + mapping.error().message());
   }
   auto region = std::make_shared<SharedRegion>();
   region->name = name;
   region->key = key;
   region->offset = offset;
   region->byte_size = byte_size;
-  region->base = static_cast<std::uint8_t*>(base) + skip;
-  region->mapping = std::shared_ptr<void>(base, [length](void* p) { ::munmap(p, length); });
-  std::lock_guard<std::mutex> lock(mutex_);
-  if (!regions_.emplace(name, std::move(region)).second) {
-    return Error(StatusCode::AlreadyExists,
-                 "shared memory region '" + name + "' is already registered");
-  }
-  return {};
+  region->base = (*mapping)->data() + skip;
+  region->connection = client.connection;
+  region->guarded = *mapping;
+  region->mapping = *mapping;
+  return add(*scope, std::move(region));
 }
 
-Result<void> SharedMemoryRegistry::register_cuda(const std::string& name,
+Result<void> SharedMemoryRegistry::register_cuda(const ShmClient& client, const std::string& name,
                                                  const std::string& raw_handle,
                                                  std::int64_t device_id, std::uint64_t byte_size) {
   if (name.empty()) return invalid("a shared memory region needs a name");
   if (byte_size == 0) return invalid("CUDA shared memory region '" + name + "' has no bytes");
+  auto scope = scope_of(client);
+  if (!scope) return scope.error();
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    if (regions_.count(name)) {
+    if (regions_.count({*scope, name})) {
       return Error(StatusCode::AlreadyExists,
                    "shared memory region '" + name + "' is already registered");
     }
@@ -109,29 +217,53 @@ Result<void> SharedMemoryRegistry::register_cuda(const std::string& name,
   region->cuda = true;
   region->device_id = device_id;
   region->base = pointer;
+  region->connection = client.connection;
   region->mapping = std::move(*mapping);
-  std::lock_guard<std::mutex> lock(mutex_);
-  if (!regions_.emplace(name, std::move(region)).second) {
-    return Error(StatusCode::AlreadyExists,
-                 "shared memory region '" + name + "' is already registered");
-  }
-  return {};
+  return add(*scope, std::move(region));
 }
 
-void SharedMemoryRegistry::unregister(const std::string& name, bool cuda) {
+void SharedMemoryRegistry::unregister(const ShmClient& client, const std::string& name, bool cuda) {
+  const std::int64_t scope = visible_scope(client);
   std::lock_guard<std::mutex> lock(mutex_);
+  for (auto it = regions_.lower_bound({scope, std::string()});
+       it != regions_.end() && it->first.first == scope;) {
+    bool match = it->second->cuda == cuda && (name.empty() || it->first.second == name);
+    if (match) {
+      remove_locked(it++);
+    } else {
+      ++it;
+    }
+  }
+}
+
+void SharedMemoryRegistry::drop_connection(std::uint64_t connection) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (!by_connection_.count(connection)) return;
   for (auto it = regions_.begin(); it != regions_.end();) {
-    bool match = it->second->cuda == cuda && (name.empty() || it->first == name);
-    it = match ? regions_.erase(it) : std::next(it);
+    if (it->second->connection == connection) {
+      remove_locked(it++);
+    } else {
+      ++it;
+    }
   }
 }
 
-Result<std::vector<SharedRegion>> SharedMemoryRegistry::status(const std::string& name,
+std::size_t SharedMemoryRegistry::size() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return regions_.size();
+}
+
+Result<std::vector<SharedRegion>> SharedMemoryRegistry::status(const ShmClient& client,
+                                                               const std::string& name,
                                                                bool cuda) const {
+  const std::int64_t scope = visible_scope(client);
   std::lock_guard<std::mutex> lock(mutex_);
   std::vector<SharedRegion> found;
-  for (const auto& [region_name, region] : regions_) {
-    if (region->cuda == cuda && (name.empty() || region_name == name)) found.push_back(*region);
+  for (auto it = regions_.lower_bound({scope, std::string()});
+       it != regions_.end() && it->first.first == scope; ++it) {
+    if (it->second->cuda == cuda && (name.empty() || it->first.second == name)) {
+      found.push_back(*it->second);
+    }
   }
   if (!name.empty() && found.empty()) {
     return Error(StatusCode::NotFound, std::string("unable to find ") + (cuda ? "CUDA" : "system") +
@@ -140,7 +272,8 @@ Result<std::vector<SharedRegion>> SharedMemoryRegistry::status(const std::string
   return found;
 }
 
-Result<OutputTarget> SharedMemoryRegistry::locate(const std::string& tensor,
+Result<OutputTarget> SharedMemoryRegistry::locate(const ShmClient& client,
+                                                  const std::string& tensor,
                                                   const Parameters& parameters) const {
   auto name_it = parameters.find(protocol::kSharedMemoryRegion);
   bool has_size = parameters.count(protocol::kSharedMemoryByteSize) != 0;
@@ -162,7 +295,7 @@ Result<OutputTarget> SharedMemoryRegistry::locate(const std::string& tensor,
   target.byte_size = *size;
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    auto it = regions_.find(*name);
+    auto it = regions_.find({visible_scope(client), *name});
     if (it == regions_.end()) {
       return Error(StatusCode::InvalidArgument,
                    "unable to find shared memory region '" + *name + "' for tensor '" + tensor +
@@ -181,24 +314,33 @@ Result<OutputTarget> SharedMemoryRegistry::locate(const std::string& tensor,
   return target;
 }
 
-Result<InferRequest> SharedMemoryRegistry::bind_inputs(const InferRequest& request) const {
-  bool any = false;
-  for (const auto& in : request.inputs()) {
-    any = any || in.parameters.count(protocol::kSharedMemoryRegion) ||
-          in.parameters.count(protocol::kSharedMemoryByteSize);
+bool SharedMemoryRegistry::uses_shared_memory(const InferRequest& request) {
+  auto named = [](const auto& tensor) { return names_shared_memory(tensor.parameters); };
+  return std::any_of(request.inputs().begin(), request.inputs().end(), named) ||
+         std::any_of(request.outputs().begin(), request.outputs().end(), named);
+}
+
+Result<ShmUse> SharedMemoryRegistry::bind(const ShmClient& client, InferRequest& request) const {
+  ShmUse use;
+  for (const auto& out : request.outputs()) {
+    if (!names_shared_memory(out.parameters)) continue;
+    auto where = locate(client, out.name, out.parameters);
+    if (!where) return where.error();
+    use.outputs.push_back(std::move(*where));
   }
-  if (!any) return request;
+  bool any = std::any_of(request.inputs().begin(), request.inputs().end(),
+                         [](const NamedTensor& in) { return names_shared_memory(in.parameters); });
+  if (!any) return use;
   InferRequest bound(request.model_name(), request.model_version());
   bound.id(request.request_id());
   for (const auto& [key, value] : request.parameters()) bound.parameter(key, value);
-  for (const auto& out : request.outputs()) bound.output(out.name, out.parameters);
+  for (const auto& o : request.outputs()) bound.output(o.name, o.parameters);
   for (const auto& in : request.inputs()) {
-    if (!in.parameters.count(protocol::kSharedMemoryRegion) &&
-        !in.parameters.count(protocol::kSharedMemoryByteSize)) {
+    if (!names_shared_memory(in.parameters)) {
       bound.input(in.name, in.tensor, in.parameters);
       continue;
     }
-    auto where = locate(in.name, in.parameters);
+    auto where = locate(client, in.name, in.parameters);
     if (!where) return where.error();
     const DataType dtype = in.tensor.dtype();
     const Shape& shape = in.tensor.shape();
@@ -228,36 +370,59 @@ Result<InferRequest> SharedMemoryRegistry::bind_inputs(const InferRequest& reque
     if (auto ok = tensor.check(); !ok) {
       return invalid("input '" + in.name + "' in shared memory: " + ok.error().message());
     }
+    use.inputs.push_back(where->region);
     bound.input(in.name, std::move(tensor));
   }
-  return bound;
+  request = std::move(bound);
+  return use;
 }
 
-Result<std::vector<OutputTarget>> SharedMemoryRegistry::output_targets(
-    const InferRequest& request) const {
-  std::vector<OutputTarget> targets;
-  for (const auto& out : request.outputs()) {
-    if (!out.parameters.count(protocol::kSharedMemoryRegion) &&
-        !out.parameters.count(protocol::kSharedMemoryByteSize)) {
-      continue;
-    }
-    auto where = locate(out.name, out.parameters);
-    if (!where) return where.error();
-    targets.push_back(std::move(*where));
+Result<void> SharedMemoryRegistry::check_intact(const ShmUse& use) {
+  std::shared_ptr<SharedRegion> shrunk;
+  for (const auto& region : use.inputs) {
+    if (region->truncated()) shrunk = region;
   }
-  return targets;
+  for (const auto& target : use.outputs) {
+    if (target.region->truncated()) shrunk = target.region;
+  }
+  if (!shrunk) return {};
+  {
+    // The region holds zeros now, not the client's memory: nobody may use it again.
+    std::lock_guard<std::mutex> lock(mutex_);
+    for (auto it = regions_.begin(); it != regions_.end(); ++it) {
+      if (it->second == shrunk) {
+        remove_locked(it);
+        break;
+      }
+    }
+  }
+  return invalid("shared memory region '" + shrunk->name + "' (key '" + shrunk->key +
+                 "') shrank below its registered size while the server used it; it was "
+                 "unregistered");
 }
 
-Result<void> SharedMemoryRegistry::place_outputs(InferResult& result,
-                                                 const std::vector<OutputTarget>& targets) const {
-  if (targets.empty()) return {};
+Result<void> SharedMemoryRegistry::complete(const ShmUse& use, InferResult& result) {
+  // Outputs that still view an input's region (an identity model's do) are copied now, while
+  // a region shrunk under us faults into zeros instead of failing the socket write later.
+  auto views_input = [&](const Tensor& tensor) {
+    return std::any_of(use.inputs.begin(), use.inputs.end(), [&](const auto& region) {
+      return tensor.data() >= region->base && tensor.data() < region->base + region->byte_size;
+    });
+  };
   std::vector<NamedTensor> outputs;
   outputs.reserve(result.outputs().size());
   for (const auto& out : result.outputs()) {
-    auto target = std::find_if(targets.begin(), targets.end(),
+    auto target = std::find_if(use.outputs.begin(), use.outputs.end(),
                                [&](const OutputTarget& t) { return t.output == out.name; });
-    if (target == targets.end()) {
-      outputs.push_back(out);
+    if (target == use.outputs.end()) {
+      if (out.tensor.byte_size() > 0 && views_input(out.tensor)) {
+        outputs.push_back({out.name,
+                           Tensor::copy_bytes(out.tensor.dtype(), out.tensor.shape(),
+                                              out.tensor.data(), out.tensor.byte_size()),
+                           out.parameters});
+      } else {
+        outputs.push_back(out);
+      }
       continue;
     }
     const std::size_t bytes = out.tensor.byte_size();
@@ -289,7 +454,9 @@ Result<void> SharedMemoryRegistry::place_outputs(InferResult& result,
   }
   result = InferResult(result.model_name(), result.model_version(), result.request_id(),
                        std::move(outputs), result.parameters());
-  return {};
+  // The model, the copies and the writes above read and wrote the regions: whatever of them
+  // shrank under us held zeros, and the request fails.
+  return check_intact(use);
 }
 
 }  // namespace sonic::server

@@ -1,5 +1,6 @@
 #include "tcp_server.hpp"
 
+#include "connection_watch.hpp"
 #include "control_service.hpp"
 #include "net/frame_stream.hpp"
 #include "protocol/infer_codec.hpp"
@@ -11,21 +12,48 @@ using protocol::tcp::Frame;
 using protocol::tcp::FrameKind;
 using protocol::tcp::OutgoingFrame;
 
-/// One client connection: requests run on the executor, answers go back in any order.
+namespace {
+// Pongs, errors and other copied frames a client leaves unread before the connection stops
+// reading from it.
+constexpr std::size_t kMaxUnreadCopies = 1 << 20;
+}  // namespace
+
+/// One client connection: requests run on the executor, answers go back in any order. It stops
+/// reading while a request waits for memory (the connection's and the server's limits admit it
+/// once answers are written), or while its client leaves small answers unread; the client's
+/// sends then back up into its socket.
 class TcpConnection final : public net::FrameStream {
  public:
   TcpConnection(asio::ip::tcp::socket socket, std::shared_ptr<asio::io_context> io,
                 std::shared_ptr<ServerContext> context,
-                std::shared_ptr<net::ConnectionSet<TcpConnection>> set)
-      : FrameStream(std::move(socket), context->options.max_message_bytes),
+                std::shared_ptr<net::ConnectionSet<TcpConnection>> set, ConnectionSlot slot,
+                std::shared_ptr<ConnectionBudget> budget)
+      : FrameStream(std::move(socket), context->options.max_message_bytes, budget),
         io_(std::move(io)),
         context_(std::move(context)),
-        set_(std::move(set)) {}
+        set_(std::move(set)),
+        slot_(std::move(slot)),
+        limits_(context_->options.limits),
+        budget_(std::move(budget)),
+        watch_timer_(*io_) {}
 
   const std::shared_ptr<asio::io_context>& io_context() const { return io_; }
 
+  void start() {
+    start_reading();
+    watch();
+  }
+
  private:
+  bool reading_paused() override {
+    if (unwritten_copies() <= kMaxUnreadCopies) return false;
+    activity_.last_read = WatchClock::now();  // the client waits for us, not we for it
+    return true;
+  }
+
   void on_frame(Frame frame) override {
+    activity_.handshake_done = true;
+    if (frame.refused) return send(protocol::tcp::encode_error(frame.id, *frame.refused));
     switch (frame.kind) {
       case FrameKind::Ping: return send(protocol::tcp::encode_control(FrameKind::Pong));
       case FrameKind::Pong: return;
@@ -43,13 +71,37 @@ class TcpConnection final : public net::FrameStream {
     asio::post(*io_, [self, why = error.message()] { self->close(why); });
   }
 
-  void on_lost(const std::string&) override { set_->remove(this); }
+  void on_lost(const std::string&) override {
+    watch_timer_.cancel();
+    set_->remove(this);
+  }
+
+  void watch() {
+    auto self = std::static_pointer_cast<TcpConnection>(shared_from_this());
+    watch_timer_.expires_after(watch_interval(limits_));
+    watch_timer_.async_wait([self](std::error_code ec) {
+      if (ec || !self->open()) return;
+      const auto now = WatchClock::now();
+      ConnectionState state;
+      state.busy = self->in_flight_ > 0;
+      // A frame waiting for memory waits for us, not for its client.
+      state.mid_message = self->mid_frame() && !self->waiting_admission();
+      if (self->waiting_admission()) self->activity_.last_read = now;
+      state.unwritten = self->unwritten_bytes();
+      state.last_write = self->last_write_progress();
+      if (state.busy) self->activity_.last_busy = now;
+      if (auto end = overdue(self->activity_, state, self->limits_, now)) {
+        return self->close(end->why);
+      }
+      self->watch();
+    });
+  }
 
   void answer_call(const Frame& frame) {
     auto call = protocol::tcp::decode_call(frame);
     if (!call) return send(protocol::tcp::encode_error(frame.id, call.error()));
     // Regions are a gRPC matter: the TCP port does not serve the shared memory extension.
-    ControlContext control{*context_->executor, context_->options, nullptr};
+    ControlContext control{*context_->executor, context_->options, nullptr, nullptr};
     auto reply = answer_control(control, call->first, call->second);
     if (!reply) return send(protocol::tcp::encode_error(frame.id, reply.error()));
     send(protocol::tcp::encode_frame(FrameKind::Reply, frame.id, std::move(*reply), {}, nullptr,
@@ -64,32 +116,55 @@ class TcpConnection final : public net::FrameStream {
     if (!request) return send(protocol::tcp::encode_error(id, request.error()));
     Compression compression{compress, context_->options.zstd_level, true};
     if (context_->options.inline_models) {
-      return send(encode_answer(id, context_->executor->infer(*request), compression));
+      return send(encode_answer(id, context_->executor->infer(*request), compression, budget_));
     }
+    ++in_flight_;
     // The completion may come after the server stopped: it holds the io_context, not the server.
     std::weak_ptr<FrameStream> weak = shared_from_this();
     context_->executor->infer_async(
-        std::move(*request), [weak, io = io_, id, compression](Result<InferResult> result) {
+        std::move(*request),
+        [weak, io = io_, id, compression, budget = budget_](Result<InferResult> result) {
           // On an executor thread: encode (and compress) here, write on the network thread.
-          auto answer = encode_answer(id, std::move(result), compression);
+          auto answer = encode_answer(id, std::move(result), compression, budget);
           asio::post(*io, [weak, answer = std::move(answer)]() mutable {
-            if (auto self = weak.lock()) self->send(std::move(answer));
+            if (auto self = weak.lock()) {
+              auto* connection = static_cast<TcpConnection*>(self.get());
+              --connection->in_flight_;
+              connection->send(std::move(answer));
+            }
           });
         });
   }
 
+  // What an answer frame keeps alive until it is written: the output tensors it references,
+  // and the hold on the connection's memory for its bytes.
+  struct Kept {
+    std::vector<NamedTensor> outputs;
+    BudgetHold held;
+  };
+
   static OutgoingFrame encode_answer(std::uint64_t id, Result<InferResult> result,
-                                     const Compression& compression) {
+                                     const Compression& compression,
+                                     const std::shared_ptr<ConnectionBudget>& budget) {
     if (!result) return protocol::tcp::encode_error(id, result.error());
-    auto outputs = std::make_shared<const std::vector<NamedTensor>>(result->outputs());
-    return protocol::tcp::encode_frame(FrameKind::Response, id,
-                                       protocol::infer_response_envelope(*result), *outputs,
-                                       outputs, compression);
+    auto kept = std::make_shared<Kept>();
+    kept->outputs = result->outputs();
+    auto frame = protocol::tcp::encode_frame(FrameKind::Response, id,
+                                             protocol::infer_response_envelope(*result),
+                                             kept->outputs, kept, compression);
+    kept->held = BudgetHold(budget, frame.bytes);
+    return frame;
   }
 
   std::shared_ptr<asio::io_context> io_;
   std::shared_ptr<ServerContext> context_;
   std::shared_ptr<net::ConnectionSet<TcpConnection>> set_;
+  ConnectionSlot slot_;
+  const ServerLimits& limits_;
+  std::shared_ptr<ConnectionBudget> budget_;
+  std::size_t in_flight_ = 0;  // requests in a model
+  ConnectionActivity activity_;
+  asio::steady_timer watch_timer_;
 };
 
 TcpServer::TcpServer(std::shared_ptr<ServerContext> context, net::NetworkThreads& threads)
@@ -102,12 +177,17 @@ TcpServer::TcpServer(std::shared_ptr<ServerContext> context, net::NetworkThreads
 void TcpServer::start() {
   listener_.start([this] { return threads_.next(); },
                   [this](asio::ip::tcp::socket socket, std::shared_ptr<asio::io_context> io) {
+                    ConnectionSlot slot(context_);
+                    if (!slot) return;  // as many connections as allowed: this one closes now
                     std::error_code ignored;
                     socket.set_option(asio::ip::tcp::no_delay(true), ignored);
-                    auto connection = std::make_shared<TcpConnection>(std::move(socket), io,
-                                                                      context_, connections_);
+                    auto budget = std::make_shared<ConnectionBudget>(
+                        context_->memory, context_->options.limits.max_connection_buffered_bytes);
+                    auto connection = std::make_shared<TcpConnection>(
+                        std::move(socket), io, context_, connections_, std::move(slot),
+                        std::move(budget));
                     if (!connections_->add(connection)) return;  // stopping: it closes now
-                    asio::post(*io, [connection] { connection->start_reading(); });
+                    asio::post(*io, [connection] { connection->start(); });
                   });
 }
 

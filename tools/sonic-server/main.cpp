@@ -5,50 +5,158 @@
 #include <sonic/server.hpp>
 #include <sonic/sonic.hpp>
 
+#include <algorithm>
+#include <chrono>
 #include <csignal>
 #include <cstdlib>
+#include <functional>
 #include <iostream>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace {
 
 void usage(std::ostream& out) {
-  out << "usage: sonic-server [--host ADDR] [--port N] [--tcp-port N] [--threads N] [--io-threads "
-         "N]\n"
-         "                    [--no-shm] [--inline-models]\n"
-         "  --host ADDR      address to listen on (default 127.0.0.1; 0.0.0.0 for all)\n"
-         "  --port N         gRPC port (default 8001; 0 picks a free port)\n"
-         "  --tcp-port N     also serve tcp:// and tcp+zstd:// clients on this port (0: a free "
-         "one)\n"
-         "  --threads N      model execution threads (default: one per core)\n"
-         "  --io-threads N   network threads (default 1)\n"
-         "  --no-shm         refuse Triton's shared memory extension (clients send tensors "
-         "inline)\n"
-         "  --inline-models  run models on the network threads: no hand-off per request, for\n"
-         "                   models that take microseconds (a slow one stalls its connections)\n"
-         "Prints 'sonic-server listening on HOST:PORT' once ready (and 'sonic-server tcp listening "
-         "on\n"
-         "HOST:PORT' with --tcp-port); stops on SIGINT/SIGTERM.\n";
+  out << R"(usage: sonic-server [OPTION]...
+Serves sonic's built-in models (simple, identity_fp32) over KServe v2 gRPC, Triton-compatible.
+
+  --host ADDR        address to listen on (default 127.0.0.1; 0.0.0.0 for all)
+  --port N           gRPC port (default 8001; 0 picks a free port)
+  --tcp-port N       also serve tcp:// and tcp+zstd:// clients on this port (0: a free one)
+  --threads N        model execution threads (default: one per core)
+  --io-threads N     network threads (default 1)
+  --inline-models    run models on the network threads: no hand-off per request, for
+                     models that take microseconds (a slow one stalls its connections)
+
+Shared memory (Triton's extension; see docs/shared-memory-security.md):
+  --no-shm           refuse it (clients send tensors inline)
+  --shm-access MODE  owner (default): a client maps only objects it owns, learned from the
+                     kernel; any: any client maps any object the server can open (Triton)
+
+Limits (SIZE takes K, M, G suffixes, powers of 1024; SECONDS may have decimals, 0 = never;
+see docs/limits.md):
+  --max-message-bytes SIZE              one request or answer (default 512M)
+  --max-buffered-bytes SIZE             held for all clients at once (default 1G)
+  --max-connection-buffered-bytes SIZE  held for one connection (default 512M)
+  --connection-window-bytes SIZE        HTTP/2 bytes a client may send ahead (default 16M)
+  --max-connections N                   open connections (default 4096)
+  --max-concurrent-streams N            gRPC calls at once per connection (default 1024)
+  --max-header-list-bytes SIZE          headers of one gRPC call (default 16K)
+  --handshake-timeout SECONDS           to finish the handshake (default 10)
+  --idle-timeout SECONDS                without a call (default 600)
+  --stall-timeout SECONDS               stopped mid-message or not reading (default 30)
+  --max-shm-regions N                   registered, all connections (default 1024)
+  --max-connection-shm-regions N        registered by one connection (default 64)
+  --max-shm-bytes SIZE                  mapped, all connections (default 64G)
+  --max-connection-shm-bytes SIZE       mapped for one connection (default 16G)
+
+Prints 'sonic-server listening on HOST:PORT' once ready (and 'sonic-server tcp listening on
+HOST:PORT' with --tcp-port); stops on SIGINT/SIGTERM. Exit status: 0 stopped by a signal,
+1 could not start, 2 bad command line.
+)";
 }
 
-unsigned long parse_number(std::string_view flag, const char* text, unsigned long max) {
+[[noreturn]] void bad_option(std::string_view flag, std::string_view what, const char* text) {
+  std::cerr << "sonic-server: " << flag << " needs " << what << ", got '" << text
+            << "' (sonic-server --help lists the options)\n";
+  std::exit(2);
+}
+
+unsigned long long parse_number(std::string_view flag, const char* text, unsigned long long max) {
   char* end = nullptr;
-  unsigned long value = std::strtoul(text, &end, 10);
-  if (!*text || *end || value > max) {
-    std::cerr << "sonic-server: " << flag << " needs a number up to " << max << ", got '" << text
-              << "'\n";
-    std::exit(2);
+  unsigned long long value = std::strtoull(text, &end, 10);
+  if (!*text || *end || *text == '-' || value > max) {
+    bad_option(flag, "a number up to " + std::to_string(max), text);
   }
   return value;
+}
+
+// A byte count: digits and an optional K, M or G (powers of 1024).
+unsigned long long parse_size(std::string_view flag, const char* text) {
+  char* end = nullptr;
+  unsigned long long value = std::strtoull(text, &end, 10);
+  int shift = 0;
+  if (*end == 'K' || *end == 'k') shift = 10;
+  if (*end == 'M' || *end == 'm') shift = 20;
+  if (*end == 'G' || *end == 'g') shift = 30;
+  if (shift) ++end;
+  if (!*text || *text == '-' || *end || end == text || value > (~0ull >> shift)) {
+    bad_option(flag, "a size in bytes (with K, M or G)", text);
+  }
+  return value << shift;
+}
+
+std::chrono::milliseconds parse_seconds(std::string_view flag, const char* text) {
+  char* end = nullptr;
+  double value = std::strtod(text, &end);
+  if (!*text || *end || !(value >= 0) || value > 1e7) bad_option(flag, "seconds (0 or more)", text);
+  return std::chrono::milliseconds(static_cast<long long>(value * 1000));
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
   sonic::ServerOptions options;
+  sonic::ServerLimits& limits = options.limits;
   std::size_t threads = 0;
+  using Setter = std::function<void(std::string_view flag, const char* value)>;
+  auto size_of = [](auto& field) {
+    return Setter([&field](std::string_view flag, const char* value) {
+      field = static_cast<std::remove_reference_t<decltype(field)>>(parse_size(flag, value));
+    });
+  };
+  auto count_of = [](auto& field, unsigned long long max) {
+    return Setter([&field, max](std::string_view flag, const char* value) {
+      field = static_cast<std::remove_reference_t<decltype(field)>>(parse_number(flag, value, max));
+    });
+  };
+  auto seconds_of = [](std::chrono::milliseconds& field) {
+    return Setter(
+        [&field](std::string_view flag, const char* value) { field = parse_seconds(flag, value); });
+  };
+  const std::vector<std::pair<std::string_view, Setter>> valued = {
+      {"--host", [&](std::string_view, const char* v) { options.host = v; }},
+      {"--port", count_of(options.port, 65535)},
+      {"--tcp-port",
+       [&](std::string_view f, const char* v) {
+         options.tcp_port = static_cast<std::uint16_t>(parse_number(f, v, 65535));
+       }},
+      {"--threads", count_of(threads, 1024)},
+      {"--io-threads", count_of(options.io_threads, 64)},
+      {"--shm-access",
+       [&](std::string_view f, const char* v) {
+         std::string_view mode = v;
+         if (mode == "owner") {
+           options.shared_memory_access = sonic::SharedMemoryAccess::Owner;
+         } else if (mode == "any") {
+           options.shared_memory_access = sonic::SharedMemoryAccess::Any;
+         } else {
+           bad_option(f, "'owner' or 'any'", v);
+         }
+       }},
+      {"--max-message-bytes", size_of(options.max_message_bytes)},
+      {"--max-buffered-bytes", size_of(limits.max_buffered_bytes)},
+      {"--max-connection-buffered-bytes", size_of(limits.max_connection_buffered_bytes)},
+      {"--connection-window-bytes",
+       [&](std::string_view f, const char* v) {
+         auto bytes = parse_size(f, v);
+         if (bytes < 65535 || bytes > 0x7fffffff) bad_option(f, "64K to 2G - 1", v);
+         options.connection_window_bytes = static_cast<std::uint32_t>(bytes);
+       }},
+      {"--max-connections", count_of(limits.max_connections, 1u << 20)},
+      {"--max-concurrent-streams", count_of(options.max_concurrent_streams, 0x7fffffff)},
+      {"--max-header-list-bytes", size_of(limits.max_header_list_bytes)},
+      {"--handshake-timeout", seconds_of(limits.handshake_timeout)},
+      {"--idle-timeout", seconds_of(limits.idle_timeout)},
+      {"--stall-timeout", seconds_of(limits.stall_timeout)},
+      {"--max-shm-regions", count_of(limits.max_shm_regions, 16384)},
+      {"--max-connection-shm-regions", count_of(limits.max_connection_shm_regions, 16384)},
+      {"--max-shm-bytes", size_of(limits.max_shm_bytes)},
+      {"--max-connection-shm-bytes", size_of(limits.max_connection_shm_bytes)},
+  };
+
   for (int i = 1; i < argc; ++i) {
     std::string_view arg = argv[i];
     if (arg == "-h" || arg == "--help") {
@@ -63,27 +171,25 @@ int main(int argc, char** argv) {
       options.inline_models = true;
       continue;
     }
+    auto option = std::find_if(valued.begin(), valued.end(),
+                               [&](const auto& entry) { return entry.first == arg; });
+    if (option == valued.end()) {
+      std::cerr << "sonic-server: unknown option '" << arg
+                << "' (sonic-server --help lists the options)\n";
+      return 2;
+    }
     if (i + 1 >= argc) {
-      std::cerr << "sonic-server: unknown or incomplete option '" << arg << "'\n";
-      usage(std::cerr);
+      std::cerr << "sonic-server: " << arg << " needs a value (sonic-server --help)\n";
       return 2;
     }
-    const char* value = argv[++i];
-    if (arg == "--host") {
-      options.host = value;
-    } else if (arg == "--port") {
-      options.port = static_cast<std::uint16_t>(parse_number(arg, value, 65535));
-    } else if (arg == "--tcp-port") {
-      options.tcp_port = static_cast<std::uint16_t>(parse_number(arg, value, 65535));
-    } else if (arg == "--threads") {
-      threads = parse_number(arg, value, 1024);
-    } else if (arg == "--io-threads") {
-      options.io_threads = std::max(1ul, parse_number(arg, value, 64));
-    } else {
-      std::cerr << "sonic-server: unknown option '" << arg << "'\n";
-      usage(std::cerr);
-      return 2;
-    }
+    option->second(arg, argv[++i]);
+  }
+  options.io_threads = std::max<std::size_t>(1, options.io_threads);
+  if (limits.max_connection_buffered_bytes < options.max_message_bytes ||
+      limits.max_buffered_bytes < options.max_message_bytes) {
+    std::cerr << "sonic-server: --max-buffered-bytes and --max-connection-buffered-bytes must be "
+                 "at least --max-message-bytes (a message must fit)\n";
+    return 2;
   }
 
   // Block the stop signals before any thread starts, so that only sigwait below receives them.

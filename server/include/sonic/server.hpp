@@ -3,6 +3,7 @@
 // sonic-server is a thin program over it; tests and benchmarks embed it.
 #pragma once
 
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -13,6 +14,54 @@
 #include "sonic/executor.hpp"
 
 namespace sonic {
+
+/// Who may register which shared memory (Triton's shared memory extension). See
+/// docs/shared-memory-security.md.
+enum class SharedMemoryAccess {
+  /// A client maps only POSIX shared memory objects it owns: the server learns the user of a
+  /// connection from the kernel (a local peer's socket) and checks the object's owner and
+  /// mode against it. Regions are visible to that user's connections only. Clients on other
+  /// hosts, whose user the kernel cannot tell, get PERMISSION_DENIED.
+  Owner,
+  /// As Triton does: any client may register any object the server can open, and every
+  /// client sees every region. Only for a server whose every client is trusted with the
+  /// server's own access to memory.
+  Any,
+};
+
+/// What one client may make the server hold, and for how long. Every limit is reached with a
+/// clear status (RESOURCE_EXHAUSTED, or the connection closed for what a well-behaved client
+/// never does) rather than a crash or unbounded memory; the defaults hold on a 2 GiB batch node.
+/// See docs/limits.md.
+struct ServerLimits {
+  /// Open connections (gRPC and TCP together); the next one is closed at once.
+  std::size_t max_connections = 4096;
+  /// Bytes held for all clients: messages arriving, requests waiting for or in a model,
+  /// answers not yet written. A message begins to be read only when its declared length fits
+  /// beside what is held and promised; until then its client waits (gRPC flow control, TCP
+  /// backpressure), so every message begun can finish. At least max_message_bytes.
+  std::size_t max_buffered_bytes = std::size_t{1} << 30;
+  /// The same, per connection; at least max_message_bytes.
+  std::size_t max_connection_buffered_bytes = std::size_t{512} << 20;
+  /// HTTP/2 header list of one request (names, values and 32 bytes per field, as RFC 9113
+  /// counts them); a client that sends more has its connection closed.
+  std::size_t max_header_list_bytes = 16 << 10;
+  /// A new connection must have sent the HTTP/2 preface and SETTINGS (or a complete TCP frame)
+  /// within this.
+  std::chrono::milliseconds handshake_timeout{10000};
+  /// A connection with no call under way for this long is closed (GOAWAY first); 0: never.
+  std::chrono::milliseconds idle_timeout{600000};
+  /// A connection whose client stops sending in the middle of a message, or stops reading
+  /// the answers, for this long is closed.
+  std::chrono::milliseconds stall_timeout{30000};
+  /// Shared memory regions registered over all connections, and over one.
+  std::size_t max_shm_regions = 1024;
+  std::size_t max_connection_shm_regions = 64;
+  /// Bytes of shared memory mapped for all connections, and for one (address space, not
+  /// memory: the pages are the clients').
+  std::uint64_t max_shm_bytes = std::uint64_t{64} << 30;
+  std::uint64_t max_connection_shm_bytes = std::uint64_t{16} << 30;
+};
 
 /// How a Server listens and what it accepts. Every field has a default that suits a server on
 /// this host for tests and demos.
@@ -26,13 +75,14 @@ struct ServerOptions {
   std::optional<std::uint16_t> tcp_port;
   /// Network threads; each connection stays on one.
   std::size_t io_threads = 1;
-  /// Largest request or response message in bytes.
-  std::size_t max_message_bytes = 0x7fffffff;
-  /// Concurrent gRPC streams per connection announced to clients; more are queued by them.
+  /// Largest request or response message in bytes (decoded size, for zstd tensors).
+  std::size_t max_message_bytes = std::size_t{512} << 20;
+  /// Concurrent gRPC streams per connection announced to clients; more are refused.
   std::uint32_t max_concurrent_streams = 1024;
-  /// HTTP/2 receive windows (per stream, per connection) for large tensors.
-  std::uint32_t stream_window_bytes = 16u << 20;
-  std::uint32_t connection_window_bytes = 256u << 20;
+  /// HTTP/2 receive window per connection: request bytes a client may have on the way at once
+  /// (throughput over long links needs bandwidth × round trip). Memory is bounded by the
+  /// limits' admission of messages, not by this.
+  std::uint32_t connection_window_bytes = 16u << 20;
   /// zstd level of responses to tcp+zstd:// clients.
   int zstd_level = 1;
   /// Name reported by ServerMetadata.
@@ -40,11 +90,15 @@ struct ServerOptions {
   /// Serve Triton's shared memory extension (clients on this host place tensors in memory they
   /// share with the server). Off: its calls answer UNIMPLEMENTED.
   bool shared_memory = true;
+  /// Who may register which shared memory.
+  SharedMemoryAccess shared_memory_access = SharedMemoryAccess::Owner;
   /// Run models on the network thread that received the request, instead of handing each
   /// request to the executor's threads and the answer back: two thread wake-ups fewer per
   /// request, for models that take microseconds. A slower model stalls every connection of
   /// its network thread meanwhile (add io_threads to spread them).
   bool inline_models = false;
+  /// What one client may make the server hold.
+  ServerLimits limits;
 };
 
 /// An inference server. Models run on the executor's threads (or inline, see ServerOptions);
