@@ -6,6 +6,7 @@
 #include <poll.h>
 #include <signal.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -21,12 +22,18 @@ namespace sonic::test {
 
 using namespace std::chrono_literals;
 
+/// Limits the child runs under.
+struct ChildLimits {
+  /// RLIMIT_AS in bytes (`ulimit -v`, common on batch nodes); 0: inherited.
+  rlim_t address_space = 0;
+};
+
 /// A server child process that prints "<prefix><port>" once it listens.
 class ChildServer {
  public:
   /// Runs `args` (program first) and waits for its line "<listening_prefix><port>".
-  ChildServer(std::vector<std::string> args, std::string listening_prefix)
-      : args_(std::move(args)), prefix_(std::move(listening_prefix)) {
+  ChildServer(std::vector<std::string> args, std::string listening_prefix, ChildLimits limits = {})
+      : args_(std::move(args)), prefix_(std::move(listening_prefix)), limits_(limits) {
     start();
   }
   ~ChildServer() { stop(); }
@@ -39,6 +46,20 @@ class ChildServer {
   /// Waits for a further line "<prefix><port>" (a second listener, say) and returns the port.
   int next_port(const std::string& prefix, std::chrono::seconds limit = 20s) {
     return read_port(prefix, limit);
+  }
+
+  /// Empty while the child runs; once it has ended, how ("killed by signal 7 (Bus error)").
+  std::string ended() {
+    if (pid_ > 0) {
+      int status = 0;
+      if (waitpid(pid_, &status, WNOHANG) == pid_) {
+        pid_ = -1;
+        ended_ = WIFSIGNALED(status) ? "killed by signal " + std::to_string(WTERMSIG(status)) +
+                                           " (" + strsignal(WTERMSIG(status)) + ")"
+                                     : "exited with status " + std::to_string(WEXITSTATUS(status));
+      }
+    }
+    return ended_;
   }
 
   /// Sends `signal` and reaps the child (SIGKILL: a crash, as far as clients can tell).
@@ -96,6 +117,10 @@ class ChildServer {
       // Die with this process, even when it crashes or is killed by ctest's timeout.
       prctl(PR_SET_PDEATHSIG, SIGKILL);
       if (getppid() != parent) _exit(127);
+      if (limits_.address_space != 0) {
+        rlimit limit{limits_.address_space, limits_.address_space};
+        if (setrlimit(RLIMIT_AS, &limit) != 0) _exit(126);
+      }
       dup2(devnull, STDIN_FILENO);
       dup2(out[1], STDOUT_FILENO);  // stderr stays ours: the server's diagnostics show in the log
       execv(argv[0], argv.data());
@@ -186,10 +211,12 @@ class ChildServer {
 
   std::vector<std::string> args_;
   std::string prefix_;
+  ChildLimits limits_;
   pid_t pid_ = -1;
   int out_fd_ = -1;
   int port_ = 0;
-  std::string text_;  // read from its stdout, not yet consumed
+  std::string text_;   // read from its stdout, not yet consumed
+  std::string ended_;  // how it ended, once reaped by ended()
 };
 
 }  // namespace sonic::test

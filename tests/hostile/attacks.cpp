@@ -1,0 +1,277 @@
+#include "attacks.hpp"
+
+#include <zstd.h>
+
+#include <cstring>
+#include <thread>
+
+#include "h2_frames.hpp"
+#include "protocol/wire.hpp"
+
+namespace sonic::test::attack {
+
+namespace wire = sonic::protocol::wire;
+using Clock = std::chrono::steady_clock;
+
+namespace {
+
+constexpr std::size_t kDataFrameBytes = 16384;  // the default SETTINGS_MAX_FRAME_SIZE
+
+// Sends `body` as one gRPC message on `stream`, in DATA frames of the default maximum size.
+std::string call_frames(std::uint32_t stream, const std::string& method, const std::string& body) {
+  std::string out = h2::headers(stream, h2::grpc_request_headers(method));
+  std::string message = h2::grpc_message(body);
+  for (std::size_t at = 0; at < message.size(); at += kDataFrameBytes) {
+    std::size_t n = std::min(kDataFrameBytes, message.size() - at);
+    out += h2::data(stream, std::string_view(message).substr(at, n), at + n == message.size());
+  }
+  return out;
+}
+
+// Sends `unit` again and again until `total` bytes went or the server stops taking them.
+Flood repeat(RawSocket& socket, const std::string& unit, std::size_t total) {
+  Flood flood;
+  std::string batch;
+  while (batch.size() < 64 * 1024) batch += unit;
+  while (flood.sent < total) {
+    std::size_t n = socket.send(batch, milliseconds(1000));
+    flood.sent += n;
+    if (n < batch.size()) break;
+  }
+  flood.closed_by_server = socket.closed_by_peer(milliseconds(200));
+  return flood;
+}
+
+void put_le(std::string& out, std::uint64_t value, int bytes) {
+  for (int i = 0; i < bytes; ++i) out.push_back(static_cast<char>((value >> (8 * i)) & 0xff));
+}
+
+// sonic's TCP frame header (proto/tcp_framing.md).
+std::string tcp_header(std::uint8_t kind, std::uint64_t id, std::uint32_t envelope,
+                       std::uint32_t tensors, std::uint64_t section) {
+  std::string h = "SNCT";
+  h.push_back(1);  // version
+  h.push_back(static_cast<char>(kind));
+  put_le(h, 0, 2);  // flags
+  put_le(h, id, 8);
+  put_le(h, envelope, 4);
+  put_le(h, tensors, 4);
+  put_le(h, section, 8);
+  return h;
+}
+
+std::string tcp_record(std::uint8_t codec, std::uint64_t stored, std::uint64_t raw) {
+  std::string r(1, static_cast<char>(codec));
+  r.append(7, '\0');
+  put_le(r, stored, 8);
+  put_le(r, raw, 8);
+  return r;
+}
+
+// The envelope of an identity_fp32 request of `floats` elements: every field but the raw
+// contents.
+std::string identity_envelope(std::size_t floats) {
+  std::string tensor;
+  wire::put_string_field(tensor, 1, "INPUT0");
+  wire::put_string_field(tensor, 2, "FP32");
+  std::string shape;
+  wire::put_varint(shape, 1);
+  wire::put_varint(shape, floats);
+  wire::put_len_field(tensor, 3, shape);
+  std::string envelope;
+  wire::put_string_field(envelope, 1, "identity_fp32");
+  wire::put_len_field(envelope, 5, tensor);
+  return envelope;
+}
+
+}  // namespace
+
+std::string identity_request(std::size_t floats) {
+  std::string request = identity_envelope(floats);
+  std::string raw(floats * sizeof(float), '\0');
+  for (std::size_t i = 0; i < floats; ++i) {
+    float value = static_cast<float>(i % 1000);
+    std::memcpy(&raw[i * sizeof(float)], &value, sizeof value);
+  }
+  wire::put_len_field(request, 7, raw);
+  return request;
+}
+
+RawSocket h2_connect(int port, int receive_buffer) {
+  RawSocket socket(port, receive_buffer);
+  std::string hello = h2::preface() + h2::settings({{4, 0x7fffffff}, {2, 0}}) +
+                      h2::window_update(0, 0x7fffffff - 65535);
+  socket.send(hello);
+  return socket;
+}
+
+Flood unread_answers(int port, std::size_t request_floats, std::size_t total_bytes) {
+  RawSocket socket = h2_connect(port, 4096);
+  const std::string body = identity_request(request_floats);
+  Flood flood;
+  for (std::uint32_t stream = 1; flood.sent < total_bytes && stream < 0x7fffffff; stream += 2) {
+    std::string frames = call_frames(stream, "ModelInfer", body);
+    std::size_t n = socket.send(frames, milliseconds(1000));
+    flood.sent += n;
+    if (n < frames.size()) break;
+  }
+  flood.closed_by_server = socket.closed_by_peer(milliseconds(200));
+  return flood;
+}
+
+Flood ping_flood(int port, std::size_t total_bytes) {
+  RawSocket socket = h2_connect(port, 4096);
+  return repeat(socket, h2::ping(0x736f6e6963), total_bytes);
+}
+
+Flood settings_flood(int port, std::size_t total_bytes) {
+  RawSocket socket = h2_connect(port, 4096);
+  return repeat(socket, h2::settings({{3, 100}}), total_bytes);
+}
+
+RawSocket declared_and_stalled(int port, int streams, std::uint32_t declared) {
+  RawSocket socket = h2_connect(port);
+  // The message is one raw_input_contents field that fills it: its key, its length, 3 bytes.
+  std::string start(1, '\x3a');
+  std::size_t length = declared - 1 - wire::varint_size(declared);
+  wire::put_varint(start, length);
+  start += "xyz";
+  std::string frames;
+  for (int i = 0; i < streams; ++i) {
+    auto stream = static_cast<std::uint32_t>(2 * i + 1);
+    frames += h2::headers(stream, h2::grpc_request_headers("ModelInfer"));
+    frames += h2::data(stream, h2::grpc_prefix(declared) + start, false);
+  }
+  socket.send(frames);
+  return socket;
+}
+
+Flood empty_raw_fields(int port, std::size_t total_bytes) {
+  RawSocket socket = h2_connect(port, 4096);
+  std::string body = identity_envelope(0);
+  body.reserve(total_bytes);
+  while (body.size() + 2 <= total_bytes) body.append("\x3a\x00", 2);  // field 7, length 0
+  Flood flood;
+  std::string frames = call_frames(1, "ModelInfer", body);
+  flood.sent = socket.send(frames, milliseconds(2000));
+  flood.closed_by_server = socket.closed_by_peer(milliseconds(200));
+  return flood;
+}
+
+std::vector<RawSocket> half_prefaces(int port, int connections) {
+  std::vector<RawSocket> sockets;
+  sockets.reserve(static_cast<std::size_t>(connections));
+  const std::string half = h2::preface().substr(0, 12);
+  for (int i = 0; i < connections; ++i) {
+    sockets.emplace_back(port);
+    sockets.back().send(half);
+  }
+  return sockets;
+}
+
+Flood hpack_bomb(int port, milliseconds duration, std::size_t bytes_per_second, int references) {
+  RawSocket socket = h2_connect(port);
+  Flood flood;
+  // The first block puts a 4 KiB header in the dynamic table (index 62); each later block on a
+  // new stream refers to it `references` times: a byte of the block, 4 KiB decoded.
+  std::string first = h2::grpc_request_headers("ModelInfer") +
+                      h2::literal_indexed("x-bomb", std::string(4000, 'b'));
+  std::string later = h2::grpc_request_headers("ModelInfer");
+  for (int i = 0; i < references; ++i) later += h2::indexed(62);
+  std::uint32_t stream = 1;
+  const auto start = Clock::now();
+  const auto until = start + duration;
+  while (Clock::now() < until) {
+    std::string block = h2::headers(stream, stream == 1 ? first : later, true);
+    stream += 2;
+    std::size_t n = socket.send(block, milliseconds(500));
+    flood.sent += n;
+    if (n < block.size()) {
+      flood.closed_by_server = socket.closed_by_peer(milliseconds(200));
+      return flood;
+    }
+    socket.drain(milliseconds(0));
+    // Pace: sleep until the rate allows the bytes sent so far.
+    auto due = start + std::chrono::microseconds(static_cast<std::int64_t>(
+                           1e6 * static_cast<double>(flood.sent) / bytes_per_second));
+    std::this_thread::sleep_until(due);
+  }
+  flood.closed_by_server = socket.closed_by_peer(milliseconds(200));
+  return flood;
+}
+
+Flood tcp_ping_flood(int port, std::size_t total_bytes) {
+  RawSocket socket(port, 4096);
+  return repeat(socket, tcp_header(4, 0, 0, 0, 0), total_bytes);
+}
+
+RawSocket tcp_declared_and_stalled(int port, std::uint64_t declared) {
+  RawSocket socket(port);
+  std::string envelope = identity_envelope(declared / sizeof(float));
+  std::string frame =
+      tcp_header(1, 1, static_cast<std::uint32_t>(envelope.size()), 1, 24 + declared);
+  frame += envelope;
+  frame += tcp_record(0, declared, declared);
+  frame += std::string(8, '\0');
+  socket.send(frame);
+  return socket;
+}
+
+std::string tcp_zstd_tensor(int port, std::uint64_t raw, bool real) {
+  RawSocket socket(port);
+  std::string stored;
+  if (real) {
+    // Zeros, compressed in 1 MiB steps so that the test itself does not hold `raw` bytes.
+    ZSTD_CCtx* context = ZSTD_createCCtx();
+    ZSTD_CCtx_setPledgedSrcSize(context, raw);
+    std::string zeros(1 << 20, '\0');
+    std::string out(ZSTD_CStreamOutSize(), '\0');
+    std::uint64_t left = raw;
+    do {
+      std::size_t n = static_cast<std::size_t>(std::min<std::uint64_t>(left, zeros.size()));
+      left -= n;
+      ZSTD_inBuffer in{zeros.data(), n, 0};
+      const bool last = left == 0;
+      std::size_t pending = 0;
+      do {
+        ZSTD_outBuffer o{out.data(), out.size(), 0};
+        pending = ZSTD_compressStream2(context, &o, &in, last ? ZSTD_e_end : ZSTD_e_continue);
+        stored.append(out.data(), o.pos);
+      } while (!ZSTD_isError(pending) && (last ? pending != 0 : in.pos < in.size));
+    } while (left > 0);
+    ZSTD_freeCCtx(context);
+  } else {
+    stored = std::string("\x28\xb5\x2f\xfd", 4) + std::string(12, 'x');  // magic, then nonsense
+  }
+  std::string envelope = identity_envelope(raw / sizeof(float));
+  std::string frame =
+      tcp_header(1, 7, static_cast<std::uint32_t>(envelope.size()), 1, 24 + stored.size());
+  frame += envelope;
+  frame += tcp_record(1, stored.size(), raw);
+  frame += stored;
+  socket.send(frame);
+  std::string answer;
+  const auto until = Clock::now() + std::chrono::seconds(5);
+  while (Clock::now() < until) {
+    std::string more = socket.receive(milliseconds(100));
+    if (more.empty() && socket.closed_by_peer(milliseconds(0))) break;
+    answer += more;
+    if (answer.size() >= 32) {
+      std::uint64_t envelope_bytes = 0, section = 0;
+      for (int i = 0; i < 4; ++i)
+        envelope_bytes |= std::uint64_t{std::uint8_t(answer[16 + i])} << (8 * i);
+      for (int i = 0; i < 8; ++i) section |= std::uint64_t{std::uint8_t(answer[24 + i])} << (8 * i);
+      if (answer.size() >= 32 + envelope_bytes + section) break;
+    }
+  }
+  return answer;
+}
+
+int tcp_error_code(const std::string& frame) {
+  if (frame.size() < 36 || frame.compare(0, 4, "SNCT") != 0 || frame[5] != 3) return -1;
+  int code = 0;
+  for (int i = 0; i < 4; ++i) code |= std::uint8_t(frame[32 + i]) << (8 * i);
+  return code;
+}
+
+}  // namespace sonic::test::attack

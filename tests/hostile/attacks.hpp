@@ -1,0 +1,63 @@
+// The attacks of a hostile or careless local client on sonic-server, one function each, shared
+// by the tests of each finding and by the soak that runs them together. Each is bounded in
+// time and bytes; each returns what it saw.
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "raw_socket.hpp"
+
+namespace sonic::test::attack {
+
+using std::chrono::milliseconds;
+
+/// A ModelInferRequest for identity_fp32 with `floats` elements sent as raw contents.
+std::string identity_request(std::size_t floats);
+
+/// Opens an HTTP/2 connection as a gRPC client would: preface, SETTINGS (a stream window of
+/// 2^31-1, so that the server may send as much as it likes) and a connection window update.
+RawSocket h2_connect(int port, int receive_buffer = 0);
+
+/// What a flood achieved.
+struct Flood {
+  std::size_t sent = 0;           ///< bytes the server took
+  bool closed_by_server = false;  ///< the server ended the connection
+};
+
+/// gRPC ModelInfer calls of `request_floats` elements each, `total_bytes` in all, on one
+/// connection whose owner never reads the answers.
+Flood unread_answers(int port, std::size_t request_floats, std::size_t total_bytes);
+/// PING frames, `total_bytes` of them, never reading the acknowledgements.
+Flood ping_flood(int port, std::size_t total_bytes);
+/// SETTINGS frames (one entry each), never reading the acknowledgements.
+Flood settings_flood(int port, std::size_t total_bytes);
+/// Calls whose message prefix declares `declared` bytes, followed by 8 of them, then silence:
+/// `streams` of them on one connection, which is returned open.
+RawSocket declared_and_stalled(int port, int streams, std::uint32_t declared);
+/// One ModelInfer message of `total_bytes` made of empty raw_input_contents fields.
+Flood empty_raw_fields(int port, std::size_t total_bytes);
+/// Connections that send half the HTTP/2 preface and nothing more.
+std::vector<RawSocket> half_prefaces(int port, int connections);
+/// An HPACK bomb: one 4 KiB header enters the dynamic table, then header blocks refer to it
+/// `references` times each, at about `bytes_per_second`, for `duration`.
+Flood hpack_bomb(int port, milliseconds duration, std::size_t bytes_per_second,
+                 int references = 256);
+
+/// sonic TCP framing: ping frames, never reading the pongs.
+Flood tcp_ping_flood(int port, std::size_t total_bytes);
+/// A request frame whose single raw tensor record declares `declared` bytes, followed by 8 of
+/// them, then silence; the connection is returned open.
+RawSocket tcp_declared_and_stalled(int port, std::uint64_t declared);
+/// A request frame with one zstd record that says it decodes to `raw` bytes: real zstd data of
+/// `raw` zero bytes when `real`, else 16 bytes of nonsense. Returns the server's answer frame
+/// (empty when none came within 5 s).
+std::string tcp_zstd_tensor(int port, std::uint64_t raw, bool real);
+
+/// The status code of a TCP error frame, or -1 when `frame` is not one.
+int tcp_error_code(const std::string& frame);
+
+}  // namespace sonic::test::attack

@@ -1,0 +1,149 @@
+// Test support for hostile peers: a real sonic-server in a child process (so that its memory
+// and its life can be watched from outside, as an operator would), and a well-behaved client
+// that keeps sending `simple` while the attacks run and records what it saw.
+#pragma once
+
+#include <sonic/sonic.hpp>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <fstream>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "child_server.hpp"
+
+namespace sonic::test {
+
+// Sanitizers keep freed memory in quarantine and add shadow memory: memory bounds scale with
+// them, and their checks make everything slower.
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+inline constexpr long kSanitizerSlack = 4;
+#else
+inline constexpr long kSanitizerSlack = 1;
+#endif
+
+/// A sonic-server child on ephemeral gRPC and TCP ports with `options` added to its command
+/// line, under `limits`.
+class HostileTarget {
+ public:
+  explicit HostileTarget(std::vector<std::string> options = {}, ChildLimits limits = {})
+      : server_(command(std::move(options)), "sonic-server listening on 127.0.0.1:", limits),
+        tcp_port_(server_.next_port("sonic-server tcp listening on 127.0.0.1:")) {}
+
+  int grpc_port() const { return server_.port(); }
+  int tcp_port() const { return tcp_port_; }
+  std::string grpc_url() const { return "grpc://127.0.0.1:" + std::to_string(grpc_port()); }
+  pid_t pid() const { return server_.pid(); }
+
+  /// Empty while the server runs; how it ended otherwise.
+  std::string ended() { return server_.ended(); }
+
+  /// The server's resident memory (VmRSS) in KiB; -1 once it is gone.
+  long resident_kib() const {
+    std::ifstream status("/proc/" + std::to_string(server_.pid()) + "/status");
+    std::string key;
+    long value = -1;
+    while (status >> key) {
+      if (key == "VmRSS:") {
+        status >> value;
+        break;
+      }
+      status.ignore(256, '\n');
+    }
+    return value;
+  }
+
+ private:
+  static std::vector<std::string> command(std::vector<std::string> options) {
+    std::vector<std::string> args = {SONIC_SERVER_BINARY, "--port", "0", "--tcp-port", "0"};
+    args.insert(args.end(), options.begin(), options.end());
+    return args;
+  }
+
+  ChildServer server_;
+  int tcp_port_;
+};
+
+/// What a well-behaved client saw.
+struct ProbeReport {
+  std::size_t requests = 0;
+  std::size_t failures = 0;
+  std::string first_failure;
+  double p50_ms = 0;
+  double p99_ms = 0;
+  double max_ms = 0;
+};
+
+/// Sends one `simple` request every `period` on a thread of its own, each with a 5 s
+/// deadline, until stop().
+class Probe {
+ public:
+  explicit Probe(const std::string& url,
+                 std::chrono::milliseconds period = std::chrono::milliseconds(50))
+      : client_(url), thread_([this, period] { run(period); }) {}
+  ~Probe() { stop(); }
+  Probe(const Probe&) = delete;
+  Probe& operator=(const Probe&) = delete;
+
+  /// Stops sending and reports (idempotent).
+  ProbeReport stop() {
+    stopping_ = true;
+    if (thread_.joinable()) thread_.join();
+    std::lock_guard<std::mutex> lock(mutex_);
+    ProbeReport report = report_;
+    std::vector<double> sorted = latencies_ms_;
+    std::sort(sorted.begin(), sorted.end());
+    if (!sorted.empty()) {
+      auto at = [&](double q) {
+        return sorted[std::min(sorted.size() - 1, static_cast<std::size_t>(q * sorted.size()))];
+      };
+      report.p50_ms = at(0.50);
+      report.p99_ms = at(0.99);
+      report.max_ms = sorted.back();
+    }
+    return report;
+  }
+
+ private:
+  void run(std::chrono::milliseconds period) {
+    std::vector<std::int32_t> a(16, 1), b(16, 2);
+    auto next = std::chrono::steady_clock::now();
+    while (!stopping_) {
+      auto start = std::chrono::steady_clock::now();
+      std::string failure;
+      try {
+        auto result = client_.infer(InferRequest("simple")
+                                        .input("INPUT0", Tensor::view(a, {1, 16}))
+                                        .input("INPUT1", Tensor::view(b, {1, 16}))
+                                        .timeout(std::chrono::seconds(5)));
+        if (result.output("OUTPUT0").as<std::int32_t>()[0] != 3) failure = "wrong answer";
+      } catch (const Error& e) {
+        failure = e.what();
+      }
+      double ms =
+          std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
+              .count();
+      {
+        std::lock_guard<std::mutex> lock(mutex_);
+        ++report_.requests;
+        latencies_ms_.push_back(ms);
+        if (!failure.empty() && report_.failures++ == 0) report_.first_failure = failure;
+      }
+      next += period;
+      std::this_thread::sleep_until(next);
+    }
+  }
+
+  Client client_;
+  std::atomic<bool> stopping_{false};
+  std::mutex mutex_;
+  ProbeReport report_;
+  std::vector<double> latencies_ms_;
+  std::thread thread_;
+};
+
+}  // namespace sonic::test

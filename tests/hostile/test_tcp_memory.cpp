@@ -1,0 +1,93 @@
+// The same hostility on sonic's TCP port (tcp:// and tcp+zstd://): floods, declared lengths
+// that never arrive, and zstd data that decodes to far more than it weighs.
+#include <doctest/doctest.h>
+
+#include <thread>
+
+#include "attacks.hpp"
+#include "hostile_target.hpp"
+
+using namespace sonic::test;
+using namespace std::chrono_literals;
+
+namespace {
+
+constexpr int kResourceExhausted = 8;
+
+long watch_growth(HostileTarget& target, const std::function<void()>& attack) {
+  const long before = target.resident_kib();
+  long peak = before;
+  std::atomic<bool> done{false};
+  std::thread watcher([&] {
+    while (!done) {
+      peak = std::max(peak, target.resident_kib());
+      std::this_thread::sleep_for(5ms);
+    }
+  });
+  attack();
+  done = true;
+  watcher.join();
+  return std::max(peak, target.resident_kib()) - before;
+}
+
+void check_served(HostileTarget& target) {
+  REQUIRE_MESSAGE(target.ended().empty(), "the server " << target.ended());
+  Probe probe(target.grpc_url());
+  std::this_thread::sleep_for(300ms);
+  auto report = probe.stop();
+  CHECK_MESSAGE(report.failures == 0, report.first_failure);
+  CHECK(report.requests > 0);
+}
+
+}  // namespace
+
+TEST_CASE("a zstd tensor that claims more than the address space allows is refused, not a crash") {
+  // Was: under `ulimit -v 1G` (common on batch nodes), a zstd record declaring 1.5 GiB aborted
+  // the server with an uncaught std::bad_alloc.
+  HostileTarget target({"--max-message-bytes", "2000M", "--max-connection-buffered-bytes", "2000M",
+                        "--max-buffered-bytes", "2000M"},
+                       ChildLimits{rlim_t{1} << 30});
+  std::string answer = attack::tcp_zstd_tensor(target.tcp_port(), std::uint64_t{1536} << 20, true);
+  CHECK(attack::tcp_error_code(answer) == kResourceExhausted);
+  check_served(target);
+}
+
+TEST_CASE("zstd data is capped by the message limit before it is decompressed") {
+  // Was: a 16 KiB frame decompressed to +513 MiB.
+  HostileTarget target;  // the default limit: 512 MiB per message
+  long growth = watch_growth(target, [&] {
+    std::string answer = attack::tcp_zstd_tensor(target.tcp_port(), std::uint64_t{600} << 20, true);
+    CHECK(attack::tcp_error_code(answer) == kResourceExhausted);
+  });
+  MESSAGE("zstd bomb of 600 MiB: +" << growth << " KiB");
+  CHECK(growth < 32 * 1024 * kSanitizerSlack);
+  check_served(target);
+}
+
+TEST_CASE("a TCP ping flood that never reads the pongs stops being read from") {
+  // Was: 128 MiB of pings, +3.4 GiB of queued pongs.
+  HostileTarget target;
+  long growth = watch_growth(target, [&] {
+    auto flood = attack::tcp_ping_flood(target.tcp_port(), std::size_t{128} << 20);
+    MESSAGE("sent " << (flood.sent >> 20) << " MiB of pings");
+    CHECK(flood.sent < (std::size_t{128} << 20));
+  });
+  MESSAGE("+" << growth << " KiB");
+  CHECK(growth < 32 * 1024 * kSanitizerSlack);
+  check_served(target);
+}
+
+TEST_CASE("declared TCP tensor lengths cost memory only as their bytes arrive") {
+  // Was: 2.3 MiB per connection that declares a large tensor and stalls.
+  HostileTarget target;
+  std::vector<RawSocket> held;
+  long growth = watch_growth(target, [&] {
+    for (int i = 0; i < 300; ++i) {
+      held.push_back(attack::tcp_declared_and_stalled(target.tcp_port(), std::uint64_t{100} << 20));
+    }
+    std::this_thread::sleep_for(500ms);
+  });
+  MESSAGE("300 stalled connections: +" << growth << " KiB");
+  CHECK(growth < 300 * 64 * kSanitizerSlack);
+  check_served(target);
+}
