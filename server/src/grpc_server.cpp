@@ -25,6 +25,8 @@ constexpr std::chrono::milliseconds kAdmissionPoll{5};
 // for memory holds at most this much; an admitted one gets kAdmittedStreamWindow.
 constexpr std::uint32_t kInitialStreamWindow = 64 * 1024;
 constexpr std::uint32_t kAdmittedStreamWindow = 16u << 20;
+// Calls of one connection waiting for memory beyond which its new calls are refused.
+constexpr std::size_t kMaxWaitingStreams = 64;
 // A header block that decodes to this many times the limit is an attack (an HPACK bomb), not
 // a client with too much metadata: the connection ends there, before more is decoded. So does
 // a second header list over the limit (a client that honours the limit the server announced
@@ -140,6 +142,8 @@ class GrpcConnection final : public net::H2Session {
     close_timer_.cancel();
     watch_timer_.cancel();
     admission_timer_.cancel();
+    for (std::size_t i = 0; i < waiting_.size(); ++i) context_->memory->waiting_ends();
+    waiting_.clear();
     streams_.clear();
     context_->shared_memory.drop_connection(slot_.id());
     set_->remove(this);
@@ -206,6 +210,7 @@ class GrpcConnection final : public net::H2Session {
       if (!stream.waiting) {
         stream.waiting = true;
         waiting_.push_back(id);
+        context_->memory->waiting_begins();
         if (waiting_.size() == 1) poll_admission();
       }
     } else if (reader.mid_message() && !stream.window_opened) {
@@ -234,12 +239,14 @@ class GrpcConnection final : public net::H2Session {
       if (!stream || !stream->reader || stream->answered || !stream->reader->waiting_admission()) {
         if (stream) stream->waiting = false;
         waiting_.pop_front();
+        context_->memory->waiting_ends();
         continue;
       }
       const std::size_t kept = stream->reader->kept_bytes();
       auto admitted = stream->reader->retry_admission();
       if (admitted && !*admitted) return;
       waiting_.pop_front();
+      context_->memory->waiting_ends();
       stream->waiting = false;
       if (!admitted) {
         stream->error = admitted.error();
@@ -254,12 +261,19 @@ class GrpcConnection final : public net::H2Session {
 
   // ---- HTTP/2 callbacks ------------------------------------------------------------------
 
-  static int on_begin_headers(nghttp2_session*, const nghttp2_frame* frame, void* user_data) {
+  static int on_begin_headers(nghttp2_session* session, const nghttp2_frame* frame,
+                              void* user_data) {
     auto* self = static_cast<GrpcConnection*>(user_data);
-    if (frame->hd.type == NGHTTP2_HEADERS && frame->headers.cat == NGHTTP2_HCAT_REQUEST) {
-      self->streams_[frame->hd.stream_id] = std::make_unique<ServerStream>();
-      self->activity_.last_busy = WatchClock::now();
+    if (frame->hd.type != NGHTTP2_HEADERS || frame->headers.cat != NGHTTP2_HCAT_REQUEST) return 0;
+    if (self->waiting_.size() >= kMaxWaitingStreams || self->context_->memory->crowded()) {
+      // Too many calls wait for memory already: refused unprocessed, which a client may retry
+      // (here or on another server). Its headers and data are ignored.
+      nghttp2_submit_rst_stream(session, NGHTTP2_FLAG_NONE, frame->hd.stream_id,
+                                NGHTTP2_REFUSED_STREAM);
+      return 0;
     }
+    self->streams_[frame->hd.stream_id] = std::make_unique<ServerStream>();
+    self->activity_.last_busy = WatchClock::now();
     return 0;
   }
 
@@ -492,6 +506,11 @@ class GrpcConnection final : public net::H2Session {
         net::make_header("grpc-status", code), net::make_header("grpc-message", message),
         net::make_header(protocol::kStatusDetailsHeader, details)};
     nghttp2_submit_response(session_, id, headers, details.empty() ? 4 : 5, nullptr);
+    // Answered before the client finished sending: tell it to stop (RFC 9113 §8.1), so that
+    // the stream closes instead of carrying bytes nobody reads.
+    if (!stream->request_ended) {
+      nghttp2_submit_rst_stream(session_, NGHTTP2_FLAG_NONE, id, NGHTTP2_NO_ERROR);
+    }
     flush();
   }
 

@@ -6,6 +6,7 @@
 // waiting clients sent ahead (bounded by their flow-control windows).
 #pragma once
 
+#include <algorithm>
 #include <atomic>
 #include <cstddef>
 #include <memory>
@@ -23,9 +24,21 @@ class MemoryBudget {
   /// Bytes held now.
   std::size_t held() const noexcept { return held_.load(std::memory_order_relaxed); }
 
+  /// Messages waiting for admission, each holding what its client sent ahead (at most its
+  /// stream's first window): beyond kWaitingPerGiB per GiB of the limit, new calls are refused
+  /// (a client retries a refused stream) rather than let the waiting grow.
+  static constexpr std::size_t kWaitingPerGiB = 1024;
+  bool crowded() const noexcept {
+    const std::size_t cap = std::max<std::size_t>(64, (limit_ >> 30) * kWaitingPerGiB);
+    return waiting_.load(std::memory_order_relaxed) >= cap;
+  }
+  void waiting_begins() noexcept { waiting_.fetch_add(1, std::memory_order_relaxed); }
+  void waiting_ends() noexcept { waiting_.fetch_sub(1, std::memory_order_relaxed); }
+
  private:
   friend class ConnectionBudget;
   const std::size_t limit_;
+  std::atomic<std::size_t> waiting_{0};
   std::atomic<std::size_t> held_{0};
   std::atomic<std::size_t> arriving_{0};  // part of held_: messages not yet whole
   std::atomic<std::size_t> promised_{0};  // declared lengths of admitted messages

@@ -282,9 +282,6 @@ Result<void> MessageReader::consume(const std::uint8_t* data, std::size_t size) 
         std::memcpy(raw_buffer_.get() + at, data, n);
         held_ += n;
         unreported_ += n;
-        if (at < kHugePageAfterBytes && at + n >= kHugePageAfterBytes) {
-          advise_huge_pages(raw_buffer_.get(), raw_size_, at + n);
-        }
       } else if (!pending_raw_key_) {
         envelope_append(data, n);
       }
@@ -397,6 +394,7 @@ std::shared_ptr<std::uint8_t> allocate_tensor_buffer(std::size_t bytes,
   if (head > 0) munmap(mapped, head);
   munmap(reinterpret_cast<void*>(start + length), kHugePage - head);
   auto* data = reinterpret_cast<std::uint8_t*>(start);
+  madvise(data, length, MADV_HUGEPAGE);  // advice only: without huge pages it still works
   try {
     return std::shared_ptr<std::uint8_t>(
         data, [length, bytes, account = std::move(account)](std::uint8_t* p) {
@@ -407,13 +405,6 @@ std::shared_ptr<std::uint8_t> allocate_tensor_buffer(std::size_t bytes,
     munmap(data, length);
     throw;
   }
-}
-
-void advise_huge_pages(std::uint8_t* buffer, std::size_t bytes, std::size_t from) {
-  if (bytes <= kMappedAbove) return;
-  std::size_t start = round_up(from, kHugePage);
-  std::size_t length = round_up(bytes, kHugePage);
-  if (start < length) madvise(buffer + start, length - start, MADV_HUGEPAGE);
 }
 
 // ---- Headers and trailers ------------------------------------------------------------------

@@ -172,19 +172,14 @@ class SONIC_EXPORT MessageReader {
 /// are committed as they are written, so a peer that announces a big tensor and stops costs
 /// address space, not memory. Throws std::bad_alloc when even the address space cannot be had.
 ///
-/// Tensors above 32 MiB get their own mapping: the C allocator maps such blocks afresh for every
-/// message anyway. Receivers ask for transparent huge pages on it with advise_huge_pages() once
-/// enough of the tensor has arrived: faulting 64 MiB in 4 KiB at a time cost about a quarter of
-/// the CPU of a round trip, but a huge page taken for the first bytes of a tensor that never
-/// comes would pin 2 MiB for them.
+/// Tensors above 32 MiB get their own mapping with transparent huge pages: the C allocator maps
+/// such blocks afresh for every message anyway, and faulting them in 4 KiB at a time cost about
+/// a quarter of the CPU of a 64 MiB round trip. A peer that stops after a tensor's first bytes
+/// pins one huge page (2 MiB) for it: receivers that must bound that admit the message's
+/// declared length first (ReceiveAccount::admit), which then bounds it at 1/16 of what they
+/// admit.
 SONIC_EXPORT std::shared_ptr<std::uint8_t> allocate_tensor_buffer(
     std::size_t bytes, std::shared_ptr<ReceiveAccount> account = nullptr);
-/// Bytes of a tensor that must have arrived before advise_huge_pages() is worth it (and costs
-/// the peer at least as much as the huge page costs the receiver).
-inline constexpr std::size_t kHugePageAfterBytes = std::size_t{2} << 20;
-/// Asks for transparent huge pages over [`from`, `bytes`) of a buffer allocate_tensor_buffer()
-/// made (advice only; nothing for buffers of 32 MiB or less).
-SONIC_EXPORT void advise_huge_pages(std::uint8_t* buffer, std::size_t bytes, std::size_t from);
 
 // ---- Headers and trailers ------------------------------------------------------------------
 inline constexpr std::string_view kServicePrefix = "/inference.GRPCInferenceService/";

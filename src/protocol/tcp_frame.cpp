@@ -261,9 +261,6 @@ Result<void> FrameReader::consume(const std::uint8_t* data, std::size_t size) {
         std::size_t n = static_cast<std::size_t>(std::min<std::uint64_t>(size, stored_ - have_));
         std::memcpy(buffer_.get() + have_, data, n);
         take(n);
-        if (have_ < kHugePageAfterBytes && have_ + n >= kHugePageAfterBytes) {
-          advise_huge_pages(buffer_.get(), static_cast<std::size_t>(stored_), have_ + n);
-        }
         have_ += n, data += n, size -= n;
         if (have_ == stored_) {
           if (auto ok = finish_stored(); !ok) return ok;
@@ -305,7 +302,6 @@ Result<void> FrameReader::finish_stored() {
       return {};
     }
     take(static_cast<std::size_t>(raw_));
-    advise_huge_pages(out.get(), static_cast<std::size_t>(raw_), 0);
     std::size_t got = ZSTD_decompressDCtx(decompressor(), out.get(), raw_, buffer_.get(), stored_);
     if (ZSTD_isError(got) || got != raw_) {
       return framing("corrupt zstd data in tensor " + std::to_string(frame_.tensors.size()) +

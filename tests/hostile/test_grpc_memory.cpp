@@ -85,7 +85,9 @@ TEST_CASE("a SETTINGS flood that never reads the acknowledgements is cut off") {
 
 TEST_CASE("declared message lengths cost memory only as their bytes arrive") {
   // Was: a prefix declaring a large message and 8 bytes of it pinned 2 MiB (a huge page of
-  // the buffer allocated for the declared length): 5000 streams, 10 GiB.
+  // the buffer allocated for the declared length): 5000 streams, 10 GiB. Now a message is read
+  // only once its length is admitted: ten of these 100 MiB messages (a huge page each), the
+  // others wait in their first window or are refused.
   growth_under({}, 64 * 1024, [](HostileTarget& t) {
     std::vector<RawSocket> held;
     for (int i = 0; i < 4; ++i) {

@@ -208,44 +208,6 @@ TEST_CASE("empty tensor fields need no buffer each, and their number is bounded"
   CHECK(account->held() == 0);
 }
 
-// Transparent huge pages (in KiB) backing [begin, begin + bytes), from /proc/self/smaps.
-std::size_t huge_page_kib(const std::uint8_t* begin, std::size_t bytes) {
-  std::ifstream smaps("/proc/self/smaps");
-  const auto low = reinterpret_cast<std::uintptr_t>(begin);
-  const auto high = low + bytes;
-  std::string line;
-  bool inside = false;
-  std::size_t total = 0;
-  while (std::getline(smaps, line)) {
-    std::uintptr_t from = 0, to = 0;
-    if (std::sscanf(line.c_str(), "%lx-%lx ", &from, &to) == 2 && line.find(':') > line.find('-')) {
-      inside = from < high && to > low;
-      continue;
-    }
-    std::size_t kib = 0;
-    if (inside && std::sscanf(line.c_str(), "AnonHugePages: %zu kB", &kib) == 1) total += kib;
-  }
-  return total;
-}
-
-TEST_CASE("huge pages are asked for only once a tensor's first bytes have come") {
-  std::ifstream mode("/sys/kernel/mm/transparent_hugepage/enabled");
-  std::string setting((std::istreambuf_iterator<char>(mode)), std::istreambuf_iterator<char>());
-  if (setting.find("[never]") != std::string::npos || setting.empty()) {
-    MESSAGE("skipped: transparent huge pages are off on this system");
-    return;
-  }
-  // A peer declared 64 MiB and sent 4 KiB: no huge page for those (it once cost 2 MiB each).
-  const std::size_t bytes = std::size_t{64} << 20;
-  auto buffer = allocate_tensor_buffer(bytes);
-  std::memset(buffer.get(), 1, 4096);
-  CHECK(huge_page_kib(buffer.get(), bytes) == 0);
-  // Once enough has come, the rest of the tensor may use them (advice: the kernel may decline).
-  advise_huge_pages(buffer.get(), bytes, kHugePageAfterBytes);
-  std::memset(buffer.get() + (std::size_t{8} << 20), 1, std::size_t{4} << 20);
-  MESSAGE("huge pages after the advice: " << huge_page_kib(buffer.get(), bytes) << " KiB");
-}
-
 TEST_CASE("TCP frames: held as they arrive, released when freed, refused frames give back") {
   auto account = std::make_shared<CountingAccount>();
   std::vector<float> values(10000, 1.5f);
