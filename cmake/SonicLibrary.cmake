@@ -33,8 +33,12 @@ function(sonic_library name)
     install(DIRECTORY include/sonic DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
   endif()
   target_include_directories(${target} PRIVATE ${CMAKE_CURRENT_SOURCE_DIR})
-  # Undefined symbols are errors when the library links, not when a program loads it.
-  target_link_options(${target} PRIVATE LINKER:--no-undefined)
+  # Undefined symbols are errors when the library links, not when a program loads it. Not with
+  # sanitizers: clang links their runtimes into programs only, so a library's references to them
+  # stay undefined until the program loads it.
+  if(NOT SONIC_SANITIZE)
+    target_link_options(${target} PRIVATE LINKER:--no-undefined)
+  endif()
   sonic_warnings(${target})
   if(L_INTERNAL)
     install(TARGETS ${target} EXPORT sonicTargets
