@@ -24,11 +24,12 @@ struct HeldFrame {
 FrameStream::FrameStream(asio::ip::tcp::socket socket, std::size_t max_message_bytes,
                          std::shared_ptr<protocol::ReceiveAccount> account)
     : socket_(std::move(socket)),
-      reader_(max_message_bytes, std::move(account)),
-      pause_(socket_.get_executor()) {}
+      reader_(max_message_bytes, std::move(account), true),
+      pause_(socket_.get_executor()),
+      next_read_bytes_(kReadBytes) {}
 
 FrameStream::FrameStream(asio::io_context& io, std::size_t max_message_bytes)
-    : socket_(io), reader_(max_message_bytes), pause_(io) {}
+    : socket_(io), reader_(max_message_bytes), pause_(io), next_read_bytes_(kReadBytes) {}
 
 void FrameStream::start_reading() {
   if (closed_) return;
@@ -55,11 +56,13 @@ void FrameStream::start_reading() {
 void FrameStream::on_readable(std::error_code ec) {
   if (closed_) return;
   if (ec) return close(ec.message());
-  ReadResult read = read_available(socket_);
+  ReadResult read = read_available(socket_, next_read_bytes_);
   if (read.error) {
     return close(read.error == asio::error::eof ? "closed by the peer" : read.error.message());
   }
+  ++reads_;
   auto fed = reader_.feed(read.data, read.size);
+  next_read_bytes_ = reader_.frames().size() > kManyFrames ? kBusyReadBytes : kReadBytes;
   deliver_frames();
   if (closed_) return;
   if (!fed) return on_framing_error(fed.error());

@@ -20,10 +20,10 @@ namespace sonic::net {
 
 class SONIC_EXPORT FrameStream : public std::enable_shared_from_this<FrameStream> {
  public:
-  /// A stream over an accepted socket; `account`, when given, is told of every byte received
-  /// frames hold.
+  /// A stream over an accepted socket (a server's): `account` is told of every byte received
+  /// frames hold, and zstd tensors are handed over compressed (protocol::tcp::decompress).
   FrameStream(asio::ip::tcp::socket socket, std::size_t max_message_bytes,
-              std::shared_ptr<protocol::ReceiveAccount> account = nullptr);
+              std::shared_ptr<protocol::ReceiveAccount> account);
   /// A stream whose socket is connected later (socket()).
   FrameStream(asio::io_context& io, std::size_t max_message_bytes);
   virtual ~FrameStream() = default;
@@ -58,6 +58,8 @@ class SONIC_EXPORT FrameStream : public std::enable_shared_from_this<FrameStream
   bool mid_frame() const noexcept { return reader_.mid_frame(); }
   /// Whether a frame waits for the account to admit it (the stream reads nothing meanwhile).
   bool waiting_admission() const noexcept { return reader_.waiting_admission(); }
+  /// Reads so far: frames delivered with the same count arrived together.
+  std::uint64_t reads() const noexcept { return reads_; }
 
  protected:
   virtual void on_frame(protocol::tcp::Frame frame) = 0;
@@ -82,6 +84,8 @@ class SONIC_EXPORT FrameStream : public std::enable_shared_from_this<FrameStream
   std::chrono::steady_clock::time_point last_write_ = std::chrono::steady_clock::now();
   std::unordered_set<std::uint64_t> referenced_;  // ids of frames a write still reads
   bool closed_ = false;
+  std::uint64_t reads_ = 0;
+  std::size_t next_read_bytes_;  // smaller after a read of many frames (see kManyFrames)
 };
 
 }  // namespace sonic::net

@@ -14,7 +14,8 @@ constexpr std::size_t kFrameHeaderBytes = 9;
 constexpr std::size_t kMaxCopiedBacklog = 64 * 1024;
 }  // namespace
 
-H2Session::H2Session(asio::ip::tcp::socket socket) : socket_(std::move(socket)) {}
+H2Session::H2Session(asio::ip::tcp::socket socket)
+    : socket_(std::move(socket)), next_read_bytes_(kReadBytes) {}
 
 H2Session::~H2Session() {
   if (session_) nghttp2_session_del(session_);
@@ -22,6 +23,12 @@ H2Session::~H2Session() {
 
 void H2Session::install_common_callbacks(nghttp2_session_callbacks* callbacks) {
   nghttp2_session_callbacks_set_send_data_callback(callbacks, &H2Session::send_body);
+  nghttp2_session_callbacks_set_on_begin_frame_callback(callbacks, &H2Session::on_begin_frame);
+}
+
+int H2Session::on_begin_frame(nghttp2_session*, const nghttp2_frame_hd*, void* user_data) {
+  ++static_cast<H2Session*>(user_data)->frames_read_;
+  return 0;
 }
 
 int H2Session::submit_settings(const H2Settings& s, bool is_server) {
@@ -108,7 +115,7 @@ void H2Session::start_reading() {
 void H2Session::on_readable(std::error_code ec) {
   if (lost_) return;
   if (ec) return fail(ec.message());
-  ReadResult read = read_available(socket_);
+  ReadResult read = read_available(socket_, next_read_bytes_);
   if (read.error) {
     return fail(read.error == asio::error::eof ? std::string("connection closed by peer")
                                                : read.error.message());
@@ -116,8 +123,10 @@ void H2Session::on_readable(std::error_code ec) {
   if (read.size > 0) {
     // nghttp2 must not be asked to send from inside its receive callbacks: flush() waits.
     receiving_ = true;
+    frames_read_ = 0;
     ssize_t rv = nghttp2_session_mem_recv(session_, read.data, read.size);
     receiving_ = false;
+    next_read_bytes_ = frames_read_ > kManyFrames ? kBusyReadBytes : kReadBytes;
     if (rv < 0) {
       return fail(std::string("HTTP/2 protocol error: ") + nghttp2_strerror(static_cast<int>(rv)));
     }

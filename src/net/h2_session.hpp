@@ -95,9 +95,13 @@ class SONIC_EXPORT H2Session : public std::enable_shared_from_this<H2Session> {
                            void* user_data);
   static int send_body(nghttp2_session* session, nghttp2_frame* frame, const std::uint8_t* framehd,
                        std::size_t length, nghttp2_data_source* source, void* user_data);
+  static int on_begin_frame(nghttp2_session* session, const nghttp2_frame_hd* header,
+                            void* user_data);
 
   GatherWriter writer_;
   std::chrono::steady_clock::time_point last_write_ = std::chrono::steady_clock::now();
+  std::size_t frames_read_ = 0;  // frames in the read under way (see kManyFrames)
+  std::size_t next_read_bytes_;
   bool receiving_ = false;  // inside nghttp2_session_mem_recv
 };
 
