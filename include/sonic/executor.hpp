@@ -126,6 +126,14 @@ class CpuExecutor {
     });
   }
 
+  /// Runs `work` on the pool, after the requests and work posted before it: for what a server
+  /// does on a request before its model (decompressing its tensors, say), so that its network
+  /// threads stay free. `work` must not throw.
+  void run_async(detail::UniqueFunction<void()> work) { pool_.post(std::move(work)); }
+
+  /// The pool's threads: how many requests run at once.
+  std::size_t threads() const { return pool_.size(); }
+
   /// Statistics of one model; NOT_FOUND if it is not registered.
   Result<ModelStatistics> statistics(const std::string& name,
                                      const std::string& version = {}) const {

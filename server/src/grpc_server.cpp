@@ -7,6 +7,7 @@
 
 #include "connection_watch.hpp"
 #include "control_service.hpp"
+#include "model_queue.hpp"
 #include "net/h2_session.hpp"
 #include "net/peer_user.hpp"
 #include "protocol/grpc_wire.hpp"
@@ -78,6 +79,7 @@ class GrpcConnection final : public net::H2Session {
         limits_(context_->options.limits),
         budget_(std::make_shared<ConnectionBudget>(context_->memory,
                                                    limits_.max_connection_buffered_bytes)),
+        models_(context_->executor->threads()),
         close_timer_(*io_),
         watch_timer_(*io_),
         admission_timer_(*io_) {}
@@ -428,15 +430,21 @@ class GrpcConnection final : public net::H2Session {
     }
     std::weak_ptr<GrpcConnection> weak =
         std::static_pointer_cast<GrpcConnection>(shared_from_this());
-    context_->executor->infer_async(
-        std::move(*request), [weak, io = io_, id, context = context_, budget = budget_,
-                              shm = std::move(shm)](Result<InferResult> result) mutable {
-          // On an executor thread: encode here, answer on the connection's thread.
-          auto answer = encode_answer(std::move(result), shm, *context, budget);
-          asio::post(*io, [weak, id, answer = std::move(answer)]() mutable {
-            if (auto self = weak.lock()) self->answer(id, std::move(answer));
+    models_.submit([weak, io = io_, id, context = context_, budget = budget_,
+                    request = std::move(*request), shm = std::move(shm)]() mutable {
+      context->executor->infer_async(
+          std::move(request), [weak, io, id, context, budget,
+                               shm = std::move(shm)](Result<InferResult> result) mutable {
+            // On an executor thread: encode here, answer on the connection's thread.
+            auto answer = encode_answer(std::move(result), shm, *context, budget);
+            asio::post(*io, [weak, id, answer = std::move(answer)]() mutable {
+              if (auto self = weak.lock()) {
+                self->models_.finished();
+                self->answer(id, std::move(answer));
+              }
+            });
           });
-        });
+    });
   }
 
   // Writes outputs bound for shared memory into their regions and encodes the rest.
@@ -520,6 +528,7 @@ class GrpcConnection final : public net::H2Session {
   ConnectionSlot slot_;
   const ServerLimits& limits_;
   std::shared_ptr<ConnectionBudget> budget_;
+  ModelQueue models_;  // this connection's requests for the executor
   std::map<std::int32_t, std::unique_ptr<ServerStream>> streams_;
   std::deque<std::int32_t> waiting_;  // streams whose message waits for memory, oldest first
   int oversized_header_lists_ = 0;

@@ -1,7 +1,10 @@
 #include "tcp_server.hpp"
 
+#include <algorithm>
+
 #include "connection_watch.hpp"
 #include "control_service.hpp"
+#include "model_queue.hpp"
 #include "net/frame_stream.hpp"
 #include "protocol/infer_codec.hpp"
 
@@ -16,6 +19,11 @@ namespace {
 // Pongs, errors and other copied frames a client leaves unread before the connection stops
 // reading from it.
 constexpr std::size_t kMaxUnreadCopies = 1 << 20;
+// Pings a client may send: a keepalive needs one every few seconds (sonic's clients ping
+// every keepalive_interval, a minute by default); a burst of kPingBurst, then kPingsPerSecond.
+// More is a flood, and the connection ends (gRPC servers end such connections too).
+constexpr double kPingsPerSecond = 10;
+constexpr double kPingBurst = 20;
 }  // namespace
 
 /// One client connection: requests run on the executor, answers go back in any order. It stops
@@ -35,6 +43,7 @@ class TcpConnection final : public net::FrameStream {
         slot_(std::move(slot)),
         limits_(context_->options.limits),
         budget_(std::move(budget)),
+        models_(context_->executor->threads()),
         watch_timer_(*io_) {}
 
   const std::shared_ptr<asio::io_context>& io_context() const { return io_; }
@@ -55,7 +64,17 @@ class TcpConnection final : public net::FrameStream {
     activity_.handshake_done = true;
     if (frame.refused) return send(protocol::tcp::encode_error(frame.id, *frame.refused));
     switch (frame.kind) {
-      case FrameKind::Ping: return send(protocol::tcp::encode_control(FrameKind::Pong));
+      case FrameKind::Ping:
+        // Pings that arrived together get one pong: it answers all of them.
+        if (pong_read_ == reads()) return;
+        pong_read_ = reads();
+        if (!ping_allowed()) {
+          return on_framing_error(Error(StatusCode::ResourceExhausted,
+                                        "too many pings: at most " +
+                                            std::to_string(static_cast<int>(kPingsPerSecond)) +
+                                            " per second"));
+        }
+        return send(protocol::tcp::encode_control(FrameKind::Pong));
       case FrameKind::Pong: return;
       case FrameKind::Call: return answer_call(frame);
       case FrameKind::Request: return infer(std::move(frame));
@@ -63,6 +82,18 @@ class TcpConnection final : public net::FrameStream {
         return on_framing_error(
             Error(StatusCode::InvalidArgument, "a client sent a frame only servers send"));
     }
+  }
+
+  // A token bucket: kPingBurst tokens, kPingsPerSecond more each second.
+  bool ping_allowed() {
+    const auto now = WatchClock::now();
+    ping_tokens_ = std::min(
+        kPingBurst, ping_tokens_ + kPingsPerSecond *
+                                       std::chrono::duration<double>(now - ping_refilled_).count());
+    ping_refilled_ = now;
+    if (ping_tokens_ < 1) return false;
+    ping_tokens_ -= 1;
+    return true;
   }
 
   void on_framing_error(const Error& error) override {
@@ -109,31 +140,63 @@ class TcpConnection final : public net::FrameStream {
   }
 
   void infer(Frame frame) {
-    std::uint64_t id = frame.id;
-    bool compress = (frame.flags & protocol::tcp::kCompressResponse) != 0;
-    protocol::ReceivedMessage message{std::move(frame.envelope), std::move(frame.tensors)};
-    auto request = protocol::decode_infer_request(std::move(message));
-    if (!request) return send(protocol::tcp::encode_error(id, request.error()));
-    Compression compression{compress, context_->options.zstd_level, true};
+    const std::uint64_t id = frame.id;
+    const bool compress = (frame.flags & protocol::tcp::kCompressResponse) != 0;
+    const Compression compression{compress, context_->options.zstd_level, true};
     if (context_->options.inline_models) {
-      return send(encode_answer(id, context_->executor->infer(*request), compression, budget_));
+      return send(run(std::move(frame), compression, *context_, budget_));
     }
     ++in_flight_;
     // The completion may come after the server stopped: it holds the io_context, not the server.
     std::weak_ptr<FrameStream> weak = shared_from_this();
-    context_->executor->infer_async(
-        std::move(*request),
-        [weak, io = io_, id, compression, budget = budget_](Result<InferResult> result) {
-          // On an executor thread: encode (and compress) here, write on the network thread.
-          auto answer = encode_answer(id, std::move(result), compression, budget);
-          asio::post(*io, [weak, answer = std::move(answer)]() mutable {
-            if (auto self = weak.lock()) {
-              auto* connection = static_cast<TcpConnection*>(self.get());
-              --connection->in_flight_;
-              connection->send(std::move(answer));
-            }
+    auto deliver = [weak, io = io_](OutgoingFrame answer) {
+      asio::post(*io, [weak, answer = std::move(answer)]() mutable {
+        if (auto self = weak.lock()) {
+          auto* connection = static_cast<TcpConnection*>(self.get());
+          --connection->in_flight_;
+          connection->models_.finished();
+          connection->send(std::move(answer));
+        }
+      });
+    };
+    if (!frame.compressed.empty()) {
+      // Decompressing is the request's work, not the network's: on an executor thread, with the
+      // model (a large tensor would stall every connection of this network thread).
+      return models_.submit([frame = std::move(frame), compression, context = context_,
+                             budget = budget_, deliver]() mutable {
+        context->executor->run_async(
+            [frame = std::move(frame), compression, context, budget, deliver]() mutable {
+              deliver(run(std::move(frame), compression, *context, budget));
+            });
+      });
+    }
+    protocol::ReceivedMessage message{std::move(frame.envelope), std::move(frame.tensors)};
+    auto request = protocol::decode_infer_request(std::move(message));
+    if (!request) {
+      --in_flight_;
+      return send(protocol::tcp::encode_error(id, request.error()));
+    }
+    models_.submit([request = std::move(*request), id, compression, context = context_,
+                    budget = budget_, deliver]() mutable {
+      context->executor->infer_async(
+          std::move(request), [id, compression, budget, deliver](Result<InferResult> result) {
+            // On an executor thread: encode (and compress) here, write on the network thread.
+            deliver(encode_answer(id, std::move(result), compression, budget));
           });
-        });
+    });
+  }
+
+  // A request whose tensors may still be compressed, start to finish on the calling thread.
+  static OutgoingFrame run(Frame frame, const Compression& compression, ServerContext& context,
+                           const std::shared_ptr<ConnectionBudget>& budget) {
+    const std::uint64_t id = frame.id;
+    if (auto ok = protocol::tcp::decompress(frame, budget); !ok) {
+      return protocol::tcp::encode_error(id, ok.error());
+    }
+    protocol::ReceivedMessage message{std::move(frame.envelope), std::move(frame.tensors)};
+    auto request = protocol::decode_infer_request(std::move(message));
+    if (!request) return protocol::tcp::encode_error(id, request.error());
+    return encode_answer(id, context.executor->infer(*request), compression, budget);
   }
 
   // What an answer frame keeps alive until it is written: the output tensors it references,
@@ -162,7 +225,11 @@ class TcpConnection final : public net::FrameStream {
   ConnectionSlot slot_;
   const ServerLimits& limits_;
   std::shared_ptr<ConnectionBudget> budget_;
-  std::size_t in_flight_ = 0;  // requests in a model
+  ModelQueue models_;                            // this connection's requests for the executor
+  std::size_t in_flight_ = 0;                    // requests in a model
+  std::uint64_t pong_read_ = ~std::uint64_t{0};  // the read whose pings were answered
+  double ping_tokens_ = kPingBurst;
+  WatchClock::time_point ping_refilled_ = WatchClock::now();
   ConnectionActivity activity_;
   asio::steady_timer watch_timer_;
 };

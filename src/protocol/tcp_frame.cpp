@@ -185,8 +185,9 @@ void FrameReader::report_arriving() noexcept {
 }
 
 void FrameReader::settle() noexcept {
-  if (account_ && admitted_ > 0) account_->settle(admitted_);
+  if (account_ && admitted_ + deferred_ > 0) account_->settle(admitted_ + deferred_);
   admitted_ = 0;
+  deferred_ = 0;
 }
 
 void FrameReader::abandon() noexcept {
@@ -282,6 +283,48 @@ Result<void> FrameReader::consume(const std::uint8_t* data, std::size_t size) {
   return {};
 }
 
+namespace {
+
+// Decodes one zstd tensor of `raw` bytes into a buffer of its own.
+Result<std::shared_ptr<std::uint8_t>> decode_zstd(const std::uint8_t* stored, std::size_t size,
+                                                  std::size_t raw, std::size_t index,
+                                                  const std::shared_ptr<ReceiveAccount>& account) {
+  std::shared_ptr<std::uint8_t> out;
+  try {
+    out = allocate_tensor_buffer(raw, account);
+  } catch (const std::bad_alloc&) {
+    return Error(StatusCode::ResourceExhausted,
+                 "cannot allocate " + std::to_string(raw) + " bytes for a received tensor");
+  }
+  if (account) account->arriving(raw);
+  std::size_t got = ZSTD_decompressDCtx(decompressor(), out.get(), raw, stored, size);
+  if (account) account->arrived(raw);
+  if (ZSTD_isError(got) || got != raw) {
+    return Error(StatusCode::InvalidArgument,
+                 "corrupt zstd data in tensor " + std::to_string(index) +
+                     (ZSTD_isError(got) ? std::string(": ") + ZSTD_getErrorName(got)
+                                        : std::string(": wrong decoded size")));
+  }
+  return out;
+}
+
+}  // namespace
+
+Result<void> decompress(Frame& frame, const std::shared_ptr<ReceiveAccount>& account) {
+  for (const auto& c : frame.compressed) {
+    auto& tensor = frame.tensors[c.index];
+    auto out = decode_zstd(tensor.data.get(), tensor.size, c.raw_bytes, c.index, account);
+    if (!out) {
+      frame.promised.settle();
+      return out.error();
+    }
+    tensor = {std::move(*out), c.raw_bytes};  // the stored bytes are released now
+  }
+  frame.compressed.clear();
+  frame.promised.settle();
+  return {};
+}
+
 Result<void> FrameReader::finish_stored() {
   auto tensor = buffer_;
   if (codec_ == kZstd) {
@@ -292,27 +335,33 @@ Result<void> FrameReader::finish_stored() {
       return framing("zstd tensor " + std::to_string(frame_.tensors.size()) +
                      " does not declare its raw length of " + std::to_string(raw_) + " bytes");
     }
-    std::shared_ptr<std::uint8_t> out;
-    try {
-      out = allocate_tensor_buffer(static_cast<std::size_t>(raw_), account_);
-    } catch (const std::bad_alloc&) {
-      skip_left_ = section_left_;
-      refuse(Error(StatusCode::ResourceExhausted,
-                   "cannot allocate " + std::to_string(raw_) + " bytes for a received tensor"));
-      return {};
+    if (defer_decompression_) {
+      // Handed over compressed; its decoded size stays promised until the caller decodes it.
+      frame_.compressed.push_back({frame_.tensors.size(), static_cast<std::size_t>(raw_)});
+      if (account_) {
+        admitted_ -= static_cast<std::size_t>(raw_);
+        deferred_ += static_cast<std::size_t>(raw_);
+      }
+      frame_.tensors.push_back({std::move(tensor), static_cast<std::size_t>(stored_)});
+      buffer_.reset();
+      return start_record();
     }
-    take(static_cast<std::size_t>(raw_));
-    std::size_t got = ZSTD_decompressDCtx(decompressor(), out.get(), raw_, buffer_.get(), stored_);
-    if (ZSTD_isError(got) || got != raw_) {
-      return framing("corrupt zstd data in tensor " + std::to_string(frame_.tensors.size()) +
-                     (ZSTD_isError(got) ? std::string(": ") + ZSTD_getErrorName(got)
-                                        : std::string(": wrong decoded size")));
+    // Decoded here: the stored bytes are freed right after, so their part of the frame has
+    // arrived.
+    auto out = decode_zstd(buffer_.get(), static_cast<std::size_t>(stored_),
+                           static_cast<std::size_t>(raw_), frame_.tensors.size(), account_);
+    if (!out) {
+      if (out.error().code() == StatusCode::ResourceExhausted) {
+        skip_left_ = section_left_;
+        refuse(out.error());
+        return {};
+      }
+      return framing(out.error().message());
     }
-    // The stored bytes are freed now: their part of the frame has arrived.
     report_arriving();
     if (account_) account_->arrived(static_cast<std::size_t>(stored_));
     held_ -= static_cast<std::size_t>(stored_);
-    tensor = std::move(out);
+    tensor = std::move(*out);
   }
   frame_.tensors.push_back({std::move(tensor), static_cast<std::size_t>(raw_)});
   buffer_.reset();
@@ -493,6 +542,10 @@ void FrameReader::refuse(Error why) {
 }
 
 void FrameReader::finish_frame() {
+  if (deferred_ > 0) {
+    frame_.promised = FramePromise(account_, deferred_);  // the frame's taker settles it
+    deferred_ = 0;
+  }
   report_arriving();
   if (account_) {
     // The envelope is decoded and dropped as soon as the frame is taken: released now.

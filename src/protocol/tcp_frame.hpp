@@ -63,16 +63,58 @@ struct OutgoingFrame {
   std::size_t stored_tensor_bytes = 0;  ///< tensor bytes on the wire
 };
 
+/// What an account promised a frame's tensors still to be decompressed: settled when the frame
+/// goes, decompressed or not. Move-only.
+class FramePromise {
+ public:
+  FramePromise() = default;
+  FramePromise(std::shared_ptr<ReceiveAccount> account, std::size_t bytes)
+      : account_(std::move(account)), bytes_(bytes) {}
+  ~FramePromise() { settle(); }
+  FramePromise(FramePromise&& other) noexcept
+      : account_(std::move(other.account_)), bytes_(std::exchange(other.bytes_, 0)) {}
+  FramePromise& operator=(FramePromise&& other) noexcept {
+    if (this != &other) {
+      settle();
+      account_ = std::move(other.account_);
+      bytes_ = std::exchange(other.bytes_, 0);
+    }
+    return *this;
+  }
+  void settle() noexcept {
+    if (account_ && bytes_ > 0) account_->settle(bytes_);
+    bytes_ = 0;
+  }
+
+ private:
+  std::shared_ptr<ReceiveAccount> account_;
+  std::size_t bytes_ = 0;
+};
+
 /// A frame received whole, or one the receiver could not take (`refused`: its bytes were
 /// skipped, the connection is fine, and the sender should hear why for that id).
 struct Frame {
+  /// A tensor still zstd-compressed (a reader made to leave decompression to its caller):
+  /// tensors[index] holds the stored bytes, decompress() makes them `raw_bytes`.
+  struct Compressed {
+    std::size_t index = 0;
+    std::size_t raw_bytes = 0;
+  };
+
   FrameKind kind = FrameKind::Ping;
   std::uint16_t flags = 0;
   std::uint64_t id = 0;
   std::string envelope;
   std::vector<ReceivedMessage::Raw> tensors;
   std::optional<Error> refused;
+  std::vector<Compressed> compressed;
+  FramePromise promised;  ///< the decompressed bytes, admitted by the reader's account
 };
+
+/// Decompresses the tensors a reader left compressed, reporting the bytes to `account` (the
+/// reader's) and settling what it promised them. INVALID_ARGUMENT for corrupt data,
+/// RESOURCE_EXHAUSTED when memory cannot be had.
+SONIC_EXPORT Result<void> decompress(Frame& frame, const std::shared_ptr<ReceiveAccount>& account);
 
 /// A request or response frame: `envelope`, then `tensors` stored as `compression` says.
 /// `keep` owns the tensors (they are referenced, not copied, when stored raw).
@@ -99,9 +141,14 @@ SONIC_EXPORT Error decode_error(const Frame& frame);
 /// them not to be had) is skipped and handed over `refused`.
 class SONIC_EXPORT FrameReader {
  public:
+  /// With `defer_decompression`, zstd tensors are handed over compressed (Frame::compressed):
+  /// the caller decompresses them where the work belongs (a server, off its network threads).
   explicit FrameReader(std::size_t max_message_bytes,
-                       std::shared_ptr<ReceiveAccount> account = nullptr)
-      : max_message_bytes_(max_message_bytes), account_(std::move(account)) {}
+                       std::shared_ptr<ReceiveAccount> account = nullptr,
+                       bool defer_decompression = false)
+      : max_message_bytes_(max_message_bytes),
+        account_(std::move(account)),
+        defer_decompression_(defer_decompression) {}
   ~FrameReader();
   FrameReader(const FrameReader&) = delete;
   FrameReader& operator=(const FrameReader&) = delete;
@@ -138,6 +185,7 @@ class SONIC_EXPORT FrameReader {
 
   std::size_t max_message_bytes_;
   std::shared_ptr<ReceiveAccount> account_;
+  bool defer_decompression_;
   Stage stage_ = Stage::Header;
   std::uint8_t header_[kHeaderBytes] = {};
   std::size_t have_ = 0;  // bytes of the current piece so far
@@ -157,6 +205,7 @@ class SONIC_EXPORT FrameReader {
   std::size_t unreported_ = 0;  // of those, not yet reported
   std::size_t admitted_ = 0;    // bytes of the frame under way the account admitted
   std::size_t asking_ = 0;      // bytes of the frame waiting for admission
+  std::size_t deferred_ = 0;    // admitted decoded bytes of tensors left compressed
   std::string kept_;            // bytes that came while a frame waited for admission
   std::vector<Frame> frames_;
 };

@@ -64,13 +64,13 @@ TEST_CASE("zstd data is capped by the message limit before it is decompressed") 
   check_served(target);
 }
 
-TEST_CASE("a TCP ping flood that never reads the pongs stops being read from") {
-  // Was: 128 MiB of pings, +3.4 GiB of queued pongs.
+TEST_CASE("a TCP ping flood that never reads the pongs costs little and is bounded") {
+  // Was: 128 MiB of pings, +3.4 GiB of queued pongs. Now pings that arrive together get one
+  // pong, and unread pongs beyond 1 MiB stop the server reading from that client.
   HostileTarget target;
   long growth = watch_growth(target, [&] {
     auto flood = attack::tcp_ping_flood(target.tcp_port(), std::size_t{128} << 20);
     MESSAGE("sent " << (flood.sent >> 20) << " MiB of pings");
-    CHECK(flood.sent < (std::size_t{128} << 20));
   });
   MESSAGE("+" << growth << " KiB");
   CHECK(growth < 32 * 1024 * kSanitizerSlack);
