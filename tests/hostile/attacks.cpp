@@ -115,7 +115,7 @@ Flood unread_answers(int port, std::size_t request_floats, std::size_t total_byt
     flood.sent += n;
     if (n < frames.size()) break;
   }
-  flood.closed_by_server = socket.closed_by_peer(milliseconds(200));
+  // No wait for the server to close: that would read the answers this client never reads.
   return flood;
 }
 

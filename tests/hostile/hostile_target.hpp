@@ -12,6 +12,7 @@
 #include <mutex>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "child_server.hpp"
@@ -95,17 +96,35 @@ class Probe {
     if (thread_.joinable()) thread_.join();
     std::lock_guard<std::mutex> lock(mutex_);
     ProbeReport report = report_;
-    std::vector<double> sorted = latencies_ms_;
-    std::sort(sorted.begin(), sorted.end());
-    if (!sorted.empty()) {
-      auto at = [&](double q) {
-        return sorted[std::min(sorted.size() - 1, static_cast<std::size_t>(q * sorted.size()))];
-      };
-      report.p50_ms = at(0.50);
-      report.p99_ms = at(0.99);
-      report.max_ms = sorted.back();
-    }
+    std::vector<double> all;
+    all.reserve(samples_.size());
+    for (const auto& [when, ms] : samples_) all.push_back(ms);
+    summarize(std::move(all), report);
     return report;
+  }
+
+  /// Latencies (ms) of the requests sent within [from, to).
+  std::vector<double> latencies(std::chrono::steady_clock::time_point from,
+                                std::chrono::steady_clock::time_point to) const {
+    std::lock_guard<std::mutex> lock(mutex_);
+    std::vector<double> out;
+    for (const auto& [when, ms] : samples_) {
+      if (when >= from && when < to) out.push_back(ms);
+    }
+    return out;
+  }
+
+  /// p50, p99 and max of `latencies` into `report`.
+  static void summarize(std::vector<double> latencies, ProbeReport& report) {
+    if (latencies.empty()) return;
+    std::sort(latencies.begin(), latencies.end());
+    auto at = [&](double q) {
+      return latencies[std::min(latencies.size() - 1,
+                                static_cast<std::size_t>(q * latencies.size()))];
+    };
+    report.p50_ms = at(0.50);
+    report.p99_ms = at(0.99);
+    report.max_ms = latencies.back();
   }
 
  private:
@@ -130,7 +149,7 @@ class Probe {
       {
         std::lock_guard<std::mutex> lock(mutex_);
         ++report_.requests;
-        latencies_ms_.push_back(ms);
+        samples_.emplace_back(start, ms);
         if (!failure.empty() && report_.failures++ == 0) report_.first_failure = failure;
       }
       next += period;
@@ -140,9 +159,9 @@ class Probe {
 
   Client client_;
   std::atomic<bool> stopping_{false};
-  std::mutex mutex_;
+  mutable std::mutex mutex_;
   ProbeReport report_;
-  std::vector<double> latencies_ms_;
+  std::vector<std::pair<std::chrono::steady_clock::time_point, double>> samples_;  // start, ms
   std::thread thread_;
 };
 

@@ -6,9 +6,11 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <stdexcept>
+#include <thread>
 
 namespace sonic::test {
 
@@ -19,7 +21,14 @@ int remaining_ms(Clock::time_point until) {
   auto left = std::chrono::duration_cast<std::chrono::milliseconds>(until - Clock::now()).count();
   return left > 0 ? static_cast<int>(left) : 0;
 }
+
+constexpr std::size_t kPacedPieceBytes = 64 * 1024;
+thread_local std::size_t paced_bytes_per_second = 0;
 }  // namespace
+
+void RawSocket::pace_sends_on_this_thread(std::size_t bytes_per_second) {
+  paced_bytes_per_second = bytes_per_second;
+}
 
 RawSocket::RawSocket(int port, int receive_buffer) : fd_(::socket(AF_INET, SOCK_STREAM, 0)) {
   if (fd_ < 0) throw std::runtime_error(std::string("socket: ") + std::strerror(errno));
@@ -58,9 +67,16 @@ RawSocket& RawSocket::operator=(RawSocket&& other) noexcept {
 
 std::size_t RawSocket::send(std::string_view bytes, std::chrono::milliseconds patience) {
   std::size_t sent = 0;
-  auto until = Clock::now() + patience;
+  const auto start = Clock::now();
+  auto until = start + patience;
+  const std::size_t rate = paced_bytes_per_second;
   while (sent < bytes.size()) {
-    ssize_t n = ::send(fd_, bytes.data() + sent, bytes.size() - sent, MSG_DONTWAIT | MSG_NOSIGNAL);
+    std::size_t piece = bytes.size() - sent;
+    if (rate > 0) {
+      piece = std::min(piece, kPacedPieceBytes);
+      std::this_thread::sleep_until(start + std::chrono::microseconds(sent * 1000000 / rate));
+    }
+    ssize_t n = ::send(fd_, bytes.data() + sent, piece, MSG_DONTWAIT | MSG_NOSIGNAL);
     if (n > 0) {
       sent += static_cast<std::size_t>(n);
       until = Clock::now() + patience;

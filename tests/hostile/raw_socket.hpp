@@ -23,7 +23,7 @@ class RawSocket {
   RawSocket& operator=(const RawSocket&) = delete;
 
   /// Sends all of `bytes` unless the peer stops taking them for `patience` or the connection
-  /// ends: returns how many bytes went.
+  /// ends: returns how many bytes went. Paced when the calling thread asked for it.
   std::size_t send(std::string_view bytes,
                    std::chrono::milliseconds patience = std::chrono::milliseconds(2000));
   /// Whatever arrives within `wait` (empty when nothing does or the connection ended).
@@ -35,6 +35,12 @@ class RawSocket {
   /// The local port, which names this connection to the server.
   int local_port() const;
   int fd() const { return fd_; }
+
+  /// Sends from the calling thread go at most `bytes_per_second` (0: as fast as the peer takes
+  /// them), in pieces of 64 KiB. For attackers that must not turn into a bandwidth test: on a
+  /// small machine, moving megabytes over loopback at full speed takes every core for
+  /// milliseconds, whoever sends them.
+  static void pace_sends_on_this_thread(std::size_t bytes_per_second);
 
  private:
   int fd_ = -1;
