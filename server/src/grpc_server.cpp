@@ -71,7 +71,7 @@ class GrpcConnection final : public net::H2Session {
  public:
   GrpcConnection(asio::ip::tcp::socket socket, IoContext io, std::shared_ptr<ServerContext> context,
                  std::shared_ptr<net::ConnectionSet<GrpcConnection>> set, ConnectionSlot slot)
-      : H2Session(std::move(socket)),
+      : H2Session(std::move(socket), net::ReadBuffer::kThreads),
         io_(std::move(io)),
         context_(std::move(context)),
         set_(std::move(set)),

@@ -29,7 +29,11 @@ FrameStream::FrameStream(asio::ip::tcp::socket socket, std::size_t max_message_b
       next_read_bytes_(kReadBytes) {}
 
 FrameStream::FrameStream(asio::io_context& io, std::size_t max_message_bytes)
-    : socket_(io), reader_(max_message_bytes), pause_(io), next_read_bytes_(kReadBytes) {}
+    : socket_(io),
+      reader_(max_message_bytes),
+      pause_(io),
+      own_buffer_(new std::uint8_t[kReadBytes]),
+      next_read_bytes_(kReadBytes) {}
 
 void FrameStream::start_reading() {
   if (closed_) return;
@@ -47,16 +51,12 @@ void FrameStream::start_reading() {
     });
     return;
   }
-  std::error_code ignored;
-  socket_.non_blocking(true, ignored);
-  socket_.async_wait(asio::socket_base::wait_read,
-                     [self](std::error_code ec) { self->on_readable(ec); });
+  async_read_available(socket_, own_buffer_.get(), next_read_bytes_,
+                       [self](ReadResult read) { self->on_read(read); });
 }
 
-void FrameStream::on_readable(std::error_code ec) {
+void FrameStream::on_read(ReadResult read) {
   if (closed_) return;
-  if (ec) return close(ec.message());
-  ReadResult read = read_available(socket_, next_read_bytes_);
   if (read.error) {
     return close(read.error == asio::error::eof ? "closed by the peer" : read.error.message());
   }

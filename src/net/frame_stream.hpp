@@ -14,17 +14,20 @@
 
 #include "gather_writer.hpp"
 #include "protocol/tcp_frame.hpp"
+#include "socket_reads.hpp"
 #include "sonic/detail/export.hpp"
 
 namespace sonic::net {
 
 class SONIC_EXPORT FrameStream : public std::enable_shared_from_this<FrameStream> {
  public:
-  /// A stream over an accepted socket (a server's): `account` is told of every byte received
-  /// frames hold, and zstd tensors are handed over compressed (protocol::tcp::decompress).
+  /// A stream over an accepted socket (a server's; reads into the thread's buffer): `account` is
+  /// told of every byte received frames hold, and zstd tensors are handed over compressed
+  /// (protocol::tcp::decompress).
   FrameStream(asio::ip::tcp::socket socket, std::size_t max_message_bytes,
               std::shared_ptr<protocol::ReceiveAccount> account);
-  /// A stream whose socket is connected later (socket()).
+  /// A stream whose socket is connected later (socket()): a client's, with a read buffer of
+  /// its own.
   FrameStream(asio::io_context& io, std::size_t max_message_bytes);
   virtual ~FrameStream() = default;
   FrameStream(const FrameStream&) = delete;
@@ -73,7 +76,7 @@ class SONIC_EXPORT FrameStream : public std::enable_shared_from_this<FrameStream
 
  private:
   void write_next();
-  void on_readable(std::error_code ec);
+  void on_read(ReadResult read);
   void deliver_frames();
   void release(std::vector<std::shared_ptr<void>> holds);
 
@@ -85,6 +88,7 @@ class SONIC_EXPORT FrameStream : public std::enable_shared_from_this<FrameStream
   std::unordered_set<std::uint64_t> referenced_;  // ids of frames a write still reads
   bool closed_ = false;
   std::uint64_t reads_ = 0;
+  std::unique_ptr<std::uint8_t[]> own_buffer_;  // a client's: ReadBuffer::kOwn (socket_reads.hpp)
   std::size_t next_read_bytes_;  // smaller after a read of many frames (see kManyFrames)
 };
 

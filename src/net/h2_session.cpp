@@ -14,8 +14,10 @@ constexpr std::size_t kFrameHeaderBytes = 9;
 constexpr std::size_t kMaxCopiedBacklog = 64 * 1024;
 }  // namespace
 
-H2Session::H2Session(asio::ip::tcp::socket socket)
-    : socket_(std::move(socket)), next_read_bytes_(kReadBytes) {}
+H2Session::H2Session(asio::ip::tcp::socket socket, ReadBuffer reads)
+    : socket_(std::move(socket)),
+      own_buffer_(reads == ReadBuffer::kOwn ? new std::uint8_t[kReadBytes] : nullptr),
+      next_read_bytes_(kReadBytes) {}
 
 H2Session::~H2Session() {
   if (session_) nghttp2_session_del(session_);
@@ -105,17 +107,13 @@ int H2Session::send_body(nghttp2_session*, nghttp2_frame*, const std::uint8_t* f
 }
 
 void H2Session::start_reading() {
-  std::error_code ignored;
-  socket_.non_blocking(true, ignored);
   auto self = shared_from_this();
-  socket_.async_wait(asio::socket_base::wait_read,
-                     [this, self](std::error_code ec) { on_readable(ec); });
+  async_read_available(socket_, own_buffer_.get(), next_read_bytes_,
+                       [this, self](ReadResult read) { on_read(read); });
 }
 
-void H2Session::on_readable(std::error_code ec) {
+void H2Session::on_read(ReadResult read) {
   if (lost_) return;
-  if (ec) return fail(ec.message());
-  ReadResult read = read_available(socket_, next_read_bytes_);
   if (read.error) {
     return fail(read.error == asio::error::eof ? std::string("connection closed by peer")
                                                : read.error.message());

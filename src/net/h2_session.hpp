@@ -15,6 +15,7 @@
 
 #include "gather_writer.hpp"
 #include "protocol/grpc_wire.hpp"
+#include "socket_reads.hpp"
 #include "sonic/detail/export.hpp"
 
 namespace sonic::net {
@@ -40,7 +41,8 @@ struct H2Settings {
 /// server) and handle stream events.
 class SONIC_EXPORT H2Session : public std::enable_shared_from_this<H2Session> {
  public:
-  explicit H2Session(asio::ip::tcp::socket socket);
+  /// `reads`: kOwn for a client's connection, kThreads for a server's (socket_reads.hpp).
+  H2Session(asio::ip::tcp::socket socket, ReadBuffer reads);
   virtual ~H2Session();
   H2Session(const H2Session&) = delete;
   H2Session& operator=(const H2Session&) = delete;
@@ -86,7 +88,7 @@ class SONIC_EXPORT H2Session : public std::enable_shared_from_this<H2Session> {
 
  private:
   void start_write();
-  void on_readable(std::error_code ec);
+  void on_read(ReadResult read);
   // The bodies of a written (or dropped) batch: those no write reads any more are released.
   void release(std::vector<std::shared_ptr<void>> holds);
 
@@ -100,7 +102,8 @@ class SONIC_EXPORT H2Session : public std::enable_shared_from_this<H2Session> {
 
   GatherWriter writer_;
   std::chrono::steady_clock::time_point last_write_ = std::chrono::steady_clock::now();
-  std::size_t frames_read_ = 0;  // frames in the read under way (see kManyFrames)
+  std::unique_ptr<std::uint8_t[]> own_buffer_;  // ReadBuffer::kOwn
+  std::size_t frames_read_ = 0;                 // frames in the read under way (see kManyFrames)
   std::size_t next_read_bytes_;
   bool receiving_ = false;  // inside nghttp2_session_mem_recv
 };

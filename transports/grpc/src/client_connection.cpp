@@ -40,7 +40,7 @@ std::string ConnectionSettings::key() const {
 ClientConnection::ClientConnection(asio::io_context& io, Endpoint endpoint,
                                    ConnectionSettings settings,
                                    net::ChannelEvents<ClientCall> events)
-    : H2Session(asio::ip::tcp::socket(io)),
+    : H2Session(asio::ip::tcp::socket(io), net::ReadBuffer::kOwn),
       io_(io),
       endpoint_(std::move(endpoint)),
       settings_(settings),

@@ -1,0 +1,91 @@
+#!/usr/bin/env bash
+# Before and after: small requests (64 B of identity_fp32 over grpc://, the default client and
+# server) against two builds, interleaved round by round so that both see the same stretch of a
+# noisy machine. Each build's client talks to its own sonic-server. Prints the median of ROUNDS
+# runs of 20,000 requests per point, and B/A.
+#
+#   bench/compare.sh BUILD_A BUILD_B [ROUNDS=7]
+#
+# A build directory of an older layout (programs under examples/) works too.
+set -euo pipefail
+
+if [[ $# -lt 2 || $# -gt 3 ]]; then
+  echo "usage: $0 BUILD_A BUILD_B [ROUNDS=7]" >&2
+  exit 2
+fi
+rounds=${3:-7}
+concurrencies=(1 4 16)
+
+program() {  # BUILD NAME: the program's path in either layout
+  local dir
+  for dir in tools examples; do
+    [[ -x $1/$dir/$2 ]] && { echo "$1/$dir/$2"; return; }
+  done
+  echo "compare: no $2 in $1" >&2
+  exit 2
+}
+
+work=$(mktemp -d)
+server_pid=
+cleanup() {
+  [[ -n $server_pid ]] && kill "$server_pid" 2>/dev/null && wait "$server_pid" 2>/dev/null
+  rm -rf "$work"
+}
+trap cleanup EXIT
+ticks=$(getconf CLK_TCK)
+
+# One run: BUILD LABEL ROUND. Appends "label concurrency infer/s client_us server_us" lines.
+run() {
+  local build=$1 label=$2 round=$3 port c before after
+  "$(program "$build" sonic-server)" --host 127.0.0.1 --port 0 >"$work/server.log" 2>&1 &
+  server_pid=$!
+  port=
+  for _ in $(seq 100); do
+    port=$(sed -n 's/^sonic-server listening on .*:\([0-9]*\)$/\1/p' "$work/server.log")
+    [[ -n $port ]] && break
+    sleep 0.1
+  done
+  [[ -n $port ]] || { echo "compare: sonic-server did not start" >&2; exit 1; }
+  for c in "${concurrencies[@]}"; do
+    before=$(awk '{print $14 + $15}' "/proc/$server_pid/stat")
+    "$(program "$build" sonic-perf)" --url "grpc://127.0.0.1:$port" --model identity_fp32 \
+      --input "INPUT0:FP32:1,16:random" --concurrency "$c" --warmup 0.5 \
+      --window-requests 20000 --max-windows 1 --json "$work/$label-$c-$round.json" \
+      >/dev/null 2>&1
+    after=$(awk '{print $14 + $15}' "/proc/$server_pid/stat")
+    python3 - "$work/$label-$c-$round.json" "$before" "$after" "$ticks" "$label" "$c" \
+      >>"$work/rows" <<'PY'
+import json, sys
+path, before, after, ticks, label, c = sys.argv[1:]
+p = json.load(open(path))["points"][0]
+server_us = (int(after) - int(before)) / int(ticks) * 1e6 / p["all_requests"]
+print(label, c, p["throughput"], p["client_cpu_us"], server_us)
+PY
+  done
+  kill "$server_pid"
+  wait "$server_pid" 2>/dev/null || true
+  server_pid=
+}
+
+for round in $(seq "$rounds"); do
+  run "$1" A "$round"
+  run "$2" B "$round"
+done
+
+python3 - "$work/rows" "$1" "$2" "$rounds" <<'PY'
+import statistics, sys
+path, a, b, rounds = sys.argv[1:]
+rows = {}
+for line in open(path):
+    label, c, *values = line.split()
+    rows.setdefault((label, int(c)), []).append([float(v) for v in values])
+print(f"A = {a}\nB = {b}\n64 B identity_fp32 over grpc://, medians of {rounds} interleaved runs")
+print(f"{'inflight':>8} {'infer/s A':>10} {'B':>10} {'B/A':>6} {'client us A':>12} {'B':>7} "
+      f"{'B/A':>6} {'server us A':>12} {'B':>7} {'B/A':>6}")
+for c in sorted({c for _, c in rows}):
+    med = {l: [statistics.median(col) for col in zip(*rows[(l, c)])] for l in "AB"}
+    ratio = [med["B"][i] / med["A"][i] for i in range(3)]
+    print(f"{c:>8} {med['A'][0]:>10.0f} {med['B'][0]:>10.0f} {ratio[0]:>6.2f} "
+          f"{med['A'][1]:>12.1f} {med['B'][1]:>7.1f} {ratio[1]:>6.2f} "
+          f"{med['A'][2]:>12.1f} {med['B'][2]:>7.1f} {ratio[2]:>6.2f}")
+PY
