@@ -297,9 +297,11 @@ Result<OutputTarget> SharedMemoryRegistry::locate(const ShmClient& client,
     std::lock_guard<std::mutex> lock(mutex_);
     auto it = regions_.find({visible_scope(client), *name});
     if (it == regions_.end()) {
-      return Error(StatusCode::InvalidArgument,
-                   "unable to find shared memory region '" + *name + "' for tensor '" + tensor +
-                       "': register it first",
+      // Triton's code and words (SharedMemoryManager::GetMemoryInfo), which its clients and
+      // sonic's before the reason existed look for.
+      return Error(StatusCode::NotFound,
+                   "Unable to find shared memory region: '" + *name + "' (tensor '" + tensor +
+                       "'; register it first)",
                    std::string(protocol::reason::kShmRegionNotFound));
     }
     target.region = it->second;
@@ -427,10 +429,11 @@ Result<void> SharedMemoryRegistry::complete(const ShmUse& use, InferResult& resu
     }
     const std::size_t bytes = out.tensor.byte_size();
     if (bytes > target->byte_size) {
-      return Error(StatusCode::InvalidArgument,
-                   "output '" + out.name + "' has " + std::to_string(bytes) +
-                       " bytes but its shared memory space holds " +
-                       std::to_string(target->byte_size),
+      // Triton's code and words (its gRPC response allocator), which its clients look for.
+      return Error(StatusCode::Internal,
+                   "shared memory size specified with the request for output '" + out.name + "' (" +
+                       std::to_string(target->byte_size) + " bytes) should be at least " +
+                       std::to_string(bytes) + " bytes to hold the results",
                    std::string(protocol::reason::kShmOutputTooSmall));
     }
     std::uint8_t* destination = target->region->base + target->offset;

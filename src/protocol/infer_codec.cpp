@@ -42,8 +42,26 @@ void put_parameters(std::string& out, std::uint32_t field, const Parameters& par
   for (const auto& [key, value] : parameters) put_parameter(out, field, key, value);
 }
 
+// A tensor whose bytes live in a shared memory region: the message carries none of them.
+bool in_shared_memory(const Parameters& parameters) {
+  return parameters.count(kSharedMemoryRegion) != 0;
+}
+
+bool is_placement(const std::string& key) {
+  return key == kSharedMemoryRegion || key == kSharedMemoryByteSize || key == kSharedMemoryOffset;
+}
+
+// Whether a message's tensors in shared memory keep their place in its raw contents.
+enum class RawOf {
+  kEveryTensor,  // responses, as Triton sends them: an empty entry for each one in shm
+  kInMemory,     // requests, as Triton's clients send them: entries only for the others
+};
+
 // InferInputTensor and InferOutputTensor share fields 1-4: name, datatype, shape, parameters.
-void put_tensor_header(std::string& out, std::uint32_t field, const NamedTensor& t) {
+// An output's placement in shared memory is not repeated in the response (Triton does not:
+// the client knows where it asked for it).
+void put_tensor_header(std::string& out, std::uint32_t field, const NamedTensor& t,
+                       RawOf raw = RawOf::kInMemory) {
   std::string msg;
   wire::put_string_field(msg, 1, t.name);
   wire::put_string_field(msg, 2, to_string(t.tensor.dtype()));
@@ -52,25 +70,30 @@ void put_tensor_header(std::string& out, std::uint32_t field, const NamedTensor&
     for (std::int64_t d : t.tensor.shape()) wire::put_varint(dims, static_cast<std::uint64_t>(d));
     wire::put_len_field(msg, 3, dims);
   }
-  put_parameters(msg, 4, t.parameters);
+  for (const auto& [key, value] : t.parameters) {
+    if (raw == RawOf::kEveryTensor && is_placement(key)) continue;
+    put_parameter(msg, 4, key, value);
+  }
   wire::put_len_field(out, field, msg);
 }
 
-// A tensor whose bytes live in a shared memory region: the message carries none of them.
-bool in_shared_memory(const Parameters& parameters) {
-  return parameters.count(kSharedMemoryRegion) != 0;
-}
-
-// Raw contents follow, in order, for the tensors not in shared memory (as Triton reads them).
+// Raw contents follow, in order: for the tensors not in shared memory, and with kEveryTensor an
+// empty one in the place of each tensor that is (as Triton reads and writes them).
 Result<std::shared_ptr<OutgoingBody>> finish_with_raw(std::string envelope,
                                                       const std::vector<NamedTensor>& tensors,
-                                                      std::uint32_t raw_field,
+                                                      std::uint32_t raw_field, RawOf raw,
                                                       std::size_t max_bytes,
                                                       std::shared_ptr<const void> owner) {
   auto body = std::make_shared<OutgoingBody>();
   std::string field_header;
   for (const auto& t : tensors) {
-    if (in_shared_memory(t.parameters)) continue;
+    if (in_shared_memory(t.parameters)) {
+      if (raw == RawOf::kEveryTensor) {
+        wire::put_tag(envelope, raw_field, WireType::Len);
+        wire::put_varint(envelope, 0);
+      }
+      continue;
+    }
     field_header.clear();
     wire::put_tag(field_header, raw_field, WireType::Len);
     wire::put_varint(field_header, t.tensor.byte_size());
@@ -375,14 +398,47 @@ Result<Tensor> decode_contents(std::string_view contents, DataType dtype, const 
   return Tensor::from_shared(dtype, shape, owner, owner->data(), owner->size());
 }
 
+// Which tensors have their bytes in shared memory: those whose parameters say so, and, in a
+// response, outputs the request placed there that the server answered as Triton does (an empty
+// raw entry in their place, or none); these take the request's placement parameters.
+std::vector<bool> find_shared(std::vector<TensorMessage>& messages,
+                              const std::vector<ReceivedMessage::Raw>& raw,
+                              const std::vector<RequestedOutput>* placed) {
+  std::vector<bool> shared(messages.size());
+  std::vector<const RequestedOutput*> placement(messages.size(), nullptr);
+  std::size_t unplaced = 0;
+  for (std::size_t i = 0; i < messages.size(); ++i) {
+    shared[i] = in_shared_memory(messages[i].parameters);
+    if (!shared[i] && placed) {
+      for (const auto& p : *placed) {
+        if (p.name == messages[i].name) placement[i] = &p;
+      }
+    }
+    unplaced += !shared[i] && !placement[i];
+  }
+  const bool aligned = raw.size() == messages.size();
+  if (!aligned && raw.size() != unplaced) return shared;  // assemble() reports the mismatch
+  for (std::size_t i = 0; i < messages.size(); ++i) {
+    if (!placement[i] || (aligned && raw[i].size != 0)) continue;  // the server sent it inline
+    shared[i] = true;
+    for (const char* key : {kSharedMemoryRegion, kSharedMemoryByteSize, kSharedMemoryOffset}) {
+      auto it = placement[i]->parameters.find(key);
+      if (it != placement[i]->parameters.end()) messages[i].parameters[key] = it->second;
+    }
+  }
+  return shared;
+}
+
 // Pairs decoded tensor messages with raw payloads (or typed contents) and checks each one. Raw
 // contents come for every tensor not in shared memory, in order; an empty one in the place of
-// a shared memory tensor is accepted too (index-aligned senders).
+// a shared memory tensor is accepted too (index-aligned senders: Triton's responses).
 Result<std::vector<NamedTensor>> assemble(std::vector<TensorMessage>& messages,
                                           std::vector<ReceivedMessage::Raw>& raw,
-                                          StatusCode on_error, const char* kind) {
+                                          StatusCode on_error, const char* kind,
+                                          const std::vector<RequestedOutput>* placed = nullptr) {
+  const std::vector<bool> in_shm = find_shared(messages, raw, placed);
   std::size_t in_memory = 0;
-  for (const auto& m : messages) in_memory += in_shared_memory(m.parameters) ? 0 : 1;
+  for (bool shared : in_shm) in_memory += shared ? 0 : 1;
   const bool aligned = raw.size() == messages.size() && raw.size() != in_memory;
   if (!raw.empty() && raw.size() != in_memory && !aligned) {
     return Error(on_error,
@@ -395,7 +451,7 @@ Result<std::vector<NamedTensor>> assemble(std::vector<TensorMessage>& messages,
   std::size_t next_raw = 0;
   for (std::size_t i = 0; i < messages.size(); ++i) {
     auto& m = messages[i];
-    const bool shared = in_shared_memory(m.parameters);
+    const bool shared = in_shm[i];
     auto dtype = parse_datatype(m.datatype);
     if (!dtype) {
       return Error(on_error, std::string(kind) + " '" + m.name + "' has unknown datatype '" +
@@ -477,7 +533,7 @@ std::string infer_response_envelope(const InferResult& result) {
   if (auto compute = result.timing().server_compute.count(); compute > 0) {
     put_parameter(env, 4, kServerComputeNs, std::int64_t{compute});
   }
-  for (const auto& out : result.outputs()) put_tensor_header(env, 5, out);
+  for (const auto& out : result.outputs()) put_tensor_header(env, 5, out, RawOf::kEveryTensor);
   return env;
 }
 
@@ -487,22 +543,33 @@ Result<std::shared_ptr<OutgoingBody>> encode_infer_request(const InferRequest& r
   // Owned tensors (and the vector of them) live as long as the body; borrowed ones are the
   // caller's, who keeps them valid until the request completes.
   auto inputs = std::make_shared<const std::vector<NamedTensor>>(request.inputs());
-  return finish_with_raw(std::move(env), *inputs, kRawInputField, max_bytes, inputs);
+  return finish_with_raw(std::move(env), *inputs, kRawInputField, RawOf::kInMemory, max_bytes,
+                         inputs);
 }
 
 Result<std::shared_ptr<OutgoingBody>> encode_infer_response(const InferResult& result,
                                                             std::size_t max_bytes) {
   std::string env = infer_response_envelope(result);
   auto outputs = std::make_shared<const std::vector<NamedTensor>>(result.outputs());
-  return finish_with_raw(std::move(env), *outputs, kRawOutputField, max_bytes, outputs);
+  return finish_with_raw(std::move(env), *outputs, kRawOutputField, RawOf::kEveryTensor, max_bytes,
+                         outputs);
 }
 
-Result<InferResult> decode_infer_response(ReceivedMessage message) {
+std::vector<RequestedOutput> outputs_in_shared_memory(const InferRequest& request) {
+  std::vector<RequestedOutput> placed;
+  for (const auto& out : request.outputs()) {
+    if (in_shared_memory(out.parameters)) placed.push_back(out);
+  }
+  return placed;
+}
+
+Result<InferResult> decode_infer_response(ReceivedMessage message,
+                                          const std::vector<RequestedOutput>* placed) {
   Envelope e;
   if (!read_envelope(message.envelope, false, e)) {
     return Error(StatusCode::Internal, "malformed ModelInferResponse from server");
   }
-  auto tensors = assemble(e.tensors, message.raw, StatusCode::Internal, "output");
+  auto tensors = assemble(e.tensors, message.raw, StatusCode::Internal, "output", placed);
   if (!tensors) {
     return Error(StatusCode::Internal,
                  "invalid response from server: " + tensors.error().message());

@@ -29,7 +29,17 @@ SONIC_EXPORT std::string infer_response_envelope(const InferResult& result);
 
 /// An InferResult whose outputs view the message's raw buffers. A malformed or lying response
 /// (sizes that do not fit shapes, unknown datatypes, mismatched counts) is INTERNAL.
-SONIC_EXPORT Result<InferResult> decode_infer_response(ReceivedMessage message);
+///
+/// `placed` are the request's outputs that it placed in shared memory (those with a
+/// shared_memory_region parameter), or null when none are. Triton answers such an output with
+/// an empty raw_output_contents entry and no parameters, so only the request tells that its
+/// bytes are in the region; the decoded output then carries the request's placement
+/// parameters, as it does when a server (sonic-server before 0.3) echoes them.
+SONIC_EXPORT Result<InferResult> decode_infer_response(
+    ReceivedMessage message, const std::vector<RequestedOutput>* placed = nullptr);
+
+/// The outputs of `request` placed in shared memory; empty when none are.
+SONIC_EXPORT std::vector<RequestedOutput> outputs_in_shared_memory(const InferRequest& request);
 
 /// The server's view of a ModelInferRequest: raw or typed contents, every tensor checked.
 /// Malformed input is INVALID_ARGUMENT.

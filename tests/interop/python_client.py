@@ -1,17 +1,18 @@
 #!/usr/bin/python3
-"""Interop test: the stock python3-grpcio client against sonic's C++ server.
+"""Interop test: the stock python3-grpcio client against a KServe v2 server.
 
-Starts the reference server binary as a child process, waits for its
-`sonic-server listening on HOST:PORT` line on stdout, then exercises the
-KServe v2 gRPC API with stubs generated at run time from the repository's
-.proto files, so the wire format under test is the one sonic compiles.
+Starts the server as a child process, waits for its `listening on HOST:PORT`
+line on stdout, then exercises the KServe v2 gRPC API with stubs generated at
+run time from the repository's .proto files, so the wire format under test is
+the one sonic compiles. CI runs it against sonic-server and against
+python_server.py (which behaves as Triton does), holding both to one behaviour.
 
 Usage:
     /usr/bin/python3 tests/interop/python_client.py \
         --server-binary build/sonic-server --proto-dir proto \
         --gen-dir build/interop-gen
 
-The server is started as `BINARY --host 127.0.0.1 --port 0`. Every check
+The server is started as `BINARY [--server-arg ...] --host 127.0.0.1 --port 0`. Every check
 runs even if an earlier one failed; a summary line is printed per group and
 overall. Exit status: 0 when every check passed, 1 otherwise (including a
 server that does not start within 10 s, or the whole run exceeding 60 s).
@@ -29,7 +30,8 @@ import threading
 import time
 import traceback
 
-from stubs import load_stubs  # noqa: E402  (beside this script)
+from shm_checks import SharedMemoryChecks  # noqa: E402  (beside this script)
+from stubs import load_stubs  # noqa: E402
 
 GIB = 1 << 30
 TOTAL_BUDGET_S = 60
@@ -51,10 +53,10 @@ class GlobalTimeout(BaseException):
 
 
 class ServerProcess:
-    def __init__(self, binary):
+    def __init__(self, command):
         self.lines = queue.Queue()
         self.proc = subprocess.Popen(
-            [binary, "--host", "127.0.0.1", "--port", "0"],
+            command + ["--host", "127.0.0.1", "--port", "0"],
             stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
             stderr=None, bufsize=1, universal_newlines=True,
             errors="replace")
@@ -475,6 +477,7 @@ def run_suite(stub):
         ("statistics", [
             ("ModelStatistics(simple)", s.statistics_simple),
         ]),
+        SharedMemoryChecks(pb2, stub, expect_status).plan(),
     ]
     for group, checks in plan:
         c.start_group(group)
@@ -487,7 +490,9 @@ def run_suite(stub):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--server-binary", required=True,
-                    help="path of the sonic-server executable")
+                    help="the server program (sonic-server, or python3)")
+    ap.add_argument("--server-arg", action="append", default=[],
+                    help="an argument for the server program (repeatable)")
     ap.add_argument("--proto-dir", required=True,
                     help="directory holding grpc_service.proto")
     ap.add_argument("--gen-dir", required=True,
@@ -509,7 +514,7 @@ def main():
     channel = None
     ok = False
     try:
-        server = ServerProcess(args.server_binary)
+        server = ServerProcess([args.server_binary] + args.server_arg)
         host, port = server.wait_for_address(STARTUP_TIMEOUT_S)
         target = ("[%s]:%d" if ":" in host else "%s:%d") % (host, port)
         print("server at %s" % target, flush=True)

@@ -24,11 +24,18 @@ Models (version "1", max_batch_size 0):
 
 Implemented methods: ServerLive, ServerReady, ModelReady, ServerMetadata,
 ModelMetadata, ModelConfig, ModelStatistics, ModelInfer, ModelStreamInfer,
-RepositoryIndex, RepositoryModelLoad, RepositoryModelUnload. The rest answer
-UNIMPLEMENTED.
+RepositoryIndex, RepositoryModelLoad, RepositoryModelUnload and the three
+SystemSharedMemory calls. The rest (CUDA shared memory among them, as on a
+Triton without GPUs) answer UNIMPLEMENTED.
+
+Where sonic-server and Triton differ, this server behaves as Triton does, so
+that sonic's client is tested against Triton's behaviour: system shared memory
+as described in triton_shm.py, raw_input_contents only for the inputs that are
+neither in shared memory nor typed, and Triton's wording below.
 
 Error statuses:
-  unknown model                     NOT_FOUND  "unknown model: NAME"
+  unknown model                     NOT_FOUND  "Request for unknown model:
+                                               'NAME' is not found"
   unknown version                   NOT_FOUND
   model unloaded                    UNAVAILABLE
   malformed inputs / outputs        INVALID_ARGUMENT
@@ -76,6 +83,7 @@ def parse_args():
 
 
 from stubs import load_stubs  # noqa: E402  (beside this script)
+from triton_shm import SharedMemoryManager, ShmError, placement  # noqa: E402
 
 ARGS = parse_args()
 mc_pb2, pb2, pb2_grpc = load_stubs(ARGS.proto_dir, ARGS.gen_dir)
@@ -228,6 +236,7 @@ def shape_str(shape):
 class Servicer(pb2_grpc.GRPCInferenceServiceServicer):
     def __init__(self):
         self.models = make_models()
+        self.shm = SharedMemoryManager()
 
     # -- helpers ----------------------------------------------------------
 
@@ -236,7 +245,7 @@ class Servicer(pb2_grpc.GRPCInferenceServiceServicer):
         m = self.models.get(name)
         if m is None:
             raise InferError(grpc.StatusCode.NOT_FOUND,
-                             "unknown model: %s" % name)
+                             "Request for unknown model: '%s' is not found" % name)
         if version not in ("", m.version):
             raise InferError(grpc.StatusCode.NOT_FOUND,
                              "unknown version %s of model: %s" %
@@ -248,24 +257,20 @@ class Servicer(pb2_grpc.GRPCInferenceServiceServicer):
         context.abort(err.code, err.message)
 
     def decode_inputs(self, m, req):
+        # As Triton's InferGRPCToInput: raw_input_contents hold, in order, the inputs that
+        # are neither in shared memory nor given as typed contents.
         bad = grpc.StatusCode.INVALID_ARGUMENT
         raw = list(req.raw_input_contents)
-        if raw and len(raw) != len(req.inputs):
-            raise InferError(bad, "raw_input_contents has %d entries but "
-                             "request has %d inputs" %
-                             (len(raw), len(req.inputs)))
+        next_raw = 0
         spec = {n: (dt, shape) for n, dt, shape in m.inputs}
         tensors = {}
-        for i, t in enumerate(req.inputs):
+        for t in req.inputs:
             if t.name not in spec:
-                raise InferError(bad, "unexpected input '%s' for model '%s'"
+                raise InferError(bad, "unexpected inference input '%s' for model '%s'"
                                  % (t.name, m.name))
             if t.name in tensors:
                 raise InferError(bad, "input '%s' given more than once" %
                                  t.name)
-            if "shared_memory_region" in t.parameters:
-                raise InferError(bad, "input '%s': shared memory is not "
-                                 "supported by this server" % t.name)
             dt, want = spec[t.name]
             if t.datatype != dt:
                 raise InferError(bad, "input '%s': datatype %s, expected %s"
@@ -281,11 +286,26 @@ class Servicer(pb2_grpc.GRPCInferenceServiceServicer):
             for d in shape:
                 count *= d
             has_contents = t.HasField("contents")
-            if raw:
+            where = self.placement(t)
+            if where is not None:
                 if has_contents:
-                    raise InferError(bad, "input '%s': both typed contents "
-                                     "and raw_input_contents given" % t.name)
-                data = raw[i]
+                    raise InferError(bad, "unexpected 'content' provided when using "
+                                     "shared memory for input tensor '%s' for model "
+                                     "'%s'" % (t.name, m.name))
+                data = self.shm_call(self.shm.read, *where)
+            elif has_contents and raw:
+                raise InferError(bad, "contents field must not be specified when "
+                                 "using raw_input_contents for '%s' for model '%s'"
+                                 % (t.name, m.name))
+            elif has_contents:
+                data = None
+            elif next_raw < len(raw):
+                data = raw[next_raw]
+                next_raw += 1
+            else:
+                raise InferError(bad, "unable to find data for input tensor '%s' for "
+                                 "model '%s' in request." % (t.name, m.name))
+            if data is not None:
                 if len(data) != count * npdt.itemsize:
                     raise InferError(bad, "input '%s': %d raw bytes, expected "
                                      "%d for shape %s" %
@@ -307,11 +327,28 @@ class Servicer(pb2_grpc.GRPCInferenceServiceServicer):
                                       shape_str(shape)))
                 arr = np.asarray(vals, dtype=npdt)
             tensors[t.name] = arr.reshape(shape)
+        if next_raw != len(raw):
+            raise InferError(bad, "%d raw_input_contents given for %d inputs that "
+                             "need them" % (len(raw), next_raw))
         missing = [n for n, _, _ in m.inputs if n not in tensors]
         if missing:
             raise InferError(bad, "missing input(s) %s for model '%s'" %
                              (", ".join(missing), m.name))
         return tensors
+
+    @staticmethod
+    def placement(tensor):
+        try:
+            return placement(tensor)
+        except ShmError as e:
+            raise InferError(e.code, e.message)
+
+    @staticmethod
+    def shm_call(fn, *args):
+        try:
+            return fn(*args)
+        except ShmError as e:
+            raise InferError(e.code, e.message)
 
     def infer(self, req, context):
         """Run one request; return ModelInferResponse or raise InferError."""
@@ -325,16 +362,17 @@ class Servicer(pb2_grpc.GRPCInferenceServiceServicer):
             tensors = self.decode_inputs(m, req)
             out_names = [o for o, _, _ in m.outputs]
             out_dt = {o: dt for o, dt, _ in m.outputs}
+            placed = {}  # output name -> (region, offset, byte_size)
             if req.outputs:
                 wanted = []
                 for o in req.outputs:
                     if o.name not in out_dt:
                         raise InferError(bad, "unknown output '%s' for model "
                                          "'%s'" % (o.name, m.name))
-                    if "shared_memory_region" in o.parameters:
-                        raise InferError(bad, "output '%s': shared memory "
-                                         "is not supported by this server"
-                                         % o.name)
+                    where = self.placement(o)
+                    if where is not None:
+                        self.shm_call(self.shm.check, *where)
+                        placed[o.name] = where
                     if o.name in wanted:
                         raise InferError(bad, "output '%s' requested more "
                                          "than once" % o.name)
@@ -358,7 +396,11 @@ class Servicer(pb2_grpc.GRPCInferenceServiceServicer):
                                            dtype=DTYPES[out_dt[n]][0])
                 resp.outputs.add(name=n, datatype=out_dt[n],
                                  shape=list(arr.shape))
-                resp.raw_output_contents.append(arr.tobytes())
+                if n in placed:  # Triton: an empty entry, and no parameters
+                    self.shm_call(self.shm.write, n, *placed[n], arr.tobytes())
+                    resp.raw_output_contents.append(b"")
+                else:
+                    resp.raw_output_contents.append(arr.tobytes())
             p = req.parameters.get("echo_metadata")
             if (p is not None and p.WhichOneof("parameter_choice") ==
                     "bool_param" and p.bool_param and context is not None):
@@ -398,7 +440,7 @@ class Servicer(pb2_grpc.GRPCInferenceServiceServicer):
         return pb2.ServerMetadataResponse(
             name="sonic-python-test-server", version="1.0.0",
             extensions=["model_configuration", "statistics", "parameters",
-                        "model_repository"])
+                        "model_repository", "system_shared_memory"])
 
     def ModelMetadata(self, request, context):
         try:
@@ -443,6 +485,34 @@ class Servicer(pb2_grpc.GRPCInferenceServiceServicer):
                     infer_response=self.infer(req, context))
             except InferError as e:
                 yield pb2.ModelStreamInferResponse(error_message=e.message)
+
+    # -- system shared memory (triton_shm.py) -------------------------------
+
+    def SystemSharedMemoryRegister(self, request, context):
+        try:
+            self.shm.register(request.name, request.key, request.offset,
+                              request.byte_size)
+        except ShmError as e:
+            context.abort(e.code, e.message)
+        return pb2.SystemSharedMemoryRegisterResponse()
+
+    def SystemSharedMemoryStatus(self, request, context):
+        resp = pb2.SystemSharedMemoryStatusResponse()
+        try:
+            regions = self.shm.status(request.name)
+        except ShmError as e:
+            context.abort(e.code, e.message)
+        for r in regions:
+            status = resp.regions[r.name]
+            status.name = r.name
+            status.key = r.key
+            status.offset = r.offset
+            status.byte_size = r.byte_size
+        return resp
+
+    def SystemSharedMemoryUnregister(self, request, context):
+        self.shm.unregister(request.name)
+        return pb2.SystemSharedMemoryUnregisterResponse()
 
     # -- model repository -------------------------------------------------
 

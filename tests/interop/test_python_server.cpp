@@ -25,36 +25,15 @@
 
 #include <sonic/sonic.hpp>
 
-#include "child_server.hpp"
 #include "expect_error.hpp"
+#include "python_server.hpp"
 
 namespace {
 
 using Clock = std::chrono::steady_clock;
 using namespace std::chrono_literals;
 using sonic::test::expect_error;
-
-// The server, started on first use and stopped (SIGTERM, then SIGKILL) when the program exits.
-// A failed start is remembered, so that every test reports it without waiting again.
-std::string server_url() {
-  static std::string error;
-  static std::unique_ptr<sonic::test::ChildServer> server = [] {
-    try {
-      return std::make_unique<sonic::test::ChildServer>(
-          std::vector<std::string>{SONIC_INTEROP_PYTHON, SONIC_INTEROP_SERVER_SCRIPT, "--proto-dir",
-                                   SONIC_INTEROP_PROTO_DIR, "--gen-dir", SONIC_INTEROP_GEN_DIR,
-                                   "--host", "127.0.0.1", "--port", "0",
-                                   // A backstop should this process vanish without a trace.
-                                   "--max-seconds", "300"},
-          "listening on 127.0.0.1:");
-    } catch (const std::exception& e) {
-      error = e.what();
-      return std::unique_ptr<sonic::test::ChildServer>();
-    }
-  }();
-  if (!server) throw std::runtime_error(error);
-  return "grpc://127.0.0.1:" + std::to_string(server->port());
-}
+using sonic::test::server_url;
 
 sonic::Client make_client(sonic::ClientOptions options = {}) {
   // A limit on every request, so that a hang fails one check instead of the whole run.
@@ -164,7 +143,8 @@ TEST_SUITE("interop: sonic client vs python server") {
     CHECK(md.name == "sonic-python-test-server");
     CHECK(md.version == "1.0.0");
     CHECK(md.extensions == std::vector<std::string>{"model_configuration", "statistics",
-                                                    "parameters", "model_repository"});
+                                                    "parameters", "model_repository",
+                                                    "system_shared_memory"});
   }
 
   TEST_CASE("model_metadata") {
@@ -316,7 +296,7 @@ TEST_SUITE("interop: sonic client vs python server") {
   }
 
   TEST_CASE("an unknown model fails with NOT_FOUND and the server's message") {
-    const std::string expected = "unknown model: no_such_model";
+    const std::string expected = "Request for unknown model: 'no_such_model' is not found";
     SimpleCase c(5);
     auto request = [&] {
       return sonic::InferRequest("no_such_model")

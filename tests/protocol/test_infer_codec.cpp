@@ -337,3 +337,65 @@ TEST_CASE("shared memory tensors carry no raw bytes; both raw layouts are read")
       receive(frame(mixed_response(true, std::string(16, 'x'))), kRawOutputField));
   CHECK(lying.code() == StatusCode::Internal);
 }
+
+TEST_CASE("Triton's answer to outputs in shared memory: one empty entry each, no parameters") {
+  // As Triton's gRPC response allocator builds it: an output and a raw entry for every output,
+  // the entry empty where the output went to the region the request named.
+  inference::ModelInferResponse pb;
+  for (const char* name : {"A", "B"}) {
+    auto* out = pb.add_outputs();
+    out->set_name(name);
+    out->set_datatype("INT32");
+    out->add_shape(2);
+  }
+  pb.add_raw_output_contents("");
+  pb.add_raw_output_contents(std::string("\x01\0\0\0\x02\0\0\0", 8));
+  const std::string wire = frame(pb);
+
+  Parameters where;
+  where[kSharedMemoryRegion] = std::string("r");
+  where[kSharedMemoryByteSize] = std::int64_t{8};
+  where[kSharedMemoryOffset] = std::int64_t{64};
+  InferRequest request = InferRequest("m").output("A", where).output("B");
+  auto placed = outputs_in_shared_memory(request);
+  REQUIRE(placed.size() == 1);
+
+  auto r = decode_infer_response(receive(wire, kRawOutputField), &placed);
+  REQUIRE(r);
+  const NamedTensor* a = r->find_output("A");
+  REQUIRE(a);
+  CHECK(a->tensor.byte_size() == 0);  // in the region: the request's placement says where
+  CHECK(std::get<std::string>(a->parameters.at(kSharedMemoryRegion)) == "r");
+  CHECK(std::get<std::int64_t>(a->parameters.at(kSharedMemoryOffset)) == 64);
+  CHECK(bytes_of(r->output("B")) == std::string("\x01\0\0\0\x02\0\0\0", 8));
+
+  // Without the request's placement an empty entry is a lie about A's 8 bytes.
+  CHECK(decode_infer_response(receive(wire, kRawOutputField)).code() == StatusCode::Internal);
+  // A server that ignored the placement and sent A inline is read inline.
+  pb.set_raw_output_contents(0, std::string("\x07\0\0\0\x08\0\0\0", 8));
+  auto inline_a = decode_infer_response(receive(frame(pb), kRawOutputField), &placed);
+  REQUIRE(inline_a);
+  CHECK(bytes_of(inline_a->output("A")) == std::string("\x07\0\0\0\x08\0\0\0", 8));
+  CHECK(inline_a->find_output("A")->parameters.empty());
+}
+
+TEST_CASE(
+    "a response places outputs in shared memory as Triton does: an empty entry, no "
+    "parameters") {
+  Parameters where;
+  where[kSharedMemoryRegion] = std::string("r");
+  where[kSharedMemoryByteSize] = std::int64_t{8};
+  std::vector<std::int32_t> b{1, 2};
+  InferResult result(
+      "m", "1", "",
+      {{"A", Tensor::descriptor(DataType::Int32, {2}), where}, {"B", Tensor::view(b, {2}), {}}});
+  auto body = encode_infer_response(result, 1u << 20);
+  REQUIRE(body);
+  inference::ModelInferResponse pb;
+  REQUIRE(pb.ParseFromString(body_bytes(**body).substr(5)));
+  REQUIRE(pb.outputs_size() == 2);
+  REQUIRE(pb.raw_output_contents_size() == 2);  // Triton's clients index them by output
+  CHECK(pb.raw_output_contents(0).empty());
+  CHECK(pb.raw_output_contents(1) == std::string("\x01\0\0\0\x02\0\0\0", 8));
+  CHECK(pb.outputs(0).parameters().empty());
+}

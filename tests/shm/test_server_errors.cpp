@@ -48,7 +48,9 @@ TEST_CASE("without a reason, Triton's words and codes are understood") {
   CHECK_FALSE(output_space_too_small(Error(StatusCode::Unavailable, "should be at least")));
 }
 
-TEST_CASE("sonic-server gives the reason of a region it does not know") {
+TEST_CASE(
+    "sonic-server gives Triton's code and words, and the reason, for a region it does not "
+    "know") {
   test::ShmServer server;
   Client client(server.grpc_url());
   std::vector<float> unused(4);
@@ -60,7 +62,8 @@ TEST_CASE("sonic-server gives the reason of a region it does not know") {
                            .input("INPUT0", Tensor::descriptor(DataType::Fp32, {1, 4}), where));
     FAIL("must throw");
   } catch (const Error& e) {
-    CHECK(e.code() == StatusCode::InvalidArgument);
+    CHECK(e.code() == StatusCode::NotFound);
+    CHECK(e.message().rfind("Unable to find shared memory region: 'never-registered'", 0) == 0);
     CHECK(e.reason() == kLost);
     CHECK(lost_registration(e));
   }

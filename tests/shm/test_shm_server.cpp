@@ -54,7 +54,9 @@ void create(const std::string& name) {
 
 }  // namespace
 
-TEST_CASE("malformed region parameters are INVALID_ARGUMENT, and the server carries on") {
+TEST_CASE(
+    "malformed region parameters are INVALID_ARGUMENT (an unknown region NOT_FOUND, a small "
+    "output INTERNAL: Triton's codes), and the server carries on") {
   ShmServer server;
   // A region the server knows: registered by a grpc+shm:// client using a user buffer.
   shm::SharedBuffer buffer(4096);
@@ -72,7 +74,7 @@ TEST_CASE("malformed region parameters are INVALID_ARGUMENT, and the server carr
   };
   const std::string name = buffer.name();
   CHECK(code_of(client, described(region_parameters("no-such-region", 16))) ==
-        StatusCode::InvalidArgument);
+        StatusCode::NotFound);  // Triton's code: a registration lost in a restart
   Parameters region_only;
   region_only["shared_memory_region"] = name;
   CHECK(code_of(client, described(region_only)) == StatusCode::InvalidArgument);
@@ -91,11 +93,11 @@ TEST_CASE("malformed region parameters are INVALID_ARGUMENT, and the server carr
   Parameters wrong_type = region_parameters(name, 16);
   wrong_type["shared_memory_region"] = std::int64_t{3};
   CHECK(code_of(client, described(wrong_type)) == StatusCode::InvalidArgument);
-  // An output bound for a region too small for it.
+  // An output bound for a region too small for it: INTERNAL, as Triton answers.
   auto small_output = InferRequest(model)
                           .input("INPUT0", sample(DataType::Fp32, 8, 1))
                           .output("OUTPUT0", region_parameters(name, 8));
-  CHECK(code_of(client, std::move(small_output)) == StatusCode::InvalidArgument);
+  CHECK(code_of(client, std::move(small_output)) == StatusCode::Internal);
 
   // Correct parameters from a plain client work: the region holds the four floats.
   float* x = buffer.as<float>();

@@ -71,12 +71,15 @@ class GrpcTransport final : public protocol::ControlCalls {
     auto call = make_call("ModelInfer", std::move(*body), deadline, protocol::kRawOutputField);
     call->times.encoded = Clock::now();
     call->headers = request.headers();
+    // Outputs the request placed in shared memory: the response need not say they are there.
+    auto placed = protocol::outputs_in_shared_memory(request);
     // The call is alive whenever `done` runs (see ClientCall::done): its times may be read.
-    call->done = [done = std::move(done), times = &call->times,
-                  begun](Result<ReceivedMessage> message) mutable {
+    call->done = [done = std::move(done), times = &call->times, begun,
+                  placed = std::move(placed)](Result<ReceivedMessage> message) mutable {
       if (!message) return done(message.error());
       auto decoding = Clock::now();
-      auto result = protocol::decode_infer_response(std::move(*message));
+      auto result =
+          protocol::decode_infer_response(std::move(*message), placed.empty() ? nullptr : &placed);
       if (result) record_timing(result->timing(), *times, begun, decoding);
       done(std::move(result));
     };

@@ -337,13 +337,14 @@ class ShmTransport final : public protocol::ControlCalls {
         outputs.push_back(out);
         continue;
       }
-      auto bytes = byte_size_of(out);
+      const std::uint8_t* data = x.lease->region->data() + placed->offset;
+      auto bytes = byte_size_of(out, data, placed->capacity);
       if (!bytes || *bytes > placed->capacity) {
         return Error(StatusCode::Internal, "server reported output '" + out.name +
                                                "' larger than the shared memory reserved for it");
       }
-      Tensor tensor = Tensor::from_shared(out.tensor.dtype(), out.tensor.shape(), x.lease,
-                                          x.lease->region->data() + placed->offset, *bytes);
+      Tensor tensor =
+          Tensor::from_shared(out.tensor.dtype(), out.tensor.shape(), x.lease, data, *bytes);
       if (auto ok = tensor.check(); !ok) {
         return Error(StatusCode::Internal,
                      "output '" + out.name + "' in shared memory: " + ok.error().message());
@@ -357,19 +358,24 @@ class ShmTransport final : public protocol::ControlCalls {
     return shaped;
   }
 
-  static std::optional<std::size_t> byte_size_of(const NamedTensor& out) {
-    if (out.tensor.dtype() == DataType::Bytes) {
-      auto it = out.parameters.find(protocol::kSharedMemoryByteSize);
-      if (it == out.parameters.end()) return std::nullopt;
-      if (const auto* i = std::get_if<std::int64_t>(&it->second); i && *i >= 0) {
-        return static_cast<std::size_t>(*i);
-      }
-      if (const auto* u = std::get_if<std::uint64_t>(&it->second)) return *u;
-      return std::nullopt;
-    }
+  // The bytes of an output the server wrote at `data`, into space of `capacity` bytes. A BYTES
+  // output's size is that of its serialised elements (4-byte length, then the bytes, for each
+  // of the shape's elements): Triton does not say how much of the space it wrote.
+  static std::optional<std::size_t> byte_size_of(const NamedTensor& out, const std::uint8_t* data,
+                                                 std::size_t capacity) {
     auto count = element_count(out.tensor.shape());
     if (!count) return std::nullopt;
-    return *count * element_size(out.tensor.dtype());
+    if (out.tensor.dtype() != DataType::Bytes) return *count * element_size(out.tensor.dtype());
+    std::size_t at = 0;
+    for (std::size_t i = 0; i < *count; ++i) {
+      if (capacity - at < 4) return std::nullopt;
+      std::uint32_t length = 0;
+      std::memcpy(&length, data + at, 4);  // little-endian, as the hosts sonic runs on
+      at += 4;
+      if (capacity - at < length) return std::nullopt;
+      at += length;
+    }
+    return at;
   }
 
   // ---- Output sizes: from static shapes in the metadata, else as last seen. ----
