@@ -59,8 +59,26 @@ Result<std::string> shared_memory(SharedMemoryRegistry& registry, const ShmClien
 
 }  // namespace
 
+bool serves_control(std::string_view method, bool shared_memory) {
+  static constexpr std::string_view kMethods[] = {
+      "ServerLive", "ServerReady",   "ServerMetadata", "RepositoryIndex",
+      "ModelReady", "ModelMetadata", "ModelConfig",    "ModelStatistics"};
+  static constexpr std::string_view kSharedMemoryMethods[] = {
+      "SystemSharedMemoryRegister", "SystemSharedMemoryUnregister", "SystemSharedMemoryStatus",
+      "CudaSharedMemoryRegister",   "CudaSharedMemoryUnregister",   "CudaSharedMemoryStatus"};
+  for (auto m : kMethods) {
+    if (m == method) return true;
+  }
+  if (!shared_memory) return false;
+  for (auto m : kSharedMemoryMethods) {
+    if (m == method) return true;
+  }
+  return false;
+}
+
 Result<std::string> answer_control(const ControlContext& context, std::string_view method,
                                    std::string_view bytes) {
+  if (!serves_control(method, context.shared_memory != nullptr)) return unimplemented(method);
   CpuExecutor& executor = context.executor;
   if (method == "ServerLive" || method == "ServerReady") return pc::encode_flag(true);
   if (method == "ServerMetadata") {

@@ -21,6 +21,10 @@ struct ControlContext {
   std::function<const ShmClient&()> client;
 };
 
+/// Whether answer_control() serves `method` (a name in inference.GRPCInferenceService); the
+/// shared memory calls only with `shared_memory`.
+bool serves_control(std::string_view method, bool shared_memory);
+
 /// Answers `method` (ServerLive, ModelMetadata, SystemSharedMemoryRegister, ...) of
 /// inference.GRPCInferenceService given its serialized request: the serialized response, or
 /// an Error (INVALID_ARGUMENT for a malformed request, UNIMPLEMENTED for an unknown method).

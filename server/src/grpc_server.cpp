@@ -51,6 +51,7 @@ struct ServerStream {
   BudgetHold response_bytes;
   bool request_ended = false;  // the client sent END_STREAM
   bool answered = false;
+  bool reset_after_answer = false;  // answered before request_ended: reset once it is sent
 };
 
 using IoContext = std::shared_ptr<asio::io_context>;
@@ -97,6 +98,7 @@ class GrpcConnection final : public net::H2Session {
     nghttp2_session_callbacks_set_on_data_chunk_recv_callback(callbacks,
                                                               &GrpcConnection::on_data_chunk);
     nghttp2_session_callbacks_set_on_frame_recv_callback(callbacks, &GrpcConnection::on_frame_recv);
+    nghttp2_session_callbacks_set_on_frame_send_callback(callbacks, &GrpcConnection::on_frame_send);
     nghttp2_session_callbacks_set_on_stream_close_callback(callbacks,
                                                            &GrpcConnection::on_stream_close);
     nghttp2_option* option = nullptr;
@@ -362,7 +364,43 @@ class GrpcConnection final : public net::H2Session {
     }
     if (frame->hd.type == NGHTTP2_HEADERS) {
       ServerStream* stream = self->find(frame->hd.stream_id);
+      if (stream && !stream->error && frame->headers.cat == NGHTTP2_HCAT_REQUEST) {
+        stream->error = self->refusal(*stream);
+      }
       if (stream && stream->error) self->respond_error(frame->hd.stream_id, *stream->error);
+    }
+    return 0;
+  }
+
+  // A call this server does not serve is answered UNIMPLEMENTED as soon as its headers arrive,
+  // as gRPC servers answer (Triton's among them): a client that keeps a stream open, as
+  // ModelStreamInfer clients do, must not wait for its end, or its deadline, to learn it.
+  std::optional<Error> refusal(const ServerStream& stream) const {
+    const auto prefix = protocol::kServicePrefix;
+    if (stream.path.rfind(prefix, 0) != 0) {
+      return Error(StatusCode::Unimplemented, "unknown service in path '" + stream.path + "'");
+    }
+    std::string_view method = std::string_view(stream.path).substr(prefix.size());
+    if (method == "ModelInfer" || serves_control(method, context_->options.shared_memory)) {
+      return std::nullopt;
+    }
+    return Error(StatusCode::Unimplemented,
+                 "method " + std::string(method) + " is not implemented by this server");
+  }
+
+  // A stream answered before its client finished sending is reset with NO_ERROR after the
+  // answer has been sent (RFC 9113 §8.1), so that it closes instead of carrying bytes nobody
+  // reads. Not before: nghttp2 sends a RST_STREAM ahead of queued frames and then drops the
+  // stream's HEADERS, and gRPC clients report a reset without a status as INTERNAL.
+  static int on_frame_send(nghttp2_session* session, const nghttp2_frame* frame, void* user_data) {
+    if (frame->hd.type != NGHTTP2_HEADERS || !(frame->hd.flags & NGHTTP2_FLAG_END_STREAM)) {
+      return 0;
+    }
+    auto* self = static_cast<GrpcConnection*>(user_data);
+    ServerStream* stream = self->find(frame->hd.stream_id);
+    if (stream && stream->reset_after_answer) {
+      stream->reset_after_answer = false;
+      nghttp2_submit_rst_stream(session, NGHTTP2_FLAG_NONE, frame->hd.stream_id, NGHTTP2_NO_ERROR);
     }
     return 0;
   }
@@ -383,10 +421,6 @@ class GrpcConnection final : public net::H2Session {
       return respond_error(
           id, Error(StatusCode::InvalidArgument,
                     "content-type must be application/grpc, got '" + stream->content_type + "'"));
-    }
-    if (stream->path.rfind(protocol::kServicePrefix, 0) != 0) {
-      return respond_error(
-          id, Error(StatusCode::Unimplemented, "unknown service in path '" + stream->path + "'"));
     }
     if (!stream->reader) stream->reader.emplace(0, context_->options.max_message_bytes);
     auto& messages = stream->reader->messages();
@@ -514,11 +548,9 @@ class GrpcConnection final : public net::H2Session {
         net::make_header("grpc-status", code), net::make_header("grpc-message", message),
         net::make_header(protocol::kStatusDetailsHeader, details)};
     nghttp2_submit_response(session_, id, headers, details.empty() ? 4 : 5, nullptr);
-    // Answered before the client finished sending: tell it to stop (RFC 9113 §8.1), so that
-    // the stream closes instead of carrying bytes nobody reads.
-    if (!stream->request_ended) {
-      nghttp2_submit_rst_stream(session_, NGHTTP2_FLAG_NONE, id, NGHTTP2_NO_ERROR);
-    }
+    // Answered before the client finished sending: once the answer is out, tell it to stop
+    // (on_frame_send).
+    stream->reset_after_answer = !stream->request_ended;
     flush();
   }
 

@@ -164,8 +164,9 @@ def expect_status(fn, code, what):
 
 
 class Suite:
-    def __init__(self, stub):
-        self.stub = stub
+    def __init__(self, channel):
+        self.channel = channel
+        self.stub = pb2_grpc.GRPCInferenceServiceStub(channel)
         self.simple_ok = 0  # successful ModelInfer calls on "simple"
         self.simple_ok_lock = threading.Lock()
 
@@ -426,6 +427,53 @@ class Suite:
                       grpc.StatusCode.INVALID_ARGUMENT,
                       "shape [1,8] for [1,16] inputs")
 
+    def _open_stream(self, method, first_request):
+        """Calls `method` as a stream that sends `first_request` and stays open,
+        as Triton's clients keep ModelStreamInfer open; returns the call."""
+        release = threading.Event()
+
+        def requests():
+            yield first_request
+            release.wait(RPC_TIMEOUT_S)
+
+        call = self.channel.stream_stream(
+            "/inference.GRPCInferenceService/" + method,
+            request_serializer=pb2.ModelInferRequest.SerializeToString,
+            response_deserializer=pb2.ModelStreamInferResponse.FromString,
+        )(requests(), timeout=5.0)
+        return call, release
+
+    def error_unknown_method_at_once(self):
+        a = np.zeros((1, 16), dtype="<i4")
+        call, release = self._open_stream("NoSuchMethod",
+                                          self.simple_request(a, a))
+        try:
+            expect_status(lambda: next(call), grpc.StatusCode.UNIMPLEMENTED,
+                          "an unknown method on a stream left open")
+        finally:
+            release.set()
+
+    def stream_answers_before_it_ends(self):
+        """ModelStreamInfer on a stream left open: a response for the request,
+        or UNIMPLEMENTED from a server without streaming, before the stream
+        ends; never silence until the deadline."""
+        a = np.arange(16, dtype="<i4").reshape(1, 16)
+        call, release = self._open_stream("ModelStreamInfer",
+                                          self.simple_request(a, a, "s1"))
+        try:
+            try:
+                first = next(call)
+            except grpc.RpcError as e:
+                assert e.code() == grpc.StatusCode.UNIMPLEMENTED, (
+                    "expected a response or UNIMPLEMENTED, got %s (%s)" %
+                    (e.code(), e.details()))
+                return
+            assert first.error_message == "", first.error_message
+            self.check_simple(first.infer_response, a, a, "s1")
+            self.count_simple()
+        finally:
+            release.set()
+
     # -- statistics -------------------------------------------------------
 
     def statistics_simple(self):
@@ -443,8 +491,9 @@ class Suite:
         assert succ.ns > 0, "inference_stats.success.ns is 0"
 
 
-def run_suite(stub):
-    s = Suite(stub)
+def run_suite(channel):
+    s = Suite(channel)
+    stub = s.stub
     c = Checks()
     plan = [
         ("health", [
@@ -473,6 +522,10 @@ def run_suite(stub):
             ("byte size mismatch INVALID_ARGUMENT",
              s.error_byte_size_mismatch),
             ("shape mismatch INVALID_ARGUMENT", s.error_shape_mismatch),
+            ("an unknown method on an open stream: UNIMPLEMENTED at once",
+             s.error_unknown_method_at_once),
+            ("ModelStreamInfer left open is answered before it ends",
+             s.stream_answers_before_it_ends),
         ]),
         ("statistics", [
             ("ModelStatistics(simple)", s.statistics_simple),
@@ -523,7 +576,7 @@ def main():
             ("grpc.max_send_message_length", GIB),
         ])
         grpc.channel_ready_future(channel).result(timeout=STARTUP_TIMEOUT_S)
-        checks = run_suite(pb2_grpc.GRPCInferenceServiceStub(channel))
+        checks = run_suite(channel)
         passed, failed = checks.totals()
         print("total: %d passed, %d failed" % (passed, failed), flush=True)
         if failed:
