@@ -16,12 +16,13 @@
 #include <vector>
 
 #include "child_server.hpp"
+#include "sanitizers.hpp"
 
 namespace sonic::test {
 
 // Sanitizers keep freed memory in quarantine and add shadow memory: memory bounds scale with
 // them, and their checks make everything slower.
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#if defined(SONIC_TEST_SANITIZED)
 inline constexpr long kSanitizerSlack = 4;
 #else
 inline constexpr long kSanitizerSlack = 1;

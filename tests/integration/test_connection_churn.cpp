@@ -12,13 +12,14 @@
 
 #include "child_server.hpp"
 #include "eventually.hpp"
+#include "sanitizers.hpp"
 
 using namespace sonic::test;
 
 namespace {
 
 // Sanitizers keep freed memory in quarantine and add shadow memory: bounds scale with them.
-#if defined(__SANITIZE_THREAD__)
+#if defined(SONIC_TEST_TSAN)
 constexpr long kSlack = 8;
 #else
 constexpr long kSlack = 1;
@@ -55,7 +56,7 @@ void churn(int port, int n) {
 }  // namespace
 
 TEST_CASE("10,000 connections opened and closed leave the server's memory where it was") {
-#if defined(__SANITIZE_ADDRESS__)
+#if defined(SONIC_TEST_ASAN)
   // Freed memory would sit in ASan's quarantine (256 MiB by default) and look held.
   std::string asan = std::getenv("ASAN_OPTIONS") ? std::getenv("ASAN_OPTIONS") : "";
   ::setenv("ASAN_OPTIONS",

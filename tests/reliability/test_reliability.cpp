@@ -15,6 +15,7 @@
 #include "fault_proxy.hpp"
 #include "loopback_server.hpp"
 #include "loopback_socket.hpp"
+#include "sanitizers.hpp"
 
 using namespace sonic;
 using namespace sonic::test;
@@ -23,7 +24,7 @@ using namespace std::chrono_literals;
 namespace {
 
 // Sanitizers slow everything several times; timeouts in these tests scale with them.
-#if defined(__SANITIZE_THREAD__) || defined(__SANITIZE_ADDRESS__)
+#if defined(SONIC_TEST_SANITIZED)
 constexpr int kSlowdown = 4;
 #else
 constexpr int kSlowdown = 1;

@@ -15,6 +15,7 @@
 #include "fault_proxy.hpp"
 #include "identity_models.hpp"
 #include "loopback_socket.hpp"
+#include "sanitizers.hpp"
 #include "thread_probe.hpp"
 
 using namespace sonic;
@@ -24,7 +25,7 @@ using namespace std::chrono_literals;
 namespace {
 
 // Sanitizers slow everything several times; intervals in these tests scale with them.
-#if defined(__SANITIZE_THREAD__) || defined(__SANITIZE_ADDRESS__)
+#if defined(SONIC_TEST_SANITIZED)
 constexpr int kSlowdown = 4;
 #else
 constexpr int kSlowdown = 1;
