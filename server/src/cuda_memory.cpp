@@ -36,7 +36,16 @@ Result<void> use_device(std::int64_t device_id) {
 
 }  // namespace
 
-bool available() { return true; }
+// Built with CUDA is not usable: a GPU-less node, or one whose driver is missing, has none.
+// Asked once: the answer does not change while the server runs, and cudaGetDeviceCount()
+// initialises the runtime.
+bool available() {
+  static const bool usable = [] {
+    int count = 0;
+    return cudaGetDeviceCount(&count) == cudaSuccess && count > 0;
+  }();
+  return usable;
+}
 
 Result<std::shared_ptr<void>> open_ipc(const std::string& raw_handle, std::int64_t device_id,
                                        std::uint8_t** device_pointer) {

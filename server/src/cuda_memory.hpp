@@ -11,7 +11,7 @@
 
 namespace sonic::server::cuda {
 
-/// Whether this build has CUDA support.
+/// Whether CUDA shared memory can be served: built with CUDA, and a device is usable.
 bool available();
 
 /// Opens another process's allocation from the bytes of its cudaIpcMemHandle_t. The pointer

@@ -6,6 +6,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <string>
 
 #include "shm_fixture.hpp"
@@ -119,6 +120,17 @@ TEST_CASE("regions left by dead processes are removed; those of live ones stay")
   CHECK_FALSE(exists(dead));
   CHECK(exists(live));
   ::shm_unlink(("/" + live).c_str());
+}
+
+TEST_CASE("cuda_shared_memory is advertised only where a CUDA device is usable") {
+  ShmServer server;
+  Client client(server.grpc_url());
+  const auto extensions = client.server_metadata().extensions;
+  const bool advertised =
+      std::find(extensions.begin(), extensions.end(), "cuda_shared_memory") != extensions.end();
+  CHECK(advertised == shm::CudaBuffer::available());
+  CHECK(std::find(extensions.begin(), extensions.end(), "system_shared_memory") !=
+        extensions.end());
 }
 
 TEST_CASE("CUDA shared memory: device tensors in and out through IPC handles") {
