@@ -201,7 +201,18 @@ class CpuExecutor {
     std::lock_guard<std::mutex> lock(mutex_);
     auto it = models_.find(name);
     if (it == models_.end()) {
-      return Error(StatusCode::NotFound, "unknown model '" + name + "'");
+      // Triton's words (its clients look for them), and what there is instead.
+      std::string message = "Request for unknown model: '" + name + "' is not found";
+      std::size_t listed = 0;
+      for (const auto& entry : models_) {
+        if (listed == kModelsListed) {
+          message += ", ...";
+          break;
+        }
+        message += (listed++ == 0 ? " (models here: " : ", ") + entry.first;
+      }
+      if (listed > 0) message += ")";
+      return Error(StatusCode::NotFound, message);
     }
     if (!version.empty() && version != it->second->model.version) {
       return Error(StatusCode::NotFound, "model '" + name + "' has no version '" + version +
@@ -245,6 +256,8 @@ class CpuExecutor {
     add(entry.compute_output, Clock::now() - t2);
     return InferResult(model.name, model.version, request.request_id(), std::move(outputs));
   }
+
+  static constexpr std::size_t kModelsListed = 16;  // in a NOT_FOUND's message, at most
 
   mutable std::mutex mutex_;
   std::map<std::string, std::shared_ptr<Entry>> models_;

@@ -396,8 +396,12 @@ class Suite:
         a = np.zeros((1, 16), dtype="<i4")
         req = self.simple_request(a, a, "unknown")
         req.model_name = "nope"
-        expect_status(lambda: self.stub.ModelInfer(req, timeout=RPC_TIMEOUT_S),
-                      grpc.StatusCode.NOT_FOUND, "ModelInfer(nope)")
+        e = expect_status(
+            lambda: self.stub.ModelInfer(req, timeout=RPC_TIMEOUT_S),
+            grpc.StatusCode.NOT_FOUND, "ModelInfer(nope)")
+        # Triton's words, which its clients and users look for.
+        want = "Request for unknown model: 'nope' is not found"
+        assert e.details().startswith(want), e.details()
 
     def error_wrong_datatype(self):
         req = pb2.ModelInferRequest(model_name="simple", id="bad-dtype")

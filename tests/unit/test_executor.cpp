@@ -48,7 +48,11 @@ TEST_CASE("requested outputs filter the result") {
 TEST_CASE("unknown models, versions and bad inputs are errors, not crashes") {
   auto executor = sonic::CpuExecutor::with_models(sonic::models::builtin(), 1);
   std::vector<std::int32_t> a(16), b(16);
-  CHECK(executor->infer(sonic::InferRequest("nope")).code() == sonic::StatusCode::NotFound);
+  auto unknown = executor->infer(sonic::InferRequest("nope"));
+  CHECK(unknown.code() == sonic::StatusCode::NotFound);
+  // Triton's words, then what the executor has instead.
+  CHECK(unknown.error().message().rfind("Request for unknown model: 'nope' is not found", 0) == 0);
+  CHECK(unknown.error().message().find("simple") != std::string::npos);
   CHECK(executor->infer(sonic::InferRequest("simple", "7")).code() == sonic::StatusCode::NotFound);
   auto missing = executor->infer(
       sonic::InferRequest("simple").input("INPUT0", sonic::Tensor::view(a, {1, 16})));
