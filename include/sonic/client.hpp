@@ -198,6 +198,30 @@ class Client {
         });
   }
 
+  /// The server's models and their states ("READY", "UNAVAILABLE", ...); with `ready_only`,
+  /// the ready ones alone.
+  std::vector<ModelIndex> repository_index(bool ready_only = false) {
+    return detail::call_sync<std::vector<ModelIndex>>([&](Callback<std::vector<ModelIndex>> done) {
+      core_->control_transport()->repository_index_async(ready_only, core_->control_deadline(),
+                                                         std::move(done));
+    });
+  }
+  /// Loads or reloads a model; `config_json`, unless empty, is the configuration to load it
+  /// with (Triton accepts one; sonic-server, whose models are fixed, refuses it).
+  void load_model(const std::string& model, const std::string& config_json = {}) {
+    detail::call_sync<bool>([&](Callback<bool> done) {
+      core_->control_transport()->load_model_async(model, config_json, core_->control_deadline(),
+                                                   std::move(done));
+    });
+  }
+  /// Unloads a model: its requests fail (UNAVAILABLE) until it is loaded again.
+  void unload_model(const std::string& model) {
+    detail::call_sync<bool>([&](Callback<bool> done) {
+      core_->control_transport()->unload_model_async(model, core_->control_deadline(),
+                                                     std::move(done));
+    });
+  }
+
   /// Any other method of inference.GRPCInferenceService ("TraceSetting", "LogSettings", ...):
   /// `request` is its serialized protobuf request (built with code protoc generated from
   /// Triton's grpc_service.proto, say), and the serialized response comes back. Throws

@@ -70,9 +70,27 @@ class CpuExecutor {
     it->second->model = std::move(model);
   }
 
-  /// Whether a model (and version, unless empty) is registered.
+  /// Whether a model (and version, unless empty) is registered and loaded.
   bool has_model(const std::string& name, const std::string& version = {}) const {
     return find(name, version).ok();
+  }
+
+  /// Takes a registered model out of service (KServe RepositoryModelUnload): its requests
+  /// fail with UNAVAILABLE until load_model(). NOT_FOUND for a name never registered.
+  Result<void> unload_model(const std::string& name) { return set_loaded(name, false); }
+  /// Puts an unloaded model back in service (KServe RepositoryModelLoad).
+  Result<void> load_model(const std::string& name) { return set_loaded(name, true); }
+
+  /// Every registered model and its state, READY or UNAVAILABLE (KServe RepositoryIndex).
+  std::vector<ModelIndex> repository_index() const {
+    std::lock_guard<std::mutex> lock(mutex_);
+    std::vector<ModelIndex> index;
+    for (const auto& [name, entry] : models_) {
+      const bool loaded = entry->loaded.load();
+      index.push_back(
+          {name, entry->model.version, loaded ? "READY" : "UNAVAILABLE", loaded ? "" : "unloaded"});
+    }
+    return index;
   }
 
   /// Names of the registered models, sorted.
@@ -137,7 +155,7 @@ class CpuExecutor {
   /// Statistics of one model; NOT_FOUND if it is not registered.
   Result<ModelStatistics> statistics(const std::string& name,
                                      const std::string& version = {}) const {
-    auto found = find(name, version);
+    auto found = find(name, version, Loaded::kEither);
     if (!found) return found.error();
     return snapshot(**found);
   }
@@ -157,6 +175,7 @@ class CpuExecutor {
   };
   struct Entry {
     Model model;
+    std::atomic<bool> loaded{true};
     Counter success, fail, queue, compute_input, compute_infer, compute_output;
     std::atomic<std::uint64_t> inference_count{0}, execution_count{0}, last_inference_ms{0};
   };
@@ -197,7 +216,17 @@ class CpuExecutor {
     return 1;
   }
 
-  Result<std::shared_ptr<Entry>> find(const std::string& name, const std::string& version) const {
+  enum class Loaded { kOnly, kEither };
+
+  Result<void> set_loaded(const std::string& name, bool loaded) {
+    auto entry = find(name, {}, Loaded::kEither);
+    if (!entry) return entry.error();
+    (*entry)->loaded.store(loaded);
+    return {};
+  }
+
+  Result<std::shared_ptr<Entry>> find(const std::string& name, const std::string& version,
+                                      Loaded which = Loaded::kOnly) const {
     std::lock_guard<std::mutex> lock(mutex_);
     auto it = models_.find(name);
     if (it == models_.end()) {
@@ -217,6 +246,10 @@ class CpuExecutor {
     if (!version.empty() && version != it->second->model.version) {
       return Error(StatusCode::NotFound, "model '" + name + "' has no version '" + version +
                                              "' (available: " + it->second->model.version + ")");
+    }
+    if (which == Loaded::kOnly && !it->second->loaded.load()) {
+      return Error(StatusCode::Unavailable,
+                   "model '" + name + "' is unloaded (RepositoryModelLoad puts it back)");
     }
     return it->second;
   }

@@ -148,6 +148,32 @@ class Transport {
   /// Statistics of a model, or of every model when `model` is empty.
   virtual void model_statistics_async(std::string model, std::string version, Deadline deadline,
                                       Callback<std::vector<ModelStatistics>> done) = 0;
+
+  // The model repository (KServe's model repository extension). A transport that does not
+  // carry it answers UNIMPLEMENTED, as these defaults do.
+
+  /// The server's models and their states (RepositoryIndex); `ready_only`: READY ones only.
+  virtual void repository_index_async(bool ready_only, Deadline deadline,
+                                      Callback<std::vector<ModelIndex>> done) {
+    (void)ready_only;
+    (void)deadline;
+    done(Error(StatusCode::Unimplemented, "this transport has no model repository calls"));
+  }
+  /// Loads (or reloads) a model (RepositoryModelLoad); `config_json`, unless empty, is the
+  /// model configuration to load it with (Triton's "config" parameter). `done` gets true.
+  virtual void load_model_async(std::string model, std::string config_json, Deadline deadline,
+                                Callback<bool> done) {
+    (void)model;
+    (void)config_json;
+    (void)deadline;
+    done(Error(StatusCode::Unimplemented, "this transport has no model repository calls"));
+  }
+  /// Unloads a model (RepositoryModelUnload). `done` gets true.
+  virtual void unload_model_async(std::string model, Deadline deadline, Callback<bool> done) {
+    (void)model;
+    (void)deadline;
+    done(Error(StatusCode::Unimplemented, "this transport has no model repository calls"));
+  }
 };
 
 /// Makes a transport for an endpoint; returns an Error for a URL it cannot serve.

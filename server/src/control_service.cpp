@@ -57,12 +57,31 @@ Result<std::string> shared_memory(SharedMemoryRegistry& registry, const ShmClien
   return pc::encode_system_shm_status(status);
 }
 
+// RepositoryModelLoad and RepositoryModelUnload: sonic-server's models are registered when it
+// starts, so these take one out of service and put it back. A new configuration or model file
+// with the load (Triton's "config" and "file:" parameters) cannot be honoured: refused.
+Result<std::string> load_or_unload(CpuExecutor& executor, bool load, std::string_view bytes) {
+  auto request = pc::decode_repository_model_request(bytes);
+  if (!request) return request.error();
+  if (load && !request->parameters.empty()) {
+    return Error(StatusCode::InvalidArgument,
+                 "this server cannot load '" + request->model +
+                     "' with a new configuration or files (parameter '" +
+                     request->parameters.begin()->first +
+                     "'): its models are fixed when it starts; load without parameters");
+  }
+  auto done = load ? executor.load_model(request->model) : executor.unload_model(request->model);
+  if (!done) return done.error();
+  return std::string();  // RepositoryModelLoadResponse and ...UnloadResponse are empty
+}
+
 }  // namespace
 
 bool serves_control(std::string_view method, bool shared_memory) {
   static constexpr std::string_view kMethods[] = {
-      "ServerLive", "ServerReady",   "ServerMetadata", "RepositoryIndex",
-      "ModelReady", "ModelMetadata", "ModelConfig",    "ModelStatistics"};
+      "ServerLive",          "ServerReady",          "ServerMetadata",  "ModelReady",
+      "ModelMetadata",       "ModelConfig",          "ModelStatistics", "RepositoryIndex",
+      "RepositoryModelLoad", "RepositoryModelUnload"};
   static constexpr std::string_view kSharedMemoryMethods[] = {
       "SystemSharedMemoryRegister", "SystemSharedMemoryUnregister", "SystemSharedMemoryStatus",
       "CudaSharedMemoryRegister",   "CudaSharedMemoryUnregister",   "CudaSharedMemoryStatus"};
@@ -82,7 +101,8 @@ Result<std::string> answer_control(const ControlContext& context, std::string_vi
   CpuExecutor& executor = context.executor;
   if (method == "ServerLive" || method == "ServerReady") return pc::encode_flag(true);
   if (method == "ServerMetadata") {
-    ServerMetadata metadata{context.options.name, kVersion, {"model_configuration", "statistics"}};
+    ServerMetadata metadata{
+        context.options.name, kVersion, {"model_configuration", "statistics", "model_repository"}};
     if (context.shared_memory) {
       metadata.extensions.push_back("system_shared_memory");
       if (SharedMemoryRegistry::cuda_supported()) {
@@ -95,11 +115,13 @@ Result<std::string> answer_control(const ControlContext& context, std::string_vi
     auto query = pc::decode_repository_query(bytes);
     if (!query) return query.error();
     std::vector<ModelIndex> models;
-    for (const auto& name : executor.model_names()) {
-      auto model = executor.model(name);
-      models.push_back({name, model ? (*model)->version : std::string(), "READY", ""});
+    for (auto& model : executor.repository_index()) {
+      if (!query->ready_only || model.state == "READY") models.push_back(std::move(model));
     }
     return pc::encode_repository_index(models);
+  }
+  if (method == "RepositoryModelLoad" || method == "RepositoryModelUnload") {
+    return load_or_unload(executor, method == "RepositoryModelLoad", bytes);
   }
   if (method.find("SharedMemory") != std::string_view::npos && context.shared_memory) {
     return shared_memory(*context.shared_memory, context.client(), method, bytes);

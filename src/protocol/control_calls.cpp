@@ -64,4 +64,24 @@ void ControlCalls::model_statistics_async(std::string model, std::string version
       std::move(done), decode_model_statistics);
 }
 
+void ControlCalls::repository_index_async(bool ready_only, Deadline deadline,
+                                          Callback<std::vector<ModelIndex>> done) {
+  ask(*this, "RepositoryIndex", encode_repository_query({std::string(), ready_only}), deadline,
+      std::move(done), decode_repository_index);
+}
+
+void ControlCalls::load_model_async(std::string model, std::string config_json, Deadline deadline,
+                                    Callback<bool> done) {
+  RepositoryModelRequest request{std::string(), std::move(model), {}};
+  if (!config_json.empty()) request.parameters["config"] = std::move(config_json);
+  ask(*this, "RepositoryModelLoad", encode_repository_model_request(request), deadline,
+      std::move(done), [](std::string_view) -> Result<bool> { return true; });
+}
+
+void ControlCalls::unload_model_async(std::string model, Deadline deadline, Callback<bool> done) {
+  ask(*this, "RepositoryModelUnload",
+      encode_repository_model_request({std::string(), std::move(model), {}}), deadline,
+      std::move(done), [](std::string_view) -> Result<bool> { return true; });
+}
+
 }  // namespace sonic::protocol

@@ -26,6 +26,11 @@ class SONIC_EXPORT ControlCalls : public Transport {
                           Callback<std::string> done) override;
   void model_statistics_async(std::string model, std::string version, Deadline deadline,
                               Callback<std::vector<ModelStatistics>> done) override;
+  void repository_index_async(bool ready_only, Deadline deadline,
+                              Callback<std::vector<ModelIndex>> done) override;
+  void load_model_async(std::string model, std::string config_json, Deadline deadline,
+                        Callback<bool> done) override;
+  void unload_model_async(std::string model, Deadline deadline, Callback<bool> done) override;
 };
 
 }  // namespace sonic::protocol

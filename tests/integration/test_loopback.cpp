@@ -10,6 +10,7 @@
 
 #include "expect_error.hpp"
 #include "loopback_server.hpp"
+#include "model_control_checks.hpp"
 #include "thread_probe.hpp"
 
 using namespace sonic;
@@ -180,6 +181,30 @@ TEST_CASE("control calls: health, metadata, config, statistics") {
   } catch (const Error& e) {
     CHECK(e.code() == StatusCode::NotFound);
     CHECK(e.message().find("no_such_model") != std::string::npos);
+  }
+}
+
+TEST_CASE("model control: the index, unload and load; a new configuration is refused") {
+  LoopbackServer server;
+  ClientOptions options;
+  options.validate_inputs = false;  // the request must reach the server, not the metadata cache
+  options.retry.max_attempts = 1;   // UNAVAILABLE would be retried
+  Client client(server.url(), options);
+  test::check_unload_and_load(client, "simple", simple_request(1, 2));
+  auto extensions = client.server_metadata().extensions;
+  CHECK(std::find(extensions.begin(), extensions.end(), "model_repository") != extensions.end());
+  // Its models are fixed when it starts: a configuration with the load cannot be honoured.
+  try {
+    client.load_model("simple", R"({"max_batch_size": 8})");
+    FAIL("a load with a configuration must be refused");
+  } catch (const Error& e) {
+    CHECK(e.code() == StatusCode::InvalidArgument);
+  }
+  try {
+    client.unload_model("no_such_model");
+    FAIL("unloading an unknown model must fail");
+  } catch (const Error& e) {
+    CHECK(e.code() == StatusCode::NotFound);
   }
 }
 

@@ -26,6 +26,7 @@
 #include <sonic/sonic.hpp>
 
 #include "expect_error.hpp"
+#include "model_control_checks.hpp"
 #include "python_server.hpp"
 
 namespace {
@@ -329,6 +330,17 @@ TEST_SUITE("interop: sonic client vs python server") {
       CHECK(e.code() == sonic::StatusCode::NotFound);
       CHECK(e.message() == expected);
     }
+  }
+
+  TEST_CASE("model control: the index, unload and load") {
+    sonic::ClientOptions options;
+    options.validate_inputs = false;  // the request must reach the server
+    options.retry.max_attempts = 1;   // UNAVAILABLE would be retried
+    auto client = make_client(options);
+    SimpleCase c(3);
+    sonic::test::check_unload_and_load(client, "simple", c.owning_request());
+    // Triton loads with a new configuration; the Python server accepts one too.
+    CHECK_NOTHROW(client.load_model("simple", R"({"max_batch_size": 0})"));
   }
 
   TEST_CASE("a per-request timeout ends a slow call with DEADLINE_EXCEEDED") {

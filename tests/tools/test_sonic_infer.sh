@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # sonic-infer against a real sonic-server: inline values, .npy round trip through --save-dir,
-# and the errors a user would make.  test_sonic_infer.sh SONIC_SERVER SONIC_INFER
+# --list, and the errors a user would make.  test_sonic_infer.sh SONIC_SERVER SONIC_INFER
 set -euo pipefail
 server=$1 infer=$2
 source "$(dirname "$0")/serve.sh"
@@ -16,6 +16,9 @@ grep -q "^latency: [0-9.]* ms" <<<"$out" || fail "no latency line: $out"
 "$infer" --url "$url" identity_fp32 INPUT0=@"$work/out/OUTPUT0.npy" | grep -q "0.5, -2, 3, 4, 5, 6" ||
   fail ".npy round trip"
 
+out=$("$infer" --url "$url" --list)
+grep -q "^  simple v1  READY$" <<<"$out" || fail "--list names the models and their states: $out"
+
 set +e
 "$infer" --url "$url" simple INPUT0=FP32:1x16:*1 INPUT1=INT32:1x16:*1 2>"$work/err"; rc=$?
 set -e
@@ -28,4 +31,4 @@ set +e
 "$infer" --url "$url" simple INPUT0=INT32:1x16:1,2 2>"$work/err"; rc=$?
 set -e
 [ $rc -eq 2 ] || fail "wrong value count must be a usage error: rc=$rc"
-echo "sonic-infer: 5 passed, 0 failed"
+echo "sonic-infer: 6 passed, 0 failed"

@@ -73,8 +73,8 @@ void usage(std::ostream& out) {
          "  --id ID          request id, echoed by the server\n"
          "  --output NAME    return only this output (repeat for several; default: all)\n"
          "  --save-dir DIR   also write each output to DIR/NAME.npy (BF16 is saved as FP32)\n"
-         "  --list           print the server's metadata and, given MODEL, the model's inputs\n"
-         "                   and outputs; sends no request\n"
+         "  --list           print the server's metadata and its models with their states or,\n"
+         "                   given MODEL, the model's inputs and outputs; sends no request\n"
          "  -h, --help       print this help\n"
          "\n"
          "SPEC is one of:\n"
@@ -568,7 +568,22 @@ void print_list(sonic::Client& client, const Options& options) {
   std::cout << "  extensions:";
   for (const auto& extension : server.extensions) std::cout << ' ' << extension;
   std::cout << '\n';
-  if (options.model.empty()) return;
+  if (options.model.empty()) {
+    std::vector<sonic::ModelIndex> models;
+    try {
+      models = client.repository_index();
+    } catch (const sonic::Error& e) {
+      if (e.code() != sonic::StatusCode::Unimplemented) throw;
+      std::cout << "models: (the server does not list them)\n";
+      return;
+    }
+    std::cout << "models:\n";
+    for (const auto& m : models) {
+      std::cout << "  " << m.name << (m.version.empty() ? "" : " v" + m.version) << "  " << m.state
+                << (m.reason.empty() ? "" : " (" + m.reason + ")") << '\n';
+    }
+    return;
+  }
   sonic::ModelMetadata model = client.model_metadata(options.model, options.version);
   std::cout << "model: " << model.name << '\n';
   std::cout << "  versions:";
