@@ -71,6 +71,39 @@ class InferRequest {
   InferRequest&& parameter(std::string name, Parameter value) && {
     return std::move(parameter(std::move(name), std::move(value)));
   }
+  // Triton's request options, sent as the request parameters Triton reads, with the types it
+  // requires (a parameter of another type is INVALID_ARGUMENT there and in sonic-server).
+
+  /// A request of a sequence, for a stateful model: the sequence's id (a number, or a string
+  /// for a model configured with string ids); its first request says `start`, its last `end`.
+  InferRequest& sequence(std::uint64_t id, bool start = false, bool end = false) & {
+    return sequence_flags(static_cast<std::int64_t>(id), start, end);  // Triton reads int64
+  }
+  InferRequest&& sequence(std::uint64_t id, bool start = false, bool end = false) && {
+    return std::move(sequence(id, start, end));
+  }
+  InferRequest& sequence(std::string id, bool start = false, bool end = false) & {
+    return sequence_flags(std::move(id), start, end);
+  }
+  InferRequest&& sequence(std::string id, bool start = false, bool end = false) && {
+    return std::move(sequence(std::move(id), start, end));
+  }
+  /// Scheduling priority: 1 is the highest; 0 leaves the model's default.
+  InferRequest& priority(std::uint64_t level) & {
+    parameters_["priority"] = level;
+    return *this;
+  }
+  InferRequest&& priority(std::uint64_t level) && { return std::move(priority(level)); }
+  /// How long the server may hold this request before running it (Triton's "timeout"
+  /// parameter). Unlike timeout(), it does not bound the client's wait.
+  InferRequest& server_timeout(std::chrono::microseconds limit) & {
+    parameters_["timeout"] = static_cast<std::int64_t>(limit.count());
+    return *this;
+  }
+  InferRequest&& server_timeout(std::chrono::microseconds limit) && {
+    return std::move(server_timeout(limit));
+  }
+
   /// The time this request may take from the call that sends it to its result; zero means the
   /// client's default (ClientOptions::default_timeout). Sent to the server as grpc-timeout.
   InferRequest& timeout(std::chrono::microseconds limit) & {
@@ -107,6 +140,13 @@ class InferRequest {
   }
 
  private:
+  InferRequest& sequence_flags(Parameter id, bool start, bool end) {
+    parameters_["sequence_id"] = std::move(id);
+    parameters_["sequence_start"] = start;
+    parameters_["sequence_end"] = end;
+    return *this;
+  }
+
   std::string model_;
   std::string version_;
   std::string id_;

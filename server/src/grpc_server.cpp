@@ -12,6 +12,7 @@
 #include "net/peer_user.hpp"
 #include "protocol/grpc_wire.hpp"
 #include "protocol/infer_codec.hpp"
+#include "request_options.hpp"
 
 namespace sonic::server {
 
@@ -448,7 +449,7 @@ class GrpcConnection final : public net::H2Session {
   }
 
   void infer(std::int32_t id, ReceivedMessage message) {
-    auto request = protocol::decode_infer_request(std::move(message));
+    auto request = read_infer_request(std::move(message));
     if (!request) return respond_error(id, request.error());
     // Inputs in shared memory become views of their regions; outputs bound for regions are
     // written there once the model ran.

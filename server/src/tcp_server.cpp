@@ -7,6 +7,7 @@
 #include "model_queue.hpp"
 #include "net/frame_stream.hpp"
 #include "protocol/infer_codec.hpp"
+#include "request_options.hpp"
 
 namespace sonic::server {
 
@@ -171,7 +172,7 @@ class TcpConnection final : public net::FrameStream {
       });
     }
     protocol::ReceivedMessage message{std::move(frame.envelope), std::move(frame.tensors)};
-    auto request = protocol::decode_infer_request(std::move(message));
+    auto request = read_infer_request(std::move(message));
     if (!request) {
       --in_flight_;
       return send(protocol::tcp::encode_error(id, request.error()));
@@ -194,7 +195,7 @@ class TcpConnection final : public net::FrameStream {
       return protocol::tcp::encode_error(id, ok.error());
     }
     protocol::ReceivedMessage message{std::move(frame.envelope), std::move(frame.tensors)};
-    auto request = protocol::decode_infer_request(std::move(message));
+    auto request = read_infer_request(std::move(message));
     if (!request) return protocol::tcp::encode_error(id, request.error());
     return encode_answer(id, context.executor->infer(*request), compression, budget);
   }

@@ -11,6 +11,7 @@
 #include "expect_error.hpp"
 #include "loopback_server.hpp"
 #include "model_control_checks.hpp"
+#include "request_option_checks.hpp"
 #include "thread_probe.hpp"
 
 using namespace sonic;
@@ -206,6 +207,12 @@ TEST_CASE("model control: the index, unload and load; a new configuration is ref
   } catch (const Error& e) {
     CHECK(e.code() == StatusCode::NotFound);
   }
+}
+
+TEST_CASE("Triton's request options: typed setters taken, wrong types refused as Triton does") {
+  LoopbackServer server;
+  Client client(server.url());
+  test::check_request_options(client, [] { return simple_request(1, 2); });
 }
 
 TEST_CASE("requested outputs: only those come back") {

@@ -350,9 +350,34 @@ class Servicer(pb2_grpc.GRPCInferenceServiceServicer):
         except ShmError as e:
             raise InferError(e.code, e.message)
 
+    @staticmethod
+    def check_request_options(req):
+        """Triton's checks of the parameters it reserves (SetInferenceRequestMetadata in
+        src/grpc/infer_handler.cc), with its words."""
+        bad = grpc.StatusCode.INVALID_ARGUMENT
+        allowed = {
+            "sequence_id": ("int64_param", "string_param"),
+            "sequence_start": ("bool_param",),
+            "sequence_end": ("bool_param",),
+            "priority": ("int64_param", "uint64_param"),
+            "timeout": ("int64_param",),
+        }
+        for name, p in req.parameters.items():
+            which = p.WhichOneof("parameter_choice")
+            if name in allowed and which not in allowed[name]:
+                raise InferError(bad, "invalid value type for '%s' parameter, expected %s."
+                                 % (name, " or ".join(allowed[name])))
+            if name == "priority" and which == "int64_param" and p.int64_param < 0:
+                raise InferError(bad, "invalid value for 'priority', expected value >= 0.")
+            if (name.startswith("triton_") and
+                    name != "triton_enable_empty_final_response"):
+                raise InferError(bad, "parameter keys starting with 'triton_' are reserved "
+                                 "for Triton usage.")
+
     def infer(self, req, context):
         """Run one request; return ModelInferResponse or raise InferError."""
         m = self.lookup(req.model_name, req.model_version)
+        self.check_request_options(req)
         if not m.ready:
             raise InferError(grpc.StatusCode.UNAVAILABLE,
                              "model is not ready: %s" % m.name)

@@ -28,6 +28,7 @@
 #include "expect_error.hpp"
 #include "model_control_checks.hpp"
 #include "python_server.hpp"
+#include "request_option_checks.hpp"
 
 namespace {
 
@@ -341,6 +342,12 @@ TEST_SUITE("interop: sonic client vs python server") {
     sonic::test::check_unload_and_load(client, "simple", c.owning_request());
     // Triton loads with a new configuration; the Python server accepts one too.
     CHECK_NOTHROW(client.load_model("simple", R"({"max_batch_size": 0})"));
+  }
+
+  TEST_CASE("Triton's request options: typed setters taken, wrong types refused") {
+    auto client = make_client();
+    SimpleCase c(4);
+    sonic::test::check_request_options(client, [&] { return c.owning_request(); });
   }
 
   TEST_CASE("a per-request timeout ends a slow call with DEADLINE_EXCEEDED") {

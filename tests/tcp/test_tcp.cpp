@@ -15,6 +15,7 @@
 #include "fault_proxy.hpp"
 #include "identity_models.hpp"
 #include "loopback_socket.hpp"
+#include "request_option_checks.hpp"
 #include "sanitizers.hpp"
 #include "thread_probe.hpp"
 
@@ -154,6 +155,14 @@ TEST_CASE("control calls over tcp: health, metadata, config, statistics, unknown
   } catch (const Error& e) {
     CHECK(e.code() == StatusCode::NotFound);
   }
+}
+
+TEST_CASE("Triton's request options over tcp: checked as over gRPC") {
+  TcpServer server;
+  Client client(server.url("tcp"));
+  Tensor input = sample(DataType::Fp32, 4, 1);
+  check_request_options(
+      client, [&] { return InferRequest(identity_name(DataType::Fp32)).input("INPUT0", input); });
 }
 
 TEST_CASE("a peer that is not a sonic TCP server: an error, not a crash or a hang") {
