@@ -8,6 +8,7 @@
 #include <thread>
 #include <vector>
 
+#include "sonic/example_models.hpp"
 #include "sonic/executor.hpp"
 
 namespace sonic::models {
@@ -55,7 +56,10 @@ inline Model identity(std::string name, DataType type, std::chrono::milliseconds
 /// FP32 identity over [-1,-1], used for payload-size sweeps.
 inline Model identity_fp32() { return identity("identity_fp32", DataType::Fp32); }
 
-/// The models sonic-server hosts by default.
-inline std::vector<Model> builtin() { return {simple(), identity_fp32()}; }
+/// The models sonic-server hosts by default: simple, identity_fp32, and Triton's example
+/// models simple_string, simple_identity and simple_sequence (example_models.hpp).
+inline std::vector<Model> builtin() {
+  return {simple(), identity_fp32(), simple_string(), simple_identity(), simple_sequence()};
+}
 
 }  // namespace sonic::models

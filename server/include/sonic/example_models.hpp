@@ -1,0 +1,159 @@
+// sonic — Triton's example models (those its example clients call), as sonic-server hosts them
+// (part of the sonic::server library): simple_string, simple_identity and simple_sequence.
+// Their behaviour is that of the models in Triton's docs/examples/model_repository and its
+// example clients' expectations; shapes are those the clients send with batch size 1.
+#pragma once
+
+#include <charconv>
+#include <chrono>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "sonic/executor.hpp"
+
+namespace sonic::models {
+
+namespace detail {
+
+inline Result<std::int32_t> parse_decimal(std::string_view text, const char* input) {
+  std::int32_t value = 0;
+  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (ec != std::errc() || end != text.data() + text.size()) {
+    return Error(StatusCode::InvalidArgument, std::string(input) + " holds '" +
+                                                  std::string(text.substr(0, 32)) +
+                                                  "', not a decimal 32-bit integer");
+  }
+  return value;
+}
+
+}  // namespace detail
+
+/// Triton's simple_string: BYTES INPUT0, INPUT1 of shape [1,16], each element a decimal
+/// integer as text → OUTPUT0 = INPUT0 + INPUT1, OUTPUT1 = INPUT0 - INPUT1, as text.
+inline Model simple_string() {
+  Model m;
+  m.name = "simple_string";
+  m.inputs = {{"INPUT0", DataType::Bytes, {1, 16}}, {"INPUT1", DataType::Bytes, {1, 16}}};
+  m.outputs = {{"OUTPUT0", DataType::Bytes, {1, 16}}, {"OUTPUT1", DataType::Bytes, {1, 16}}};
+  m.compute = [](const InferRequest& request) -> Result<std::vector<NamedTensor>> {
+    auto a = request.find_input("INPUT0")->tensor.string_views();
+    auto b = request.find_input("INPUT1")->tensor.string_views();
+    std::vector<std::string> sum(a.size()), difference(a.size());
+    for (std::size_t i = 0; i < a.size(); ++i) {
+      auto x = detail::parse_decimal(a[i], "INPUT0");
+      if (!x) return x.error();
+      auto y = detail::parse_decimal(b[i], "INPUT1");
+      if (!y) return y.error();
+      // Wrap as simple does (int32 arithmetic), not overflow.
+      sum[i] = std::to_string(static_cast<std::int32_t>(static_cast<std::uint32_t>(*x) +
+                                                        static_cast<std::uint32_t>(*y)));
+      difference[i] = std::to_string(static_cast<std::int32_t>(static_cast<std::uint32_t>(*x) -
+                                                               static_cast<std::uint32_t>(*y)));
+    }
+    return std::vector<NamedTensor>{{"OUTPUT0", Tensor::from_strings(sum, {1, 16}), {}},
+                                    {"OUTPUT1", Tensor::from_strings(difference, {1, 16}), {}}};
+  };
+  return m;
+}
+
+/// Triton's simple_identity: BYTES INPUT0 of shape [-1,-1] → OUTPUT0, the same strings.
+inline Model simple_identity() {
+  Model m;
+  m.name = "simple_identity";
+  m.inputs = {{"INPUT0", DataType::Bytes, {-1, -1}}};
+  m.outputs = {{"OUTPUT0", DataType::Bytes, {-1, -1}}};
+  m.compute = [](const InferRequest& request) -> Result<std::vector<NamedTensor>> {
+    return std::vector<NamedTensor>{
+        {"OUTPUT0", request.find_input("INPUT0")->tensor.to_owned(), {}}};
+  };
+  return m;
+}
+
+/// What simple_sequence keeps between the requests of its sequences.
+struct SequenceLimits {
+  /// A sequence without a request for this long is dropped (Triton's
+  /// max_sequence_idle_microseconds, 1 s by default).
+  std::chrono::milliseconds idle{1000};
+  /// Sequences in progress at once; a START beyond them is RESOURCE_EXHAUSTED, so that a
+  /// client opening sequences without end cannot grow the server's memory.
+  std::size_t max_sequences = 1024;
+};
+
+/// Triton's simple_sequence, a stateful model: INT32 INPUT of shape [1,1] → OUTPUT, the sum of
+/// the inputs of the sequence so far. The request's `sequence_id` (int64 or string) names the
+/// sequence; `sequence_start` begins it (the sum restarts from this input) and `sequence_end`
+/// ends it (its state is freed). A request of a sequence that has not started (or was dropped
+/// as idle) is INVALID_ARGUMENT, as Triton's sequence batcher answers; so is one without an id.
+inline Model simple_sequence(SequenceLimits limits = {}) {
+  using Clock = std::chrono::steady_clock;
+  struct Sequence {
+    std::int64_t sum = 0;
+    Clock::time_point last;
+  };
+  struct State {
+    std::mutex mutex;
+    std::map<std::string, Sequence> sequences;  // key: "i<number>" or "s<string>"
+  };
+  auto state = std::make_shared<State>();
+  Model m;
+  m.name = "simple_sequence";
+  m.inputs = {{"INPUT", DataType::Int32, {1, 1}}};
+  m.outputs = {{"OUTPUT", DataType::Int32, {1, 1}}};
+  m.compute = [state, limits](const InferRequest& request) -> Result<std::vector<NamedTensor>> {
+    auto flag = [&](const char* name) {
+      auto it = request.parameters().find(name);
+      return it != request.parameters().end() && std::holds_alternative<bool>(it->second) &&
+             std::get<bool>(it->second);
+    };
+    std::string key;
+    if (auto it = request.parameters().find("sequence_id"); it != request.parameters().end()) {
+      if (const auto* number = std::get_if<std::int64_t>(&it->second); number && *number != 0) {
+        key = "i" + std::to_string(*number);
+      } else if (const auto* text = std::get_if<std::string>(&it->second); text && !text->empty()) {
+        key = "s" + *text;
+      }
+    }
+    if (key.empty()) {
+      return Error(StatusCode::InvalidArgument,
+                   "inference request to model 'simple_sequence' must specify a non-zero or "
+                   "non-empty correlation ID");
+    }
+    const std::int32_t input = request.find_input("INPUT")->tensor.as<std::int32_t>()[0];
+    const auto now = Clock::now();
+    std::lock_guard<std::mutex> lock(state->mutex);
+    for (auto it = state->sequences.begin(); it != state->sequences.end();) {
+      it = now - it->second.last > limits.idle ? state->sequences.erase(it) : std::next(it);
+    }
+    auto it = state->sequences.find(key);
+    if (flag("sequence_start")) {
+      if (it == state->sequences.end()) {
+        if (state->sequences.size() >= limits.max_sequences) {
+          return Error(StatusCode::ResourceExhausted, "simple_sequence has " +
+                                                          std::to_string(limits.max_sequences) +
+                                                          " sequences in progress; end one first");
+        }
+        it = state->sequences.emplace(key, Sequence{}).first;
+      }
+      it->second.sum = 0;
+    } else if (it == state->sequences.end()) {
+      return Error(StatusCode::InvalidArgument,
+                   "inference request for sequence " + key.substr(1) +
+                       " to model 'simple_sequence' must specify the START flag on the first "
+                       "request of the sequence");
+    }
+    it->second.sum += input;
+    it->second.last = now;
+    const auto sum = static_cast<std::int32_t>(it->second.sum);
+    if (flag("sequence_end")) state->sequences.erase(it);
+    return std::vector<NamedTensor>{
+        {"OUTPUT", Tensor::from_vector(std::vector<std::int32_t>{sum}, {1, 1}), {}}};
+  };
+  return m;
+}
+
+}  // namespace sonic::models

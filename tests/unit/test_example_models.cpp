@@ -1,0 +1,113 @@
+// Triton's example models as sonic-server hosts them: the values Triton's example clients
+// expect, and simple_sequence's state: kept per sequence, restarted by START, freed by END,
+// dropped when idle, bounded in number.
+#include <doctest/doctest.h>
+
+#include <chrono>
+#include <cstdint>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "sonic/builtin_models.hpp"
+
+namespace {
+
+using namespace std::chrono_literals;
+
+sonic::InferRequest step(std::int32_t value, sonic::Parameter id, bool start = false,
+                         bool end = false) {
+  sonic::InferRequest request("simple_sequence");
+  request.input("INPUT", sonic::Tensor::from_vector(std::vector<std::int32_t>{value}, {1, 1}));
+  if (const auto* number = std::get_if<std::int64_t>(&id)) {
+    request.sequence(static_cast<std::uint64_t>(*number), start, end);
+  } else {
+    request.sequence(std::get<std::string>(id), start, end);
+  }
+  return request;
+}
+
+std::int32_t output_of(sonic::Result<sonic::InferResult> result) {
+  return result.value().output("OUTPUT").as<std::int32_t>()[0];
+}
+
+}  // namespace
+
+TEST_CASE("simple_string: decimal strings in, their sum and difference out") {
+  auto executor = sonic::CpuExecutor::with_models(sonic::models::builtin(), 1);
+  std::vector<std::string> a, b;
+  for (int i = 0; i < 16; ++i) {
+    a.push_back(std::to_string(i));
+    b.push_back(std::to_string(1 - i * 3));
+  }
+  auto result = executor
+                    ->infer(sonic::InferRequest("simple_string")
+                                .input("INPUT0", sonic::Tensor::from_strings(a, {1, 16}))
+                                .input("INPUT1", sonic::Tensor::from_strings(b, {1, 16})))
+                    .value();
+  auto sum = result.output("OUTPUT0").to_strings();
+  auto difference = result.output("OUTPUT1").to_strings();
+  REQUIRE(sum.size() == 16);
+  for (int i = 0; i < 16; ++i) {
+    CHECK(sum[i] == std::to_string(i + 1 - i * 3));
+    CHECK(difference[i] == std::to_string(i - (1 - i * 3)));
+  }
+  b[3] = "three";
+  auto bad = executor->infer(sonic::InferRequest("simple_string")
+                                 .input("INPUT0", sonic::Tensor::from_strings(a, {1, 16}))
+                                 .input("INPUT1", sonic::Tensor::from_strings(b, {1, 16})));
+  CHECK(bad.code() == sonic::StatusCode::InvalidArgument);
+}
+
+TEST_CASE("simple_identity: strings of any length come back as they went") {
+  auto executor = sonic::CpuExecutor::with_models(sonic::models::builtin(), 1);
+  std::vector<std::string> strings{"", "a", std::string(1000, 'x'), std::string("\0\1\2", 3)};
+  auto result = executor
+                    ->infer(sonic::InferRequest("simple_identity")
+                                .input("INPUT0", sonic::Tensor::from_strings(strings, {2, 2})))
+                    .value();
+  CHECK(result.output("OUTPUT0").to_strings() == strings);
+  CHECK(result.output("OUTPUT0").shape() == sonic::Shape{2, 2});
+}
+
+TEST_CASE("simple_sequence: sums per sequence, as Triton's sequence example expects") {
+  auto executor = sonic::CpuExecutor::with_models({sonic::models::simple_sequence()}, 2);
+  // Triton's example client: one sequence starts at 0 and adds the values, another starts at
+  // 100 and subtracts them, interleaved; numeric and string ids.
+  const std::vector<std::int32_t> values{11, 7, 5, 3, 2, 0, 1};
+  std::int32_t first = 0, second = 100;
+  CHECK(output_of(executor->infer(step(0, std::int64_t{1001}, true))) == 0);
+  CHECK(output_of(executor->infer(step(100, std::string("seq-b"), true))) == 100);
+  for (std::size_t i = 0; i < values.size(); ++i) {
+    const bool last = i + 1 == values.size();
+    first += values[i];
+    second -= values[i];
+    CHECK(output_of(executor->infer(step(values[i], std::int64_t{1001}, false, last))) == first);
+    CHECK(output_of(executor->infer(step(-values[i], std::string("seq-b"), false, last))) ==
+          second);
+  }
+  // Ended: a further request without START is refused, as Triton's sequence batcher does.
+  CHECK(executor->infer(step(1, std::int64_t{1001})).code() == sonic::StatusCode::InvalidArgument);
+  // START restarts a sequence in progress.
+  CHECK(output_of(executor->infer(step(5, std::int64_t{7}, true))) == 5);
+  CHECK(output_of(executor->infer(step(5, std::int64_t{7}, true))) == 5);
+  // No id at all.
+  sonic::InferRequest anonymous("simple_sequence");
+  anonymous.input("INPUT", sonic::Tensor::from_vector(std::vector<std::int32_t>{1}, {1, 1}));
+  CHECK(executor->infer(anonymous).code() == sonic::StatusCode::InvalidArgument);
+}
+
+TEST_CASE("simple_sequence: idle sequences are dropped and their number is bounded") {
+  sonic::models::SequenceLimits limits;
+  limits.idle = 100ms;
+  limits.max_sequences = 3;
+  auto executor = sonic::CpuExecutor::with_models({sonic::models::simple_sequence(limits)}, 1);
+  for (std::int64_t id = 1; id <= 3; ++id) {
+    CHECK(output_of(executor->infer(step(1, id, true))) == 1);
+  }
+  CHECK(executor->infer(step(1, std::int64_t{4}, true)).code() ==
+        sonic::StatusCode::ResourceExhausted);
+  std::this_thread::sleep_for(250ms);  // all three idle past the limit: dropped
+  CHECK(executor->infer(step(1, std::int64_t{2})).code() == sonic::StatusCode::InvalidArgument);
+  CHECK(output_of(executor->infer(step(1, std::int64_t{4}, true))) == 1);
+}
