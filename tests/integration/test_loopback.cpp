@@ -8,6 +8,7 @@
 #include <thread>
 #include <vector>
 
+#include "example_model_checks.hpp"
 #include "expect_error.hpp"
 #include "loopback_server.hpp"
 #include "model_control_checks.hpp"
@@ -218,24 +219,7 @@ TEST_CASE("Triton's request options: typed setters taken, wrong types refused as
 TEST_CASE("Triton's example models over gRPC: simple_string, and a sequence by its options") {
   LoopbackServer server;  // hosts models::builtin(), Triton's examples among them
   Client client(server.url());
-  std::vector<std::string> a(16, "40"), b(16, "2");
-  auto strings = client.infer(InferRequest("simple_string")
-                                  .input("INPUT0", Tensor::from_strings(a, {1, 16}))
-                                  .input("INPUT1", Tensor::from_strings(b, {1, 16})));
-  CHECK(strings.output("OUTPUT0").to_strings() == std::vector<std::string>(16, "42"));
-  CHECK(strings.output("OUTPUT1").to_strings() == std::vector<std::string>(16, "38"));
-
-  auto step = [&](std::int32_t value, bool start, bool end) {
-    return client
-        .infer(InferRequest("simple_sequence")
-                   .input("INPUT", Tensor::from_vector(std::vector<std::int32_t>{value}, {1, 1}))
-                   .sequence("run-17", start, end))
-        .output("OUTPUT")
-        .as<std::int32_t>()[0];
-  };
-  CHECK(step(10, true, false) == 10);
-  CHECK(step(5, false, false) == 15);
-  CHECK(step(-3, false, true) == 12);
+  test::check_example_models(client);
 }
 
 TEST_CASE("requested outputs: only those come back") {

@@ -21,6 +21,8 @@ Models (version "1", max_batch_size 0):
   identity_fp32  FP32 INPUT0 [-1,-1] -> OUTPUT0 (identical)
   slow           FP32 INPUT0 [-1,-1] -> OUTPUT0 (identical) after 2 seconds;
                  gives up early if the client cancels or its deadline passes
+  simple_string, simple_identity, simple_sequence
+                 Triton's example models (triton_examples.py)
 
 Implemented methods: ServerLive, ServerReady, ModelReady, ServerMetadata,
 ModelMetadata, ModelConfig, ModelStatistics, ModelInfer, ModelStreamInfer,
@@ -83,6 +85,8 @@ def parse_args():
 
 
 from stubs import load_stubs  # noqa: E402  (beside this script)
+from triton_examples import (ModelError, SequenceModel, decode_bytes,  # noqa: E402
+                             encode_bytes, simple_identity, simple_string)
 from triton_shm import SharedMemoryManager, ShmError, placement  # noqa: E402
 
 ARGS = parse_args()
@@ -96,6 +100,7 @@ import numpy as np  # noqa: E402
 DTYPES = {
     "INT32": (np.dtype("<i4"), mc_pb2.TYPE_INT32, "int_contents"),
     "FP32": (np.dtype("<f4"), mc_pb2.TYPE_FP32, "fp32_contents"),
+    "BYTES": (np.dtype(object), mc_pb2.TYPE_STRING, "bytes_contents"),
 }
 TYPED_FIELDS = ("bool_contents", "int_contents", "int64_contents",
                 "uint_contents", "uint64_contents", "fp32_contents",
@@ -202,14 +207,14 @@ class Model:
         return cfg
 
 
-def _simple(t):
+def _simple(t, params):
     a, b = t["INPUT0"], t["INPUT1"]
     with np.errstate(over="ignore"):
         return {"OUTPUT0": (a + b).astype("<i4"),
                 "OUTPUT1": (a - b).astype("<i4")}
 
 
-def _identity(t):
+def _identity(t, params):
     return {"OUTPUT0": t["INPUT0"]}
 
 
@@ -225,6 +230,15 @@ def make_models():
               [("OUTPUT0", "FP32", var)], _identity),
         Model("slow", [("INPUT0", "FP32", var)],
               [("OUTPUT0", "FP32", var)], _identity, delay_s=2.0),
+        # Triton's example models (triton_examples.py).
+        Model("simple_string",
+              [("INPUT0", "BYTES", vec), ("INPUT1", "BYTES", vec)],
+              [("OUTPUT0", "BYTES", vec), ("OUTPUT1", "BYTES", vec)],
+              simple_string),
+        Model("simple_identity", [("INPUT0", "BYTES", var)],
+              [("OUTPUT0", "BYTES", var)], simple_identity),
+        Model("simple_sequence", [("INPUT", "INT32", [1, 1])],
+              [("OUTPUT", "INT32", [1, 1])], SequenceModel()),
     ]
     return {m.name: m for m in models}
 
@@ -305,7 +319,14 @@ class Servicer(pb2_grpc.GRPCInferenceServiceServicer):
             else:
                 raise InferError(bad, "unable to find data for input tensor '%s' for "
                                  "model '%s' in request." % (t.name, m.name))
-            if data is not None:
+            if data is not None and dt == "BYTES":
+                items = decode_bytes(data, count)
+                if items is None:
+                    raise InferError(bad, "input '%s': malformed BYTES contents for "
+                                     "shape %s" % (t.name, shape_str(shape)))
+                arr = np.empty(count, dtype=object)
+                arr[:] = items
+            elif data is not None:
                 if len(data) != count * npdt.itemsize:
                     raise InferError(bad, "input '%s': %d raw bytes, expected "
                                      "%d for shape %s" %
@@ -325,7 +346,11 @@ class Servicer(pb2_grpc.GRPCInferenceServiceServicer):
                                      "expected %d for shape %s" %
                                      (t.name, len(vals), typed_field, count,
                                       shape_str(shape)))
-                arr = np.asarray(vals, dtype=npdt)
+                if dt == "BYTES":
+                    arr = np.empty(count, dtype=object)
+                    arr[:] = list(vals)
+                else:
+                    arr = np.asarray(vals, dtype=npdt)
             tensors[t.name] = arr.reshape(shape)
         if next_raw != len(raw):
             raise InferError(bad, "%d raw_input_contents given for %d inputs that "
@@ -411,21 +436,29 @@ class Servicer(pb2_grpc.GRPCInferenceServiceServicer):
                         raise InferError(grpc.StatusCode.CANCELLED,
                                          "request cancelled")
                     time.sleep(min(0.05, max(0.0, end - time.monotonic())))
-            results = m.compute(tensors)
+            try:
+                results = m.compute(tensors, req.parameters)
+            except ModelError as e:
+                raise InferError(e.code, e.message)
             t2 = time.monotonic_ns()
             resp = pb2.ModelInferResponse(model_name=m.name,
                                           model_version=m.version,
                                           id=req.id)
             for n in out_names:
-                arr = np.ascontiguousarray(results[n],
-                                           dtype=DTYPES[out_dt[n]][0])
+                if out_dt[n] == "BYTES":
+                    arr = np.asarray(results[n], dtype=object)
+                    data = encode_bytes(list(arr.ravel()))
+                else:
+                    arr = np.ascontiguousarray(results[n],
+                                               dtype=DTYPES[out_dt[n]][0])
+                    data = arr.tobytes()
                 resp.outputs.add(name=n, datatype=out_dt[n],
                                  shape=list(arr.shape))
                 if n in placed:  # Triton: an empty entry, and no parameters
-                    self.shm_call(self.shm.write, n, *placed[n], arr.tobytes())
+                    self.shm_call(self.shm.write, n, *placed[n], data)
                     resp.raw_output_contents.append(b"")
                 else:
-                    resp.raw_output_contents.append(arr.tobytes())
+                    resp.raw_output_contents.append(data)
             p = req.parameters.get("echo_metadata")
             if (p is not None and p.WhichOneof("parameter_choice") ==
                     "bool_param" and p.bool_param and context is not None):

@@ -25,6 +25,7 @@
 
 #include <sonic/sonic.hpp>
 
+#include "example_model_checks.hpp"
 #include "expect_error.hpp"
 #include "model_control_checks.hpp"
 #include "python_server.hpp"
@@ -350,6 +351,11 @@ TEST_SUITE("interop: sonic client vs python server") {
     sonic::test::check_request_options(client, [&] { return c.owning_request(); });
   }
 
+  TEST_CASE("Triton's example models: simple_string, and a sequence by its options") {
+    auto client = make_client();
+    sonic::test::check_example_models(client);
+  }
+
   TEST_CASE("a per-request timeout ends a slow call with DEADLINE_EXCEEDED") {
     auto client = make_client();
     std::vector<float> x = {1.0f, 2.0f, 3.0f, 4.0f};
@@ -411,7 +417,7 @@ TEST_SUITE("interop: sonic client vs python server") {
     CHECK(s.last_inference_ms > 0);
 
     auto all = client.model_statistics();
-    CHECK(all.size() == 3);
+    CHECK(all.size() == 6);  // every model of the server
   }
 
   TEST_CASE("200 concurrent infer_async calls from 4 threads each complete once") {

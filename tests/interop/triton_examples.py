@@ -1,0 +1,108 @@
+"""Triton's example models for python_server.py: simple_string, simple_identity and
+simple_sequence, as Triton's example clients expect them, and BYTES tensors in Triton's
+serialisation (each element a 4-byte little-endian length, then its bytes).
+
+simple_sequence follows Triton's sequence batcher: a request needs a non-zero or non-empty
+`sequence_id`; the first of a sequence says `sequence_start` (the sum restarts from its
+input), the last `sequence_end` (the state is freed); a request of a sequence that has not
+started is INVALID_ARGUMENT with Triton's words.
+"""
+
+import struct
+import threading
+
+import grpc
+import numpy as np
+
+
+class ModelError(Exception):
+    def __init__(self, code, message):
+        super().__init__(message)
+        self.code = code
+        self.message = message
+
+
+def decode_bytes(data, count):
+    """`count` serialised BYTES elements -> list of bytes; None when malformed."""
+    items, at = [], 0
+    for _ in range(count):
+        if len(data) - at < 4:
+            return None
+        (n,) = struct.unpack_from("<I", data, at)
+        at += 4
+        if len(data) - at < n:
+            return None
+        items.append(bytes(data[at:at + n]))
+        at += n
+    return items if at == len(data) else None
+
+
+def encode_bytes(items):
+    return b"".join(struct.pack("<I", len(x)) + x for x in items)
+
+
+def simple_string(tensors, params):
+    def ints(name):
+        try:
+            return [int(x.decode("ascii")) for x in tensors[name].ravel()]
+        except (UnicodeDecodeError, ValueError):
+            raise ModelError(grpc.StatusCode.INVALID_ARGUMENT,
+                             "%s holds a string that is not a decimal integer" % name)
+
+    a, b = ints("INPUT0"), ints("INPUT1")
+
+    def wrap(v):
+        return (v + 2**31) % 2**32 - 2**31  # int32 arithmetic, as simple's
+
+    out = {}
+    for name, values in (("OUTPUT0", [wrap(x + y) for x, y in zip(a, b)]),
+                         ("OUTPUT1", [wrap(x - y) for x, y in zip(a, b)])):
+        arr = np.empty(len(values), dtype=object)
+        arr[:] = [str(v).encode("ascii") for v in values]
+        out[name] = arr.reshape(1, 16)
+    return out
+
+
+def simple_identity(tensors, params):
+    return {"OUTPUT0": tensors["INPUT0"]}
+
+
+class SequenceModel:
+    """simple_sequence: the sum of a sequence's inputs so far."""
+
+    def __init__(self):
+        self.lock = threading.Lock()
+        self.sums = {}
+
+    def __call__(self, tensors, params):
+        def flag(name):
+            p = params.get(name)
+            return (p is not None and p.WhichOneof("parameter_choice") == "bool_param"
+                    and p.bool_param)
+
+        p = params.get("sequence_id")
+        key = None
+        if p is not None and p.WhichOneof("parameter_choice") == "int64_param" \
+                and p.int64_param != 0:
+            key = ("i", p.int64_param)
+        elif p is not None and p.WhichOneof("parameter_choice") == "string_param" \
+                and p.string_param:
+            key = ("s", p.string_param)
+        if key is None:
+            raise ModelError(grpc.StatusCode.INVALID_ARGUMENT,
+                             "inference request to model 'simple_sequence' must specify "
+                             "a non-zero or non-empty correlation ID")
+        value = int(tensors["INPUT"].ravel()[0])
+        with self.lock:
+            if flag("sequence_start"):
+                self.sums[key] = 0
+            elif key not in self.sums:
+                raise ModelError(grpc.StatusCode.INVALID_ARGUMENT,
+                                 "inference request for sequence %s to model "
+                                 "'simple_sequence' must specify the START flag on the "
+                                 "first request of the sequence" % (key[1],))
+            self.sums[key] = (self.sums[key] + value + 2**31) % 2**32 - 2**31
+            total = self.sums[key]
+            if flag("sequence_end"):
+                del self.sums[key]
+        return {"OUTPUT": np.array([[total]], dtype="<i4")}
