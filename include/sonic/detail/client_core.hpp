@@ -355,7 +355,7 @@ class ClientCore : public std::enable_shared_from_this<ClientCore> {
 
   void on_attempt(const std::shared_ptr<Flight>& flight, std::size_t slot,
                   Clock::time_point started, Deadline attempt_deadline,
-                  Result<InferResult> result) {
+                  Result<InferResult>&& result) {
     StatusCode code = result.code();
     // A per-attempt timeout that is not the request's own deadline counts as a server failure.
     bool attempt_timed_out =
@@ -479,13 +479,15 @@ class ClientCore : public std::enable_shared_from_this<ClientCore> {
 
   bool closing() const { return closing_.load(std::memory_order_acquire); }
 
-  void finish(const std::shared_ptr<Flight>& flight, Result<InferResult> result) {
+  // The outcome travels by reference down to where it is stored or handed over: an
+  // InferResult is a few strings, a vector and a map, and each move of it costs.
+  void finish(const std::shared_ptr<Flight>& flight, Result<InferResult>&& result) {
     complete_once(flight, std::move(result));
   }
 
   // Decides the outcome; false when it was decided already. While a remote attempt may still
   // read the inputs, the outcome waits for it (and the attempt is told to stop).
-  bool complete_once(const std::shared_ptr<Flight>& flight, Result<InferResult> result) {
+  bool complete_once(const std::shared_ptr<Flight>& flight, Result<InferResult>&& result) {
     if (flight->completed.exchange(true)) return false;
     if (result) {
       counters_.succeeded.fetch_add(1, std::memory_order_relaxed);
@@ -513,7 +515,7 @@ class ClientCore : public std::enable_shared_from_this<ClientCore> {
   }
 
   // Hands the outcome to the caller, once.
-  void deliver(const std::shared_ptr<Flight>& flight, Result<InferResult> result) {
+  void deliver(const std::shared_ptr<Flight>& flight, Result<InferResult>&& result) {
     auto done = std::move(flight->done);
     const auto me = std::this_thread::get_id();
     bool inside_user_call = flight->submitting == me || flight->cancelling == me;
