@@ -56,6 +56,9 @@ RawSocket tcp_declared_and_stalled(int port, std::uint64_t declared);
 /// `raw` zero bytes when `real`, else 16 bytes of nonsense. Returns the server's answer frame
 /// (empty when none came within 5 s).
 std::string tcp_zstd_tensor(int port, std::uint64_t raw, bool real);
+/// Compresses the zeros tcp_zstd_tensor(port, raw, true) sends, once per size; later calls
+/// reuse them.
+void prepare_zstd_tensor(std::uint64_t raw);
 
 /// The status code of a TCP error frame, or -1 when `frame` is not one.
 int tcp_error_code(const std::string& frame);

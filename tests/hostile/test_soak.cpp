@@ -66,6 +66,7 @@ constexpr std::size_t kAttackerBytesPerSecond = 32u << 20;
 struct Attacker {
   const char* name;
   std::function<void(HostileTarget&)> round;  // one bounded round of the attack
+  std::function<void()> prepare = {};         // once, before any phase: the costly setup
 };
 
 std::vector<Attacker> attackers() {
@@ -102,7 +103,8 @@ std::vector<Attacker> attackers() {
       {"zstd bomb",
        [](HostileTarget& t) {
          attack::tcp_zstd_tensor(t.tcp_port(), std::uint64_t{600} << 20, true);
-       }},
+       },
+       [] { attack::prepare_zstd_tensor(std::uint64_t{600} << 20); }},
       {"shm truncated in use",
        [](HostileTarget& t) {
          ShmObject object(1 << 20);
@@ -151,6 +153,10 @@ class AttackerProcess {
       run(list, target);
       ::_exit(0);  // no destructors: the target's would stop the server
     }
+    // Each attacker's setup is done before the first phase, so that no phase measures it.
+    const auto until = Clock::now() + 120s;
+    while (control_->prepared < count_ && Clock::now() < until) std::this_thread::sleep_for(20ms);
+    REQUIRE(control_->prepared == count_);
   }
   ~AttackerProcess() {
     if (pid_ > 0) stop();
@@ -180,6 +186,7 @@ class AttackerProcess {
   struct Control {  // lock-free atomics work across processes in shared memory
     std::atomic<bool> attacking{false};
     std::atomic<bool> done{false};
+    std::atomic<std::size_t> prepared{0};
     std::atomic<int> rounds[kMaxAttackers] = {};
   };
 
@@ -190,6 +197,8 @@ class AttackerProcess {
       threads.emplace_back([&, i] {
         lower_priority();
         RawSocket::pace_sends_on_this_thread(kAttackerBytesPerSecond);
+        if (list[i].prepare) list[i].prepare();
+        ++control_->prepared;
         while (!control_->done) {
           if (!control_->attacking) {
             std::this_thread::sleep_for(20ms);
