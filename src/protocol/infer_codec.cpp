@@ -126,6 +126,8 @@ struct TensorMessage {
   Shape shape;
   Parameters parameters;
   std::optional<std::string_view> contents;
+  bool shared = false;                         // its bytes are in shared memory
+  const RequestedOutput* placement = nullptr;  // where the request placed this output
 };
 
 // The server's report of its own queue and compute time (response parameters).
@@ -398,35 +400,33 @@ Result<Tensor> decode_contents(std::string_view contents, DataType dtype, const 
   return Tensor::from_shared(dtype, shape, owner, owner->data(), owner->size());
 }
 
-// Which tensors have their bytes in shared memory: those whose parameters say so, and, in a
+// Marks the tensors whose bytes are in shared memory: those whose parameters say so, and, in a
 // response, outputs the request placed there that the server answered as Triton does (an empty
 // raw entry in their place, or none); these take the request's placement parameters.
-std::vector<bool> find_shared(std::vector<TensorMessage>& messages,
-                              const std::vector<ReceivedMessage::Raw>& raw,
-                              const std::vector<RequestedOutput>* placed) {
-  std::vector<bool> shared(messages.size());
-  std::vector<const RequestedOutput*> placement(messages.size(), nullptr);
+void mark_shared(std::vector<TensorMessage>& messages, const std::vector<ReceivedMessage::Raw>& raw,
+                 const std::vector<RequestedOutput>* placed) {
   std::size_t unplaced = 0;
-  for (std::size_t i = 0; i < messages.size(); ++i) {
-    shared[i] = in_shared_memory(messages[i].parameters);
-    if (!shared[i] && placed) {
+  for (auto& m : messages) {
+    m.shared = in_shared_memory(m.parameters);
+    if (!m.shared && placed) {
       for (const auto& p : *placed) {
-        if (p.name == messages[i].name) placement[i] = &p;
+        if (p.name == m.name) m.placement = &p;
       }
     }
-    unplaced += !shared[i] && !placement[i];
+    unplaced += !m.shared && !m.placement;
   }
+  if (!placed) return;
   const bool aligned = raw.size() == messages.size();
-  if (!aligned && raw.size() != unplaced) return shared;  // assemble() reports the mismatch
+  if (!aligned && raw.size() != unplaced) return;  // assemble() reports the mismatch
   for (std::size_t i = 0; i < messages.size(); ++i) {
-    if (!placement[i] || (aligned && raw[i].size != 0)) continue;  // the server sent it inline
-    shared[i] = true;
+    TensorMessage& m = messages[i];
+    if (!m.placement || (aligned && raw[i].size != 0)) continue;  // the server sent it inline
+    m.shared = true;
     for (const char* key : {kSharedMemoryRegion, kSharedMemoryByteSize, kSharedMemoryOffset}) {
-      auto it = placement[i]->parameters.find(key);
-      if (it != placement[i]->parameters.end()) messages[i].parameters[key] = it->second;
+      auto it = m.placement->parameters.find(key);
+      if (it != m.placement->parameters.end()) m.parameters[key] = it->second;
     }
   }
-  return shared;
 }
 
 // Pairs decoded tensor messages with raw payloads (or typed contents) and checks each one. Raw
@@ -436,9 +436,9 @@ Result<std::vector<NamedTensor>> assemble(std::vector<TensorMessage>& messages,
                                           std::vector<ReceivedMessage::Raw>& raw,
                                           StatusCode on_error, const char* kind,
                                           const std::vector<RequestedOutput>* placed = nullptr) {
-  const std::vector<bool> in_shm = find_shared(messages, raw, placed);
+  mark_shared(messages, raw, placed);
   std::size_t in_memory = 0;
-  for (bool shared : in_shm) in_memory += shared ? 0 : 1;
+  for (const auto& m : messages) in_memory += m.shared ? 0 : 1;
   const bool aligned = raw.size() == messages.size() && raw.size() != in_memory;
   if (!raw.empty() && raw.size() != in_memory && !aligned) {
     return Error(on_error,
@@ -451,7 +451,7 @@ Result<std::vector<NamedTensor>> assemble(std::vector<TensorMessage>& messages,
   std::size_t next_raw = 0;
   for (std::size_t i = 0; i < messages.size(); ++i) {
     auto& m = messages[i];
-    const bool shared = in_shm[i];
+    const bool shared = m.shared;
     auto dtype = parse_datatype(m.datatype);
     if (!dtype) {
       return Error(on_error, std::string(kind) + " '" + m.name + "' has unknown datatype '" +
