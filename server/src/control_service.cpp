@@ -10,11 +10,6 @@ namespace {
 
 namespace pc = protocol;
 
-Error unimplemented(std::string_view method) {
-  return Error(StatusCode::Unimplemented,
-               "method " + std::string(method) + " is not implemented by this server");
-}
-
 // Triton's shared memory extension: register, unregister and list regions.
 Result<std::string> shared_memory(SharedMemoryRegistry& registry, const ShmClient& client,
                                   std::string_view method, std::string_view bytes) {
@@ -76,6 +71,11 @@ Result<std::string> load_or_unload(CpuExecutor& executor, bool load, std::string
 }
 
 }  // namespace
+
+Error unimplemented(std::string_view method) {
+  return Error(StatusCode::Unimplemented,
+               "method " + std::string(method) + " is not implemented by this server");
+}
 
 bool serves_control(std::string_view method, bool shared_memory) {
   static constexpr std::string_view kMethods[] = {

@@ -21,6 +21,9 @@ struct ControlContext {
   std::function<const ShmClient&()> client;
 };
 
+/// UNIMPLEMENTED for a method of inference.GRPCInferenceService this server does not serve.
+Error unimplemented(std::string_view method);
+
 /// Whether answer_control() serves `method` (a name in inference.GRPCInferenceService); the
 /// shared memory calls only with `shared_memory`.
 bool serves_control(std::string_view method, bool shared_memory);

@@ -385,8 +385,7 @@ class GrpcConnection final : public net::H2Session {
     if (method == "ModelInfer" || serves_control(method, context_->options.shared_memory)) {
       return std::nullopt;
     }
-    return Error(StatusCode::Unimplemented,
-                 "method " + std::string(method) + " is not implemented by this server");
+    return unimplemented(method);
   }
 
   // A stream answered before its client finished sending is reset with NO_ERROR after the

@@ -20,10 +20,8 @@ Error wrong_type(std::string_view name, std::string_view expected) {
                  std::string(expected) + ".");
 }
 
-// The "triton_" parameters Triton lets a client set.
-bool reserved_allowed(std::string_view name) {
-  return name == "triton_enable_empty_final_response";
-}
+// The one "triton_" parameter Triton lets a client set.
+constexpr std::string_view kAllowedTritonParameter = "triton_enable_empty_final_response";
 
 }  // namespace
 
@@ -44,11 +42,11 @@ Result<void> check_request_options(const InferRequest& request) {
       }
     } else if (name == "timeout") {
       if (!std::holds_alternative<std::int64_t>(value)) return wrong_type(name, "int64_param");
-    } else if (name.rfind("triton_", 0) == 0 && !reserved_allowed(name)) {
+    } else if (name.rfind("triton_", 0) == 0 && name != kAllowedTritonParameter) {
       return invalid(
-          "parameter keys starting with 'triton_' are reserved for Triton usage. "
-          "Only the following keys starting with 'triton_' are allowed: "
-          "triton_enable_empty_final_response");
+          "parameter keys starting with 'triton_' are reserved for Triton usage. Only the "
+          "following keys starting with 'triton_' are allowed: " +
+          std::string(kAllowedTritonParameter));
     }
   }
   return {};

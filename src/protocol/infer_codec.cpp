@@ -1,6 +1,8 @@
 #include "infer_codec.hpp"
 
+#include <algorithm>
 #include <cstring>
+#include <iterator>
 #include <optional>
 #include <string_view>
 #include <vector>
@@ -47,8 +49,13 @@ bool in_shared_memory(const Parameters& parameters) {
   return parameters.count(kSharedMemoryRegion) != 0;
 }
 
+// The parameters that place a tensor in a region.
+constexpr const char* kPlacementKeys[] = {kSharedMemoryRegion, kSharedMemoryByteSize,
+                                          kSharedMemoryOffset};
+
 bool is_placement(const std::string& key) {
-  return key == kSharedMemoryRegion || key == kSharedMemoryByteSize || key == kSharedMemoryOffset;
+  return std::find(std::begin(kPlacementKeys), std::end(kPlacementKeys), key) !=
+         std::end(kPlacementKeys);
 }
 
 // Whether a message's tensors in shared memory keep their place in its raw contents.
@@ -422,7 +429,7 @@ void mark_shared(std::vector<TensorMessage>& messages, const std::vector<Receive
     TensorMessage& m = messages[i];
     if (!m.placement || (aligned && raw[i].size != 0)) continue;  // the server sent it inline
     m.shared = true;
-    for (const char* key : {kSharedMemoryRegion, kSharedMemoryByteSize, kSharedMemoryOffset}) {
+    for (const char* key : kPlacementKeys) {
       auto it = m.placement->parameters.find(key);
       if (it != m.placement->parameters.end()) m.parameters[key] = it->second;
     }

@@ -25,11 +25,8 @@ inline Model simple() {
     auto b = request.find_input("INPUT1")->tensor.as<std::int32_t>();
     std::vector<std::int32_t> sum(a.size()), difference(a.size());
     for (std::size_t i = 0; i < a.size(); ++i) {
-      // Wrap like the hardware does instead of overflowing signed arithmetic.
-      sum[i] = static_cast<std::int32_t>(static_cast<std::uint32_t>(a[i]) +
-                                         static_cast<std::uint32_t>(b[i]));
-      difference[i] = static_cast<std::int32_t>(static_cast<std::uint32_t>(a[i]) -
-                                                static_cast<std::uint32_t>(b[i]));
+      sum[i] = detail::wrapping_sum(a[i], b[i]);
+      difference[i] = detail::wrapping_difference(a[i], b[i]);
     }
     return std::vector<NamedTensor>{
         {"OUTPUT0", Tensor::from_vector(std::move(sum), {1, 16}), {}},

@@ -20,6 +20,15 @@ namespace sonic::models {
 
 namespace detail {
 
+// int32 arithmetic that wraps as the hardware does (Triton's simple models), instead of the
+// undefined behaviour of signed overflow.
+inline std::int32_t wrapping_sum(std::int32_t a, std::int32_t b) {
+  return static_cast<std::int32_t>(static_cast<std::uint32_t>(a) + static_cast<std::uint32_t>(b));
+}
+inline std::int32_t wrapping_difference(std::int32_t a, std::int32_t b) {
+  return static_cast<std::int32_t>(static_cast<std::uint32_t>(a) - static_cast<std::uint32_t>(b));
+}
+
 inline Result<std::int32_t> parse_decimal(std::string_view text, const char* input) {
   std::int32_t value = 0;
   auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
@@ -49,11 +58,8 @@ inline Model simple_string() {
       if (!x) return x.error();
       auto y = detail::parse_decimal(b[i], "INPUT1");
       if (!y) return y.error();
-      // Wrap as simple does (int32 arithmetic), not overflow.
-      sum[i] = std::to_string(static_cast<std::int32_t>(static_cast<std::uint32_t>(*x) +
-                                                        static_cast<std::uint32_t>(*y)));
-      difference[i] = std::to_string(static_cast<std::int32_t>(static_cast<std::uint32_t>(*x) -
-                                                               static_cast<std::uint32_t>(*y)));
+      sum[i] = std::to_string(detail::wrapping_sum(*x, *y));
+      difference[i] = std::to_string(detail::wrapping_difference(*x, *y));
     }
     return std::vector<NamedTensor>{{"OUTPUT0", Tensor::from_strings(sum, {1, 16}), {}},
                                     {"OUTPUT1", Tensor::from_strings(difference, {1, 16}), {}}};
