@@ -85,9 +85,10 @@ def parse_args():
 
 
 from stubs import load_stubs  # noqa: E402  (beside this script)
-from triton_examples import (ModelError, SequenceModel, decode_bytes,  # noqa: E402
-                             encode_bytes, simple_identity, simple_string)
-from triton_shm import SharedMemoryManager, ShmError, placement  # noqa: E402
+from status_error import StatusError as InferError  # noqa: E402
+from triton_examples import (SequenceModel, decode_bytes, encode_bytes,  # noqa: E402
+                             simple_identity, simple_string)
+from triton_shm import SharedMemoryManager, placement  # noqa: E402
 
 ARGS = parse_args()
 mc_pb2, pb2, pb2_grpc = load_stubs(ARGS.proto_dir, ARGS.gen_dir)
@@ -105,13 +106,6 @@ DTYPES = {
 TYPED_FIELDS = ("bool_contents", "int_contents", "int64_contents",
                 "uint_contents", "uint64_contents", "fp32_contents",
                 "fp64_contents", "bytes_contents")
-
-
-class InferError(Exception):
-    def __init__(self, code, message):
-        super().__init__(message)
-        self.code = code
-        self.message = message
 
 
 class Model:
@@ -300,13 +294,13 @@ class Servicer(pb2_grpc.GRPCInferenceServiceServicer):
             for d in shape:
                 count *= d
             has_contents = t.HasField("contents")
-            where = self.placement(t)
+            where = placement(t)
             if where is not None:
                 if has_contents:
                     raise InferError(bad, "unexpected 'content' provided when using "
                                      "shared memory for input tensor '%s' for model "
                                      "'%s'" % (t.name, m.name))
-                data = self.shm_call(self.shm.read, *where)
+                data = self.shm.read(*where)
             elif has_contents and raw:
                 raise InferError(bad, "contents field must not be specified when "
                                  "using raw_input_contents for '%s' for model '%s'"
@@ -362,20 +356,6 @@ class Servicer(pb2_grpc.GRPCInferenceServiceServicer):
         return tensors
 
     @staticmethod
-    def placement(tensor):
-        try:
-            return placement(tensor)
-        except ShmError as e:
-            raise InferError(e.code, e.message)
-
-    @staticmethod
-    def shm_call(fn, *args):
-        try:
-            return fn(*args)
-        except ShmError as e:
-            raise InferError(e.code, e.message)
-
-    @staticmethod
     def check_request_options(req):
         """Triton's checks of the parameters it reserves (SetInferenceRequestMetadata in
         src/grpc/infer_handler.cc), with its words."""
@@ -419,9 +399,9 @@ class Servicer(pb2_grpc.GRPCInferenceServiceServicer):
                     if o.name not in out_dt:
                         raise InferError(bad, "unknown output '%s' for model "
                                          "'%s'" % (o.name, m.name))
-                    where = self.placement(o)
+                    where = placement(o)
                     if where is not None:
-                        self.shm_call(self.shm.check, *where)
+                        self.shm.check(*where)
                         placed[o.name] = where
                     if o.name in wanted:
                         raise InferError(bad, "output '%s' requested more "
@@ -436,10 +416,7 @@ class Servicer(pb2_grpc.GRPCInferenceServiceServicer):
                         raise InferError(grpc.StatusCode.CANCELLED,
                                          "request cancelled")
                     time.sleep(min(0.05, max(0.0, end - time.monotonic())))
-            try:
-                results = m.compute(tensors, req.parameters)
-            except ModelError as e:
-                raise InferError(e.code, e.message)
+            results = m.compute(tensors, req.parameters)
             t2 = time.monotonic_ns()
             resp = pb2.ModelInferResponse(model_name=m.name,
                                           model_version=m.version,
@@ -455,7 +432,7 @@ class Servicer(pb2_grpc.GRPCInferenceServiceServicer):
                 resp.outputs.add(name=n, datatype=out_dt[n],
                                  shape=list(arr.shape))
                 if n in placed:  # Triton: an empty entry, and no parameters
-                    self.shm_call(self.shm.write, n, *placed[n], data)
+                    self.shm.write(n, *placed[n], data)
                     resp.raw_output_contents.append(b"")
                 else:
                     resp.raw_output_contents.append(data)
@@ -550,7 +527,7 @@ class Servicer(pb2_grpc.GRPCInferenceServiceServicer):
         try:
             self.shm.register(request.name, request.key, request.offset,
                               request.byte_size)
-        except ShmError as e:
+        except InferError as e:
             context.abort(e.code, e.message)
         return pb2.SystemSharedMemoryRegisterResponse()
 
@@ -558,7 +535,7 @@ class Servicer(pb2_grpc.GRPCInferenceServiceServicer):
         resp = pb2.SystemSharedMemoryStatusResponse()
         try:
             regions = self.shm.status(request.name)
-        except ShmError as e:
+        except InferError as e:
             context.abort(e.code, e.message)
         for r in regions:
             status = resp.regions[r.name]

@@ -14,12 +14,7 @@ import threading
 import grpc
 import numpy as np
 
-
-class ModelError(Exception):
-    def __init__(self, code, message):
-        super().__init__(message)
-        self.code = code
-        self.message = message
+from status_error import StatusError
 
 
 def decode_bytes(data, count):
@@ -46,7 +41,7 @@ def simple_string(tensors, params):
         try:
             return [int(x.decode("ascii")) for x in tensors[name].ravel()]
         except (UnicodeDecodeError, ValueError):
-            raise ModelError(grpc.StatusCode.INVALID_ARGUMENT,
+            raise StatusError(grpc.StatusCode.INVALID_ARGUMENT,
                              "%s holds a string that is not a decimal integer" % name)
 
     a, b = ints("INPUT0"), ints("INPUT1")
@@ -89,7 +84,7 @@ class SequenceModel:
                 and p.string_param:
             key = ("s", p.string_param)
         if key is None:
-            raise ModelError(grpc.StatusCode.INVALID_ARGUMENT,
+            raise StatusError(grpc.StatusCode.INVALID_ARGUMENT,
                              "inference request to model 'simple_sequence' must specify "
                              "a non-zero or non-empty correlation ID")
         value = int(tensors["INPUT"].ravel()[0])
@@ -97,7 +92,7 @@ class SequenceModel:
             if flag("sequence_start"):
                 self.sums[key] = 0
             elif key not in self.sums:
-                raise ModelError(grpc.StatusCode.INVALID_ARGUMENT,
+                raise StatusError(grpc.StatusCode.INVALID_ARGUMENT,
                                  "inference request for sequence %s to model "
                                  "'simple_sequence' must specify the START flag on the "
                                  "first request of the sequence" % (key[1],))

@@ -25,16 +25,11 @@ import threading
 
 import grpc
 
+from status_error import StatusError
+
 REGION = "shared_memory_region"
 BYTE_SIZE = "shared_memory_byte_size"
 OFFSET = "shared_memory_offset"
-
-
-class ShmError(Exception):
-    def __init__(self, code, message):
-        super().__init__(message)
-        self.code = code
-        self.message = message
 
 
 class Region:
@@ -53,7 +48,7 @@ def _param(tensor, key, kind):
     p = tensor.parameters[key]
     which = p.WhichOneof("parameter_choice")
     if which != kind:
-        raise ShmError(grpc.StatusCode.INVALID_ARGUMENT,
+        raise StatusError(grpc.StatusCode.INVALID_ARGUMENT,
                        "invalid value type for '%s' parameter for '%s', expected %s."
                        % (key, tensor.name, kind))
     return getattr(p, kind)
@@ -66,7 +61,7 @@ def placement(tensor):
         return None
     size = _param(tensor, BYTE_SIZE, "int64_param")
     if size is None:
-        raise ShmError(grpc.StatusCode.INVALID_ARGUMENT,
+        raise StatusError(grpc.StatusCode.INVALID_ARGUMENT,
                        "'%s' is missing for '%s'" % (BYTE_SIZE, tensor.name))
     offset = _param(tensor, OFFSET, "int64_param") or 0
     return name, offset, size
@@ -80,17 +75,17 @@ class SharedMemoryManager:
     def register(self, name, key, offset, byte_size):
         with self._lock:
             if name in self._regions:
-                raise ShmError(grpc.StatusCode.ALREADY_EXISTS,
+                raise StatusError(grpc.StatusCode.ALREADY_EXISTS,
                                "shared memory region '%s' already in manager" % name)
             try:
                 fd = os.open("/dev/shm/" + key.lstrip("/"), os.O_RDWR)
             except OSError:
-                raise ShmError(grpc.StatusCode.INTERNAL,
+                raise StatusError(grpc.StatusCode.INTERNAL,
                                "Unable to open shared memory region: '%s'" % key)
             try:
                 size = os.fstat(fd).st_size
                 if offset + byte_size > size or byte_size == 0:
-                    raise ShmError(grpc.StatusCode.INVALID_ARGUMENT,
+                    raise StatusError(grpc.StatusCode.INVALID_ARGUMENT,
                                    "failed to register shared memory region '%s': "
                                    "invalid args" % name)
                 mapping = mmap.mmap(fd, size)
@@ -111,17 +106,17 @@ class SharedMemoryManager:
             if name == "":
                 return list(self._regions.values())
             if name not in self._regions:
-                raise ShmError(grpc.StatusCode.NOT_FOUND,
+                raise StatusError(grpc.StatusCode.NOT_FOUND,
                                "Unable to find system shared memory region: '%s'" % name)
             return [self._regions[name]]
 
     def _span(self, name, offset, byte_size):
         region = self._regions.get(name)
         if region is None:
-            raise ShmError(grpc.StatusCode.NOT_FOUND,
+            raise StatusError(grpc.StatusCode.NOT_FOUND,
                            "Unable to find shared memory region: '%s'" % name)
         if offset < 0 or byte_size < 0 or offset + byte_size > region.byte_size:
-            raise ShmError(grpc.StatusCode.INVALID_ARGUMENT,
+            raise StatusError(grpc.StatusCode.INVALID_ARGUMENT,
                            "Invalid offset + byte size for shared memory region: '%s'"
                            % name)
         start = region.offset + offset
@@ -141,7 +136,7 @@ class SharedMemoryManager:
     def write(self, output, name, offset, byte_size, data):
         """Writes an output's bytes into the space its request gave it."""
         if len(data) > byte_size:
-            raise ShmError(grpc.StatusCode.INTERNAL,
+            raise StatusError(grpc.StatusCode.INTERNAL,
                            "shared memory size specified with the request for output "
                            "'%s' (%d bytes) should be at least %d bytes to hold the "
                            "results" % (output, byte_size, len(data)))
