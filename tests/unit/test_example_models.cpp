@@ -110,4 +110,8 @@ TEST_CASE("simple_sequence: idle sequences are dropped and their number is bound
   std::this_thread::sleep_for(250ms);  // all three idle past the limit: dropped
   CHECK(executor->infer(step(1, std::int64_t{2})).code() == sonic::StatusCode::InvalidArgument);
   CHECK(output_of(executor->infer(step(1, std::int64_t{4}, true))) == 1);
+  // Each sequence's key is bounded too: a long string id would make 3 sequences hold megabytes.
+  CHECK(executor->infer(step(1, std::string(limits.max_id_bytes + 1, 'x'), true)).code() ==
+        sonic::StatusCode::InvalidArgument);
+  CHECK(output_of(executor->infer(step(1, std::string(limits.max_id_bytes, 'x'), true))) == 1);
 }

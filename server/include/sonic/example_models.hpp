@@ -88,13 +88,17 @@ struct SequenceLimits {
   /// Sequences in progress at once; a START beyond them is RESOURCE_EXHAUSTED, so that a
   /// client opening sequences without end cannot grow the server's memory.
   std::size_t max_sequences = 1024;
+  /// Bytes of a string sequence id, at most: each sequence in progress keeps its id, and a
+  /// request may carry an id as long as a message.
+  std::size_t max_id_bytes = 256;
 };
 
 /// Triton's simple_sequence, a stateful model: INT32 INPUT of shape [1,1] → OUTPUT, the sum of
-/// the inputs of the sequence so far. The request's `sequence_id` (int64 or string) names the
-/// sequence; `sequence_start` begins it (the sum restarts from this input) and `sequence_end`
-/// ends it (its state is freed). A request of a sequence that has not started (or was dropped
-/// as idle) is INVALID_ARGUMENT, as Triton's sequence batcher answers; so is one without an id.
+/// the inputs of the sequence so far. The request's `sequence_id` (int64, or a string of at
+/// most `limits.max_id_bytes`) names the sequence; `sequence_start` begins it (the sum restarts
+/// from this input) and `sequence_end` ends it (its state is freed). A request of a sequence that
+/// has not started (or was dropped as idle) is INVALID_ARGUMENT, as Triton's sequence batcher
+/// answers; so is one without an id.
 inline Model simple_sequence(SequenceLimits limits = {}) {
   using Clock = std::chrono::steady_clock;
   struct Sequence {
@@ -121,6 +125,12 @@ inline Model simple_sequence(SequenceLimits limits = {}) {
       if (const auto* number = std::get_if<std::int64_t>(&it->second); number && *number != 0) {
         key = "i" + std::to_string(*number);
       } else if (const auto* text = std::get_if<std::string>(&it->second); text && !text->empty()) {
+        if (text->size() > limits.max_id_bytes) {
+          return Error(StatusCode::InvalidArgument,
+                       "simple_sequence takes string sequence ids of at most " +
+                           std::to_string(limits.max_id_bytes) + " bytes, got " +
+                           std::to_string(text->size()));
+        }
         key = "s" + *text;
       }
     }
