@@ -55,7 +55,14 @@ Result<std::string> shared_memory(SharedMemoryRegistry& registry, const ShmClien
 // RepositoryModelLoad and RepositoryModelUnload: sonic-server's models are registered when it
 // starts, so these take one out of service and put it back. A new configuration or model file
 // with the load (Triton's "config" and "file:" parameters) cannot be honoured: refused.
-Result<std::string> load_or_unload(CpuExecutor& executor, bool load, std::string_view bytes) {
+Result<std::string> load_or_unload(const ControlContext& context, bool load,
+                                   std::string_view bytes) {
+  if (!context.options.model_control) {
+    // Triton's code and words when its model control mode is not explicit (its default).
+    return Error(StatusCode::Unavailable,
+                 "explicit model load / unload is not allowed if polling is enabled (sonic-server: "
+                 "start it with --model-control-mode explicit)");
+  }
   auto request = pc::decode_repository_model_request(bytes);
   if (!request) return request.error();
   if (load && !request->parameters.empty()) {
@@ -65,6 +72,7 @@ Result<std::string> load_or_unload(CpuExecutor& executor, bool load, std::string
                      request->parameters.begin()->first +
                      "'): its models are fixed when it starts; load without parameters");
   }
+  CpuExecutor& executor = context.executor;
   auto done = load ? executor.load_model(request->model) : executor.unload_model(request->model);
   if (!done) return done.error();
   return std::string();  // RepositoryModelLoadResponse and ...UnloadResponse are empty
@@ -121,7 +129,7 @@ Result<std::string> answer_control(const ControlContext& context, std::string_vi
     return pc::encode_repository_index(models);
   }
   if (method == "RepositoryModelLoad" || method == "RepositoryModelUnload") {
-    return load_or_unload(executor, method == "RepositoryModelLoad", bytes);
+    return load_or_unload(context, method == "RepositoryModelLoad", bytes);
   }
   if (method.find("SharedMemory") != std::string_view::npos && context.shared_memory) {
     return shared_memory(*context.shared_memory, context.client(), method, bytes);

@@ -186,8 +186,24 @@ TEST_CASE("control calls: health, metadata, config, statistics") {
   }
 }
 
-TEST_CASE("model control: the index, unload and load; a new configuration is refused") {
+TEST_CASE("model control, by default refused as Triton refuses it: no client unloads a model") {
   LoopbackServer server;
+  Client client(server.url());
+  try {
+    client.unload_model("simple");
+    FAIL("unload must be refused without --model-control-mode explicit");
+  } catch (const Error& e) {
+    CHECK(e.code() == StatusCode::Unavailable);
+    CHECK(e.message().rfind("explicit model load / unload is not allowed", 0) == 0);
+  }
+  CHECK(client.model_ready("simple"));
+  CHECK(test::find_in_index(client.repository_index(), "simple")->state == "READY");
+}
+
+TEST_CASE("model control: the index, unload and load; a new configuration is refused") {
+  ServerOptions server_options;
+  server_options.model_control = true;  // --model-control-mode explicit
+  LoopbackServer server(server_options);
   ClientOptions options;
   options.validate_inputs = false;  // the request must reach the server, not the metadata cache
   options.retry.max_attempts = 1;   // UNAVAILABLE would be retried

@@ -35,6 +35,9 @@ that sonic's client is tested against Triton's behaviour: system shared memory
 as described in triton_shm.py, raw_input_contents only for the inputs that are
 neither in shared memory nor typed, and Triton's wording below.
 
+RepositoryModelLoad and RepositoryModelUnload are allowed, as on a Triton started
+with --model-control-mode=explicit.
+
 Error statuses:
   unknown model                     NOT_FOUND  "Request for unknown model:
                                                'NAME' is not found"

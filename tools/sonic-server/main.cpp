@@ -20,7 +20,8 @@ namespace {
 
 void usage(std::ostream& out) {
   out << R"(usage: sonic-server [OPTION]...
-Serves sonic's built-in models (simple, identity_fp32) over KServe v2 gRPC, Triton-compatible.
+Serves sonic's built-in models (simple, identity_fp32, and Triton's examples simple_string,
+simple_identity, simple_sequence) over KServe v2 gRPC, Triton-compatible.
 
   --host ADDR        address to listen on (default 127.0.0.1; 0.0.0.0 for all)
   --port N           gRPC port (default 8001; 0 picks a free port)
@@ -29,6 +30,9 @@ Serves sonic's built-in models (simple, identity_fp32) over KServe v2 gRPC, Trit
   --io-threads N     network threads (default 1)
   --inline-models    run models on the network threads: no hand-off per request, for
                      models that take microseconds (a slow one stalls its connections)
+  --model-control-mode MODE
+                     none (default, as Triton's): clients may not unload or load models;
+                     explicit: they may (RepositoryModelUnload, RepositoryModelLoad)
 
 Shared memory (Triton's extension; see docs/shared-memory-security.md):
   --no-shm           refuse it (clients send tensors inline)
@@ -135,6 +139,12 @@ int main(int argc, char** argv) {
          } else {
            bad_option(f, "'owner' or 'any'", v);
          }
+       }},
+      {"--model-control-mode",
+       [&](std::string_view f, const char* v) {
+         std::string_view mode = v;
+         if (mode != "none" && mode != "explicit") bad_option(f, "'none' or 'explicit'", v);
+         options.model_control = mode == "explicit";
        }},
       {"--max-message-bytes", size_of(options.max_message_bytes)},
       {"--max-buffered-bytes", size_of(limits.max_buffered_bytes)},

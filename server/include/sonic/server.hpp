@@ -97,6 +97,10 @@ struct ServerOptions {
   /// request, for models that take microseconds. A slower model stalls every connection of
   /// its network thread meanwhile (add io_threads to spread them).
   bool inline_models = false;
+  /// Let clients unload and load models (RepositoryModelUnload, RepositoryModelLoad), as
+  /// Triton's --model-control-mode=explicit. Off, as Triton's default: those calls answer
+  /// UNAVAILABLE, so that no client can take a model out of service for the others.
+  bool model_control = false;
   /// What one client may make the server hold.
   ServerLimits limits;
 };
