@@ -116,12 +116,15 @@ class Transport {
  public:
   virtual ~Transport() = default;
 
-  /// Sends an inference request. Borrowed input tensors are read until `done` is called, and
-  /// never after: a transport that stops a call (deadline, cancel, a lost connection) while its
-  /// bytes are being written completes it once the write no longer reads them.
+  /// Sends an inference request. `request` is the caller's, and stays valid and unchanged
+  /// until `done` has been called (a Client keeps it with the request it is an attempt of), so
+  /// a transport reads it, and the tensors it owns or borrows, without a copy. It reads them
+  /// until `done` is called, and never after: a transport that stops a call (deadline, cancel,
+  /// a lost connection) while its bytes are being written completes it once the write no
+  /// longer reads them.
   /// `cancel` (may be null) lets the caller stop the call: the transport installs a stop action
   /// on it (resetting the stream on the wire) and then completes the call with CANCELLED.
-  virtual void infer_async(InferRequest request, Deadline deadline,
+  virtual void infer_async(const InferRequest& request, Deadline deadline,
                            std::shared_ptr<CancelSignal> cancel, Callback<InferResult> done) = 0;
 
   /// Any other method of inference.GRPCInferenceService ("ServerReady", "RepositoryIndex",

@@ -21,6 +21,11 @@ Error malformed(const char* what) {
 }
 }  // namespace
 
+void OutgoingBody::reserve(std::size_t owned_bytes, std::size_t pieces) {
+  head_.reserve(kPrefixBytes + owned_bytes);
+  pieces_.reserve(1 + pieces);
+}
+
 void OutgoingBody::append_owned(const void* data, std::size_t size) {
   if (size == 0) return;
   if (head_.empty()) {  // reserve the prefix, written by finish()

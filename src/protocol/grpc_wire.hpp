@@ -32,6 +32,9 @@ class SONIC_EXPORT OutgoingBody : public std::enable_shared_from_this<OutgoingBo
     std::size_t size = 0;
   };
 
+  /// Makes room for `owned_bytes` of owned bytes in `pieces` runs (the gRPC prefix comes on
+  /// top), so that the appends that follow allocate once.
+  void reserve(std::size_t owned_bytes, std::size_t pieces);
   /// Appends owned bytes.
   void append_owned(const void* data, std::size_t size);
   void append_owned(const std::string& bytes) { append_owned(bytes.data(), bytes.size()); }

@@ -20,24 +20,25 @@ using wire::WireType;
 
 void put_parameter(std::string& out, std::uint32_t field, const std::string& key,
                    const Parameter& value) {
-  std::string param;  // InferParameter: oneof bool=1, int64=2, string=3, double=4, uint64=5
-  if (auto b = std::get_if<bool>(&value)) {
-    wire::put_varint_field(param, 1, *b ? 1 : 0);
-  } else if (auto i = std::get_if<std::int64_t>(&value)) {
-    wire::put_varint_field(param, 2, static_cast<std::uint64_t>(*i));
-  } else if (auto s = std::get_if<std::string>(&value)) {
-    wire::put_len_field(param, 3, *s);
-  } else if (auto d = std::get_if<double>(&value)) {
-    std::uint64_t bits;
-    std::memcpy(&bits, d, sizeof bits);
-    wire::put_fixed64_field(param, 4, bits);
-  } else if (auto u = std::get_if<std::uint64_t>(&value)) {
-    wire::put_varint_field(param, 5, *u);
-  }
-  std::string entry;  // map entry: key=1, value=2
-  wire::put_len_field(entry, 1, key);
-  wire::put_len_field(entry, 2, param);
-  wire::put_len_field(out, field, entry);
+  wire::put_message_field(out, field, [&](std::string& entry) {  // map entry: key=1, value=2
+    wire::put_len_field(entry, 1, key);
+    // InferParameter: oneof bool=1, int64=2, string=3, double=4, uint64=5
+    wire::put_message_field(entry, 2, [&](std::string& param) {
+      if (auto b = std::get_if<bool>(&value)) {
+        wire::put_varint_field(param, 1, *b ? 1 : 0);
+      } else if (auto i = std::get_if<std::int64_t>(&value)) {
+        wire::put_varint_field(param, 2, static_cast<std::uint64_t>(*i));
+      } else if (auto s = std::get_if<std::string>(&value)) {
+        wire::put_len_field(param, 3, *s);
+      } else if (auto d = std::get_if<double>(&value)) {
+        std::uint64_t bits;
+        std::memcpy(&bits, d, sizeof bits);
+        wire::put_fixed64_field(param, 4, bits);
+      } else if (auto u = std::get_if<std::uint64_t>(&value)) {
+        wire::put_varint_field(param, 5, *u);
+      }
+    });
+  });
 }
 
 void put_parameters(std::string& out, std::uint32_t field, const Parameters& parameters) {
@@ -69,19 +70,21 @@ enum class RawOf {
 // the client knows where it asked for it).
 void put_tensor_header(std::string& out, std::uint32_t field, const NamedTensor& t,
                        RawOf raw = RawOf::kInMemory) {
-  std::string msg;
-  wire::put_string_field(msg, 1, t.name);
-  wire::put_string_field(msg, 2, to_string(t.tensor.dtype()));
-  if (!t.tensor.shape().empty()) {
-    std::string dims;
-    for (std::int64_t d : t.tensor.shape()) wire::put_varint(dims, static_cast<std::uint64_t>(d));
-    wire::put_len_field(msg, 3, dims);
-  }
-  for (const auto& [key, value] : t.parameters) {
-    if (raw == RawOf::kEveryTensor && is_placement(key)) continue;
-    put_parameter(msg, 4, key, value);
-  }
-  wire::put_len_field(out, field, msg);
+  wire::put_message_field(out, field, [&](std::string& msg) {
+    wire::put_string_field(msg, 1, t.name);
+    wire::put_string_field(msg, 2, to_string(t.tensor.dtype()));
+    if (!t.tensor.shape().empty()) {
+      wire::put_message_field(msg, 3, [&](std::string& dims) {
+        for (std::int64_t d : t.tensor.shape()) {
+          wire::put_varint(dims, static_cast<std::uint64_t>(d));
+        }
+      });
+    }
+    for (const auto& [key, value] : t.parameters) {
+      if (raw == RawOf::kEveryTensor && is_placement(key)) continue;
+      put_parameter(msg, 4, key, value);
+    }
+  });
 }
 
 // Raw contents follow, in order: for the tensors not in shared memory, and with kEveryTensor an
@@ -92,6 +95,9 @@ Result<std::shared_ptr<OutgoingBody>> finish_with_raw(std::string envelope,
                                                       std::size_t max_bytes,
                                                       std::shared_ptr<const void> owner) {
   auto body = std::make_shared<OutgoingBody>();
+  // Owned: the envelope and a field header of at most 11 bytes per tensor, in a run before
+  // each tensor that is borrowed and one at the end.
+  body->reserve(envelope.size() + 11 * tensors.size(), 2 * tensors.size() + 1);
   std::string field_header;
   for (const auto& t : tensors) {
     if (in_shared_memory(t.parameters)) {
@@ -518,10 +524,10 @@ std::string infer_request_envelope(const InferRequest& request) {
   put_parameters(env, 4, request.parameters());
   for (const auto& in : request.inputs()) put_tensor_header(env, 5, in);
   for (const auto& out : request.outputs()) {
-    std::string msg;
-    wire::put_string_field(msg, 1, out.name);
-    put_parameters(msg, 2, out.parameters);
-    wire::put_len_field(env, 6, msg);
+    wire::put_message_field(env, 6, [&](std::string& msg) {
+      wire::put_string_field(msg, 1, out.name);
+      put_parameters(msg, 2, out.parameters);
+    });
   }
   return env;
 }
@@ -546,12 +552,8 @@ std::string infer_response_envelope(const InferResult& result) {
 
 Result<std::shared_ptr<OutgoingBody>> encode_infer_request(const InferRequest& request,
                                                            std::size_t max_bytes) {
-  std::string env = infer_request_envelope(request);
-  // Owned tensors (and the vector of them) live as long as the body; borrowed ones are the
-  // caller's, who keeps them valid until the request completes.
-  auto inputs = std::make_shared<const std::vector<NamedTensor>>(request.inputs());
-  return finish_with_raw(std::move(env), *inputs, kRawInputField, RawOf::kInMemory, max_bytes,
-                         inputs);
+  return finish_with_raw(infer_request_envelope(request), request.inputs(), kRawInputField,
+                         RawOf::kInMemory, max_bytes, nullptr);
 }
 
 Result<std::shared_ptr<OutgoingBody>> encode_infer_response(const InferResult& result,

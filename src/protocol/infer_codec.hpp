@@ -17,7 +17,8 @@ inline constexpr std::uint32_t kRawInputField = 7;   // ModelInferRequest.raw_in
 inline constexpr std::uint32_t kRawOutputField = 6;  // ModelInferResponse.raw_output_contents
 
 /// A ModelInferRequest whose inputs travel as raw_input_contents, borrowed from the request's
-/// tensors (the body keeps owned tensors alive; borrowed ones are the caller's to keep).
+/// tensors, owned and borrowed alike: the request must outlive the sending of the body (as
+/// Transport::infer_async's caller keeps it until the call is done).
 /// Inputs with a shared_memory_region parameter send no bytes: only their name, type, shape.
 SONIC_EXPORT Result<std::shared_ptr<OutgoingBody>> encode_infer_request(
     const InferRequest& request, std::size_t max_message_bytes);

@@ -39,6 +39,23 @@ inline void put_len_field(std::string& out, std::uint32_t field, std::string_vie
   out.append(bytes.data(), bytes.size());
 }
 
+/// A nested message field written straight into `out` by `write(out)`, with no buffer of its
+/// own: one byte is kept for the length, and widened once the message is known to need more
+/// (128 bytes or longer), so the encoding stays the shortest one, as protobuf writes it.
+template <typename Write>
+void put_message_field(std::string& out, std::uint32_t field, Write&& write) {
+  put_tag(out, field, WireType::Len);
+  const std::size_t at = out.size();
+  out.push_back('\0');
+  write(out);
+  std::size_t length = out.size() - at - 1;
+  const std::size_t width = varint_size(length);
+  if (width > 1) out.insert(at + 1, width - 1, '\0');
+  for (std::size_t i = 0; i < width; ++i, length >>= 7) {
+    out[at + i] = static_cast<char>((length & 0x7f) | (i + 1 < width ? 0x80 : 0));
+  }
+}
+
 /// A string field; proto3 omits empty ones.
 inline void put_string_field(std::string& out, std::uint32_t field, std::string_view text) {
   if (!text.empty()) put_len_field(out, field, text);

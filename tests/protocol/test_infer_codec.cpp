@@ -86,6 +86,36 @@ TEST_CASE("an encoded request is a ModelInferRequest to libprotobuf, field for f
   CHECK(references_big);
 }
 
+TEST_CASE("nested messages of 128 bytes and more keep a length libprotobuf reads") {
+  // Tensor headers and parameters are written in place, their length widened once known: each
+  // size here crosses a varint width (1, 2 and 3 bytes) for the parameter, its map entry, the
+  // tensor header and the output.
+  for (std::size_t n : {100u, 127u, 128u, 200u, 16383u, 16384u, 70000u}) {
+    CAPTURE(n);
+    std::string text(n, 't');
+    std::vector<std::int32_t> values(4, 7);
+    auto request = InferRequest("m")
+                       .parameter(std::string(n, 'k'), text)
+                       .input(std::string(n, 'i'), Tensor::view(values, {2, 2}), {{"note", text}})
+                       .output(std::string(n, 'o'), {{"note", text}});
+    std::string wire = body_bytes(*encode_infer_request(request, 1u << 30).value());
+    inference::ModelInferRequest pb;
+    REQUIRE(pb.ParseFromString(wire.substr(5)));
+    CHECK(pb.parameters().at(std::string(n, 'k')).string_param() == text);
+    REQUIRE(pb.inputs_size() == 1);
+    CHECK(pb.inputs(0).name() == std::string(n, 'i'));
+    CHECK(pb.inputs(0).shape_size() == 2);
+    CHECK(pb.inputs(0).parameters().at("note").string_param() == text);
+    REQUIRE(pb.outputs_size() == 1);
+    CHECK(pb.outputs(0).name() == std::string(n, 'o'));
+    CHECK(pb.outputs(0).parameters().at("note").string_param() == text);
+    REQUIRE(pb.raw_input_contents_size() == 1);
+    CHECK(pb.raw_input_contents(0).size() == 16);
+    // The shortest encoding, byte for byte as libprotobuf writes it.
+    CHECK(pb.SerializeAsString().size() == wire.size() - 5);
+  }
+}
+
 TEST_CASE("request round trip: client encoder to server decoder") {
   std::vector<std::int32_t> a(16);
   std::iota(a.begin(), a.end(), -8);

@@ -81,7 +81,7 @@ class FakeTransport final : public protocol::ControlCalls {
     }
   }
 
-  void infer_async(InferRequest request, Deadline deadline, std::shared_ptr<CancelSignal> cancel,
+  void infer_async(const InferRequest& request, Deadline deadline, std::shared_ptr<CancelSignal> cancel,
                    Callback<InferResult> done) override {
     auto state = find_server(name_);
     if (!state) return done(unreachable(name_));
@@ -103,7 +103,7 @@ class FakeTransport final : public protocol::ControlCalls {
       return done(state->executor->infer(request));
     }
     auto call = std::make_shared<HeldCall>();
-    call->request = std::move(request);
+    call->request = request;
     call->done = std::move(done);
     state->held.push_back(call);
     mine_.push_back(call);

@@ -45,7 +45,7 @@ std::string model_key(const InferRequest& request) {
 
 // One request on its way through shared memory.
 struct Exchange {
-  InferRequest original{""};
+  const InferRequest* original = nullptr;  // the caller's, valid until `done` has run
   InferRequest wire{""};
   Deadline deadline;
   std::shared_ptr<CancelSignal> cancel;
@@ -85,10 +85,10 @@ class ShmTransport final : public protocol::ControlCalls {
     control_.reset();
   }
 
-  void infer_async(InferRequest request, Deadline deadline, std::shared_ptr<CancelSignal> cancel,
+  void infer_async(const InferRequest& request, Deadline deadline, std::shared_ptr<CancelSignal> cancel,
                    Callback<InferResult> done) override {
     auto exchange = std::make_shared<Exchange>();
-    exchange->original = std::move(request);
+    exchange->original = &request;
     exchange->deadline = deadline;
     exchange->cancel = std::move(cancel);
     exchange->done = std::move(done);
@@ -122,7 +122,7 @@ class ShmTransport final : public protocol::ControlCalls {
   // reserved in the lease where their size can be foreseen. False: send it plain (the pool
   // is exhausted).
   bool prepare(Exchange& x) {
-    const InferRequest& in = x.original;
+    const InferRequest& in = *x.original;
     learn_metadata(in);
     std::size_t input_bytes = 0;
     std::vector<bool> copy(in.inputs().size(), false);
@@ -278,19 +278,19 @@ class ShmTransport final : public protocol::ControlCalls {
 
   void send_plain(const std::shared_ptr<Exchange>& x) {
     x->lease.reset();
-    dispatch(std::move(x->original), x, std::move(x->done));
+    dispatch(*x->original, x, std::move(x->done));
   }
 
   // Hands a request to the gRPC transport, or completes it CANCELLED once this one is closing
   // (registration answers may still arrive while the destructor runs).
-  void dispatch(InferRequest request, const std::shared_ptr<Exchange>& x,
+  void dispatch(const InferRequest& request, const std::shared_ptr<Exchange>& x,
                 Callback<InferResult> done) {
     std::unique_lock<std::mutex> lock(calls_mutex_);
     if (closing_) {
       lock.unlock();
       return done(Error(StatusCode::Cancelled, "the client was destroyed"));
     }
-    calls_->infer_async(std::move(request), x->deadline, x->cancel, std::move(done));
+    calls_->infer_async(request, x->deadline, x->cancel, std::move(done));
   }
 
   void on_result(const std::shared_ptr<Exchange>& x, Result<InferResult> result) {
@@ -309,9 +309,9 @@ class ShmTransport final : public protocol::ControlCalls {
       // An output grew past what we foresaw: this once over gRPC, which also teaches its size.
       x->retried = true;
       x->lease.reset();
-      forget_sizes(x->original);
-      return dispatch(x->original, x, [this, x](Result<InferResult> r) {
-        if (r) learn_sizes(x->original, *r);
+      forget_sizes(*x->original);
+      return dispatch(*x->original, x, [this, x](Result<InferResult> r) {
+        if (r) learn_sizes(*x->original, *r);
         auto done = std::move(x->done);
         done(std::move(r));
       });
@@ -321,7 +321,7 @@ class ShmTransport final : public protocol::ControlCalls {
       return done(std::move(result));
     }
     auto outcome = take_outputs(*x, std::move(*result));
-    if (outcome) learn_sizes(x->original, *outcome);
+    if (outcome) learn_sizes(*x->original, *outcome);
     auto done = std::move(x->done);
     done(std::move(outcome));
   }

@@ -50,16 +50,16 @@ class TcpTransport final : public protocol::ControlCalls {
   // returns once every one of them has completed.
   ~TcpTransport() override { Calls::close_and_wait(calls_, *channel_); }
 
-  void infer_async(InferRequest request, Deadline deadline, std::shared_ptr<CancelSignal> cancel,
+  void infer_async(const InferRequest& request, Deadline deadline, std::shared_ptr<CancelSignal> cancel,
                    Callback<InferResult> done) override {
     auto call = std::make_shared<TcpCall>();
     call->id = next_id++;
     auto begun = Clock::now();
-    // The frame references the request's tensors (raw ones are not copied): it keeps them.
-    auto tensors = std::make_shared<const std::vector<NamedTensor>>(request.inputs());
+    // The frame references the request's tensors (raw ones are not copied), which the caller
+    // keeps until `done` runs.
     call->frame = protocol::tcp::encode_frame(
-        FrameKind::Request, call->id, protocol::infer_request_envelope(request), *tensors, tensors,
-        compression_, compression_.zstd ? protocol::tcp::kCompressResponse : 0);
+        FrameKind::Request, call->id, protocol::infer_request_envelope(request), request.inputs(),
+        nullptr, compression_, compression_.zstd ? protocol::tcp::kCompressResponse : 0);
     if (call->frame.raw_tensor_bytes > max_message_bytes_) {
       return done(Error(StatusCode::ResourceExhausted,
                         "request of " + std::to_string(call->frame.raw_tensor_bytes) +
