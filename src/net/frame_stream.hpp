@@ -12,9 +12,8 @@
 #include <unordered_set>
 #include <vector>
 
-#include "gather_writer.hpp"
 #include "protocol/tcp_frame.hpp"
-#include "socket_reads.hpp"
+#include "socket_io.hpp"
 #include "sonic/detail/export.hpp"
 
 namespace sonic::net {
@@ -88,7 +87,7 @@ class SONIC_EXPORT FrameStream : public std::enable_shared_from_this<FrameStream
   std::unordered_set<std::uint64_t> referenced_;  // ids of frames a write still reads
   bool closed_ = false;
   std::uint64_t reads_ = 0;
-  std::unique_ptr<std::uint8_t[]> own_buffer_;  // a client's: ReadBuffer::kOwn (socket_reads.hpp)
+  std::unique_ptr<std::uint8_t[]> own_buffer_;  // a client's: ReadBuffer::kOwn (socket_io.hpp)
   std::size_t next_read_bytes_;  // smaller after a read of many frames (see kManyFrames)
 };
 

@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-#include "socket_reads.hpp"
+#include "socket_io.hpp"
 
 namespace sonic::net {
 

@@ -13,9 +13,8 @@
 #include <string_view>
 #include <vector>
 
-#include "gather_writer.hpp"
 #include "protocol/grpc_wire.hpp"
-#include "socket_reads.hpp"
+#include "socket_io.hpp"
 #include "sonic/detail/export.hpp"
 
 namespace sonic::net {
@@ -41,7 +40,7 @@ struct H2Settings {
 /// server) and handle stream events.
 class SONIC_EXPORT H2Session : public std::enable_shared_from_this<H2Session> {
  public:
-  /// `reads`: kOwn for a client's connection, kThreads for a server's (socket_reads.hpp).
+  /// `reads`: kOwn for a client's connection, kThreads for a server's (socket_io.hpp).
   H2Session(asio::ip::tcp::socket socket, ReadBuffer reads);
   virtual ~H2Session();
   H2Session(const H2Session&) = delete;

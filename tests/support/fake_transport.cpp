@@ -81,8 +81,8 @@ class FakeTransport final : public protocol::ControlCalls {
     }
   }
 
-  void infer_async(const InferRequest& request, Deadline deadline, std::shared_ptr<CancelSignal> cancel,
-                   Callback<InferResult> done) override {
+  void infer_async(const InferRequest& request, Deadline deadline,
+                   std::shared_ptr<CancelSignal> cancel, Callback<InferResult> done) override {
     auto state = find_server(name_);
     if (!state) return done(unreachable(name_));
     state_ = state;

@@ -63,8 +63,8 @@ class GrpcTransport final : public protocol::ControlCalls {
   // returns once every one of them has completed.
   ~GrpcTransport() override { Calls::close_and_wait(calls_, *channel_); }
 
-  void infer_async(const InferRequest& request, Deadline deadline, std::shared_ptr<CancelSignal> cancel,
-                   Callback<InferResult> done) override {
+  void infer_async(const InferRequest& request, Deadline deadline,
+                   std::shared_ptr<CancelSignal> cancel, Callback<InferResult> done) override {
     auto begun = Clock::now();
     auto body = protocol::encode_infer_request(request, max_message_bytes_);
     if (!body) return done(body.error());

@@ -85,8 +85,8 @@ class ShmTransport final : public protocol::ControlCalls {
     control_.reset();
   }
 
-  void infer_async(const InferRequest& request, Deadline deadline, std::shared_ptr<CancelSignal> cancel,
-                   Callback<InferResult> done) override {
+  void infer_async(const InferRequest& request, Deadline deadline,
+                   std::shared_ptr<CancelSignal> cancel, Callback<InferResult> done) override {
     auto exchange = std::make_shared<Exchange>();
     exchange->original = &request;
     exchange->deadline = deadline;

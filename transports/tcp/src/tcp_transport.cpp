@@ -50,8 +50,8 @@ class TcpTransport final : public protocol::ControlCalls {
   // returns once every one of them has completed.
   ~TcpTransport() override { Calls::close_and_wait(calls_, *channel_); }
 
-  void infer_async(const InferRequest& request, Deadline deadline, std::shared_ptr<CancelSignal> cancel,
-                   Callback<InferResult> done) override {
+  void infer_async(const InferRequest& request, Deadline deadline,
+                   std::shared_ptr<CancelSignal> cancel, Callback<InferResult> done) override {
     auto call = std::make_shared<TcpCall>();
     call->id = next_id++;
     auto begun = Clock::now();

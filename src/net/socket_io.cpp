@@ -1,8 +1,24 @@
-#include "gather_writer.hpp"
+#include "socket_io.hpp"
 
+#include <algorithm>
+#include <memory>
 #include <utility>
 
 namespace sonic::net {
+
+ReadResult read_available(asio::ip::tcp::socket& socket, std::size_t max_bytes) {
+  thread_local std::unique_ptr<std::uint8_t[]> buffer;
+  if (!buffer) buffer.reset(new std::uint8_t[kReadBytes]);  // not zeroed: nothing reads it first
+  ReadResult result;
+  result.data = buffer.get();
+  result.size =
+      socket.read_some(asio::buffer(buffer.get(), std::min(max_bytes, kReadBytes)), result.error);
+  if (result.error == asio::error::would_block || result.error == asio::error::try_again) {
+    result.error = {};
+    result.size = 0;
+  }
+  return result;
+}
 
 void GatherWriter::Batch::clear() {
   copied.clear();
