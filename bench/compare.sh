@@ -6,6 +6,9 @@
 #
 #   bench/compare.sh BUILD_A BUILD_B [ROUNDS=7]
 #
+# With SERVER_BUILD=DIR in the environment, both clients talk to that build's sonic-server:
+# the ratios are then the clients' alone.
+#
 # A build directory of an older layout (programs under examples/) works too.
 set -euo pipefail
 
@@ -37,7 +40,8 @@ ticks=$(getconf CLK_TCK)
 # One run: BUILD LABEL ROUND. Appends "label concurrency infer/s client_us server_us" lines.
 run() {
   local build=$1 label=$2 round=$3 port c before after
-  "$(program "$build" sonic-server)" --host 127.0.0.1 --port 0 >"$work/server.log" 2>&1 &
+  "$(program "${SERVER_BUILD:-$build}" sonic-server)" --host 127.0.0.1 --port 0 \
+    >"$work/server.log" 2>&1 &
   server_pid=$!
   port=
   for _ in $(seq 100); do
@@ -73,13 +77,16 @@ for round in $(seq "$rounds"); do
 done
 
 python3 - "$work/rows" "$1" "$2" "$rounds" <<'PY'
-import statistics, sys
+import os, statistics, sys
 path, a, b, rounds = sys.argv[1:]
 rows = {}
 for line in open(path):
     label, c, *values = line.split()
     rows.setdefault((label, int(c)), []).append([float(v) for v in values])
+server = os.environ.get("SERVER_BUILD")
 print(f"A = {a}\nB = {b}\n64 B identity_fp32 over grpc://, medians of {rounds} interleaved runs")
+if server:
+    print(f"both against the sonic-server of {server}")
 print(f"{'inflight':>8} {'infer/s A':>10} {'B':>10} {'B/A':>6} {'client us A':>12} {'B':>7} "
       f"{'B/A':>6} {'server us A':>12} {'B':>7} {'B/A':>6}")
 for c in sorted({c for _, c in rows}):

@@ -26,7 +26,18 @@ namespace sonic {
 /// request's error.
 using ModelFunction = std::function<Result<std::vector<NamedTensor>>(const InferRequest&)>;
 
-/// A model the executor can run: its metadata plus the function that computes it.
+/// Hands one response of a decoupled model to whoever asked: the outputs of that response.
+using ResponseSink = std::function<void(std::vector<NamedTensor> outputs)>;
+
+/// Computes a decoupled model (Triton's decoupled transaction policy): any number of responses
+/// to one request, none included, each given to `respond` as soon as it is made. Returns once
+/// the last one was given, or an Error (the request's error; no response follows it). It may
+/// run on several threads at once.
+using DecoupledFunction =
+    std::function<Result<void>(const InferRequest& request, const ResponseSink& respond)>;
+
+/// A model the executor can run: its metadata plus the function that computes it: `compute`
+/// (one response per request), or `decoupled` (any number).
 struct Model {
   std::string name;
   std::string version = "1";
@@ -35,7 +46,9 @@ struct Model {
   std::vector<TensorMetadata> inputs;
   std::vector<TensorMetadata> outputs;
   ModelFunction compute;
+  DecoupledFunction decoupled;
 
+  bool is_decoupled() const noexcept { return static_cast<bool>(decoupled); }
   ModelMetadata metadata() const { return {name, {version}, platform, inputs, outputs}; }
 };
 
@@ -55,11 +68,11 @@ class CpuExecutor {
   }
 
   /// Registers a model; throws sonic::Error(AlreadyExists) for a taken name and
-  /// Error(InvalidArgument) for a model without a function.
+  /// Error(InvalidArgument) for a model without exactly one function.
   void add_model(Model model) {
-    if (!model.compute) {
+    if (static_cast<bool>(model.compute) == model.is_decoupled()) {
       throw Error(StatusCode::InvalidArgument,
-                  "model '" + model.name + "' has no compute function");
+                  "model '" + model.name + "' needs one function: compute or decoupled");
     }
     std::lock_guard<std::mutex> lock(mutex_);
     auto [it, inserted] = models_.try_emplace(model.name);
@@ -110,28 +123,79 @@ class CpuExecutor {
   }
 
   /// Runs a request on the calling thread: validation, the model, the requested outputs.
-  /// `queued_since` is when the request arrived, for the queue statistic.
+  /// `queued_since` is when the request arrived, for the queue statistic. A decoupled model
+  /// answers UNIMPLEMENTED: its responses come through infer_responses().
   Result<InferResult> infer(const InferRequest& request,
                             Clock::time_point queued_since = Clock::now()) {
     auto found = find(request.model_name(), request.model_version());
     if (!found) return found.error();
     Entry& entry = **found;
+    if (entry.model.is_decoupled()) {
+      // Triton's code (UNSUPPORTED is UNIMPLEMENTED on gRPC) and words (infer_handler.cc).
+      return Error(StatusCode::Unimplemented,
+                   "ModelInfer RPC doesn't support models with decoupled transaction policy "
+                   "(model '" +
+                       entry.model.name + "' answers through a stream)");
+    }
     auto started = Clock::now();
     add(entry.queue, started - queued_since);
     auto result = run(entry.model, request, entry);
     auto finished = Clock::now();
-    add(result ? entry.success : entry.fail, finished - queued_since);
+    count(entry, request, result.ok(), finished - queued_since);
     if (result) {
       result->timing().server_queue = started - queued_since;
       result->timing().server_compute = finished - started;
-      entry.inference_count.fetch_add(batch_size(entry.model, request), std::memory_order_relaxed);
-      entry.execution_count.fetch_add(1, std::memory_order_relaxed);
-      entry.last_inference_ms.store(
-          static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::milliseconds>(
-                                         std::chrono::system_clock::now().time_since_epoch())
-                                         .count()));
     }
     return result;
+  }
+
+  /// Runs a request of any model on the calling thread, handing each of its responses to
+  /// `respond` as the model makes it: one for a model that is not decoupled, any number for a
+  /// decoupled one. Returns the request's outcome: an Error, after which no response follows,
+  /// or success once the last response was handed over.
+  Result<void> infer_responses(const InferRequest& request,
+                               const std::function<void(InferResult)>& respond,
+                               Clock::time_point queued_since = Clock::now()) {
+    auto found = find(request.model_name(), request.model_version());
+    if (!found) return found.error();
+    Entry& entry = **found;
+    if (!entry.model.is_decoupled()) {
+      auto result = infer(request, queued_since);
+      if (!result) return result.error();
+      respond(std::move(*result));
+      return {};
+    }
+    const Model& model = entry.model;
+    auto started = Clock::now();
+    add(entry.queue, started - queued_since);
+    Result<void> outcome = validate(model, request);
+    if (outcome) {
+      ResponseSink sink = [&](std::vector<NamedTensor> outputs) {
+        respond(InferResult(model.name, model.version, request.request_id(),
+                            requested(request, std::move(outputs))));
+      };
+      try {
+        outcome = model.decoupled(request, sink);
+      } catch (const Error& e) {
+        outcome = e;
+      } catch (const std::exception& e) {
+        outcome = Error(StatusCode::Internal, "model '" + model.name + "' failed: " + e.what());
+      }
+    }
+    count(entry, request, outcome.ok(), Clock::now() - queued_since);
+    return outcome;
+  }
+
+  /// infer_responses() on the pool. Contract: `respond` runs on the pool thread that runs the
+  /// request, once per response and in order; then `done` runs exactly once with the
+  /// request's outcome, on that thread, never inside this call. Borrowed input tensors are read
+  /// until `done` is called.
+  void infer_responses_async(InferRequest request, std::function<void(InferResult)> respond,
+                             Callback<void> done) {
+    auto queued = Clock::now();
+    pool_.post([this, request = std::move(request), respond = std::move(respond),
+                done = std::move(done),
+                queued]() mutable { done(infer_responses(request, respond, queued)); });
   }
 
   /// Runs a request on the pool. Contract: `done` runs exactly once, on a pool thread, never
@@ -254,8 +318,19 @@ class CpuExecutor {
     return it->second;
   }
 
-  static Result<InferResult> run(const Model& model, const InferRequest& request, Entry& entry) {
-    auto t0 = Clock::now();
+  static void count(Entry& entry, const InferRequest& request, bool succeeded,
+                    Clock::duration elapsed) {
+    add(succeeded ? entry.success : entry.fail, elapsed);
+    if (!succeeded) return;
+    entry.inference_count.fetch_add(batch_size(entry.model, request), std::memory_order_relaxed);
+    entry.execution_count.fetch_add(1, std::memory_order_relaxed);
+    entry.last_inference_ms.store(
+        static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::milliseconds>(
+                                       std::chrono::system_clock::now().time_since_epoch())
+                                       .count()));
+  }
+
+  static Result<void> validate(const Model& model, const InferRequest& request) {
     if (auto ok = validate_request(model.metadata(), request); !ok) return ok.error();
     for (const auto& spec : model.inputs) {
       if (!request.find_input(spec.name)) {
@@ -263,6 +338,25 @@ class CpuExecutor {
                      "model '" + model.name + "' needs input '" + spec.name + "'");
       }
     }
+    return {};
+  }
+
+  // The outputs the request asked for (all of them when it named none), in its order.
+  static std::vector<NamedTensor> requested(const InferRequest& request,
+                                            std::vector<NamedTensor> computed) {
+    if (request.outputs().empty()) return computed;
+    std::vector<NamedTensor> outputs;
+    for (const auto& wanted : request.outputs()) {
+      for (auto& out : computed) {
+        if (out.name == wanted.name) outputs.push_back(out);
+      }
+    }
+    return outputs;
+  }
+
+  static Result<InferResult> run(const Model& model, const InferRequest& request, Entry& entry) {
+    auto t0 = Clock::now();
+    if (auto ok = validate(model, request); !ok) return ok.error();
     auto t1 = Clock::now();
     add(entry.compute_input, t1 - t0);
     Result<std::vector<NamedTensor>> computed = Error(StatusCode::Internal, "model did not run");
@@ -276,16 +370,7 @@ class CpuExecutor {
     auto t2 = Clock::now();
     add(entry.compute_infer, t2 - t1);
     if (!computed) return computed.error();
-    std::vector<NamedTensor> outputs;
-    if (request.outputs().empty()) {
-      outputs = std::move(*computed);
-    } else {
-      for (const auto& wanted : request.outputs()) {
-        for (auto& out : *computed) {
-          if (out.name == wanted.name) outputs.push_back(out);
-        }
-      }
-    }
+    std::vector<NamedTensor> outputs = requested(request, std::move(*computed));
     add(entry.compute_output, Clock::now() - t2);
     return InferResult(model.name, model.version, request.request_id(), std::move(outputs));
   }

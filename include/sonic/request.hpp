@@ -197,6 +197,10 @@ class InferResult {
   /// The request id the server echoed.
   const std::string& request_id() const noexcept { return id_; }
   const Parameters& parameters() const noexcept { return parameters_; }
+  /// Sets a response parameter (a server's, such as Triton's triton_final_response).
+  void set_parameter(std::string name, Parameter value) {
+    parameters_[std::move(name)] = std::move(value);
+  }
   const std::vector<NamedTensor>& outputs() const noexcept { return outputs_; }
   ExecutedOn executed_on() const noexcept { return executed_on_; }
   void set_executed_on(ExecutedOn where) noexcept { executed_on_ = where; }

@@ -35,6 +35,12 @@ constexpr std::size_t kMaxWaitingStreams = 64;
 // never sends one; one that did not know gets a clear error the first time).
 constexpr std::size_t kHeaderBombFactor = 4;
 
+// Triton's streaming inference: many requests on one call, each answered on it.
+constexpr std::string_view kStreamMethod = "ModelStreamInfer";
+// Requests of one stream taken at once (queued for or in a model, or answered out of turn);
+// the stream's further requests wait unread, and its client in its flow-control window.
+constexpr std::size_t kMaxStreamRequests = 64;
+
 // One request stream on the server.
 struct ServerStream {
   std::string path;
@@ -53,6 +59,17 @@ struct ServerStream {
   bool request_ended = false;  // the client sent END_STREAM
   bool answered = false;
   bool reset_after_answer = false;  // answered before request_ended: reset once it is sent
+
+  // ModelStreamInfer: `response` is the stream's open body once its headers are sent.
+  bool streaming = false;
+  std::size_t in_flight = 0;            // requests taken and not yet answered in full
+  std::deque<ReceivedMessage> backlog;  // requests read while in_flight was at its limit
+  std::size_t unconsumed = 0;           // window held back while the backlog waits
+  std::uint64_t next_slot = 0;          // in-order answers: the next request's number
+  std::uint64_t next_to_send = 0;       // and the number of the next answer to send
+  std::map<std::uint64_t, std::shared_ptr<OutgoingBody>> early;  // answers ahead of their turn
+  std::optional<Error> final_error;                              // ends the stream with this status
+  bool starting = false;                                         // inside start_stream_requests()
 };
 
 using IoContext = std::shared_ptr<asio::io_context>;
@@ -155,10 +172,19 @@ class GrpcConnection final : public net::H2Session {
   }
 
   void on_body_end(std::int32_t stream_id, std::uint32_t* flags) override {
-    // Trailers follow the body: grpc-status 0.
+    // Trailers follow the body: grpc-status 0, or the error that ended a stream.
     *flags |= NGHTTP2_DATA_FLAG_NO_END_STREAM;
-    nghttp2_nv trailers[] = {net::make_header("grpc-status", "0")};
-    nghttp2_submit_trailer(session_, stream_id, trailers, 1);
+    const ServerStream* stream = find(stream_id);
+    if (!stream || !stream->final_error) {
+      nghttp2_nv trailers[] = {net::make_header("grpc-status", "0")};
+      nghttp2_submit_trailer(session_, stream_id, trailers, 1);
+      return;
+    }
+    std::string code = std::to_string(static_cast<int>(stream->final_error->code()));
+    std::string message = protocol::percent_encode(stream->final_error->message());
+    nghttp2_nv trailers[] = {net::make_header("grpc-status", code),
+                             net::make_header("grpc-message", message)};
+    nghttp2_submit_trailer(session_, stream_id, trailers, 2);
   }
 
   ServerStream* find(std::int32_t id) {
@@ -210,7 +236,11 @@ class GrpcConnection final : public net::H2Session {
   // a message admitted now gets its full window; one that waits joins the queue.
   void account_window(std::int32_t id, ServerStream& stream, std::size_t len, std::size_t kept) {
     protocol::MessageReader& reader = *stream.reader;
-    if (len > kept) nghttp2_session_consume_stream(session_, id, len - kept);
+    if (len > kept && !stream.backlog.empty()) {
+      stream.unconsumed += len - kept;  // its requests wait: so does its client
+    } else if (len > kept) {
+      nghttp2_session_consume_stream(session_, id, len - kept);
+    }
     if (reader.waiting_admission()) {
       if (!stream.waiting) {
         stream.waiting = true;
@@ -255,10 +285,11 @@ class GrpcConnection final : public net::H2Session {
       stream->waiting = false;
       if (!admitted) {
         stream->error = admitted.error();
-        respond_error(id, *stream->error);
+        end_with_error(id, *stream->error);
         nghttp2_session_consume_stream(session_, id, kept);
         continue;
       }
+      if (stream->streaming) take_stream_messages(id, *stream);
       account_window(id, *stream, kept, stream->reader->kept_bytes());
       if (stream->request_ended) dispatch(id);
     }
@@ -304,6 +335,9 @@ class GrpcConnection final : public net::H2Session {
     std::string_view v(reinterpret_cast<const char*>(value), valuelen);
     if (n == ":path") {
       stream->path = std::string(v);
+      stream->streaming =
+          v.substr(std::min(v.size(), protocol::kServicePrefix.size())) == kStreamMethod &&
+          v.rfind(protocol::kServicePrefix, 0) == 0;
     } else if (n == "content-type") {
       stream->content_type = std::string(v);
     } else if (n == "grpc-timeout") {
@@ -327,23 +361,26 @@ class GrpcConnection final : public net::H2Session {
     }
     stream->last_data = self->activity_.last_read;
     if (!stream->reader) {
-      bool infer = stream->path == std::string(protocol::kServicePrefix) + "ModelInfer";
+      const std::string_view method =
+          std::string_view(stream->path).substr(protocol::kServicePrefix.size());
+      bool infer = method == "ModelInfer" || stream->streaming;
       stream->reader.emplace(infer ? protocol::kRawInputField : 0,
                              self->context_->options.max_message_bytes, self->budget_);
     }
     const std::size_t kept_before = stream->reader->kept_bytes();
     if (auto ok = stream->reader->feed(data, len); !ok) {
       stream->error = ok.error();
-    } else if (stream->reader->messages().size() > 1) {
+    } else if (!stream->streaming && stream->reader->messages().size() > 1) {
       stream->error =
           Error(StatusCode::InvalidArgument, "a unary call takes exactly one request message");
     }
     if (stream->error) {
       // Answer at once and ignore the rest of the stream: nothing more is buffered for it.
       nghttp2_session_consume_stream(session, stream_id, len);
-      self->respond_error(stream_id, *stream->error);
+      self->end_with_error(stream_id, *stream->error);
       return 0;
     }
+    if (stream->streaming) self->take_stream_messages(stream_id, *stream);
     self->account_window(stream_id, *stream, len, stream->reader->kept_bytes() - kept_before);
     return 0;
   }
@@ -382,7 +419,8 @@ class GrpcConnection final : public net::H2Session {
       return Error(StatusCode::Unimplemented, "unknown service in path '" + stream.path + "'");
     }
     std::string_view method = std::string_view(stream.path).substr(prefix.size());
-    if (method == "ModelInfer" || serves_control(method, context_->options.shared_memory)) {
+    if (method == "ModelInfer" || method == kStreamMethod ||
+        serves_control(method, context_->options.shared_memory)) {
       return std::nullopt;
     }
     return unimplemented(method);
@@ -423,6 +461,13 @@ class GrpcConnection final : public net::H2Session {
                     "content-type must be application/grpc, got '" + stream->content_type + "'"));
     }
     if (!stream->reader) stream->reader.emplace(0, context_->options.max_message_bytes);
+    if (stream->streaming) {
+      if (!stream->reader->at_boundary()) {
+        return end_with_error(
+            id, Error(StatusCode::InvalidArgument, "the stream ended inside a request message"));
+      }
+      return end_stream_if_done(id);
+    }
     auto& messages = stream->reader->messages();
     if (messages.size() != 1 || !stream->reader->at_boundary()) {
       return respond_error(
@@ -479,6 +524,243 @@ class GrpcConnection final : public net::H2Session {
             });
           });
     });
+  }
+
+  // ---- ModelStreamInfer -------------------------------------------------------------------
+  // As Triton answers a stream (src/grpc/stream_infer_handler.cc): every request is answered on
+  // it with ModelStreamInferResponses; a model that is not decoupled answers in the order of
+  // the requests, a decoupled one as its responses come, each marked triton_final_response; a
+  // request that fails is answered with error_message, naming its id, and the stream goes on;
+  // once the client has ended its side and every request is answered, the stream ends with
+  // grpc-status 0. Nothing here flushes: stream objects stay valid (the callers flush).
+
+  static constexpr std::uint64_t kNoSlot = ~std::uint64_t{0};  // a decoupled model's request
+
+  bool decoupled(const InferRequest& request) const {
+    auto model = context_->executor->model(request.model_name(), request.model_version());
+    return model && (*model)->is_decoupled();
+  }
+
+  void take_stream_messages(std::int32_t id, ServerStream& stream) {
+    auto& messages = stream.reader->messages();
+    for (auto& message : messages) stream.backlog.push_back(std::move(message));
+    messages.clear();
+    start_stream_requests(id, stream);
+  }
+
+  // Starts the stream's waiting requests while fewer than kMaxStreamRequests are out. Once none
+  // wait, the window held back for them goes to its client.
+  void start_stream_requests(std::int32_t id, ServerStream& stream) {
+    if (stream.starting) return;  // a request answered inside the loop below: it goes on
+    stream.starting = true;
+    while (!stream.backlog.empty() && stream.in_flight < kMaxStreamRequests && !stream.answered) {
+      ReceivedMessage message = std::move(stream.backlog.front());
+      stream.backlog.pop_front();
+      ++stream.in_flight;
+      stream_infer(id, stream, std::move(message));
+    }
+    stream.starting = false;
+    if (stream.backlog.empty() && stream.unconsumed > 0 && !stream.answered) {
+      nghttp2_session_consume_stream(session_, id, stream.unconsumed);
+      stream.unconsumed = 0;
+    }
+  }
+
+  // One request of a stream; it is out (in_flight) until stream_request_done().
+  void stream_infer(std::int32_t id, ServerStream& stream, ReceivedMessage message) {
+    auto request = read_infer_request(std::move(message));
+    const bool decoupled_model = request && decoupled(*request);
+    const std::uint64_t slot = decoupled_model ? kNoSlot : stream.next_slot++;
+    if (!request) {
+      return stream_answered(id, slot,
+                             protocol::encode_stream_error(request.error(), InferRequest("")));
+    }
+    ShmUse shm;
+    if (SharedMemoryRegistry::uses_shared_memory(*request)) {
+      auto bound = context_->shared_memory.bind(shm_client(), *request);
+      if (!bound) {
+        return stream_answered(id, slot, protocol::encode_stream_error(bound.error(), *request));
+      }
+      shm = std::move(*bound);
+    }
+    // What names the request in an answer that has no result to name it.
+    InferRequest named(request->model_name(), request->model_version());
+    named.id(request->request_id());
+    const bool empty_final = wants_empty_final(*request);
+    if (context_->options.inline_models) {
+      if (!decoupled_model) {
+        auto result = context_->executor->infer(*request);
+        return stream_answered(id, slot, stream_answer(std::move(result), shm, named, *context_));
+      }
+      auto outcome = context_->executor->infer_responses(*request, [&](InferResult result) {
+        stream_response(id, stream, stream_answer(std::move(result), shm, named, *context_, false));
+      });
+      return stream_answered(id, slot, last_answer(outcome, named, empty_final));
+    }
+    std::weak_ptr<GrpcConnection> weak =
+        std::static_pointer_cast<GrpcConnection>(shared_from_this());
+    models_.submit([weak, io = io_, id, slot, context = context_, request = std::move(*request),
+                    shm = std::move(shm), named = std::move(named), empty_final,
+                    decoupled_model]() mutable {
+      // On an executor thread: encode there, answer on the connection's thread.
+      auto answer = [weak, io, id, slot](std::shared_ptr<OutgoingBody> body) {
+        asio::post(*io, [weak, id, slot, body = std::move(body)]() mutable {
+          if (auto self = weak.lock()) {
+            self->models_.finished();
+            self->stream_answered(id, slot, std::move(body));
+            self->flush();
+          }
+        });
+      };
+      if (!decoupled_model) {
+        context->executor->infer_async(
+            std::move(request), [answer, context, shm = std::move(shm),
+                                 named = std::move(named)](Result<InferResult> result) mutable {
+              answer(stream_answer(std::move(result), shm, named, *context));
+            });
+        return;
+      }
+      auto shared_shm = std::make_shared<const ShmUse>(std::move(shm));
+      auto shared_named = std::make_shared<const InferRequest>(std::move(named));
+      context->executor->infer_responses_async(
+          std::move(request),
+          [weak, io, id, context, shared_shm, shared_named](InferResult result) {
+            auto body =
+                stream_answer(std::move(result), *shared_shm, *shared_named, *context, false);
+            asio::post(*io, [weak, id, body = std::move(body)]() mutable {
+              auto self = weak.lock();
+              ServerStream* open = self ? self->find(id) : nullptr;
+              if (!open) return;
+              self->stream_response(id, *open, std::move(body));
+              self->flush();
+            });
+          },
+          [answer, shared_named, empty_final](Result<void> outcome) {
+            answer(last_answer(outcome, *shared_named, empty_final));
+          });
+    });
+  }
+
+  // Whether a decoupled model's request asked for an empty last response (Triton's
+  // triton_enable_empty_final_response).
+  static bool wants_empty_final(const InferRequest& request) {
+    auto it = request.parameters().find(protocol::kEnableEmptyFinalResponse);
+    return it != request.parameters().end() && std::holds_alternative<bool>(it->second) &&
+           std::get<bool>(it->second);
+  }
+
+  // A result as a stream's answer: outputs bound for shared memory written there, the rest
+  // encoded; `final` is its triton_final_response. An error is answered in error_message.
+  static std::shared_ptr<OutgoingBody> stream_answer(Result<InferResult> result, const ShmUse& shm,
+                                                     const InferRequest& named,
+                                                     ServerContext& context, bool final = true) {
+    if (result && !shm.empty()) {
+      if (auto placed = context.shared_memory.complete(shm, *result); !placed) {
+        result = placed.error();
+      }
+    }
+    if (result) {
+      result->set_parameter(protocol::kFinalResponse, final);
+      auto body =
+          protocol::encode_stream_infer_response(*result, context.options.max_message_bytes);
+      if (body) return std::move(*body);
+      result = body.error();
+    }
+    return protocol::encode_stream_error(result.error(), named, {{protocol::kFinalResponse, true}});
+  }
+
+  // What ends a decoupled model's request: its error, the empty last response it asked for, or
+  // nothing.
+  static std::shared_ptr<OutgoingBody> last_answer(const Result<void>& outcome,
+                                                   const InferRequest& named, bool empty_final) {
+    if (!outcome) {
+      return protocol::encode_stream_error(outcome.error(), named,
+                                           {{protocol::kFinalResponse, true}});
+    }
+    return empty_final ? protocol::encode_stream_final(named) : nullptr;
+  }
+
+  // A request's last answer (null: none): in its turn when the model is not decoupled (`slot`),
+  // at once when it is. The request is then done.
+  void stream_answered(std::int32_t id, std::uint64_t slot, std::shared_ptr<OutgoingBody> body) {
+    ServerStream* stream = find(id);
+    if (!stream) return;
+    if (slot == kNoSlot) {
+      if (body) stream_response(id, *stream, std::move(body));
+      return stream_request_done(id, *stream, 1);
+    }
+    stream->early.emplace(slot, std::move(body));
+    std::size_t done = 0;
+    for (auto it = stream->early.begin();
+         it != stream->early.end() && it->first == stream->next_to_send;
+         it = stream->early.erase(it), ++stream->next_to_send, ++done) {
+      stream_response(id, *stream, std::move(it->second));
+    }
+    if (done > 0) stream_request_done(id, *stream, done);
+  }
+
+  void stream_request_done(std::int32_t id, ServerStream& stream, std::size_t requests) {
+    stream.in_flight -= requests;
+    start_stream_requests(id, stream);
+    end_stream_if_done(id);
+  }
+
+  // Appends an answer to the stream's response, which begins with the first one. An answer
+  // held in memory counts in the connection's budget until it was handed to the socket; a
+  // client that lets answers pile up past the budget loses its stream (RESOURCE_EXHAUSTED).
+  void stream_response(std::int32_t id, ServerStream& stream,
+                       std::shared_ptr<OutgoingBody> message) {
+    if (stream.answered || lost_) return;
+    if (!stream.response) open_stream_response(id, stream);
+    if (stream.response->drained()) stream.response_bytes.release();
+    if (budget_->held() + message->size() > budget_->limit()) {
+      return end_with_error(id, Error(StatusCode::ResourceExhausted,
+                                      "the stream's responses are not read as fast as they come: " +
+                                          std::to_string(stream.response_bytes.bytes()) +
+                                          " bytes of them wait, and the connection may hold " +
+                                          std::to_string(budget_->limit())));
+    }
+    stream.response_bytes.grow(message->size());
+    stream.response->append_message(*message);
+    resume(id, *stream.response);
+  }
+
+  void open_stream_response(std::int32_t id, ServerStream& stream) {
+    stream.response = std::make_shared<OutgoingBody>();
+    stream.response->open = true;
+    stream.response_bytes = BudgetHold(budget_, 0);
+    nghttp2_nv headers[] = {net::make_header(":status", "200"),
+                            net::make_header("content-type", "application/grpc")};
+    nghttp2_data_provider provider = body_provider(stream.response.get());
+    nghttp2_submit_response(session_, id, headers, 2, &provider);
+  }
+
+  // Ends a stream whose client ended its side, once every request is answered: grpc-status 0
+  // in the trailers after the last answer.
+  void end_stream_if_done(std::int32_t id) {
+    ServerStream* stream = find(id);
+    if (!stream || !stream->streaming || stream->answered || !stream->request_ended ||
+        stream->in_flight > 0 || !stream->backlog.empty()) {
+      return;
+    }
+    if (!stream->response) open_stream_response(id, *stream);
+    stream->answered = true;
+    stream->response->open = false;
+    resume(id, *stream->response);
+  }
+
+  // Ends a call with an error: a unary call, or a stream that has not answered yet, with a
+  // trailers-only response; a stream that has, in the trailers after what it sent.
+  void end_with_error(std::int32_t id, const Error& error) {
+    ServerStream* stream = find(id);
+    if (!stream || !stream->streaming || !stream->response) return respond_error(id, error);
+    if (stream->answered) return;
+    stream->answered = true;
+    stream->final_error = error;
+    stream->backlog.clear();
+    stream->response->open = false;
+    resume(id, *stream->response);
+    stream->reset_after_answer = !stream->request_ended;
   }
 
   // Writes outputs bound for shared memory into their regions and encodes the rest.

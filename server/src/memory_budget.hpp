@@ -100,6 +100,18 @@ class BudgetHold {
   BudgetHold(const BudgetHold&) = delete;
   BudgetHold& operator=(const BudgetHold&) = delete;
 
+  /// Holds `bytes` more (a stream's next answer); the hold needs a budget.
+  void grow(std::size_t bytes) noexcept {
+    budget_->hold(bytes);
+    bytes_ += bytes;
+  }
+  /// Lets go of everything held so far, and keeps the budget for what grow() holds next.
+  void release() noexcept {
+    if (budget_) budget_->released(bytes_);
+    bytes_ = 0;
+  }
+  std::size_t bytes() const noexcept { return bytes_; }
+
  private:
   std::shared_ptr<ConnectionBudget> budget_;
   std::size_t bytes_ = 0;

@@ -58,6 +58,11 @@ std::string model_config_of(const Model& model) {
   wire::put_varint_field(group, 4, 2);
   wire::put_len_field(config, 7, group);
   wire::put_string_field(config, 17, "sonic");  // backend
+  if (model.is_decoupled()) {
+    std::string policy;  // ModelTransactionPolicy { decoupled = 1 }
+    wire::put_varint_field(policy, 1, 1);
+    wire::put_len_field(config, 19, policy);
+  }
   return config;
 }
 

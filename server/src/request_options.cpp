@@ -5,6 +5,7 @@
 #include <variant>
 
 #include "protocol/infer_codec.hpp"
+#include "protocol/names.hpp"
 
 namespace sonic::server {
 
@@ -21,7 +22,7 @@ Error wrong_type(std::string_view name, std::string_view expected) {
 }
 
 // The one "triton_" parameter Triton lets a client set.
-constexpr std::string_view kAllowedTritonParameter = "triton_enable_empty_final_response";
+constexpr std::string_view kAllowedTritonParameter = protocol::kEnableEmptyFinalResponse;
 
 }  // namespace
 

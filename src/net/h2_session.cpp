@@ -65,14 +65,24 @@ ssize_t H2Session::read_body(nghttp2_session*, std::int32_t stream_id, std::uint
   auto* self = static_cast<H2Session*>(user_data);
   auto* body = static_cast<protocol::OutgoingBody*>(source->ptr);
   std::size_t left = body->size() - body->reserved;
+  if (left == 0 && body->open) {  // a stream waiting for its next message
+    body->deferred = true;
+    return NGHTTP2_ERR_DEFERRED;
+  }
   std::size_t n = std::min(length, left);
   body->reserved += n;
   *flags |= NGHTTP2_DATA_FLAG_NO_COPY;
-  if (body->reserved == body->size()) {
+  if (body->reserved == body->size() && !body->open) {
     *flags |= NGHTTP2_DATA_FLAG_EOF;
     self->on_body_end(stream_id, flags);
   }
   return static_cast<ssize_t>(n);
+}
+
+void H2Session::resume(std::int32_t stream_id, protocol::OutgoingBody& body) {
+  if (!body.deferred) return;  // nghttp2 reads the body on its own: it has not run dry
+  body.deferred = false;
+  nghttp2_session_resume_data(session_, stream_id);
 }
 
 int H2Session::send_body(nghttp2_session*, nghttp2_frame*, const std::uint8_t* framehd,

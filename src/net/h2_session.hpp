@@ -51,8 +51,13 @@ class SONIC_EXPORT H2Session : public std::enable_shared_from_this<H2Session> {
   static void install_common_callbacks(nghttp2_session_callbacks* callbacks);
   /// Sends the initial SETTINGS and enlarges the connection window.
   int submit_settings(const H2Settings& settings, bool is_server);
-  /// A data provider streaming `body`, which must outlive the stream.
+  /// A data provider streaming `body`, which must outlive the stream. An open body (a
+  /// stream's) keeps the stream open when all of it was sent; call resume() once a message
+  /// was appended to it or it was closed.
   static nghttp2_data_provider body_provider(protocol::OutgoingBody* body);
+  /// After a message was appended to `stream_id`'s body, or it was closed: the next flush()
+  /// sends the message, or the body's end. Calls no callback (stream objects stay valid).
+  void resume(std::int32_t stream_id, protocol::OutgoingBody& body);
 
   /// Starts the read loop (call once the session exists).
   void start_reading();

@@ -51,6 +51,27 @@ void OutgoingBody::append_borrowed(const void* data, std::size_t size) {
   total_ += size;
 }
 
+void OutgoingBody::append_message(const OutgoingBody& message) {
+  compact();
+  const std::size_t base = head_.size();
+  head_.append(message.head_);
+  pieces_.reserve(pieces_.size() + message.pieces_.size());
+  for (Piece piece : message.pieces_) {
+    if (!piece.data) piece.offset += base;
+    pieces_.push_back(piece);
+  }
+  owners_.insert(owners_.end(), message.owners_.begin(), message.owners_.end());
+  total_ += message.total_;
+}
+
+void OutgoingBody::compact() {
+  if (!drained()) return;
+  head_.clear();
+  pieces_.clear();
+  if (in_flight_writes == 0) owners_.clear();
+  total_ = reserved = piece_index = piece_offset = 0;
+}
+
 Result<void> OutgoingBody::finish(std::size_t max_bytes) {
   if (head_.empty()) {
     head_.assign(kPrefixBytes, '\0');

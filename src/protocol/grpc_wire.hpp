@@ -22,7 +22,9 @@ namespace sonic::protocol {
 
 /// Bytes of one gRPC message body (with its 5-byte prefix) ready to send: a small owned head
 /// (prefix + protobuf envelope + field headers) interleaved with borrowed tensor bytes, so that
-/// large tensors go from their memory to the socket without a copy.
+/// large tensors go from their memory to the socket without a copy. A stream's body is `open`:
+/// finished messages are appended to it as they are made (append_message), and what was sent
+/// is dropped as it goes (compact), so that a long stream holds only what is not yet written.
 class SONIC_EXPORT OutgoingBody : public std::enable_shared_from_this<OutgoingBody> {
  public:
   /// A run of bytes: `offset` into the owned head when `data` is null, else borrowed memory.
@@ -44,7 +46,19 @@ class SONIC_EXPORT OutgoingBody : public std::enable_shared_from_this<OutgoingBo
   /// RESOURCE_EXHAUSTED when the message exceeds `max_bytes`.
   Result<void> finish(std::size_t max_bytes);
 
+  /// Appends `message`, a finished body (its prefix included), after what this one holds: its
+  /// owned bytes are copied (an envelope, field headers), its borrowed ones stay where they are,
+  /// and its owners are kept with this body. Compacts first.
+  void append_message(const OutgoingBody& message);
+  /// Once everything appended has been handed to the socket layer, forgets it (the owners of
+  /// borrowed bytes too, unless a write still references them), so that the next message
+  /// starts afresh.
+  void compact();
+
   std::size_t size() const noexcept { return total_; }
+  /// Whether everything appended has been handed to the socket layer (compact() would forget
+  /// it all).
+  bool drained() const noexcept { return reserved == total_ && piece_index == pieces_.size(); }
   const std::vector<Piece>& pieces() const noexcept { return pieces_; }
   const std::uint8_t* piece_data(const Piece& piece) const {
     return piece.data ? piece.data
@@ -61,6 +75,11 @@ class SONIC_EXPORT OutgoingBody : public std::enable_shared_from_this<OutgoingBo
   std::size_t piece_offset = 0;
   /// Write batches still referencing this body's borrowed bytes.
   int in_flight_writes = 0;
+  /// A stream's body: more messages may be appended, and the HTTP/2 layer waits for them (its
+  /// stream stays open) when it has sent everything, until `open` is false.
+  bool open = false;
+  /// The HTTP/2 layer found nothing to send in an open body and waits to be resumed.
+  bool deferred = false;
 
  private:
   std::string head_;

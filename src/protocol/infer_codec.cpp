@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstring>
 #include <iterator>
+#include <limits>
 #include <optional>
 #include <string_view>
 #include <vector>
@@ -562,6 +563,109 @@ Result<std::shared_ptr<OutgoingBody>> encode_infer_response(const InferResult& r
   auto outputs = std::make_shared<const std::vector<NamedTensor>>(result.outputs());
   return finish_with_raw(std::move(env), *outputs, kRawOutputField, RawOf::kEveryTensor, max_bytes,
                          outputs);
+}
+
+Result<std::shared_ptr<OutgoingBody>> encode_stream_infer_response(const InferResult& result,
+                                                                   std::size_t max_bytes) {
+  // The infer_response field holds the envelope and the raw contents that finish_with_raw()
+  // appends after it: its length is known before they are.
+  std::string inner = infer_response_envelope(result);
+  std::size_t length = inner.size();
+  const std::size_t raw_tag = wire::varint_size(std::uint64_t{kRawOutputField} << 3);
+  for (const auto& t : result.outputs()) {
+    const std::size_t bytes = in_shared_memory(t.parameters) ? 0 : t.tensor.byte_size();
+    length += raw_tag + wire::varint_size(bytes) + bytes;
+  }
+  std::string envelope;
+  envelope.reserve(16 + inner.size());
+  wire::put_tag(envelope, 2, WireType::Len);
+  wire::put_varint(envelope, length);
+  envelope += inner;
+  auto outputs = std::make_shared<const std::vector<NamedTensor>>(result.outputs());
+  return finish_with_raw(std::move(envelope), *outputs, kRawOutputField, RawOf::kEveryTensor,
+                         max_bytes, outputs);
+}
+
+namespace {
+// A ModelStreamInferResponse with `error_message` (none when empty) and an infer_response that
+// only names the request.
+std::shared_ptr<OutgoingBody> stream_notice(std::string_view error_message,
+                                            const InferRequest& request,
+                                            const Parameters& parameters) {
+  std::string message;
+  wire::put_string_field(message, 1, error_message);
+  wire::put_message_field(message, 2, [&](std::string& response) {
+    wire::put_string_field(response, 1, request.model_name());
+    wire::put_string_field(response, 2, request.model_version());
+    wire::put_string_field(response, 3, request.request_id());
+    put_parameters(response, 4, parameters);
+  });
+  auto body = std::make_shared<OutgoingBody>();
+  body->append_owned(message);
+  (void)body->finish(std::numeric_limits<std::size_t>::max());  // it is small
+  return body;
+}
+}  // namespace
+
+std::shared_ptr<OutgoingBody> encode_stream_error(const Error& error, const InferRequest& request,
+                                                  const Parameters& parameters) {
+  // An empty error_message would read as success: an error always says something.
+  return stream_notice(error.message().empty() ? to_string(error.code()) : error.message(), request,
+                       parameters);
+}
+
+std::shared_ptr<OutgoingBody> encode_stream_final(const InferRequest& request) {
+  return stream_notice({}, request, {{kFinalResponse, true}});
+}
+
+Result<InferResult> decode_stream_infer_response(const ReceivedMessage& message,
+                                                 std::string* failed_id) {
+  auto malformed = [] {
+    return Error(StatusCode::Internal, "malformed ModelStreamInferResponse from server");
+  };
+  Reader reader(message.envelope);
+  std::string_view error_message, response;
+  while (!reader.done()) {
+    std::uint32_t field;
+    WireType type;
+    if (!reader.tag(field, type)) return malformed();
+    if ((field == 1 || field == 2) && type == WireType::Len) {
+      if (!reader.bytes(field == 1 ? error_message : response)) return malformed();
+    } else if (!reader.skip(type)) {
+      return malformed();
+    }
+  }
+  // The infer_response, split as a MessageReader splits a ModelInferResponse: raw outputs into
+  // aligned buffers, every other field into the envelope.
+  ReceivedMessage split;
+  Reader fields(response);
+  while (!fields.done()) {
+    const auto* start =
+        reinterpret_cast<const char*>(response.data()) + (response.size() - fields.remaining());
+    std::uint32_t field;
+    WireType type;
+    if (!fields.tag(field, type)) return malformed();
+    if (field == kRawOutputField && type == WireType::Len) {
+      std::string_view bytes;
+      if (!fields.bytes(bytes)) return malformed();
+      auto buffer = allocate_tensor_buffer(bytes.size());
+      if (!bytes.empty()) std::memcpy(buffer.get(), bytes.data(), bytes.size());
+      split.raw.push_back({std::move(buffer), bytes.size()});
+      continue;
+    }
+    if (!fields.skip(type)) return malformed();
+    const auto* end =
+        reinterpret_cast<const char*>(response.data()) + (response.size() - fields.remaining());
+    split.envelope.append(start, static_cast<std::size_t>(end - start));
+  }
+  if (!error_message.empty()) {
+    if (failed_id) {
+      Envelope e;
+      if (read_envelope(split.envelope, false, e)) *failed_id = std::move(e.id);
+    }
+    return Error(StatusCode::Unknown, std::string(error_message));
+  }
+  return decode_infer_response(std::move(split));
 }
 
 std::vector<RequestedOutput> outputs_in_shared_memory(const InferRequest& request) {

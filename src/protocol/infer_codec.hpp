@@ -51,4 +51,35 @@ SONIC_EXPORT Result<InferRequest> decode_infer_request(ReceivedMessage message);
 SONIC_EXPORT Result<std::shared_ptr<OutgoingBody>> encode_infer_response(
     const InferResult& result, std::size_t max_message_bytes);
 
+// ---- ModelStreamInfer ------------------------------------------------------------------
+// rpc ModelStreamInfer(stream ModelInferRequest) returns (stream ModelStreamInferResponse),
+// where ModelStreamInferResponse { string error_message = 1; ModelInferResponse
+// infer_response = 2; }. Requests are ModelInferRequests: encode_infer_request() and
+// decode_infer_request() serve both RPCs.
+
+/// A ModelStreamInferResponse whose infer_response is `result`, its raw outputs borrowed from
+/// the result's tensors (kept alive by the body), as encode_infer_response() does.
+SONIC_EXPORT Result<std::shared_ptr<OutgoingBody>> encode_stream_infer_response(
+    const InferResult& result, std::size_t max_message_bytes);
+
+/// The ModelStreamInferResponse of a request that failed, as Triton sends it: error_message,
+/// and an infer_response naming the request (its id, model and version) and nothing else, with
+/// `parameters` (Triton's triton_final_response, when the model ran).
+SONIC_EXPORT std::shared_ptr<OutgoingBody> encode_stream_error(const Error& error,
+                                                               const InferRequest& request,
+                                                               const Parameters& parameters = {});
+
+/// The empty last response to a decoupled model's request (Triton sends it when the request
+/// set triton_enable_empty_final_response): an infer_response naming the request, with
+/// triton_final_response = true and no outputs.
+SONIC_EXPORT std::shared_ptr<OutgoingBody> encode_stream_final(const InferRequest& request);
+
+/// A ModelStreamInferResponse read whole (a MessageReader with raw field 0): its
+/// infer_response, whose raw outputs are copied into buffers of their own (aligned, as
+/// decode_infer_response() gives them), or its error_message. The wire carries no code for the
+/// error: it is UNKNOWN, and the failed request's id, when the server named it, is in
+/// `failed_id`. A malformed message is INTERNAL.
+SONIC_EXPORT Result<InferResult> decode_stream_infer_response(const ReceivedMessage& message,
+                                                              std::string* failed_id = nullptr);
+
 }  // namespace sonic::protocol

@@ -17,6 +17,13 @@ inline constexpr const char* kSharedMemoryOffset = "shared_memory_offset";
 inline constexpr const char* kServerQueueNs = "sonic_server_queue_ns";
 inline constexpr const char* kServerComputeNs = "sonic_server_compute_ns";
 
+/// Triton's response parameter on ModelStreamInfer: whether this is the last response to its
+/// request (bool; a decoupled model's responses say false until the last).
+inline constexpr const char* kFinalResponse = "triton_final_response";
+/// Triton's request parameter (bool): a decoupled model's request ends with an empty response
+/// whose kFinalResponse is true, so that the client learns where its responses end.
+inline constexpr const char* kEnableEmptyFinalResponse = "triton_enable_empty_final_response";
+
 /// Error reasons (Error::reason(), google.rpc.ErrorInfo.reason in domain "sonic"), for errors a
 /// client recovers from by itself.
 namespace reason {

@@ -20,14 +20,20 @@ namespace {
 constexpr std::size_t kDataFrameBytes = 16384;  // the default SETTINGS_MAX_FRAME_SIZE
 
 // Sends `body` as one gRPC message on `stream`, in DATA frames of the default maximum size.
-std::string call_frames(std::uint32_t stream, const std::string& method, const std::string& body) {
-  std::string out = h2::headers(stream, h2::grpc_request_headers(method));
+// `body` as one gRPC message in DATA frames, the last one ending the stream when `end`.
+std::string data_frames(std::uint32_t stream, const std::string& body, bool end) {
+  std::string out;
   std::string message = h2::grpc_message(body);
   for (std::size_t at = 0; at < message.size(); at += kDataFrameBytes) {
     std::size_t n = std::min(kDataFrameBytes, message.size() - at);
-    out += h2::data(stream, std::string_view(message).substr(at, n), at + n == message.size());
+    out +=
+        h2::data(stream, std::string_view(message).substr(at, n), end && at + n == message.size());
   }
   return out;
+}
+
+std::string call_frames(std::uint32_t stream, const std::string& method, const std::string& body) {
+  return h2::headers(stream, h2::grpc_request_headers(method)) + data_frames(stream, body, true);
 }
 
 // Sends `unit` again and again until `total` bytes went or the server stops taking them.
@@ -118,6 +124,19 @@ Flood unread_answers(int port, std::size_t request_floats, std::size_t total_byt
     if (n < frames.size()) break;
   }
   // No wait for the server to close: that would read the answers this client never reads.
+  return flood;
+}
+
+Flood unread_stream_answers(int port, std::size_t request_floats, std::size_t total_bytes) {
+  RawSocket socket = h2_connect(port, 4096);
+  socket.send(h2::headers(1, h2::grpc_request_headers("ModelStreamInfer")));
+  const std::string frames = data_frames(1, identity_request(request_floats), false);
+  Flood flood;
+  while (flood.sent < total_bytes) {
+    std::size_t n = socket.send(frames, milliseconds(1000));
+    flood.sent += n;
+    if (n < frames.size()) break;  // the server stopped taking them: flow control holds
+  }
   return flood;
 }
 

@@ -31,6 +31,9 @@ struct Flood {
 /// gRPC ModelInfer calls of `request_floats` elements each, `total_bytes` in all, on one
 /// connection whose owner never reads the answers (closed_by_server is not looked at).
 Flood unread_answers(int port, std::size_t request_floats, std::size_t total_bytes);
+/// One ModelStreamInfer call carrying requests of `request_floats` elements each,
+/// `total_bytes` in all, whose owner never reads the answers nor ends its side.
+Flood unread_stream_answers(int port, std::size_t request_floats, std::size_t total_bytes);
 /// PING frames, `total_bytes` of them, never reading the acknowledgements.
 Flood ping_flood(int port, std::size_t total_bytes);
 /// SETTINGS frames (one entry each), never reading the acknowledgements.

@@ -64,6 +64,19 @@ TEST_CASE("a client that never reads its answers gets no more than the connectio
                });
 }
 
+TEST_CASE("a stream whose client never reads its answers gets no more than its share") {
+  // A ModelStreamInfer client that sends requests and reads nothing: the server takes at most
+  // kMaxStreamRequests of them at once and holds the rest back in the stream's flow-control
+  // window; the answers it leaves unread fill the connection's budget, after which its stream
+  // ends with RESOURCE_EXHAUSTED.
+  growth_under({"--max-message-bytes", "64M", "--max-connection-buffered-bytes", "64M"}, 96 * 1024,
+               [](HostileTarget& t) {
+                 auto flood = attack::unread_stream_answers(t.grpc_port(), 256 * 1024,
+                                                            std::size_t{600} << 20);
+                 MESSAGE("sent " << (flood.sent >> 20) << " MiB");
+               });
+}
+
 TEST_CASE("a PING flood that never reads the acknowledgements is cut off") {
   // Was: every acknowledgement nghttp2 queued moved into sonic's unbounded write buffer
   // (+61 MiB per 63 MiB of PINGs), defeating nghttp2's own flood guard.

@@ -20,7 +20,6 @@ The child is always stopped: SIGTERM, then SIGKILL after 5 s.
 """
 
 import argparse
-import os
 import queue
 import re
 import signal
@@ -31,6 +30,7 @@ import time
 import traceback
 
 from shm_checks import SharedMemoryChecks  # noqa: E402  (beside this script)
+from stream_checks import StreamChecks  # noqa: E402
 from stubs import load_stubs  # noqa: E402
 
 GIB = 1 << 30
@@ -457,27 +457,6 @@ class Suite:
         finally:
             release.set()
 
-    def stream_answers_before_it_ends(self):
-        """ModelStreamInfer on a stream left open: a response for the request,
-        or UNIMPLEMENTED from a server without streaming, before the stream
-        ends; never silence until the deadline."""
-        a = np.arange(16, dtype="<i4").reshape(1, 16)
-        call, release = self._open_stream("ModelStreamInfer",
-                                          self.simple_request(a, a, "s1"))
-        try:
-            try:
-                first = next(call)
-            except grpc.RpcError as e:
-                assert e.code() == grpc.StatusCode.UNIMPLEMENTED, (
-                    "expected a response or UNIMPLEMENTED, got %s (%s)" %
-                    (e.code(), e.details()))
-                return
-            assert first.error_message == "", first.error_message
-            self.check_simple(first.infer_response, a, a, "s1")
-            self.count_simple()
-        finally:
-            release.set()
-
     # -- statistics -------------------------------------------------------
 
     def statistics_simple(self):
@@ -528,13 +507,12 @@ def run_suite(channel):
             ("shape mismatch INVALID_ARGUMENT", s.error_shape_mismatch),
             ("an unknown method on an open stream: UNIMPLEMENTED at once",
              s.error_unknown_method_at_once),
-            ("ModelStreamInfer left open is answered before it ends",
-             s.stream_answers_before_it_ends),
         ]),
         ("statistics", [
             ("ModelStatistics(simple)", s.statistics_simple),
         ]),
         SharedMemoryChecks(pb2, stub, expect_status).plan(),
+        StreamChecks(pb2, channel, stub, expect_status).plan(),
     ]
     for group, checks in plan:
         c.start_group(group)

@@ -21,7 +21,7 @@ Models (version "1", max_batch_size 0):
   identity_fp32  FP32 INPUT0 [-1,-1] -> OUTPUT0 (identical)
   slow           FP32 INPUT0 [-1,-1] -> OUTPUT0 (identical) after 2 seconds;
                  gives up early if the client cancels or its deadline passes
-  simple_string, simple_identity, simple_sequence
+  simple_string, simple_identity, simple_sequence, repeat_int32 (decoupled)
                  Triton's example models (triton_examples.py)
 
 Implemented methods: ServerLive, ServerReady, ModelReady, ServerMetadata,
@@ -44,8 +44,16 @@ Error statuses:
   unknown version                   NOT_FOUND
   model unloaded                    UNAVAILABLE
   malformed inputs / outputs        INVALID_ARGUMENT
-ModelStreamInfer reports per-request errors in-band (error_message) and keeps
-the stream open, as Triton does.
+ModelStreamInfer answers as Triton's stream_infer_handler.cc does: a response
+per request of a model that is not decoupled, in order, and as many as a
+decoupled model makes; each carries the parameter triton_final_response (true
+on a request's last response; a decoupled model's are false, and with the
+request parameter triton_enable_empty_final_response an empty response with
+true follows the last). A request that fails is answered in error_message,
+with an infer_response that names it (its id; and its model, version and
+triton_final_response once the model ran), and the stream goes on; once the
+client ends its side the stream ends with status OK. ModelInfer refuses a
+decoupled model with UNIMPLEMENTED and Triton's words.
 
 Request parameter `echo_metadata` (bool true): every invocation metadata
 entry whose key starts with "x-sonic-" comes back as a string response
@@ -61,7 +69,6 @@ otherwise every output of the model, in model order.
 
 import argparse
 import base64
-import os
 import signal
 import sys
 import threading
@@ -90,7 +97,7 @@ def parse_args():
 from stubs import load_stubs  # noqa: E402  (beside this script)
 from status_error import StatusError as InferError  # noqa: E402
 from triton_examples import (SequenceModel, decode_bytes, encode_bytes,  # noqa: E402
-                             simple_identity, simple_string)
+                             repeat_int32, simple_identity, simple_string)
 from triton_shm import SharedMemoryManager, placement  # noqa: E402
 
 ARGS = parse_args()
@@ -104,6 +111,7 @@ import numpy as np  # noqa: E402
 DTYPES = {
     "INT32": (np.dtype("<i4"), mc_pb2.TYPE_INT32, "int_contents"),
     "FP32": (np.dtype("<f4"), mc_pb2.TYPE_FP32, "fp32_contents"),
+    "UINT32": (np.dtype("<u4"), mc_pb2.TYPE_UINT32, "uint_contents"),
     "BYTES": (np.dtype(object), mc_pb2.TYPE_STRING, "bytes_contents"),
 }
 TYPED_FIELDS = ("bool_contents", "int_contents", "int64_contents",
@@ -111,9 +119,20 @@ TYPED_FIELDS = ("bool_contents", "int_contents", "int64_contents",
                 "fp64_contents", "bytes_contents")
 
 
+class ModelError(Exception):
+    """An InferError raised once a decoupled model has begun to answer."""
+
+    def __init__(self, error):
+        super().__init__(error.message)
+        self.error = error
+
+
 class Model:
-    def __init__(self, name, inputs, outputs, compute, delay_s=0.0):
+    def __init__(self, name, inputs, outputs, compute, delay_s=0.0,
+                 decoupled=False):
         self.name = name
+        # A decoupled model's compute returns an iterable of responses (dicts).
+        self.decoupled = decoupled
         self.version = "1"
         self.inputs = inputs    # list of (name, datatype, shape)
         self.outputs = outputs  # list of (name, datatype, shape)
@@ -201,6 +220,8 @@ class Model:
             cfg.output.add(name=n, data_type=DTYPES[dt][1], dims=shape)
         cfg.instance_group.add(name=self.name, kind=mc_pb2.
                                ModelInstanceGroup.KIND_CPU, count=1)
+        if self.decoupled:
+            cfg.model_transaction_policy.decoupled = True
         return cfg
 
 
@@ -236,6 +257,11 @@ def make_models():
               [("OUTPUT0", "BYTES", var)], simple_identity),
         Model("simple_sequence", [("INPUT", "INT32", [1, 1])],
               [("OUTPUT", "INT32", [1, 1])], SequenceModel()),
+        Model("repeat_int32",
+              [("IN", "INT32", [-1]), ("DELAY", "UINT32", [-1]),
+               ("WAIT", "UINT32", [1])],
+              [("OUT", "INT32", [1]), ("IDX", "UINT32", [1])],
+              repeat_int32, decoupled=True),
     ]
     return {m.name: m for m in models}
 
@@ -385,6 +411,18 @@ class Servicer(pb2_grpc.GRPCInferenceServiceServicer):
     def infer(self, req, context):
         """Run one request; return ModelInferResponse or raise InferError."""
         m = self.lookup(req.model_name, req.model_version)
+        if m.decoupled:
+            # Triton's code (UNSUPPORTED) and words, in src/grpc/infer_handler.cc.
+            raise InferError(grpc.StatusCode.UNIMPLEMENTED,
+                             "ModelInfer RPC doesn't support models with decoupled "
+                             "transaction policy")
+        return next(self.responses(req, context))
+
+    def responses(self, req, context):
+        """Run one request; a generator of its ModelInferResponses (one unless the
+        model is decoupled). InferError before the first is the request's error;
+        after it (the model ran), ModelError wraps it."""
+        m = self.lookup(req.model_name, req.model_version)
         self.check_request_options(req)
         if not m.ready:
             raise InferError(grpc.StatusCode.UNAVAILABLE,
@@ -421,41 +459,58 @@ class Servicer(pb2_grpc.GRPCInferenceServiceServicer):
                     time.sleep(min(0.05, max(0.0, end - time.monotonic())))
             results = m.compute(tensors, req.parameters)
             t2 = time.monotonic_ns()
-            resp = pb2.ModelInferResponse(model_name=m.name,
-                                          model_version=m.version,
-                                          id=req.id)
-            for n in out_names:
-                if out_dt[n] == "BYTES":
-                    arr = np.asarray(results[n], dtype=object)
-                    data = encode_bytes(list(arr.ravel()))
-                else:
-                    arr = np.ascontiguousarray(results[n],
-                                               dtype=DTYPES[out_dt[n]][0])
-                    data = arr.tobytes()
-                resp.outputs.add(name=n, datatype=out_dt[n],
-                                 shape=list(arr.shape))
-                if n in placed:  # Triton: an empty entry, and no parameters
-                    self.shm.write(n, *placed[n], data)
-                    resp.raw_output_contents.append(b"")
-                else:
-                    resp.raw_output_contents.append(data)
-            p = req.parameters.get("echo_metadata")
-            if (p is not None and p.WhichOneof("parameter_choice") ==
-                    "bool_param" and p.bool_param and context is not None):
-                echoed = {}
-                for key, value in context.invocation_metadata():
-                    if not key.startswith("x-sonic-"):
-                        continue
-                    if isinstance(value, bytes):
-                        value = base64.b64encode(value).decode("ascii")
-                    echoed.setdefault(key, []).append(value)
-                for key, values in echoed.items():
-                    resp.parameters[key].string_param = ",".join(values)
-            t3 = time.monotonic_ns()
         except InferError:
             m.record_failure(time.monotonic_ns() - t0)
             raise
+        if not m.decoupled:
+            resp = self.make_response(m, req, results, out_names, out_dt, placed,
+                                      context)
+            t3 = time.monotonic_ns()
+            m.record_success(t3 - t0, t1 - t0, t2 - t1, t3 - t2)
+            yield resp
+            return
+        try:
+            for each in results:
+                yield self.make_response(m, req, each, out_names, out_dt, placed,
+                                         context)
+        except InferError as e:
+            m.record_failure(time.monotonic_ns() - t0)
+            raise ModelError(e)
+        t3 = time.monotonic_ns()
         m.record_success(t3 - t0, t1 - t0, t2 - t1, t3 - t2)
+
+    def make_response(self, m, req, results, out_names, out_dt, placed, context):
+        """A ModelInferResponse holding `results` (output name -> array)."""
+        resp = pb2.ModelInferResponse(model_name=m.name,
+                                      model_version=m.version,
+                                      id=req.id)
+        for n in out_names:
+            if out_dt[n] == "BYTES":
+                arr = np.asarray(results[n], dtype=object)
+                data = encode_bytes(list(arr.ravel()))
+            else:
+                arr = np.ascontiguousarray(results[n],
+                                           dtype=DTYPES[out_dt[n]][0])
+                data = arr.tobytes()
+            resp.outputs.add(name=n, datatype=out_dt[n],
+                             shape=list(arr.shape))
+            if n in placed:  # Triton: an empty entry, and no parameters
+                self.shm.write(n, *placed[n], data)
+                resp.raw_output_contents.append(b"")
+            else:
+                resp.raw_output_contents.append(data)
+        p = req.parameters.get("echo_metadata")
+        if (p is not None and p.WhichOneof("parameter_choice") ==
+                "bool_param" and p.bool_param and context is not None):
+            echoed = {}
+            for key, value in context.invocation_metadata():
+                if not key.startswith("x-sonic-"):
+                    continue
+                if isinstance(value, bytes):
+                    value = base64.b64encode(value).decode("ascii")
+                echoed.setdefault(key, []).append(value)
+            for key, values in echoed.items():
+                resp.parameters[key].string_param = ",".join(values)
         return resp
 
     # -- health -----------------------------------------------------------
@@ -517,12 +572,41 @@ class Servicer(pb2_grpc.GRPCInferenceServiceServicer):
             self.abort(context, e)
 
     def ModelStreamInfer(self, request_iterator, context):
+        # As Triton's stream_infer_handler.cc; requests are taken one at a time, so
+        # the answers of a model that is not decoupled come in the requests' order.
         for req in request_iterator:
+            decoupled = req.model_name in self.models and \
+                self.models[req.model_name].decoupled
             try:
-                yield pb2.ModelStreamInferResponse(
-                    infer_response=self.infer(req, context))
+                for resp in self.responses(req, context):
+                    resp.parameters["triton_final_response"].bool_param = \
+                        not decoupled
+                    yield pb2.ModelStreamInferResponse(infer_response=resp)
             except InferError as e:
-                yield pb2.ModelStreamInferResponse(error_message=e.message)
+                # Refused before it ran: the response names the request's id.
+                yield pb2.ModelStreamInferResponse(
+                    error_message=e.message,
+                    infer_response=pb2.ModelInferResponse(id=req.id))
+                continue
+            except ModelError as e:
+                yield self.stream_final(req, e.error.message)
+                continue
+            if decoupled:
+                p = req.parameters.get("triton_enable_empty_final_response")
+                if p is not None and p.WhichOneof("parameter_choice") == \
+                        "bool_param" and p.bool_param:
+                    yield self.stream_final(req, "")
+
+    @staticmethod
+    def stream_final(req, error_message):
+        """A request's last response without outputs: the empty one a decoupled
+        model's request asks for, or (with `error_message`) one whose model
+        failed, naming its id, model and version."""
+        resp = pb2.ModelInferResponse(id=req.id, model_name=req.model_name,
+                                      model_version=req.model_version)
+        resp.parameters["triton_final_response"].bool_param = True
+        return pb2.ModelStreamInferResponse(error_message=error_message,
+                                            infer_response=resp)
 
     # -- system shared memory (triton_shm.py) -------------------------------
 

@@ -417,7 +417,7 @@ TEST_SUITE("interop: sonic client vs python server") {
     CHECK(s.last_inference_ms > 0);
 
     auto all = client.model_statistics();
-    CHECK(all.size() == 6);  // every model of the server
+    CHECK(all.size() == 7);  // every model of the server
   }
 
   TEST_CASE("200 concurrent infer_async calls from 4 threads each complete once") {

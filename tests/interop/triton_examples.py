@@ -1,6 +1,10 @@
-"""Triton's example models for python_server.py: simple_string, simple_identity and
-simple_sequence, as Triton's example clients expect them, and BYTES tensors in Triton's
-serialisation (each element a 4-byte little-endian length, then its bytes).
+"""Triton's example models for python_server.py: simple_string, simple_identity,
+simple_sequence and repeat_int32, as Triton's example clients expect them, and BYTES tensors
+in Triton's serialisation (each element a 4-byte little-endian length, then its bytes).
+
+repeat_int32 is decoupled, as Triton's repeat backend: for INT32 IN and UINT32 DELAY of the
+same shape [n] and UINT32 WAIT [1], n responses, the i'th after DELAY[i] ms, with OUT = [IN[i]]
+and IDX = [i]; WAIT is when Triton releases the request, and does not change the responses.
 
 simple_sequence follows Triton's sequence batcher: a request needs a non-zero or non-empty
 `sequence_id`; the first of a sequence says `sequence_start` (the sum restarts from its
@@ -10,6 +14,7 @@ started is INVALID_ARGUMENT with Triton's words.
 
 import struct
 import threading
+import time
 
 import grpc
 import numpy as np
@@ -101,3 +106,18 @@ class SequenceModel:
             if flag("sequence_end"):
                 del self.sums[key]
         return {"OUTPUT": np.array([[total]], dtype="<i4")}
+
+
+def repeat_int32(tensors, params):
+    """A generator of responses (dicts of outputs), as the repeat backend sends them."""
+    values, delays = tensors["IN"].ravel(), tensors["DELAY"].ravel()
+    if tensors["IN"].shape != tensors["DELAY"].shape:
+        raise StatusError(grpc.StatusCode.INVALID_ARGUMENT,
+                          "expected IN and DELAY shape to match")
+
+    def responses():
+        for i, (value, delay) in enumerate(zip(values, delays)):
+            time.sleep(int(delay) / 1000.0)
+            yield {"OUT": np.array([value], dtype="<i4"),
+                   "IDX": np.array([i], dtype="<u4")}
+    return responses()

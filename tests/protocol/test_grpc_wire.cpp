@@ -7,6 +7,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <memory>
 #include <string>
 
 #include "body_bytes.hpp"
@@ -160,6 +161,56 @@ TEST_CASE("large borrowed runs are referenced, small ones copied") {
   CHECK(referenced == 1);
   CHECK(body.size() == 5 + 4 + large.size() + small.size());
   CHECK(body_bytes(body).substr(5) == "head" + large + small);
+}
+
+TEST_CASE("a stream's body: messages appended in order, and forgotten once sent") {
+  // The HTTP/2 layer sends a body by promising bytes (`reserved`) and then walking its pieces;
+  // this does both at once, as a socket that takes everything would.
+  auto send_all = [](OutgoingBody& body) {
+    body.reserved = body.size();
+    body.piece_index = body.pieces().size();
+    body.piece_offset = 0;
+  };
+  auto message = [](const std::string& text, const std::string* tensor,
+                    std::shared_ptr<const void> owner) {
+    auto m = std::make_shared<OutgoingBody>();
+    m->append_owned(text);
+    if (tensor) m->append_borrowed(tensor->data(), tensor->size());
+    REQUIRE(m->finish(1 << 30).ok());
+    if (owner) m->keep_alive(std::move(owner));
+    return m;
+  };
+  const std::string tensor(4096, 'T');  // borrowed, not copied
+  auto owner = std::make_shared<int>(7);
+
+  OutgoingBody stream;
+  stream.open = true;
+  stream.append_message(*message("first", nullptr, nullptr));
+  stream.append_message(*message("second", &tensor, owner));
+  CHECK(body_bytes(stream) == framed("first") + framed("second" + tensor));
+  CHECK(owner.use_count() == 2);  // the stream keeps what its messages borrow from
+  CHECK_FALSE(stream.drained());
+
+  // Not all sent: nothing is forgotten.
+  stream.reserved = 3;
+  stream.compact();
+  CHECK(stream.size() == framed("first").size() + framed("second" + tensor).size());
+
+  // All sent, while a write still references the tensor: the bytes go, the owner stays.
+  send_all(stream);
+  stream.in_flight_writes = 1;
+  stream.append_message(*message("third", nullptr, nullptr));
+  CHECK(body_bytes(stream) == framed("third"));
+  CHECK(stream.reserved == 0);
+  CHECK(owner.use_count() == 2);
+
+  // All sent and no write references it: the owner is let go too.
+  send_all(stream);
+  stream.in_flight_writes = 0;
+  stream.compact();
+  CHECK(stream.size() == 0);
+  CHECK(stream.pieces().empty());
+  CHECK(owner.use_count() == 1);
 }
 
 TEST_CASE("tensor buffers: small from the allocator, large on huge page boundaries, all usable") {

@@ -116,6 +116,65 @@ TEST_CASE("nested messages of 128 bytes and more keep a length libprotobuf reads
   }
 }
 
+TEST_CASE("ModelStreamInferResponse: libprotobuf reads what the server sends, and back") {
+  std::vector<std::int32_t> values = {1, -2, 3};
+  std::vector<float> big(1000, 0.5f);  // borrowed: referenced, not copied
+  InferResult result(
+      "m", "1", "r7",
+      {{"A", Tensor::from_vector(values, {3}), {}}, {"B", Tensor::view(big, {1, 1000}), {}}});
+  result.set_parameter(kFinalResponse, false);
+  auto body = encode_stream_infer_response(result, 1 << 20).value();
+  std::string wire = body_bytes(*body);
+  inference::ModelStreamInferResponse pb;
+  REQUIRE(pb.ParseFromString(wire.substr(5)));
+  CHECK(pb.error_message().empty());
+  const auto& r = pb.infer_response();
+  CHECK(r.id() == "r7");
+  CHECK_FALSE(r.parameters().at(kFinalResponse).bool_param());
+  REQUIRE(r.raw_output_contents_size() == 2);
+  CHECK(r.raw_output_contents(0) == std::string(reinterpret_cast<const char*>(values.data()), 12));
+  CHECK(r.raw_output_contents(1).size() == 4000);
+  CHECK(pb.SerializeAsString().size() == wire.size() - 5);
+
+  // The client's decoder, on the message as a MessageReader hands it over whole.
+  ReceivedMessage message;
+  message.envelope = wire.substr(5);
+  std::string failed_id;
+  auto decoded = decode_stream_infer_response(message, &failed_id);
+  REQUIRE(decoded.ok());
+  CHECK(decoded->request_id() == "r7");
+  CHECK(decoded->output("A").as<std::int32_t>().to_vector() == values);
+  CHECK(decoded->output("B").as<float>()[999] == 0.5f);
+  CHECK(std::get<bool>(decoded->parameters().at(kFinalResponse)) == false);
+
+  // A failed request: error_message and its id; no code on the wire.
+  auto error = encode_stream_error(Error(StatusCode::InvalidArgument, "bad input"),
+                                   InferRequest("m", "1").id("r8"), {{kFinalResponse, true}});
+  inference::ModelStreamInferResponse failed;
+  REQUIRE(failed.ParseFromString(body_bytes(*error).substr(5)));
+  CHECK(failed.error_message() == "bad input");
+  CHECK(failed.infer_response().id() == "r8");
+  CHECK(failed.infer_response().model_name() == "m");
+  ReceivedMessage failed_message;
+  failed_message.envelope = body_bytes(*error).substr(5);
+  auto refused = decode_stream_infer_response(failed_message, &failed_id);
+  CHECK(refused.code() == StatusCode::Unknown);
+  CHECK(refused.error().message() == "bad input");
+  CHECK(failed_id == "r8");
+
+  // The empty last response of a decoupled model's request.
+  inference::ModelStreamInferResponse last;
+  REQUIRE(
+      last.ParseFromString(body_bytes(*encode_stream_final(InferRequest("m").id("r9"))).substr(5)));
+  CHECK(last.error_message().empty());
+  CHECK(last.infer_response().outputs_size() == 0);
+  CHECK(last.infer_response().parameters().at(kFinalResponse).bool_param());
+
+  CHECK(
+      decode_stream_infer_response(ReceivedMessage{std::string("\x12\x05", 2) + "ab", {}}).code() ==
+      StatusCode::Internal);
+}
+
 TEST_CASE("request round trip: client encoder to server decoder") {
   std::vector<std::int32_t> a(16);
   std::iota(a.begin(), a.end(), -8);

@@ -1,6 +1,6 @@
 // Triton's example models as sonic-server hosts them: the values Triton's example clients
-// expect, and simple_sequence's state: kept per sequence, restarted by START, freed by END,
-// dropped when idle, bounded in number.
+// expect; simple_sequence's state: kept per sequence, restarted by START, freed by END,
+// dropped when idle, bounded in number; repeat_int32's responses, and its bounds.
 #include <doctest/doctest.h>
 
 #include <chrono>
@@ -114,4 +114,63 @@ TEST_CASE("simple_sequence: idle sequences are dropped and their number is bound
   CHECK(executor->infer(step(1, std::string(limits.max_id_bytes + 1, 'x'), true)).code() ==
         sonic::StatusCode::InvalidArgument);
   CHECK(output_of(executor->infer(step(1, std::string(limits.max_id_bytes, 'x'), true))) == 1);
+}
+
+namespace {
+
+sonic::InferRequest repeat(std::vector<std::int32_t> values, std::vector<std::uint32_t> delays) {
+  const auto n = static_cast<std::int64_t>(values.size());
+  return std::move(
+      sonic::InferRequest("repeat_int32")
+          .input("IN", sonic::Tensor::from_vector(std::move(values), {n}))
+          .input("DELAY", sonic::Tensor::from_vector(std::move(delays), {n}))
+          .input("WAIT", sonic::Tensor::from_vector(std::vector<std::uint32_t>{0}, {1})));
+}
+
+}  // namespace
+
+TEST_CASE("repeat_int32: a response per element of IN, in order, each after its delay") {
+  auto executor = sonic::CpuExecutor::with_models({sonic::models::repeat_int32()}, 1);
+  std::vector<std::pair<std::int32_t, std::uint32_t>> got;
+  std::vector<std::chrono::steady_clock::time_point> when;
+  const auto start = std::chrono::steady_clock::now();
+  auto outcome =
+      executor->infer_responses(repeat({5, -6, 7}, {0, 30, 0}), [&](sonic::InferResult r) {
+        got.emplace_back(r.output("OUT").as<std::int32_t>()[0],
+                         r.output("IDX").as<std::uint32_t>()[0]);
+        when.push_back(std::chrono::steady_clock::now());
+      });
+  REQUIRE(outcome.ok());
+  CHECK(got == std::vector<std::pair<std::int32_t, std::uint32_t>>{{5, 0}, {-6, 1}, {7, 2}});
+  CHECK(when[1] - start >= 30ms);
+
+  // IN of shape [0]: no response at all.
+  got.clear();
+  REQUIRE(executor->infer_responses(repeat({}, {}), [&](sonic::InferResult) { got.push_back({}); })
+              .ok());
+  CHECK(got.empty());
+
+  // A decoupled model has no single answer: infer() refuses it, with Triton's words.
+  auto unary = executor->infer(repeat({1}, {0}));
+  CHECK(unary.code() == sonic::StatusCode::Unimplemented);
+  CHECK(unary.error().message().find("decoupled") != std::string::npos);
+}
+
+TEST_CASE("repeat_int32: requests that would hold a model thread or the network are refused") {
+  sonic::models::RepeatLimits limits;
+  limits.max_responses = 4;
+  limits.max_total_delay = 50ms;
+  auto executor = sonic::CpuExecutor::with_models({sonic::models::repeat_int32(limits)}, 1);
+  auto none = [](sonic::InferResult) { FAIL("no response to a refused request"); };
+  CHECK(executor->infer_responses(repeat({1, 2, 3, 4, 5}, {0, 0, 0, 0, 0}), none).code() ==
+        sonic::StatusCode::InvalidArgument);
+  CHECK(executor->infer_responses(repeat({1, 2}, {30, 30}), none).code() ==
+        sonic::StatusCode::InvalidArgument);
+  // IN and DELAY of different lengths, as Triton's backend refuses them.
+  auto mismatched =
+      sonic::InferRequest("repeat_int32")
+          .input("IN", sonic::Tensor::from_vector(std::vector<std::int32_t>{1}, {1}))
+          .input("DELAY", sonic::Tensor::from_vector(std::vector<std::uint32_t>{0, 0}, {2}))
+          .input("WAIT", sonic::Tensor::from_vector(std::vector<std::uint32_t>{0}, {1}));
+  CHECK(executor->infer_responses(mismatched, none).code() == sonic::StatusCode::InvalidArgument);
 }

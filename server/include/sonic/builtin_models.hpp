@@ -54,9 +54,11 @@ inline Model identity(std::string name, DataType type, std::chrono::milliseconds
 inline Model identity_fp32() { return identity("identity_fp32", DataType::Fp32); }
 
 /// The models sonic-server hosts by default: simple, identity_fp32, and Triton's example
-/// models simple_string, simple_identity and simple_sequence (example_models.hpp).
+/// models simple_string, simple_identity, simple_sequence and repeat_int32
+/// (example_models.hpp).
 inline std::vector<Model> builtin() {
-  return {simple(), identity_fp32(), simple_string(), simple_identity(), simple_sequence()};
+  return {simple(),          identity_fp32(),   simple_string(),
+          simple_identity(), simple_sequence(), repeat_int32()};
 }
 
 }  // namespace sonic::models

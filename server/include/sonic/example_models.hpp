@@ -1,5 +1,6 @@
 // sonic — Triton's example models (those its example clients call), as sonic-server hosts them
-// (part of the sonic::server library): simple_string, simple_identity and simple_sequence.
+// (part of the sonic::server library): simple_string, simple_identity, simple_sequence and
+// repeat_int32.
 // Their behaviour is that of the models in Triton's docs/examples/model_repository and its
 // example clients' expectations; shapes are those the clients send with batch size 1.
 #pragma once
@@ -11,6 +12,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <thread>
 #include <variant>
 #include <vector>
 
@@ -168,6 +170,59 @@ inline Model simple_sequence(SequenceLimits limits = {}) {
     if (flag("sequence_end")) state->sequences.erase(it);
     return std::vector<NamedTensor>{
         {"OUTPUT", Tensor::from_vector(std::vector<std::int32_t>{sum}, {1, 1}), {}}};
+  };
+  return m;
+}
+
+/// What repeat_int32 takes from one request: each response is a message to write and each
+/// delay holds a model thread, so a request may not ask for more of either.
+struct RepeatLimits {
+  std::size_t max_responses = 4096;
+  std::chrono::milliseconds max_total_delay{10'000};
+};
+
+/// Triton's repeat_int32, a decoupled model (its repeat backend): INT32 IN and UINT32 DELAY of
+/// the same shape [n], UINT32 WAIT of shape [1] → n responses, the i'th after waiting DELAY[i]
+/// milliseconds, with OUT = [IN[i]] (INT32 [1]) and IDX = [i] (UINT32 [1]). IN of shape [0]
+/// gives no response. WAIT is when Triton's backend releases the request; here a request holds
+/// nothing that outlives its responses, so it is checked and not used.
+inline Model repeat_int32(RepeatLimits limits = {}) {
+  Model m;
+  m.name = "repeat_int32";
+  m.inputs = {{"IN", DataType::Int32, {-1}},
+              {"DELAY", DataType::UInt32, {-1}},
+              {"WAIT", DataType::UInt32, {1}}};
+  m.outputs = {{"OUT", DataType::Int32, {1}}, {"IDX", DataType::UInt32, {1}}};
+  m.decoupled = [limits](const InferRequest& request, const ResponseSink& respond) -> Result<void> {
+    const Tensor& in = request.find_input("IN")->tensor;
+    const Tensor& delay = request.find_input("DELAY")->tensor;
+    if (in.shape() != delay.shape()) {
+      return Error(StatusCode::InvalidArgument, "expected IN and DELAY shape to match, got " +
+                                                    to_string(in.shape()) + " and " +
+                                                    to_string(delay.shape()));
+    }
+    auto values = in.as<std::int32_t>();
+    auto delays = delay.as<std::uint32_t>();
+    if (values.size() > limits.max_responses) {
+      return Error(StatusCode::InvalidArgument,
+                   "repeat_int32 gives at most " + std::to_string(limits.max_responses) +
+                       " responses to a request, IN has " + std::to_string(values.size()));
+    }
+    std::chrono::milliseconds total{0};
+    for (std::uint32_t d : delays) total += std::chrono::milliseconds(d);
+    if (total > limits.max_total_delay) {
+      return Error(StatusCode::InvalidArgument,
+                   "repeat_int32 waits at most " + std::to_string(limits.max_total_delay.count()) +
+                       " ms in all for a request, DELAY asks for " + std::to_string(total.count()));
+    }
+    for (std::size_t i = 0; i < values.size(); ++i) {
+      if (delays[i] > 0) std::this_thread::sleep_for(std::chrono::milliseconds(delays[i]));
+      respond({{"OUT", Tensor::from_vector(std::vector<std::int32_t>{values[i]}, {1}), {}},
+               {"IDX",
+                Tensor::from_vector(std::vector<std::uint32_t>{static_cast<std::uint32_t>(i)}, {1}),
+                {}}});
+    }
+    return {};
   };
   return m;
 }
