@@ -15,6 +15,7 @@
 #include "sonic/metadata.hpp"
 #include "sonic/options.hpp"
 #include "sonic/request.hpp"
+#include "sonic/stream.hpp"
 #include "sonic/transport.hpp"
 #include "sonic/validate.hpp"
 
@@ -220,6 +221,16 @@ class Client {
       core_->control_transport()->unload_model_async(model, core_->control_deadline(),
                                                      std::move(done));
     });
+  }
+
+  /// Opens a stream (Triton's ModelStreamInfer) to the first endpoint in rotation: requests
+  /// sent on it are answered through `on_response`, once each by most models and any number
+  /// of times by a decoupled one (repeat_int32, a token generator), so that many small
+  /// requests share one call and a decoupled model can answer at all. Throws sonic::Error:
+  /// UNIMPLEMENTED from a transport without streams (tcp://).
+  InferStream open_stream(StreamCallback on_response, StreamOptions options = {}) {
+    return InferStream(core_->control_transport(), std::move(on_response), options,
+                       core_->shared_callback_pool());
   }
 
   /// Any other method of inference.GRPCInferenceService ("TraceSetting", "LogSettings", ...):

@@ -111,6 +111,15 @@ class InferRequest {
     return *this;
   }
   InferRequest&& timeout(std::chrono::microseconds limit) && { return std::move(timeout(limit)); }
+  /// Copies the bytes of borrowed inputs into the request (owned ones are shared, not copied),
+  /// so that it no longer reads the caller's memory.
+  InferRequest& own_inputs() & {
+    for (auto& in : inputs_) {
+      if (in.tensor.borrowed()) in.tensor = in.tensor.to_owned();
+    }
+    return *this;
+  }
+  InferRequest&& own_inputs() && { return std::move(own_inputs()); }
   /// A metadata header sent with this request only (lower-case name; "-bin" names carry binary).
   InferRequest& header(std::string name, std::string value) & {
     headers_.emplace_back(std::move(name), std::move(value));

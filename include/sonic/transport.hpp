@@ -99,6 +99,37 @@ inline Result<Endpoint> parse_endpoint(std::string_view url) {
   return ep;
 }
 
+/// One response on a stream (ModelStreamInfer): one of the answers to a request sent on it.
+struct StreamResponse {
+  /// The request it answers, as the server echoed its id: give each request an id to tell their
+  /// responses apart.
+  std::string request_id;
+  /// Its outputs, or the error the server gave its request. The wire carries no code for such
+  /// an error: it is UNKNOWN, with the server's message.
+  Result<InferResult> result = Error(StatusCode::Unknown, "no response");
+  /// Whether it is the last response to its request (Triton's triton_final_response; true
+  /// when the server does not say). A decoupled model may answer a request any number of
+  /// times, none included; with the request parameter triton_enable_empty_final_response, its
+  /// last response is an empty one with `final` set.
+  bool final = true;
+};
+
+/// A ModelStreamInfer call a transport opened (Transport::open_stream). Its callbacks run on
+/// the transport's threads, one at a time and in the order the server sent the responses.
+/// Thread-safe. Destroying it cancels the call unless it ended, and returns once its `done`
+/// has run.
+class TransportStream {
+ public:
+  virtual ~TransportStream() = default;
+  /// Sends a request on the stream. The transport keeps what it needs of it (borrowed inputs
+  /// are copied). FAILED_PRECONDITION once the stream was closed or ended.
+  virtual Result<void> send(InferRequest request) = 0;
+  /// Ends the client's side: no more requests. The call ends once the server answered.
+  virtual void close() = 0;
+  /// Ends the call now, on the wire too: `done` gets CANCELLED (unless it ended already).
+  virtual void cancel() = 0;
+};
+
 /// A way to reach an inference server. Implementations are compiled libraries (sonic::grpc,
 /// ...) that register their URL schemes with transport_registry().
 ///
@@ -176,6 +207,18 @@ class Transport {
     (void)model;
     (void)deadline;
     done(Error(StatusCode::Unimplemented, "this transport has no model repository calls"));
+  }
+
+  /// Opens a ModelStreamInfer call: requests sent on it are answered through `on_response`,
+  /// then `done` gets how the call ended (OK once the client closed its side and the server
+  /// answered everything; the server's status, a lost connection, the deadline, CANCELLED).
+  /// Neither runs inside this call. A transport without streams answers UNIMPLEMENTED.
+  virtual Result<std::unique_ptr<TransportStream>> open_stream(
+      Deadline deadline, std::function<void(StreamResponse)> on_response, Callback<void> done) {
+    (void)deadline;
+    (void)on_response;
+    (void)done;
+    return Error(StatusCode::Unimplemented, "this transport has no streams (ModelStreamInfer)");
   }
 };
 

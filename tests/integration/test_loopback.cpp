@@ -13,6 +13,7 @@
 #include "loopback_server.hpp"
 #include "model_control_checks.hpp"
 #include "request_option_checks.hpp"
+#include "stream_checks.hpp"
 #include "thread_probe.hpp"
 
 using namespace sonic;
@@ -230,6 +231,12 @@ TEST_CASE("Triton's request options: typed setters taken, wrong types refused as
   LoopbackServer server;
   Client client(server.url());
   test::check_request_options(client, [] { return simple_request(1, 2); });
+}
+
+TEST_CASE("streams over gRPC: in order, decoupled, errors in-band, cancel") {
+  LoopbackServer server;
+  Client client(server.url());
+  test::check_streams(client);
 }
 
 TEST_CASE("Triton's example models over gRPC: simple_string, and a sequence by its options") {

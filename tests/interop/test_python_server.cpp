@@ -30,6 +30,7 @@
 #include "model_control_checks.hpp"
 #include "python_server.hpp"
 #include "request_option_checks.hpp"
+#include "stream_checks.hpp"
 
 namespace {
 
@@ -349,6 +350,11 @@ TEST_SUITE("interop: sonic client vs python server") {
     auto client = make_client();
     SimpleCase c(4);
     sonic::test::check_request_options(client, [&] { return c.owning_request(); });
+  }
+
+  TEST_CASE("streams, as Triton answers them: in order, decoupled, errors in-band") {
+    auto client = make_client();
+    sonic::test::check_streams(client);
   }
 
   TEST_CASE("Triton's example models: simple_string, and a sequence by its options") {

@@ -138,6 +138,17 @@ TEST_CASE("many requests interleave on one connection and complete out of order"
   CHECK(slow.get().output("OUTPUT0").as<float>()[3] == 4.0f);
 }
 
+TEST_CASE("a stream on tcp:// is UNIMPLEMENTED, said when it is opened") {
+  TcpServer server;
+  Client client(server.url("tcp"));
+  try {
+    (void)client.open_stream([](StreamResponse) {});
+    FAIL("tcp:// has no streams");
+  } catch (const Error& e) {
+    CHECK(e.code() == StatusCode::Unimplemented);
+  }
+}
+
 TEST_CASE("control calls over tcp: health, metadata, config, statistics, unknown model") {
   TcpServer server;
   Client client(server.url("tcp"));

@@ -147,6 +147,12 @@ class ClientCore : public std::enable_shared_from_this<ClientCore> {
 
   const ClientOptions& options() const noexcept { return options_; }
 
+  /// The callback threads, for whoever delivers on them beside this core (a stream).
+  std::shared_ptr<ThreadPool> shared_callback_pool() {
+    callback_pool();
+    return callbacks_;
+  }
+
   /// The transport for control calls: the first endpoint in rotation. Held only for the call.
   std::shared_ptr<Transport> control_transport() {
     auto transport = endpoints_->control_transport();
@@ -405,13 +411,7 @@ class ClientCore : public std::enable_shared_from_this<ClientCore> {
   // after which the caller may free its memory: it works on its own copy. Owned inputs are
   // shared, not copied; a memcpy of the borrowed ones is small next to running a model on CPU.
   static InferRequest with_owned_inputs(const InferRequest& request) {
-    InferRequest copy(request.model_name(), request.model_version());
-    copy.id(request.request_id());
-    for (const auto& [key, value] : request.parameters()) copy.parameter(key, value);
-    for (const auto& out : request.outputs()) copy.output(out.name, out.parameters);
-    for (const auto& in : request.inputs())
-      copy.input(in.name, in.tensor.to_owned(), in.parameters);
-    return copy;
+    return InferRequest(request).own_inputs();
   }
 
   void run_locally(const std::shared_ptr<Flight>& flight, const std::string& reason) {

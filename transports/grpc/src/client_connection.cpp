@@ -187,6 +187,12 @@ void ClientConnection::abandon(const std::shared_ptr<ClientCall>& call, Error wh
   complete(call, std::move(why));
 }
 
+void ClientConnection::resume_call(const std::shared_ptr<ClientCall>& call) {
+  if (call->finished || call->stream_id <= 0 || lost_) return;  // not started: it reads later
+  resume(call->stream_id, *call->body);
+  flush();
+}
+
 void ClientConnection::start_stream(const std::shared_ptr<ClientCall>& call) {
   char path_buffer[128];  // the path without an allocation: every method name is short
   std::string long_path;
@@ -281,7 +287,11 @@ int ClientConnection::on_data_chunk(nghttp2_session* session, std::uint8_t, std:
   auto call = self->find(stream_id);
   if (!call || call->finished) return 0;
   auto ok = call->reader.feed(data, len);
-  if (ok && call->reader.messages().size() > 1) {
+  if (ok && call->on_message) {
+    auto& messages = call->reader.messages();
+    for (auto& message : messages) call->on_message(std::move(message));
+    messages.clear();
+  } else if (ok && call->reader.messages().size() > 1) {
     ok = Error(StatusCode::Internal, "server sent more than one message for a unary call");
   }
   if (!ok) {
@@ -354,7 +364,10 @@ int ClientConnection::on_stream_close(nghttp2_session*, std::int32_t stream_id,
 }
 
 bool ClientConnection::hand_back(const std::shared_ptr<ClientCall>& call) {
-  if (!events_.restart || call->refusals >= ClientCall::kMaxRefusals) return false;
+  // A stream's body forgets what it sent: it cannot be sent again elsewhere.
+  if (!events_.restart || call->refusals >= ClientCall::kMaxRefusals || call->on_message) {
+    return false;
+  }
   ++call->refusals;
   call->reset_for_retry();
   // Posted: this runs inside nghttp2's callbacks, where starting a connection must not happen.
@@ -374,6 +387,7 @@ Result<ReceivedMessage> ClientConnection::outcome_of(ClientCall& call,
       return Error(StatusCode::Internal,
                    "response from " + describe() + " ended inside a message (truncated)");
     }
+    if (call.on_message) return ReceivedMessage{};  // a stream: its messages went as they came
     if (call.reader.messages().size() != 1) {
       return Error(StatusCode::Internal, "expected one response message from " + describe() +
                                              ", got " +

@@ -37,7 +37,8 @@ struct CallTimes {
   Clock::time_point last_byte;   ///< the stream closed
 };
 
-/// One unary gRPC call. Everything but the constructor runs on the network thread.
+/// One gRPC call: unary, or a stream's (on_message set). Everything but the constructor runs
+/// on the network thread.
 struct ClientCall
     : net::BookEntry<ClientCall, detail::UniqueFunction<void(Result<protocol::ReceivedMessage>)>> {
   ClientCall(std::string method_name, std::shared_ptr<protocol::OutgoingBody> request_body,
@@ -84,6 +85,10 @@ struct ClientCall
   /// Runs exactly once on the network thread, while whoever calls it holds the call (so
   /// `times` may be read there).
   detail::UniqueFunction<void(Result<protocol::ReceivedMessage>)> done;
+  /// A stream's call (its body is open, more messages are appended to it): each response
+  /// message as it completes, on the network thread; `done` then gets the call's status, an
+  /// empty message when it is OK. A stream is never started again elsewhere.
+  detail::UniqueFunction<void(protocol::ReceivedMessage)> on_message;
 
   // Progress, owned by the connection.
   std::weak_ptr<ClientConnection> connection;  // the one it was last submitted to
@@ -130,6 +135,8 @@ class ClientConnection final : public net::H2Session {
   /// Completes the call with `why` now, resetting its stream (CANCEL) if it has one, so that
   /// the server stops working on it. Its outcome waits while a write reads its borrowed bytes.
   void abandon(const std::shared_ptr<ClientCall>& call, Error why);
+  /// Sends what was appended to a stream's body since, or its end once it was closed.
+  void resume_call(const std::shared_ptr<ClientCall>& call);
   /// Completes every call with `code` and closes the connection.
   void shutdown(StatusCode code, const std::string& why);
   /// False once the connection failed, was shut down, or the server sent GOAWAY.
@@ -180,5 +187,9 @@ class ClientConnection final : public net::H2Session {
   std::vector<nghttp2_nv> headers_;
   std::vector<std::string> encoded_headers_;
 };
+
+/// An endpoint's connection as the process's clients share it, and each client's calls on it.
+using GrpcChannel = net::Channel<ClientConnection, ClientCall>;
+using Calls = net::CallBook<ClientConnection, ClientCall>;
 
 }  // namespace sonic::grpc

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "client_connection.hpp"
+#include "grpc_stream.hpp"
 #include "net/channel.hpp"
 #include "net/resolve.hpp"
 #include "protocol/control_calls.hpp"
@@ -15,7 +16,6 @@ namespace sonic::grpc {
 namespace {
 
 using protocol::ReceivedMessage;
-using GrpcChannel = net::Channel<ClientConnection, ClientCall>;
 
 /// The channel of `endpoint` for a client with `options`: shared with the process's other
 /// clients of the endpoint whose connection settings agree, unless share_connections is off.
@@ -48,8 +48,6 @@ void record_timing(InferTiming& t, const CallTimes& at, Clock::time_point begun,
   t.deserialize = span(decoding, now);
   t.total = span(begun, now);
 }
-
-using Calls = net::CallBook<ClientConnection, ClientCall>;
 
 class GrpcTransport final : public protocol::ControlCalls {
  public:
@@ -85,6 +83,13 @@ class GrpcTransport final : public protocol::ControlCalls {
     };
     if (cancel) Calls::watch(*cancel, channel_, call);
     start(std::move(call));
+  }
+
+  Result<std::unique_ptr<TransportStream>> open_stream(
+      Deadline deadline, std::function<void(StreamResponse)> on_response,
+      Callback<void> done) override {
+    return open_grpc_stream(channel_, calls_, headers_, max_message_bytes_, deadline,
+                            std::move(on_response), std::move(done));
   }
 
   void call_async(std::string method, std::string request, Deadline deadline,

@@ -100,6 +100,12 @@ class ShmTransport final : public protocol::ControlCalls {
                   Callback<std::string> done) override {
     calls_->call_async(std::move(method), std::move(request), deadline, std::move(done));
   }
+  // A stream's requests carry their tensors inline, over the gRPC transport.
+  Result<std::unique_ptr<TransportStream>> open_stream(
+      Deadline deadline, std::function<void(StreamResponse)> on_response,
+      Callback<void> done) override {
+    return calls_->open_stream(deadline, std::move(on_response), std::move(done));
+  }
   void model_metadata_async(std::string model, std::string version, Deadline deadline,
                             Callback<ModelMetadata> done) override {
     // The client fetches metadata to validate inputs before a model's first request: keep a
