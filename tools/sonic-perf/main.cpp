@@ -11,6 +11,7 @@
 #include <cstdio>
 #include <cstring>
 #include <iostream>
+#include <optional>
 #include <random>
 #include <string>
 #include <vector>
@@ -18,6 +19,7 @@
 #include "measure.hpp"
 #include "options.hpp"
 #include "report.hpp"
+#include "stream_sender.hpp"
 
 namespace {
 
@@ -35,6 +37,9 @@ void usage(std::ostream& out) {
          "                         exponential gaps)\n"
          "  --inline-callbacks     completions run on the network thread, without waking a\n"
          "                         callback thread (ClientOptions::inline_callbacks)\n"
+         "  --streaming            send the requests on one stream (ModelStreamInfer) instead\n"
+         "                         of a call each; a request's latency runs to its last\n"
+         "                         response (decoupled models answer any number of times)\n"
          "  --warmup S             seconds of load before measuring each point (1)\n"
          "  --window S             seconds per measurement window (2), or\n"
          "  --window-requests N    requests per window\n"
@@ -57,6 +62,10 @@ Options parse(int argc, char** argv) {
     }
     if (flag == "--inline-callbacks") {
       o.inline_callbacks = true;
+      continue;
+    }
+    if (flag == "--streaming") {
+      o.streaming = true;
       continue;
     }
     if (i + 1 >= argc) usage_error("option " + flag + " needs a value");
@@ -114,15 +123,35 @@ std::vector<NamedTensor> inputs_for(Client& client, const Options& o) {
   return tensors;
 }
 
+// Whether the model is decoupled (any number of responses per request): its configuration
+// says so in model_transaction_policy, which sonic's client prints as compact JSON.
+bool is_decoupled(Client& client, const std::string& model) {
+  try {
+    return client.model_config(model).find("\"decoupled\":true") != std::string::npos;
+  } catch (const Error&) {
+    return false;  // a server without ModelConfig serves no decoupled model sonic-perf knows
+  }
+}
+
 // Measures one load level: warm-up, then windows until stable or the limit.
 Point measure_point(Client& client, const Options& o, const std::vector<NamedTensor>& inputs,
-                    int concurrency, double rate) {
+                    bool decoupled, int concurrency, double rate) {
   auto make = [&] {
     InferRequest request(o.model);
     for (const auto& in : inputs) request.input(in.name, in.tensor);
     return request;
   };
-  LoadDriver driver(client, make, concurrency, rate, o.poisson);
+  std::optional<StreamSender> stream;
+  LoadDriver::Send send = [&client](InferRequest request, Callback<InferResult> done) {
+    client.infer_async(std::move(request), std::move(done));
+  };
+  if (o.streaming) {
+    stream.emplace(client, decoupled);
+    send = [&stream](InferRequest request, Callback<InferResult> done) {
+      stream->send(std::move(request), std::move(done));
+    };
+  }
+  LoadDriver driver(std::move(send), make, concurrency, rate, o.poisson);
   long failures = 0;
   auto warmup = driver.run(Clock::now() + std::chrono::duration_cast<Clock::duration>(
                                               std::chrono::duration<double>(o.warmup_s)),
@@ -181,15 +210,20 @@ int main(int argc, char** argv) try {
   client_options.inline_callbacks = o.inline_callbacks;
   Client client(o.url, client_options);
   auto inputs = inputs_for(client, o);
+  const bool decoupled = is_decoupled(client, o.model);
+  if (decoupled && !o.streaming) {
+    usage_error("model '" + o.model + "' is decoupled: it answers only on a stream (--streaming)");
+  }
   std::vector<Point> points;
   if (o.rate > 0) {
-    std::fprintf(stderr, "sonic-perf: %s at %.1f requests/s%s\n", o.model.c_str(), o.rate,
-                 o.poisson ? " (Poisson)" : "");
-    points.push_back(measure_point(client, o, inputs, 0, o.rate));
+    std::fprintf(stderr, "sonic-perf: %s at %.1f requests/s%s%s\n", o.model.c_str(), o.rate,
+                 o.poisson ? " (Poisson)" : "", o.streaming ? ", on a stream" : "");
+    points.push_back(measure_point(client, o, inputs, decoupled, 0, o.rate));
   } else {
     for (int c : o.concurrency) {
-      std::fprintf(stderr, "sonic-perf: %s with %d in flight\n", o.model.c_str(), c);
-      points.push_back(measure_point(client, o, inputs, c, 0));
+      std::fprintf(stderr, "sonic-perf: %s with %d in flight%s\n", o.model.c_str(), c,
+                   o.streaming ? " on a stream" : "");
+      points.push_back(measure_point(client, o, inputs, decoupled, c, 0));
     }
   }
   print_table(points);

@@ -9,6 +9,7 @@
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <functional>
 #include <mutex>
 #include <random>
 #include <string>
@@ -71,9 +72,12 @@ struct Counters {
 /// the CPU measured is the client's, not this program's.
 class LoadDriver {
  public:
+  /// How a request goes out: Client::infer_async, or on a stream.
+  using Send = std::function<void(InferRequest, Callback<InferResult>)>;
+
   template <typename Make>
-  LoadDriver(Client& client, Make make, int concurrency, double rate, bool poisson)
-      : client_(client),
+  LoadDriver(Send send, Make make, int concurrency, double rate, bool poisson)
+      : send_(std::move(send)),
         make_(std::move(make)),
         concurrency_(concurrency),
         rate_(rate),
@@ -126,7 +130,7 @@ class LoadDriver {
   // Sends one admitted request; a chained one sends its successor when it completes.
   void send(Window& window, bool chained) {
     auto start = Clock::now();
-    client_.infer_async(make_(), [this, &window, start, chained](Result<InferResult> r) {
+    send_(make_(), [this, &window, start, chained](Result<InferResult> r) {
       double us = std::chrono::duration<double, std::micro>(Clock::now() - start).count();
       {
         std::lock_guard<std::mutex> lock(window.mutex);
@@ -162,7 +166,7 @@ class LoadDriver {
   }
 
  private:
-  Client& client_;
+  Send send_;
   std::function<InferRequest()> make_;
   int concurrency_;
   double rate_;
