@@ -41,12 +41,22 @@ class StreamLog {
   std::vector<StreamResponse> responses_;
 };
 
-inline InferRequest simple_on_stream(std::int32_t value, std::string id) {
-  std::vector<std::int32_t> a(16, value);
+// `simple` with INPUT0 = INPUT1 = `values` (16 of them): INPUT0 borrows them, so the request
+// may be sent while they live (send() copies them), INPUT1 owns a copy.
+inline InferRequest simple_on_stream(const std::vector<std::int32_t>& values, std::string id) {
   return std::move(InferRequest("simple")
                        .id(std::move(id))
-                       .input("INPUT0", Tensor::view(a, {1, 16}))  // borrowed: send() copies
-                       .input("INPUT1", Tensor::from_vector(a, {1, 16})));
+                       .input("INPUT0", Tensor::view(values, {1, 16}))
+                       .input("INPUT1", Tensor::from_vector(values, {1, 16})));
+}
+
+// `simple` with every input element `value`, owned by the request.
+inline InferRequest simple_on_stream(std::int32_t value, std::string id) {
+  std::vector<std::int32_t> values(16, value);
+  return std::move(InferRequest("simple")
+                       .id(std::move(id))
+                       .input("INPUT0", Tensor::from_vector(values, {1, 16}))
+                       .input("INPUT1", Tensor::from_vector(values, {1, 16})));
 }
 
 inline InferRequest repeat_on_stream(std::vector<std::int32_t> values, std::string id,
@@ -68,7 +78,8 @@ inline void check_streams(Client& client) {
     auto stream = client.open_stream(log.callback());
     constexpr int kRequests = 200;
     for (int i = 0; i < kRequests; ++i) {
-      REQUIRE(stream.send(simple_on_stream(i, "r" + std::to_string(i))).ok());
+      std::vector<std::int32_t> borrowed(16, i);  // free again once send() returns
+      REQUIRE(stream.send(simple_on_stream(borrowed, "r" + std::to_string(i))).ok());
     }
     stream.close();
     REQUIRE(stream.wait().ok());

@@ -45,18 +45,18 @@ class GrpcStream final : public TransportStream {
   }
 
   Result<void> send(InferRequest request) override {
-    {
-      std::lock_guard<std::mutex> lock(mutex_);
-      if (closed_) {
-        return Error(StatusCode::FailedPrecondition, "the stream was closed or has ended");
-      }
-    }
     // The message references the request's tensors until it is written: it keeps the
     // request, whose borrowed inputs are copied first.
     auto kept = std::make_shared<InferRequest>(std::move(request).own_inputs());
     auto message = protocol::encode_infer_request(*kept, max_message_bytes_);
     if (!message) return message.error();
     (*message)->keep_alive(std::move(kept));
+    // Posted under the lock that close() posts under: a message the caller was told is sent
+    // reaches the network thread before the end of the body does.
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (closed_) {
+      return Error(StatusCode::FailedPrecondition, "the stream was closed or has ended");
+    }
     asio::post(channel_->io(), [call = call_, message = std::move(*message)] {
       if (call->finished) return;
       call->body->append_message(*message);
@@ -66,11 +66,9 @@ class GrpcStream final : public TransportStream {
   }
 
   void close() override {
-    {
-      std::lock_guard<std::mutex> lock(mutex_);
-      if (closed_) return;
-      closed_ = true;
-    }
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (closed_) return;
+    closed_ = true;
     asio::post(channel_->io(), [call = call_] {
       if (call->finished) return;
       call->body->open = false;
@@ -86,10 +84,15 @@ class GrpcStream final : public TransportStream {
     cancel_->cancel();
   }
 
-  /// Wraps `done` so that the destructor learns the call ended, and starts the call.
+  /// Wraps `done` so that sends fail once the call ended and the destructor learns of it, and
+  /// starts the call. (`this` outlives `done`: the destructor waits for it.)
   void start(const std::shared_ptr<Calls>& calls, Callback<void> done) {
-    call_->done = [ended = ended_,
+    call_->done = [this, ended = ended_,
                    done = std::move(done)](Result<protocol::ReceivedMessage> outcome) mutable {
+      {
+        std::lock_guard<std::mutex> lock(mutex_);
+        closed_ = true;
+      }
       done(outcome ? Result<void>() : Result<void>(outcome.error()));
       std::lock_guard<std::mutex> lock(ended->mutex);
       ended->ended = true;
