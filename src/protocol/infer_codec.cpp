@@ -635,29 +635,20 @@ Result<InferResult> decode_stream_infer_response(const ReceivedMessage& message,
       return malformed();
     }
   }
-  // The infer_response, split as a MessageReader splits a ModelInferResponse: raw outputs into
-  // aligned buffers, every other field into the envelope.
-  ReceivedMessage split;
-  Reader fields(response);
-  while (!fields.done()) {
-    const auto* start =
-        reinterpret_cast<const char*>(response.data()) + (response.size() - fields.remaining());
-    std::uint32_t field;
-    WireType type;
-    if (!fields.tag(field, type)) return malformed();
-    if (field == kRawOutputField && type == WireType::Len) {
-      std::string_view bytes;
-      if (!fields.bytes(bytes)) return malformed();
-      auto buffer = allocate_tensor_buffer(bytes.size());
-      if (!bytes.empty()) std::memcpy(buffer.get(), bytes.data(), bytes.size());
-      split.raw.push_back({std::move(buffer), bytes.size()});
-      continue;
-    }
-    if (!fields.skip(type)) return malformed();
-    const auto* end =
-        reinterpret_cast<const char*>(response.data()) + (response.size() - fields.remaining());
-    split.envelope.append(start, static_cast<std::size_t>(end - start));
+  // The infer_response, split as a unary ModelInferResponse is: raw outputs into aligned
+  // buffers of their own, every other field into the envelope.
+  if (response.size() > 0xffffffffu) return malformed();  // a gRPC message is smaller
+  MessageReader splitter(kRawOutputField, response.size());
+  const std::uint32_t length = static_cast<std::uint32_t>(response.size());
+  const std::uint8_t prefix[5] = {
+      0, static_cast<std::uint8_t>(length >> 24), static_cast<std::uint8_t>(length >> 16),
+      static_cast<std::uint8_t>(length >> 8), static_cast<std::uint8_t>(length)};
+  if (!splitter.feed(prefix, sizeof prefix) ||
+      !splitter.feed(reinterpret_cast<const std::uint8_t*>(response.data()), response.size()) ||
+      splitter.messages().size() != 1) {
+    return malformed();
   }
+  ReceivedMessage split = std::move(splitter.messages().front());
   if (!error_message.empty()) {
     if (failed_id) {
       Envelope e;

@@ -80,8 +80,6 @@ class Reader {
       : Reader(reinterpret_cast<const std::uint8_t*>(bytes.data()), bytes.size()) {}
 
   bool done() const { return p_ == end_; }
-  /// Bytes not yet read.
-  std::size_t remaining() const { return static_cast<std::size_t>(end_ - p_); }
 
   bool varint(std::uint64_t& value) {
     value = 0;
