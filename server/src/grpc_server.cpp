@@ -46,6 +46,7 @@ constexpr std::size_t kMaxStreamRequests = 64;
 // One request stream on the server.
 struct ServerStream {
   std::string path;
+  std::string method;  // of the inference service, from the path; empty for another service
   std::string content_type;
   std::string encoding;
   std::optional<std::chrono::nanoseconds> timeout;
@@ -63,7 +64,7 @@ struct ServerStream {
   bool reset_after_answer = false;  // answered before request_ended: reset once it is sent
 
   // ModelStreamInfer: `response` is the stream's open body once its headers are sent.
-  bool streaming = false;
+  bool streaming() const { return method == kStreamMethod; }
   std::size_t in_flight = 0;            // requests taken and not yet answered in full
   std::deque<ReceivedMessage> backlog;  // requests read while in_flight was at its limit
   std::size_t unconsumed = 0;           // window held back while the backlog waits
@@ -291,7 +292,7 @@ class GrpcConnection final : public net::H2Session {
         nghttp2_session_consume_stream(session_, id, kept);
         continue;
       }
-      if (stream->streaming) take_stream_messages(id, *stream);
+      if (stream->streaming()) take_stream_messages(id, *stream);
       account_window(id, *stream, kept, stream->reader->kept_bytes());
       if (stream->request_ended) dispatch(id);
     }
@@ -337,9 +338,9 @@ class GrpcConnection final : public net::H2Session {
     std::string_view v(reinterpret_cast<const char*>(value), valuelen);
     if (n == ":path") {
       stream->path = std::string(v);
-      stream->streaming =
-          v.substr(std::min(v.size(), protocol::kServicePrefix.size())) == kStreamMethod &&
-          v.rfind(protocol::kServicePrefix, 0) == 0;
+      if (v.rfind(protocol::kServicePrefix, 0) == 0) {
+        stream->method = std::string(v.substr(protocol::kServicePrefix.size()));
+      }
     } else if (n == "content-type") {
       stream->content_type = std::string(v);
     } else if (n == "grpc-timeout") {
@@ -363,16 +364,14 @@ class GrpcConnection final : public net::H2Session {
     }
     stream->last_data = self->activity_.last_read;
     if (!stream->reader) {
-      const std::string_view method =
-          std::string_view(stream->path).substr(protocol::kServicePrefix.size());
-      bool infer = method == "ModelInfer" || stream->streaming;
+      bool infer = stream->method == "ModelInfer" || stream->streaming();
       stream->reader.emplace(infer ? protocol::kRawInputField : 0,
                              self->context_->options.max_message_bytes, self->budget_);
     }
     const std::size_t kept_before = stream->reader->kept_bytes();
     if (auto ok = stream->reader->feed(data, len); !ok) {
       stream->error = ok.error();
-    } else if (!stream->streaming && stream->reader->messages().size() > 1) {
+    } else if (!stream->streaming() && stream->reader->messages().size() > 1) {
       stream->error =
           Error(StatusCode::InvalidArgument, "a unary call takes exactly one request message");
     }
@@ -382,7 +381,7 @@ class GrpcConnection final : public net::H2Session {
       self->end_with_error(stream_id, *stream->error);
       return 0;
     }
-    if (stream->streaming) self->take_stream_messages(stream_id, *stream);
+    if (stream->streaming()) self->take_stream_messages(stream_id, *stream);
     self->account_window(stream_id, *stream, len, stream->reader->kept_bytes() - kept_before);
     return 0;
   }
@@ -416,11 +415,10 @@ class GrpcConnection final : public net::H2Session {
   // as gRPC servers answer (Triton's among them): a client that keeps a stream open, as
   // ModelStreamInfer clients do, must not wait for its end, or its deadline, to learn it.
   std::optional<Error> refusal(const ServerStream& stream) const {
-    const auto prefix = protocol::kServicePrefix;
-    if (stream.path.rfind(prefix, 0) != 0) {
+    if (stream.path.rfind(protocol::kServicePrefix, 0) != 0) {
       return Error(StatusCode::Unimplemented, "unknown service in path '" + stream.path + "'");
     }
-    std::string_view method = std::string_view(stream.path).substr(prefix.size());
+    const std::string& method = stream.method;
     if (method == "ModelInfer" || method == kStreamMethod ||
         serves_control(method, context_->options.shared_memory)) {
       return std::nullopt;
@@ -463,7 +461,7 @@ class GrpcConnection final : public net::H2Session {
                     "content-type must be application/grpc, got '" + stream->content_type + "'"));
     }
     if (!stream->reader) stream->reader.emplace(0, context_->options.max_message_bytes);
-    if (stream->streaming) {
+    if (stream->streaming()) {
       if (!stream->reader->at_boundary()) {
         return end_with_error(
             id, Error(StatusCode::InvalidArgument, "the stream ended inside a request message"));
@@ -477,9 +475,8 @@ class GrpcConnection final : public net::H2Session {
     }
     ReceivedMessage message = std::move(messages.front());
     messages.clear();
-    std::string method = stream->path.substr(protocol::kServicePrefix.size());
-    if (method == "ModelInfer") return infer(id, std::move(message));
-    control(id, method, message.envelope);
+    if (stream->method == "ModelInfer") return infer(id, std::move(message));
+    control(id, stream->method, message.envelope);
   }
 
   // Who this connection's client is, for the shared memory extension: asked of the kernel once.
@@ -741,7 +738,7 @@ class GrpcConnection final : public net::H2Session {
   // in the trailers after the last answer.
   void end_stream_if_done(std::int32_t id) {
     ServerStream* stream = find(id);
-    if (!stream || !stream->streaming || stream->answered || !stream->request_ended ||
+    if (!stream || !stream->streaming() || stream->answered || !stream->request_ended ||
         stream->in_flight > 0 || !stream->backlog.empty()) {
       return;
     }
@@ -755,7 +752,7 @@ class GrpcConnection final : public net::H2Session {
   // trailers-only response; a stream that has, in the trailers after what it sent.
   void end_with_error(std::int32_t id, const Error& error) {
     ServerStream* stream = find(id);
-    if (!stream || !stream->streaming || !stream->response) return respond_error(id, error);
+    if (!stream || !stream->streaming() || !stream->response) return respond_error(id, error);
     if (stream->answered) return;
     stream->answered = true;
     stream->final_error = error;
