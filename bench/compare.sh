@@ -1,13 +1,15 @@
 #!/usr/bin/env bash
-# Before and after: small requests (64 B of identity_fp32 over grpc://, the default client and
-# server) against two builds, interleaved round by round so that both see the same stretch of a
+# Before and after: requests of identity_fp32 over grpc:// (64 B unless told; the default client
+# and server) against two builds, interleaved round by round so that both see the same stretch of a
 # noisy machine. Each build's client talks to its own sonic-server. Prints the median of ROUNDS
 # runs of 20,000 requests per point, and B/A.
 #
 #   bench/compare.sh BUILD_A BUILD_B [ROUNDS=7]
 #
 # With SERVER_BUILD=DIR in the environment, both clients talk to that build's sonic-server:
-# the ratios are then the clients' alone.
+# the ratios are then the clients' alone. With CLIENT_BUILD=DIR, both servers are driven by that
+# build's sonic-perf: the ratios are the servers' alone. ELEMENTS=N sends N floats per request
+# (default 16: 64 B; 16384: 64 KiB).
 #
 # A build directory of an older layout (programs under examples/) works too.
 set -euo pipefail
@@ -18,6 +20,7 @@ if [[ $# -lt 2 || $# -gt 3 ]]; then
 fi
 rounds=${3:-7}
 concurrencies=(1 4 16)
+elements=${ELEMENTS:-16}
 
 program() {  # BUILD NAME: the program's path in either layout
   local dir
@@ -52,8 +55,8 @@ run() {
   [[ -n $port ]] || { echo "compare: sonic-server did not start" >&2; exit 1; }
   for c in "${concurrencies[@]}"; do
     before=$(awk '{print $14 + $15}' "/proc/$server_pid/stat")
-    "$(program "$build" sonic-perf)" --url "grpc://127.0.0.1:$port" --model identity_fp32 \
-      --input "INPUT0:FP32:1,16:random" --concurrency "$c" --warmup 0.5 \
+    "$(program "${CLIENT_BUILD:-$build}" sonic-perf)" --url "grpc://127.0.0.1:$port" \
+      --model identity_fp32 --input "INPUT0:FP32:1,$elements:random" --concurrency "$c" --warmup 0.5 \
       --window-requests 20000 --max-windows 1 --json "$work/$label-$c-$round.json" \
       >/dev/null 2>&1
     after=$(awk '{print $14 + $15}' "/proc/$server_pid/stat")
@@ -83,10 +86,13 @@ rows = {}
 for line in open(path):
     label, c, *values = line.split()
     rows.setdefault((label, int(c)), []).append([float(v) for v in values])
-server = os.environ.get("SERVER_BUILD")
-print(f"A = {a}\nB = {b}\n64 B identity_fp32 over grpc://, medians of {rounds} interleaved runs")
+server, client = os.environ.get("SERVER_BUILD"), os.environ.get("CLIENT_BUILD")
+size = 4 * int(os.environ.get("ELEMENTS", "16"))
+print(f"A = {a}\nB = {b}\n{size} B identity_fp32 over grpc://, medians of {rounds} interleaved runs")
 if server:
     print(f"both against the sonic-server of {server}")
+if client:
+    print(f"both driven by the sonic-perf of {client}")
 print(f"{'inflight':>8} {'infer/s A':>10} {'B':>10} {'B/A':>6} {'client us A':>12} {'B':>7} "
       f"{'B/A':>6} {'server us A':>12} {'B':>7} {'B/A':>6}")
 for c in sorted({c for _, c in rows}):
