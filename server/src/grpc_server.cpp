@@ -235,26 +235,37 @@ class GrpcConnection final : public net::H2Session {
     if (reset) flush();
   }
 
-  // After `stream` took `len` bytes: the stream window gets back what the message consumed;
-  // a message admitted now gets its full window; one that waits joins the queue.
+  // After `stream` took `len` bytes, `kept` of them held for admission. A message admitted now
+  // gets a larger window if it needs one; the window gets back what was consumed, where the
+  // client may still need it; a message that waits joins the queue.
+  //
+  // A unary call's single message that fits its first window needs neither: its stream gets
+  // no WINDOW_UPDATE, which would cost the server a socket write per request for nothing.
   void account_window(std::int32_t id, ServerStream& stream, std::size_t len, std::size_t kept) {
     protocol::MessageReader& reader = *stream.reader;
-    if (len > kept && !stream.backlog.empty()) {
-      stream.unconsumed += len - kept;  // its requests wait: so does its client
-    } else if (len > kept) {
-      nghttp2_session_consume_stream(session_, id, len - kept);
-    }
-    if (reader.waiting_admission()) {
-      if (!stream.waiting) {
-        stream.waiting = true;
-        waiting_.push_back(id);
-        context_->memory->waiting_begins();
-        if (waiting_.size() == 1) poll_admission();
-      }
-    } else if (reader.mid_message() && !stream.window_opened) {
+    if (!reader.waiting_admission() && reader.mid_message() && !stream.window_opened &&
+        (stream.streaming() || reader.bytes_to_come() > window_left(id))) {
       stream.window_opened = true;
       nghttp2_session_set_local_window_size(session_, NGHTTP2_FLAG_NONE, id, kAdmittedStreamWindow);
     }
+    const bool client_needs_window = stream.streaming() || stream.window_opened;
+    if (len > kept && client_needs_window && !stream.backlog.empty()) {
+      stream.unconsumed += len - kept;  // its requests wait: so does its client
+    } else if (len > kept && client_needs_window) {
+      nghttp2_session_consume_stream(session_, id, len - kept);
+    }
+    if (reader.waiting_admission() && !stream.waiting) {
+      stream.waiting = true;
+      waiting_.push_back(id);
+      context_->memory->waiting_begins();
+      if (waiting_.size() == 1) poll_admission();
+    }
+  }
+
+  // What the client of stream `id` may still send before it needs a WINDOW_UPDATE.
+  std::size_t window_left(std::int32_t id) const {
+    return static_cast<std::size_t>(
+        std::max(0, nghttp2_session_get_stream_local_window_size(session_, id)));
   }
 
   void poll_admission() {

@@ -139,6 +139,12 @@ class SONIC_EXPORT MessageReader {
   bool at_boundary() const noexcept { return state_ == State::Prefix && prefix_have_ == 0; }
   /// True while a message has begun and not ended.
   bool mid_message() const noexcept { return !at_boundary(); }
+  /// Bytes of the message under way still to arrive: 0 between messages, SIZE_MAX while its
+  /// prefix, which says its length, is still incomplete.
+  std::size_t bytes_to_come() const noexcept {
+    if (state_ != State::Prefix) return message_left_;
+    return prefix_have_ == 0 ? 0 : SIZE_MAX;
+  }
   /// Drops the message under way (its bytes stop being held) and takes nothing more.
   void abandon() noexcept;
 

@@ -17,19 +17,9 @@ using Clock = std::chrono::steady_clock;
 
 namespace {
 
-constexpr std::size_t kDataFrameBytes = 16384;  // the default SETTINGS_MAX_FRAME_SIZE
-
-// Sends `body` as one gRPC message on `stream`, in DATA frames of the default maximum size.
 // `body` as one gRPC message in DATA frames, the last one ending the stream when `end`.
 std::string data_frames(std::uint32_t stream, const std::string& body, bool end) {
-  std::string out;
-  std::string message = h2::grpc_message(body);
-  for (std::size_t at = 0; at < message.size(); at += kDataFrameBytes) {
-    std::size_t n = std::min(kDataFrameBytes, message.size() - at);
-    out +=
-        h2::data(stream, std::string_view(message).substr(at, n), end && at + n == message.size());
-  }
-  return out;
+  return h2::data_frames(stream, h2::grpc_message(body), end);
 }
 
 std::string call_frames(std::uint32_t stream, const std::string& method, const std::string& body) {

@@ -1,5 +1,7 @@
 #include "h2_frames.hpp"
 
+#include <algorithm>
+
 namespace sonic::test::h2 {
 
 namespace {
@@ -23,6 +25,15 @@ void put_integer(std::string& out, std::uint8_t first, int prefix_bits, std::uin
   }
   out.push_back(static_cast<char>(value));
 }
+
+std::uint32_t get_be(std::string_view in, std::size_t at, int bytes) {
+  std::uint32_t value = 0;
+  for (int i = 0; i < bytes; ++i) value = (value << 8) | static_cast<std::uint8_t>(in[at + i]);
+  return value;
+}
+
+constexpr std::size_t kFrameHeaderBytes = 9;
+constexpr std::size_t kDefaultMaxFrameBytes = 16384;  // SETTINGS_MAX_FRAME_SIZE until changed
 
 void put_string(std::string& out, std::string_view text) {
   put_integer(out, 0x00, 7, text.size());  // H = 0: no Huffman coding
@@ -70,6 +81,15 @@ std::string data(std::uint32_t stream, std::string_view payload, bool end_stream
   return frame(kData, end_stream ? kEndStream : 0, stream, payload);
 }
 
+std::string data_frames(std::uint32_t stream, std::string_view bytes, bool end_stream) {
+  std::string out;
+  for (std::size_t at = 0; at < bytes.size(); at += kDefaultMaxFrameBytes) {
+    const std::size_t n = std::min(kDefaultMaxFrameBytes, bytes.size() - at);
+    out += data(stream, bytes.substr(at, n), end_stream && at + n == bytes.size());
+  }
+  return out;
+}
+
 std::string literal(std::string_view name, std::string_view value) {
   std::string out(1, '\0');  // 0000 0000: without indexing, new name
   put_string(out, name);
@@ -110,6 +130,31 @@ std::string grpc_prefix(std::uint32_t length) {
 
 std::string grpc_message(std::string_view body) {
   return grpc_prefix(static_cast<std::uint32_t>(body.size())) + std::string(body);
+}
+
+std::vector<Frame> take_frames(std::string& bytes) {
+  std::vector<Frame> frames;
+  std::size_t at = 0;
+  while (bytes.size() - at >= kFrameHeaderBytes) {
+    const std::size_t length = get_be(bytes, at, 3);
+    if (bytes.size() - at - kFrameHeaderBytes < length) break;
+    Frame frame;
+    frame.type = static_cast<std::uint8_t>(bytes[at + 3]);
+    frame.flags = static_cast<std::uint8_t>(bytes[at + 4]);
+    frame.stream = get_be(bytes, at + 5, 4) & 0x7fffffffu;
+    frame.payload = bytes.substr(at + kFrameHeaderBytes, length);
+    frames.push_back(std::move(frame));
+    at += kFrameHeaderBytes + length;
+  }
+  bytes.erase(0, at);
+  return frames;
+}
+
+std::uint32_t setting(const Frame& settings, std::uint16_t id, std::uint32_t otherwise) {
+  for (std::size_t at = 0; at + 6 <= settings.payload.size(); at += 6) {
+    if (get_be(settings.payload, at, 2) == id) return get_be(settings.payload, at + 2, 4);
+  }
+  return otherwise;
 }
 
 }  // namespace sonic::test::h2

@@ -35,6 +35,9 @@ std::string settings(const std::vector<std::pair<std::uint16_t, std::uint32_t>>&
 std::string ping(std::uint64_t opaque, bool ack = false);
 std::string window_update(std::uint32_t stream, std::uint32_t increment);
 std::string data(std::uint32_t stream, std::string_view payload, bool end_stream);
+/// `bytes` in DATA frames of at most the default maximum frame size (16 KiB), the last one
+/// ending the stream when `end_stream`.
+std::string data_frames(std::uint32_t stream, std::string_view bytes, bool end_stream);
 
 /// HPACK: a literal header field without indexing, new name, no Huffman coding.
 std::string literal(std::string_view name, std::string_view value);
@@ -52,5 +55,17 @@ std::string headers(std::uint32_t stream, std::string_view block, bool end_strea
 std::string grpc_message(std::string_view body);
 /// A gRPC prefix declaring `length` bytes, without the bytes.
 std::string grpc_prefix(std::uint32_t length);
+
+/// A frame as received.
+struct Frame {
+  std::uint8_t type = 0;
+  std::uint8_t flags = 0;
+  std::uint32_t stream = 0;
+  std::string payload;
+};
+/// Takes the whole frames at the front of `bytes`; a frame not yet complete stays there.
+std::vector<Frame> take_frames(std::string& bytes);
+/// The value of SETTINGS entry `id` in a SETTINGS frame's payload, or `otherwise`.
+std::uint32_t setting(const Frame& settings, std::uint16_t id, std::uint32_t otherwise);
 
 }  // namespace sonic::test::h2
