@@ -26,13 +26,14 @@ FrameStream::FrameStream(asio::ip::tcp::socket socket, std::size_t max_message_b
     : socket_(std::move(socket)),
       reader_(max_message_bytes, std::move(account), true),
       pause_(socket_.get_executor()),
+      socket_reader_(ReadBuffer::kThreads),
       next_read_bytes_(kReadBytes) {}
 
 FrameStream::FrameStream(asio::io_context& io, std::size_t max_message_bytes)
     : socket_(io),
       reader_(max_message_bytes),
       pause_(io),
-      own_buffer_(new std::uint8_t[kReadBytes]),
+      socket_reader_(ReadBuffer::kOwn),
       next_read_bytes_(kReadBytes) {}
 
 void FrameStream::start_reading() {
@@ -51,8 +52,8 @@ void FrameStream::start_reading() {
     });
     return;
   }
-  async_read_available(socket_, own_buffer_.get(), next_read_bytes_,
-                       [self](ReadResult read) { self->on_read(read); });
+  socket_reader_.async_read(socket_, next_read_bytes_,
+                            [self](ReadResult read) { self->on_read(read); });
 }
 
 void FrameStream::on_read(ReadResult read) {

@@ -20,7 +20,7 @@ namespace sonic::net {
 
 class SONIC_EXPORT FrameStream : public std::enable_shared_from_this<FrameStream> {
  public:
-  /// A stream over an accepted socket (a server's; reads into the thread's buffer): `account` is
+  /// A stream over an accepted socket (a server's; ReadBuffer::kThreads): `account` is
   /// told of every byte received frames hold, and zstd tensors are handed over compressed
   /// (protocol::tcp::decompress).
   FrameStream(asio::ip::tcp::socket socket, std::size_t max_message_bytes,
@@ -87,7 +87,7 @@ class SONIC_EXPORT FrameStream : public std::enable_shared_from_this<FrameStream
   std::unordered_set<std::uint64_t> referenced_;  // ids of frames a write still reads
   bool closed_ = false;
   std::uint64_t reads_ = 0;
-  std::unique_ptr<std::uint8_t[]> own_buffer_;  // a client's: ReadBuffer::kOwn (socket_io.hpp)
+  SocketReader socket_reader_;   // a server's: ReadBuffer::kThreads; a client's: kOwn
   std::size_t next_read_bytes_;  // smaller after a read of many frames (see kManyFrames)
 };
 

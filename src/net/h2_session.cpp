@@ -15,9 +15,7 @@ constexpr std::size_t kMaxCopiedBacklog = 64 * 1024;
 }  // namespace
 
 H2Session::H2Session(asio::ip::tcp::socket socket, ReadBuffer reads)
-    : socket_(std::move(socket)),
-      own_buffer_(reads == ReadBuffer::kOwn ? new std::uint8_t[kReadBytes] : nullptr),
-      next_read_bytes_(kReadBytes) {}
+    : socket_(std::move(socket)), socket_reader_(reads), next_read_bytes_(kReadBytes) {}
 
 H2Session::~H2Session() {
   if (session_) nghttp2_session_del(session_);
@@ -118,8 +116,8 @@ int H2Session::send_body(nghttp2_session*, nghttp2_frame*, const std::uint8_t* f
 
 void H2Session::start_reading() {
   auto self = shared_from_this();
-  async_read_available(socket_, own_buffer_.get(), next_read_bytes_,
-                       [this, self](ReadResult read) { on_read(read); });
+  socket_reader_.async_read(socket_, next_read_bytes_,
+                            [this, self](ReadResult read) { on_read(read); });
 }
 
 void H2Session::on_read(ReadResult read) {

@@ -106,8 +106,8 @@ class SONIC_EXPORT H2Session : public std::enable_shared_from_this<H2Session> {
 
   GatherWriter writer_;
   std::chrono::steady_clock::time_point last_write_ = std::chrono::steady_clock::now();
-  std::unique_ptr<std::uint8_t[]> own_buffer_;  // ReadBuffer::kOwn
-  std::size_t frames_read_ = 0;                 // frames in the read under way (see kManyFrames)
+  SocketReader socket_reader_;
+  std::size_t frames_read_ = 0;  // frames in the read under way (see kManyFrames)
   std::size_t next_read_bytes_;
   bool receiving_ = false;  // inside nghttp2_session_mem_recv
 };

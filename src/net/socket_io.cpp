@@ -1,23 +1,22 @@
 #include "socket_io.hpp"
 
 #include <algorithm>
+#include <cstring>
 #include <memory>
 #include <utility>
 
 namespace sonic::net {
 
-ReadResult read_available(asio::ip::tcp::socket& socket, std::size_t max_bytes) {
+ReadResult read_more_available(asio::ip::tcp::socket& socket, const std::uint8_t* head,
+                               std::size_t head_size, std::size_t max_bytes) {
   thread_local std::unique_ptr<std::uint8_t[]> buffer;
-  if (!buffer) buffer.reset(new std::uint8_t[kReadBytes]);  // not zeroed: nothing reads it first
-  ReadResult result;
-  result.data = buffer.get();
-  result.size =
-      socket.read_some(asio::buffer(buffer.get(), std::min(max_bytes, kReadBytes)), result.error);
-  if (result.error == asio::error::would_block || result.error == asio::error::try_again) {
-    result.error = {};
-    result.size = 0;
-  }
-  return result;
+  if (!buffer) buffer.reset(new std::uint8_t[kReadBytes]);
+  std::memcpy(buffer.get(), head, head_size);
+  const std::size_t room = std::max(std::min(max_bytes, kReadBytes), head_size) - head_size;
+  std::error_code ignored;  // would_block, or an error the next read meets again
+  const std::size_t n =
+      room == 0 ? 0 : socket.read_some(asio::buffer(buffer.get() + head_size, room), ignored);
+  return ReadResult{buffer.get(), head_size + n, {}};
 }
 
 void GatherWriter::Batch::clear() {

@@ -1,10 +1,11 @@
 // A connection's socket I/O, shared by both socket transports and both servers.
 //
-// Reading, two ways. A server's connection waits until its socket is readable, then reads into
-// its network thread's buffer and consumes everything before the handler returns: an idle
-// connection, or one whose peer sends nothing, holds no read buffer. A client's few connections
-// each own a buffer and read into it speculatively, which saves the reactor's re-arm (an
-// epoll_ctl) that every wait costs: a syscall per read on the request path.
+// Reading: every connection reads speculatively into a buffer of its own, which asio's reactor
+// serves without re-arming (an epoll_ctl per read, the cost of waiting for readiness instead).
+// A client's few connections own a full read's buffer. A server's many own only a small one, so
+// that an idle connection, or one whose peer sends nothing, holds little: a read that fills it
+// goes on at once into its network thread's buffer, and the handler consumes it all before it
+// returns.
 //
 // Writing: what a connection has to send goes out as one gathered write at a time, of bytes
 // copied in (protocol frames, small runs) and bytes referenced where their owner keeps them
@@ -36,54 +37,63 @@ inline constexpr std::size_t kBusyReadBytes = 16 * 1024;
 /// of tensor data holds a few).
 inline constexpr std::size_t kManyFrames = 256;
 
-/// Reads what `socket` holds now, at most `max_bytes` (up to kReadBytes), into the calling
-/// thread's buffer (made on its first use). Returns the bytes and where they are; zero bytes with
-/// no error when nothing was there. The bytes are valid until the thread's next read. The socket
-/// must be in non-blocking mode.
+/// Bytes read, and where they are.
 struct ReadResult {
   const std::uint8_t* data = nullptr;
   std::size_t size = 0;
   std::error_code error;  ///< asio::error::eof when the peer closed
 };
-SONIC_EXPORT ReadResult read_available(asio::ip::tcp::socket& socket,
-                                       std::size_t max_bytes = kReadBytes);
 
 /// Where a connection reads into.
 enum class ReadBuffer {
-  kThreads,  ///< its network thread's buffer, after a wait (a server's many connections)
-  kOwn,      ///< a buffer of its own, kReadBytes, kept while it lives (a client's few)
+  kThreads,  ///< kFirstReadBytes of its own, then its network thread's (a server's many)
+  kOwn,      ///< a buffer of its own, kReadBytes (a client's few)
 };
 
-/// Reads from `socket` once it has bytes and calls `handler(ReadResult)` on the socket's thread
-/// with at most `max_bytes` of them (never zero bytes without an error). `own` is the caller's
-/// buffer of kReadBytes, which must stay valid until the handler runs, or null to read into the
-/// thread's buffer (ReadBuffer::kThreads; the bytes are then valid until the thread's next
-/// read). Operations end with asio::error::operation_aborted when the socket closes.
-template <typename Handler>
-void async_read_available(asio::ip::tcp::socket& socket, std::uint8_t* own, std::size_t max_bytes,
-                          Handler handler) {
-  if (own) {
+/// What a ReadBuffer::kThreads connection owns: a small request fits in one read.
+inline constexpr std::size_t kFirstReadBytes = 4096;
+
+/// Reads into `socket` what follows the `head_size` bytes of `head` (a read that filled the
+/// connection's buffer), into the calling thread's buffer behind a copy of them: returns them
+/// all, valid until the thread's next read. An error after the head is left for the next read.
+SONIC_EXPORT ReadResult read_more_available(asio::ip::tcp::socket& socket, const std::uint8_t* head,
+                                            std::size_t head_size, std::size_t max_bytes);
+
+/// A connection's reads from its socket. Not thread-safe: one read at a time.
+class SocketReader {
+ public:
+  explicit SocketReader(ReadBuffer kind)
+      : kind_(kind),
+        capacity_(kind == ReadBuffer::kOwn ? kReadBytes : kFirstReadBytes),
+        buffer_(new std::uint8_t[capacity_]) {}  // not zeroed: nothing reads it first
+
+  /// Reads from `socket` once it has bytes and calls `handler(ReadResult)` on the socket's
+  /// thread with at most `max_bytes` of them (never zero bytes without an error). The bytes are
+  /// valid until the handler returns. `socket` and this reader must outlive the operation,
+  /// which ends with asio::error::operation_aborted when the socket closes.
+  template <typename Handler>
+  void async_read(asio::ip::tcp::socket& socket, std::size_t max_bytes, Handler handler) {
+    if (kind_ == ReadBuffer::kThreads && !socket.non_blocking()) {
+      std::error_code ignored;  // for read_more_available; the getter is free, the setter not
+      socket.non_blocking(true, ignored);
+    }
+    const std::size_t first = std::min(max_bytes, capacity_);
+    std::uint8_t* buffer = buffer_.get();
     socket.async_read_some(
-        asio::buffer(own, std::min(max_bytes, kReadBytes)),
-        [own, handler = std::move(handler)](std::error_code ec, std::size_t n) mutable {
-          handler(ReadResult{own, ec ? 0 : n, ec});
+        asio::buffer(buffer, first),
+        [&socket, buffer, first, max_bytes, more = kind_ == ReadBuffer::kThreads,
+         handler = std::move(handler)](std::error_code ec, std::size_t n) mutable {
+          if (ec) return handler(ReadResult{buffer, 0, ec});
+          if (!more || n < first) return handler(ReadResult{buffer, n, {}});
+          handler(read_more_available(socket, buffer, n, max_bytes));
         });
-    return;
   }
-  if (!socket.non_blocking()) {  // the getter is free; the setter is an ioctl
-    std::error_code ignored;
-    socket.non_blocking(true, ignored);
-  }
-  socket.async_wait(asio::socket_base::wait_read,
-                    [&socket, max_bytes, handler = std::move(handler)](std::error_code ec) mutable {
-                      if (ec) return handler(ReadResult{nullptr, 0, ec});
-                      ReadResult read = read_available(socket, max_bytes);
-                      if (read.size == 0 && !read.error) {  // woken for nothing: wait again
-                        return async_read_available(socket, nullptr, max_bytes, std::move(handler));
-                      }
-                      handler(read);
-                    });
-}
+
+ private:
+  ReadBuffer kind_;
+  std::size_t capacity_;
+  std::unique_ptr<std::uint8_t[]> buffer_;
+};
 
 // ---- Writing ------------------------------------------------------------------------------------
 
