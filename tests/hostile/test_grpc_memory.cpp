@@ -15,6 +15,11 @@ using namespace std::chrono_literals;
 
 namespace {
 
+// What sonic-server's allocator may keep of a 64 MiB budget's churn beyond the budget itself:
+// freed blocks under 32 MiB stay in their arenas for reuse (up to 16 MiB free at the top of
+// each; docs/limits.md), so a flood's peak is the budget plus that, not the budget alone.
+constexpr long kBudgetPeakKib = 128 * 1024;
+
 // Runs `attack` against a fresh server started with `options`; checks that the server is up
 // afterwards, that its resident memory grew by less than `bound_kib`, and that a well-behaved
 // client is served. Returns the growth.
@@ -56,8 +61,8 @@ TEST_CASE("a client that never reads its answers gets no more than the connectio
   // Was: resident memory grew 1:1 with the 1 MiB requests sent (+600 MiB for 600 MiB). Now the
   // answers it leaves unread fill the connection's budget, after which its requests wait (a
   // client that ignores flow control, as this one does, has the excess of each stream reset).
-  growth_under({"--max-message-bytes", "64M", "--max-connection-buffered-bytes", "64M"}, 96 * 1024,
-               [](HostileTarget& t) {
+  growth_under({"--max-message-bytes", "64M", "--max-connection-buffered-bytes", "64M"},
+               kBudgetPeakKib, [](HostileTarget& t) {
                  auto flood =
                      attack::unread_answers(t.grpc_port(), 256 * 1024, std::size_t{600} << 20);
                  MESSAGE("sent " << (flood.sent >> 20) << " MiB");
@@ -69,8 +74,8 @@ TEST_CASE("a stream whose client never reads its answers gets no more than its s
   // kMaxStreamRequests of them at once and holds the rest back in the stream's flow-control
   // window; the answers it leaves unread fill the connection's budget, after which its stream
   // ends with RESOURCE_EXHAUSTED.
-  growth_under({"--max-message-bytes", "64M", "--max-connection-buffered-bytes", "64M"}, 96 * 1024,
-               [](HostileTarget& t) {
+  growth_under({"--max-message-bytes", "64M", "--max-connection-buffered-bytes", "64M"},
+               kBudgetPeakKib, [](HostileTarget& t) {
                  auto flood = attack::unread_stream_answers(t.grpc_port(), 256 * 1024,
                                                             std::size_t{600} << 20);
                  MESSAGE("sent " << (flood.sent >> 20) << " MiB");
