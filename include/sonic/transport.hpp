@@ -112,6 +112,11 @@ struct StreamResponse {
   /// times, none included; with the request parameter triton_enable_empty_final_response, its
   /// last response is an empty one with `final` set.
   bool final = true;
+  /// Holds back the stream's flow-control window while this response is queued for the
+  /// callback or kept by the caller: a caller that holds many (ClientOptions::
+  /// stream_window_bytes' worth) makes the server wait instead of the client's memory grow.
+  /// Dropped with the response; nothing to do with it.
+  std::shared_ptr<const void> window_hold;
 };
 
 /// A ModelStreamInfer call a transport opened (Transport::open_stream). Its callbacks run on

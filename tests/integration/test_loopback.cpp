@@ -239,6 +239,11 @@ TEST_CASE("streams over gRPC: in order, decoupled, errors in-band, cancel") {
   test::check_streams(client);
 }
 
+TEST_CASE("a stream's slow callback holds sonic-server back, and the client's memory with it") {
+  LoopbackServer server;
+  test::check_stream_backpressure(server.port());
+}
+
 TEST_CASE("Triton's example models over gRPC: simple_string, and a sequence by its options") {
   LoopbackServer server;  // hosts models::builtin(), Triton's examples among them
   Client client(server.url());

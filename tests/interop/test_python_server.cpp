@@ -357,6 +357,12 @@ TEST_SUITE("interop: sonic client vs python server") {
     sonic::test::check_streams(client);
   }
 
+  TEST_CASE("a stream's slow callback holds the server back, and the client's memory with it") {
+    const std::string address = sonic::test::python_server_address();
+    sonic::test::check_stream_backpressure(
+        static_cast<std::uint16_t>(std::stoi(address.substr(address.rfind(':') + 1))));
+  }
+
   TEST_CASE("Triton's example models: simple_string, and a sequence by its options") {
     auto client = make_client();
     sonic::test::check_example_models(client);

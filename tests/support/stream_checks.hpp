@@ -12,9 +12,12 @@
 #include <cstdint>
 #include <mutex>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <sonic/sonic.hpp>
+
+#include "fault_proxy.hpp"
 
 namespace sonic::test {
 
@@ -169,6 +172,65 @@ inline void check_streams(Client& client) {
     // The client stays usable.
     CHECK(client.infer(simple_on_stream(3, "unary")).request_id() == "unary");
   }
+}
+
+/// A stream whose callback is slow holds the server back through its HTTP/2 window, instead
+/// of the client buffering every response the server can send. A proxy between the client and
+/// the server at `server_port` counts the bytes that reach the client.
+inline void check_stream_backpressure(std::uint16_t server_port) {
+  using namespace std::chrono_literals;
+  FaultProxy proxy(server_port);
+  ClientOptions options;
+  options.stream_window_bytes = 256 * 1024;
+  Client client(proxy.url(), options);
+
+  std::mutex mutex;
+  std::condition_variable changed;
+  bool released = false;
+  std::size_t delivered = 0;
+  std::size_t failed = 0;
+  auto stream = client.open_stream([&](StreamResponse response) {
+    std::unique_lock<std::mutex> lock(mutex);
+    changed.wait(lock, [&] { return released; });  // the first response blocks the callback
+    ++delivered;
+    failed += response.result.ok() ? 0 : 1;
+  });
+  // 800 answers of 64 KiB: 52 MiB the server would send at once if the client took it all.
+  constexpr int kRequests = 800;
+  const std::vector<float> payload(16384, 1.5f);
+  for (int i = 0; i < kRequests; ++i) {
+    REQUIRE(stream
+                .send(InferRequest("identity_fp32")
+                          .id("b" + std::to_string(i))
+                          .input("INPUT0", Tensor::from_vector(payload, {1, 16384})))
+                .ok());
+  }
+  stream.close();
+
+  // Until the bytes stop coming: what the client let in, plus what the sockets hold (at most
+  // Linux's largest loopback buffers, 4 MiB to send and 6 MiB to receive).
+  std::size_t reached = proxy.bytes_to_client();
+  for (auto stable_since = std::chrono::steady_clock::now();
+       std::chrono::steady_clock::now() - stable_since < 500ms;) {
+    std::this_thread::sleep_for(50ms);
+    if (proxy.bytes_to_client() != reached) {
+      reached = proxy.bytes_to_client();
+      stable_since = std::chrono::steady_clock::now();
+    }
+  }
+  MESSAGE("with the callback blocked, " << reached / 1024 << " KiB reached the client of "
+                                        << kRequests * 64 << " KiB of answers");
+  CHECK(reached < 20u * 1024 * 1024);
+
+  {
+    std::lock_guard<std::mutex> lock(mutex);
+    released = true;
+    changed.notify_all();
+  }
+  REQUIRE(stream.wait().ok());
+  std::lock_guard<std::mutex> lock(mutex);
+  CHECK(delivered == kRequests);
+  CHECK(failed == 0);
 }
 
 }  // namespace sonic::test

@@ -102,6 +102,9 @@ void ClientConnection::on_connected() {
   nghttp2_option_new(&option);
   // Until the server's SETTINGS arrive, assume gRPC's customary limit rather than "unlimited".
   nghttp2_option_set_peer_max_concurrent_streams(option, 100);
+  // Received bytes go back to the windows as they are consumed (on_data_chunk): a stream's
+  // only while its caller keeps up (StreamWindow).
+  nghttp2_option_set_no_auto_window_update(option, 1);
   int rv = nghttp2_session_client_new2(&session_, callbacks, this, option);
   nghttp2_option_del(option);
   nghttp2_session_callbacks_del(callbacks);
@@ -284,12 +287,20 @@ int ClientConnection::on_header(nghttp2_session*, const nghttp2_frame* frame,
 int ClientConnection::on_data_chunk(nghttp2_session* session, std::uint8_t, std::int32_t stream_id,
                                     const std::uint8_t* data, std::size_t len, void* user_data) {
   auto* self = static_cast<ClientConnection*>(user_data);
+  // The connection's window never waits: a stream that does waits in its own.
+  nghttp2_session_consume_connection(session, len);
   auto call = self->find(stream_id);
-  if (!call || call->finished) return 0;
+  if (!call || call->finished) {
+    nghttp2_session_consume_stream(session, stream_id, len);
+    return 0;
+  }
   auto ok = call->reader.feed(data, len);
   if (ok && call->on_message) {
     auto& messages = call->reader.messages();
-    for (auto& message : messages) call->on_message(std::move(message));
+    for (auto& message : messages) {
+      auto hold = call->window->hold(message.envelope.size());
+      call->on_message(std::move(message), std::move(hold));
+    }
     messages.clear();
   } else if (ok && call->reader.messages().size() > 1) {
     ok = Error(StatusCode::Internal, "server sent more than one message for a unary call");
@@ -298,8 +309,22 @@ int ClientConnection::on_data_chunk(nghttp2_session* session, std::uint8_t, std:
     nghttp2_submit_rst_stream(session, NGHTTP2_FLAG_NONE, stream_id, NGHTTP2_CANCEL);
     self->streams_.erase(stream_id);
     self->complete(call, ok.error());
+    return 0;
+  }
+  if (call->window && call->window->hold_back()) {
+    call->window_held_back += len;  // the server waits until the caller catches up
+  } else {
+    nghttp2_session_consume_stream(session, stream_id, len);
   }
   return 0;
+}
+
+void ClientConnection::reopen_window(const std::shared_ptr<ClientCall>& call) {
+  if (call->finished || call->stream_id <= 0 || lost_ || call->window_held_back == 0) return;
+  if (call->window->hold_back()) return;  // held again meanwhile: it says when to come back
+  nghttp2_session_consume_stream(session_, call->stream_id, call->window_held_back);
+  call->window_held_back = 0;
+  flush();
 }
 
 int ClientConnection::on_frame_recv(nghttp2_session*, const nghttp2_frame* frame, void* user_data) {
@@ -413,6 +438,7 @@ void ClientConnection::complete(const std::shared_ptr<ClientCall>& call,
                                 Result<ReceivedMessage> outcome) {
   if (call->finished) return;
   call->finished = true;
+  if (call->window) call->window->detach();
   if (call->body && call->body->in_flight_writes > 0) {
     // A write still reads the caller's tensors: answer once it no longer does. A healthy
     // connection finishes the write soon; a stalled one is closed, ending the write, by the

@@ -22,6 +22,7 @@
 #include "sonic/detail/unique_function.hpp"
 #include "sonic/options.hpp"
 #include "sonic/transport.hpp"
+#include "stream_window.hpp"
 
 namespace sonic::grpc {
 
@@ -86,9 +87,15 @@ struct ClientCall
   /// `times` may be read there).
   detail::UniqueFunction<void(Result<protocol::ReceivedMessage>)> done;
   /// A stream's call (its body is open, more messages are appended to it): each response
-  /// message as it completes, on the network thread; `done` then gets the call's status, an
-  /// empty message when it is OK. A stream is never started again elsewhere.
-  detail::UniqueFunction<void(protocol::ReceivedMessage)> on_message;
+  /// message as it completes, on the network thread, with the hold that keeps its bytes
+  /// counted in `window`; `done` then gets the call's status, an empty message when it is OK.
+  /// A stream is never started again elsewhere.
+  detail::UniqueFunction<void(protocol::ReceivedMessage, std::shared_ptr<const void> hold)>
+      on_message;
+  /// A stream's flow control: received bytes go back to its HTTP/2 window only while the
+  /// responses its caller holds are under the window's limit.
+  std::shared_ptr<StreamWindow> window;
+  std::size_t window_held_back = 0;  ///< bytes received and not yet given back
 
   // Progress, owned by the connection.
   std::weak_ptr<ClientConnection> connection;  // the one it was last submitted to
@@ -137,6 +144,8 @@ class ClientConnection final : public net::H2Session {
   void abandon(const std::shared_ptr<ClientCall>& call, Error why);
   /// Sends what was appended to a stream's body since, or its end once it was closed.
   void resume_call(const std::shared_ptr<ClientCall>& call);
+  /// Gives a stream's window back what it held back while its caller held many responses.
+  void reopen_window(const std::shared_ptr<ClientCall>& call);
   /// Completes every call with `code` and closes the connection.
   void shutdown(StatusCode code, const std::string& why);
   /// False once the connection failed, was shut down, or the server sent GOAWAY.

@@ -123,15 +123,29 @@ class GrpcStream final : public TransportStream {
 std::unique_ptr<TransportStream> open_grpc_stream(
     std::shared_ptr<GrpcChannel> channel, std::shared_ptr<Calls> calls,
     std::vector<std::pair<std::string, std::string>> headers, std::size_t max_message_bytes,
-    Deadline deadline, std::function<void(StreamResponse)> on_response, Callback<void> done) {
+    std::size_t held_bytes_limit, Deadline deadline,
+    std::function<void(StreamResponse)> on_response, Callback<void> done) {
   auto body = std::make_shared<protocol::OutgoingBody>();
   body->open = true;
   // Responses are read whole (raw field 0): their tensors sit inside infer_response.
   auto call = std::make_shared<ClientCall>("ModelStreamInfer", std::move(body), deadline, 0,
                                            max_message_bytes);
   call->headers = std::move(headers);
-  call->on_message = [on_response = std::move(on_response)](protocol::ReceivedMessage message) {
-    on_response(to_response(message));
+  // Undelivered responses hold up to one stream window; the window reopens on the network
+  // thread once the caller dropped enough of them.
+  std::weak_ptr<ClientCall> weak = call;
+  call->window = std::make_shared<StreamWindow>(held_bytes_limit, [channel, weak] {
+    asio::post(channel->io(), [weak] {
+      auto held = weak.lock();
+      if (!held) return;
+      if (auto connection = held->connection.lock()) connection->reopen_window(held);
+    });
+  });
+  call->on_message = [on_response = std::move(on_response)](protocol::ReceivedMessage message,
+                                                            std::shared_ptr<const void> hold) {
+    StreamResponse response = to_response(message);
+    response.window_hold = std::move(hold);
+    on_response(std::move(response));
   };
   auto stream = std::make_unique<GrpcStream>(channel, call, max_message_bytes);
   stream->start(calls, std::move(done));

@@ -55,6 +55,7 @@ class GrpcTransport final : public protocol::ControlCalls {
       : channel_(channel_for(endpoint, options)),
         headers_(options.headers),
         max_message_bytes_(options.max_message_bytes),
+        stream_window_bytes_(options.stream_window_bytes),
         wait_for_reconnect_(net::ReconnectBackoff::calls_wait(options)) {}
 
   // Cancels this client's calls (only its own: the channel may serve other clients), and
@@ -88,8 +89,8 @@ class GrpcTransport final : public protocol::ControlCalls {
   Result<std::unique_ptr<TransportStream>> open_stream(
       Deadline deadline, std::function<void(StreamResponse)> on_response,
       Callback<void> done) override {
-    return open_grpc_stream(channel_, calls_, headers_, max_message_bytes_, deadline,
-                            std::move(on_response), std::move(done));
+    return open_grpc_stream(channel_, calls_, headers_, max_message_bytes_, stream_window_bytes_,
+                            deadline, std::move(on_response), std::move(done));
   }
 
   void call_async(std::string method, std::string request, Deadline deadline,
@@ -123,6 +124,7 @@ class GrpcTransport final : public protocol::ControlCalls {
   std::shared_ptr<GrpcChannel> channel_;
   std::vector<std::pair<std::string, std::string>> headers_;
   std::size_t max_message_bytes_;
+  std::size_t stream_window_bytes_;  // what a stream's undelivered responses may hold
   bool wait_for_reconnect_;
   std::shared_ptr<Calls> calls_ = std::make_shared<Calls>();
 };
