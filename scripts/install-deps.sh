@@ -5,7 +5,7 @@ set -euo pipefail
 
 packages=(
   g++ cmake make pkg-config git
-  libasio-dev libnghttp2-dev libprotobuf-dev protobuf-compiler libzstd-dev nlohmann-json3-dev
+  libasio-dev libnghttp2-dev libprotobuf-dev protobuf-compiler libzstd-dev zlib1g-dev nlohmann-json3-dev
   doctest-dev
   python3 python3-grpcio python3-grpc-tools python3-protobuf python3-numpy
 )

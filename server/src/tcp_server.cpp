@@ -11,10 +11,10 @@
 
 namespace sonic::server {
 
-using protocol::tcp::Compression;
 using protocol::tcp::Frame;
 using protocol::tcp::FrameKind;
 using protocol::tcp::OutgoingFrame;
+using protocol::tcp::ZstdPolicy;
 
 namespace {
 // Pongs, errors and other copied frames a client leaves unread before the connection stops
@@ -143,7 +143,7 @@ class TcpConnection final : public net::FrameStream {
   void infer(Frame frame) {
     const std::uint64_t id = frame.id;
     const bool compress = (frame.flags & protocol::tcp::kCompressResponse) != 0;
-    const Compression compression{compress, context_->options.zstd_level, true};
+    const ZstdPolicy compression{compress, context_->options.zstd_level, true};
     if (context_->options.inline_models) {
       return send(run(std::move(frame), compression, *context_, budget_));
     }
@@ -188,7 +188,7 @@ class TcpConnection final : public net::FrameStream {
   }
 
   // A request whose tensors may still be compressed, start to finish on the calling thread.
-  static OutgoingFrame run(Frame frame, const Compression& compression, ServerContext& context,
+  static OutgoingFrame run(Frame frame, const ZstdPolicy& compression, ServerContext& context,
                            const std::shared_ptr<ConnectionBudget>& budget) {
     const std::uint64_t id = frame.id;
     if (auto ok = protocol::tcp::decompress(frame, budget); !ok) {
@@ -208,7 +208,7 @@ class TcpConnection final : public net::FrameStream {
   };
 
   static OutgoingFrame encode_answer(std::uint64_t id, Result<InferResult> result,
-                                     const Compression& compression,
+                                     const ZstdPolicy& compression,
                                      const std::shared_ptr<ConnectionBudget>& budget) {
     if (!result) return protocol::tcp::encode_error(id, result.error());
     auto kept = std::make_shared<Kept>();

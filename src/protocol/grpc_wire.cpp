@@ -7,6 +7,7 @@
 #include <new>
 #include <utility>
 
+#include "compression.hpp"
 #include "wire.hpp"
 
 namespace sonic::protocol {
@@ -72,7 +73,7 @@ void OutgoingBody::compact() {
   total_ = reserved = piece_index = piece_offset = 0;
 }
 
-Result<void> OutgoingBody::finish(std::size_t max_bytes) {
+Result<void> OutgoingBody::finish(std::size_t max_bytes, bool compressed) {
   if (head_.empty()) {
     head_.assign(kPrefixBytes, '\0');
     pieces_.push_back({nullptr, 0, kPrefixBytes});
@@ -85,7 +86,7 @@ Result<void> OutgoingBody::finish(std::size_t max_bytes) {
                      std::to_string(std::min<std::size_t>(max_bytes, 0xffffffffu)) +
                      " bytes (ClientOptions::max_message_bytes)");
   }
-  head_[0] = 0;  // not compressed
+  head_[0] = compressed ? 1 : 0;
   for (int i = 0; i < 4; ++i) head_[1 + i] = static_cast<char>(length >> (8 * (3 - i)));
   return {};
 }
@@ -115,6 +116,9 @@ MessageReader& MessageReader::operator=(MessageReader&& other) noexcept {
   unreported_ = std::exchange(other.unreported_, 0);
   admitted_ = std::exchange(other.admitted_, 0);
   kept_ = std::move(other.kept_);
+  encoding_ = other.encoding_;
+  inflater_ = std::move(other.inflater_);
+  compressed_left_ = std::exchange(other.compressed_left_, 0);
   current_ = std::move(other.current_);
   done_ = std::move(other.done_);
   return *this;
@@ -148,6 +152,7 @@ void MessageReader::abandon() noexcept {
   held_ = 0;
   unreported_ = 0;
   raw_buffer_.reset();
+  inflater_.reset();
   current_ = ReceivedMessage{};
   state_ = State::Broken;
 }
@@ -159,12 +164,12 @@ void MessageReader::envelope_append(const std::uint8_t* data, std::size_t size) 
 }
 
 Result<void> MessageReader::begin_message() {
-  if (prefix_[0] != 0) {
-    if (prefix_[0] == 1) {
-      return Error(StatusCode::Unimplemented,
-                   "peer sent a compressed message, but sonic offered no compression");
-    }
-    return malformed("invalid compressed-flag byte");
+  if (prefix_[0] > 1) return malformed("invalid compressed-flag byte");
+  const bool compressed = prefix_[0] == 1;
+  if (compressed && encoding_ == Compression::None) {
+    return Error(
+        StatusCode::Internal,
+        "a message flagged compressed, on a call whose grpc-encoding names no compression");
   }
   std::size_t length = (std::size_t{prefix_[1]} << 24) | (std::size_t{prefix_[2]} << 16) |
                        (std::size_t{prefix_[3]} << 8) | std::size_t{prefix_[4]};
@@ -174,12 +179,20 @@ Result<void> MessageReader::begin_message() {
                                                     std::to_string(max_bytes_) + " bytes");
   }
   message_left_ = length;
-  if (account_ && length > 0) {
-    if (!account_->admit(length)) {
+  if (compressed) {
+    if (length == 0) return Error(StatusCode::Internal, "invalid compressed message: empty");
+    // Its inflated length is known only at its end: what it may inflate to is admitted, and
+    // bounds what is read of it.
+    compressed_left_ = length;
+    message_left_ = std::min(max_bytes_, length * kMaxInflateRatio);
+    inflater_ = std::make_unique<Inflater>(encoding_);
+  }
+  if (account_ && message_left_ > 0) {
+    if (!account_->admit(message_left_)) {
       state_ = State::Admission;
       return {};
     }
-    admitted_ = length;
+    admitted_ = message_left_;
   }
   begin_body();
   return {};
@@ -191,7 +204,7 @@ void MessageReader::begin_body() {
   state_ = State::FieldKey;
   varint_ = 0;
   varint_shift_ = 0;
-  if (message_left_ == 0) finish_message();
+  if (message_left_ == 0 && !inflater_) finish_message();
 }
 
 Result<bool> MessageReader::retry_admission() {
@@ -300,7 +313,54 @@ Result<void> MessageReader::consume(const std::uint8_t* data, std::size_t size) 
       }
       continue;
     }
+    if (inflater_) {
+      const std::size_t n = std::min(size, compressed_left_);
+      if (auto ok = consume_compressed(data, n); !ok) return ok;
+      data += n;
+      size -= n;
+      continue;
+    }
     if (message_left_ == 0) return malformed("field runs past the message end");
+    const std::size_t n = std::min(size, message_left_);
+    if (auto ok = consume_body(data, n); !ok) return ok;
+    data += n;
+    size -= n;
+  }
+  return {};
+}
+
+Result<void> MessageReader::consume_compressed(const std::uint8_t* data, std::size_t size) {
+  constexpr std::size_t kInflateChunk = 16 * 1024;
+  std::uint8_t inflated[kInflateChunk];
+  compressed_left_ -= size;
+  for (;;) {
+    auto n = inflater_->inflate(data, size, inflated, sizeof inflated);
+    if (!n) return n.error();
+    if (*n == 0) break;  // it needs the bytes still to come
+    if (*n > message_left_) return inflated_past_limit();
+    if (auto ok = consume_body(inflated, *n); !ok) return ok;
+  }
+  if (compressed_left_ > 0) return {};
+  // Its compressed bytes ended: so must its stream, and its fields.
+  if (!inflater_->finished())
+    return Error(StatusCode::Internal, "invalid compressed message: truncated");
+  if (state_ != State::FieldKey || varint_shift_ != 0) {
+    return malformed("field runs past the message end");
+  }
+  inflater_.reset();
+  message_left_ = 0;
+  finish_message();
+  return {};
+}
+
+Error MessageReader::inflated_past_limit() const {
+  return Error(StatusCode::ResourceExhausted,
+               "a compressed message inflates past the limit of " + std::to_string(max_bytes_) +
+                   " bytes (or " + std::to_string(kMaxInflateRatio) + " times its length)");
+}
+
+Result<void> MessageReader::consume_body(const std::uint8_t* data, std::size_t size) {
+  while (size > 0) {
     if (state_ == State::FieldPayload || state_ == State::FieldFixed) {
       std::size_t n = std::min(field_left_, size);
       if (raw_buffer_) {
@@ -343,6 +403,7 @@ Result<void> MessageReader::consume(const std::uint8_t* data, std::size_t size) 
       case State::FieldLength:
         if (last) {
           std::uint64_t length = varint_;
+          if (length > message_left_ && inflater_) return inflated_past_limit();
           if (length > message_left_)
             return malformed("length-delimited field runs past the message end");
           field_left_ = static_cast<std::size_t>(length);

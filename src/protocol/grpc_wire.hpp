@@ -14,6 +14,7 @@
 #include <string_view>
 #include <vector>
 
+#include "compression.hpp"
 #include "receive_account.hpp"
 #include "sonic/detail/export.hpp"
 #include "sonic/error.hpp"
@@ -42,9 +43,12 @@ class SONIC_EXPORT OutgoingBody : public std::enable_shared_from_this<OutgoingBo
   void append_owned(const std::string& bytes) { append_owned(bytes.data(), bytes.size()); }
   /// Appends borrowed bytes; small runs are copied instead, since an iovec costs more.
   void append_borrowed(const void* data, std::size_t size);
-  /// Prepends the gRPC 5-byte prefix; call once, after everything else was appended. Fails with
-  /// RESOURCE_EXHAUSTED when the message exceeds `max_bytes`.
-  Result<void> finish(std::size_t max_bytes);
+  /// Prepends the gRPC 5-byte prefix, its Compressed-Flag set when `compressed`; call once,
+  /// after everything else was appended. Fails with RESOURCE_EXHAUSTED when the message exceeds
+  /// `max_bytes`.
+  Result<void> finish(std::size_t max_bytes, bool compressed = false);
+  /// Whether finish() flagged the message compressed.
+  bool compressed() const noexcept { return !head_.empty() && head_[0] == 1; }
 
   /// Appends `message`, a finished body (its prefix included), after what this one holds: its
   /// owned bytes are copied (an envelope, field headers), its borrowed ones stay where they are,
@@ -119,11 +123,20 @@ class SONIC_EXPORT MessageReader {
   MessageReader(const MessageReader&) = delete;
   MessageReader& operator=(const MessageReader&) = delete;
 
-  /// Consumes a chunk. Errors: RESOURCE_EXHAUSTED past the size limit (or when memory cannot be
-  /// had), UNIMPLEMENTED for a compressed message, INTERNAL for a malformed envelope. After an
-  /// error the reader takes nothing more. When the account does not admit a message that
-  /// begins, the rest of the chunk is kept (and accounted) until retry_admission() succeeds:
-  /// the caller stops feeding meanwhile (flow control bounds what arrives).
+  /// How messages flagged compressed are compressed: the call's grpc-encoding. None (the
+  /// default) refuses them.
+  void set_encoding(Compression encoding) noexcept { encoding_ = encoding; }
+
+  /// Consumes a chunk. Errors: RESOURCE_EXHAUSTED past the size limit (a compressed message's
+  /// inflated size counts; or when memory cannot be had), INTERNAL for a malformed envelope, a
+  /// compressed message without an encoding or one that does not inflate. After an error the
+  /// reader takes nothing more. When the account does not admit a message that begins, the
+  /// rest of the chunk is kept (and accounted) until retry_admission() succeeds: the caller
+  /// stops feeding meanwhile (flow control bounds what arrives).
+  ///
+  /// A compressed message is inflated as its bytes arrive and read as any other, so it costs
+  /// no copy of its own; it is admitted for what it may inflate to (kMaxInflateRatio times its
+  /// length, at most the size limit), since nothing else says how large it is.
   Result<void> feed(const std::uint8_t* data, std::size_t size);
   /// Whether a message waits for the account to admit it.
   bool waiting_admission() const noexcept { return state_ == State::Admission; }
@@ -142,6 +155,7 @@ class SONIC_EXPORT MessageReader {
   /// Bytes of the message under way still to arrive: 0 between messages, SIZE_MAX while its
   /// prefix, which says its length, is still incomplete.
   std::size_t bytes_to_come() const noexcept {
+    if (inflater_) return compressed_left_;
     if (state_ != State::Prefix) return message_left_;
     return prefix_have_ == 0 ? 0 : SIZE_MAX;
   }
@@ -160,6 +174,11 @@ class SONIC_EXPORT MessageReader {
     Broken
   };
   Result<void> consume(const std::uint8_t* data, std::size_t size);
+  // Reads `size` bytes of the message body (never past its end).
+  Result<void> consume_body(const std::uint8_t* data, std::size_t size);
+  // Inflates `size` compressed bytes of the message under way and reads what they hold.
+  Result<void> consume_compressed(const std::uint8_t* data, std::size_t size);
+  Error inflated_past_limit() const;
   Result<void> begin_message();
   void begin_body();
   Result<void> on_key();
@@ -190,6 +209,9 @@ class SONIC_EXPORT MessageReader {
   std::size_t unreported_ = 0;  // of those, not yet reported
   std::size_t admitted_ = 0;    // declared length of the current message, once admitted
   std::string kept_;            // bytes that came while a message waited for admission
+  Compression encoding_ = Compression::None;
+  std::unique_ptr<Inflater> inflater_;  // the compressed message under way
+  std::size_t compressed_left_ = 0;     // its compressed bytes still to come
   ReceivedMessage current_;
   std::vector<ReceivedMessage> done_;
 };

@@ -84,7 +84,7 @@ Error framing(std::string what) {
 
 OutgoingFrame encode_frame(FrameKind kind, std::uint64_t id, std::string envelope,
                            const std::vector<NamedTensor>& tensors,
-                           std::shared_ptr<const void> keep, const Compression& compression,
+                           std::shared_ptr<const void> keep, const ZstdPolicy& compression,
                            std::uint16_t flags) {
   OutgoingFrame f;
   f.keep = std::move(keep);

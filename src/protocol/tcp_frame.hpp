@@ -38,7 +38,7 @@ inline constexpr std::size_t kMaxErrorBytes = std::size_t{64} << 10;
 inline constexpr std::size_t kMaxTensors = 4096;
 
 /// How tensors are stored.
-struct Compression {
+struct ZstdPolicy {
   bool zstd = false;     ///< compress tensors with zstd
   int level = 1;         ///< zstd level (1: fast, what a busy link needs)
   bool adaptive = true;  ///< with zstd: tensors whose sample does not compress go raw
@@ -121,7 +121,7 @@ SONIC_EXPORT Result<void> decompress(Frame& frame, const std::shared_ptr<Receive
 SONIC_EXPORT OutgoingFrame encode_frame(FrameKind kind, std::uint64_t id, std::string envelope,
                                         const std::vector<NamedTensor>& tensors,
                                         std::shared_ptr<const void> keep,
-                                        const Compression& compression, std::uint16_t flags = 0);
+                                        const ZstdPolicy& compression, std::uint16_t flags = 0);
 /// A call frame: a control method and its serialized request.
 SONIC_EXPORT OutgoingFrame encode_call(std::uint64_t id, const std::string& method,
                                        const std::string& request);

@@ -112,9 +112,9 @@ TEST_CASE("hostile input is an error, never a crash or a huge allocation") {
   // Over the size limit: refused from the prefix alone.
   auto big = feed(1000, 7, std::string("\x00\x7f\xff\xff\xff", 5));
   CHECK(big.code() == sonic::StatusCode::ResourceExhausted);
-  // Compressed without negotiation.
+  // Compressed on a call that named no grpc-encoding (a protocol error, says gRPC).
   CHECK(feed(1000, 7, std::string("\x01\x00\x00\x00\x01\x08", 6)).code() ==
-        sonic::StatusCode::Unimplemented);
+        sonic::StatusCode::Internal);
   CHECK(feed(1000, 7, std::string("\x02\x00\x00\x00\x00", 5)).code() ==
         sonic::StatusCode::Internal);
   // A raw field claiming more bytes than the message holds (a lying length).

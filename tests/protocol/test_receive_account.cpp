@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "protocol/compression.hpp"
 #include "protocol/grpc_wire.hpp"
 #include "protocol/infer_codec.hpp"
 #include "protocol/tcp_frame.hpp"
@@ -231,5 +232,37 @@ TEST_CASE("TCP frames: held as they arrive, released when freed, refused frames 
   }
   CHECK(account->held() == 0);
   CHECK(account->arriving() == 0);
+  CHECK_FALSE(account->out_of_order());
+}
+
+TEST_CASE("a compressed message is admitted for what it may inflate to, held as it inflates") {
+  const std::string body = request_body(2, 50000);  // zeros of 'x': it shrinks a lot
+  OutgoingBody plain;
+  plain.append_owned(body);
+  REQUIRE(plain.finish(1 << 30).ok());
+  auto compressed = compress_message(plain, Compression::Gzip, 6);
+  REQUIRE(compressed.get() != nullptr);
+  std::string wire_bytes;
+  for (const auto& piece : compressed->pieces()) {
+    wire_bytes.append(reinterpret_cast<const char*>(compressed->piece_data(piece)), piece.size);
+  }
+  const std::size_t length = wire_bytes.size() - 5;
+
+  auto account = std::make_shared<CountingAccount>();
+  std::vector<ReceivedMessage> messages;
+  {
+    MessageReader reader(kRawInputField, 1 << 20, account);
+    reader.set_encoding(Compression::Gzip);
+    REQUIRE(feed(reader, wire_bytes.substr(0, 5 + length / 2)));
+    // Nothing says how large it is: what it may inflate to is promised until it ends.
+    CHECK(account->promised() == std::min<std::size_t>(1 << 20, length * kMaxInflateRatio));
+    REQUIRE(feed(reader, wire_bytes.substr(5 + length / 2)));
+    messages = std::move(reader.messages());
+  }
+  REQUIRE(messages.size() == 1);
+  CHECK(account->promised() == 0);
+  CHECK(account->held() == 100000);  // its tensors, inflated
+  messages.clear();
+  CHECK(account->held() == 0);
   CHECK_FALSE(account->out_of_order());
 }

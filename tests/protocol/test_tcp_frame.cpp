@@ -84,8 +84,8 @@ std::string record(std::uint8_t codec, std::uint64_t stored, std::uint64_t raw) 
 
 TEST_CASE("frames round-trip raw, zstd and adaptive, in any chunking") {
   auto tensors = payloads();
-  for (Compression c :
-       {Compression{false, 1, false}, Compression{true, 1, false}, Compression{true, 3, true}}) {
+  for (ZstdPolicy c :
+       {ZstdPolicy{false, 1, false}, ZstdPolicy{true, 1, false}, ZstdPolicy{true, 3, true}}) {
     CAPTURE(c.zstd);
     CAPTURE(c.adaptive);
     auto frame = encode_frame(FrameKind::Request, 77, "envelope bytes", tensors, nullptr, c);

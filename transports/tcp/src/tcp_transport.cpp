@@ -115,7 +115,7 @@ class TcpTransport final : public protocol::ControlCalls {
   }
 
   std::shared_ptr<TcpChannel> channel_;
-  protocol::tcp::Compression compression_;
+  protocol::tcp::ZstdPolicy compression_;
   std::size_t max_message_bytes_;
   bool wait_for_reconnect_;
   std::shared_ptr<Calls> calls_ = std::make_shared<Calls>();
