@@ -48,7 +48,8 @@ struct ServerStream {
   std::string path;
   std::string method;  // of the inference service, from the path; empty for another service
   std::string content_type;
-  std::string encoding;
+  std::string encoding;         // grpc-encoding: how its messages are compressed
+  std::string accept_encoding;  // grpc-accept-encoding: how its answers may be
   std::optional<std::chrono::nanoseconds> timeout;
   Clock::time_point started = Clock::now();
   std::optional<protocol::MessageReader> reader;  // made when the first DATA arrives
@@ -58,6 +59,7 @@ struct ServerStream {
   bool window_opened = false;  // its message was admitted and its window widened
   bool waiting = false;        // in the connection's queue for memory
   std::shared_ptr<OutgoingBody> response;
+  Compression response_encoding = Compression::None;
   BudgetHold response_bytes;
   bool request_ended = false;  // the client sent END_STREAM
   bool answered = false;
@@ -81,7 +83,21 @@ using IoContext = std::shared_ptr<asio::io_context>;
 struct Answer {
   Result<std::shared_ptr<OutgoingBody>> body;
   BudgetHold held;
+  Compression encoding = Compression::None;  // of the body, when it is flagged compressed
 };
+
+// How a ModelInfer answer is compressed for a client that accepts `accept_encoding`, as gRPC
+// core chooses for a compression level (grpc_compression_algorithm_for_level: gzip and deflate
+// ranked in that order; low takes the first the client accepts, medium and high the last).
+Compression response_encoding(ServerOptions::ResponseCompression level,
+                              std::string_view accept_encoding) {
+  using Level = ServerOptions::ResponseCompression;
+  const bool gzip = protocol::accepts(accept_encoding, Compression::Gzip);
+  const bool deflate = protocol::accepts(accept_encoding, Compression::Deflate);
+  if (level == Level::None || (!gzip && !deflate)) return Compression::None;
+  if (level == Level::Low) return gzip ? Compression::Gzip : Compression::Deflate;
+  return deflate ? Compression::Deflate : Compression::Gzip;
+}
 
 }  // namespace
 
@@ -358,6 +374,8 @@ class GrpcConnection final : public net::H2Session {
       stream->timeout = protocol::parse_grpc_timeout(v);
     } else if (n == "grpc-encoding") {
       stream->encoding = std::string(v);
+    } else if (n == "grpc-accept-encoding") {
+      stream->accept_encoding = std::string(v);
     }
     return 0;
   }
@@ -378,6 +396,9 @@ class GrpcConnection final : public net::H2Session {
       bool infer = stream->method == "ModelInfer" || stream->streaming();
       stream->reader.emplace(infer ? protocol::kRawInputField : 0,
                              self->context_->options.max_message_bytes, self->budget_);
+      // Known: refusal() answered an unknown one when the headers came.
+      stream->reader->set_encoding(
+          protocol::parse_encoding(stream->encoding).value_or(Compression::None));
     }
     const std::size_t kept_before = stream->reader->kept_bytes();
     if (auto ok = stream->reader->feed(data, len); !ok) {
@@ -430,11 +451,18 @@ class GrpcConnection final : public net::H2Session {
       return Error(StatusCode::Unimplemented, "unknown service in path '" + stream.path + "'");
     }
     const std::string& method = stream.method;
-    if (method == "ModelInfer" || method == kStreamMethod ||
-        serves_control(method, context_->options.shared_memory)) {
-      return std::nullopt;
+    if (method != "ModelInfer" && method != kStreamMethod &&
+        !serves_control(method, context_->options.shared_memory)) {
+      return unimplemented(method);
     }
-    return unimplemented(method);
+    // gRPC: a message compressed in a way the server does not know is UNIMPLEMENTED, and the
+    // answer says what the server accepts (grpc-accept-encoding, sent with every answer).
+    if (!stream.encoding.empty() && !protocol::parse_encoding(stream.encoding)) {
+      return Error(StatusCode::Unimplemented, "grpc-encoding '" + stream.encoding +
+                                                  "' is not supported (supported: " +
+                                                  std::string(protocol::kAcceptEncoding) + ")");
+    }
+    return std::nullopt;
   }
 
   // A stream answered before its client finished sending is reset with NO_ERROR after the
@@ -513,19 +541,22 @@ class GrpcConnection final : public net::H2Session {
       if (!bound) return respond_error(id, bound.error());
       shm = std::move(*bound);
     }
+    const Compression encoding =
+        response_encoding(context_->options.infer_response_compression, find(id)->accept_encoding);
     if (context_->options.inline_models) {
-      return answer(id,
-                    encode_answer(context_->executor->infer(*request), shm, *context_, budget_));
+      return answer(id, encode_answer(context_->executor->infer(*request), shm, *context_, budget_,
+                                      encoding));
     }
     std::weak_ptr<GrpcConnection> weak =
         std::static_pointer_cast<GrpcConnection>(shared_from_this());
-    models_.submit([weak, io = io_, id, context = context_, budget = budget_,
+    models_.submit([weak, io = io_, id, context = context_, budget = budget_, encoding,
                     request = std::move(*request), shm = std::move(shm)]() mutable {
       context->executor->infer_async(
-          std::move(request), [weak, io, id, context, budget,
+          std::move(request), [weak, io, id, context, budget, encoding,
                                shm = std::move(shm)](Result<InferResult> result) mutable {
-            // On an executor thread: encode here, answer on the connection's thread.
-            auto answer = encode_answer(std::move(result), shm, *context, budget);
+            // On an executor thread: encode (and compress) here, answer on the connection's
+            // thread.
+            auto answer = encode_answer(std::move(result), shm, *context, budget, encoding);
             asio::post(*io, [weak, id, answer = std::move(answer)]() mutable {
               if (auto self = weak.lock()) {
                 self->models_.finished();
@@ -740,9 +771,10 @@ class GrpcConnection final : public net::H2Session {
     stream.response->open = true;
     stream.response_bytes = BudgetHold(budget_, 0);
     nghttp2_nv headers[] = {net::make_header(":status", "200"),
-                            net::make_header("content-type", "application/grpc")};
+                            net::make_header("content-type", "application/grpc"),
+                            net::make_header("grpc-accept-encoding", protocol::kAcceptEncoding)};
     nghttp2_data_provider provider = body_provider(stream.response.get());
-    nghttp2_submit_response(session_, id, headers, 2, &provider);
+    nghttp2_submit_response(session_, id, headers, 3, &provider);
   }
 
   // Ends a stream whose client ended its side, once every request is answered: grpc-status 0
@@ -775,7 +807,8 @@ class GrpcConnection final : public net::H2Session {
 
   // Writes outputs bound for shared memory into their regions and encodes the rest.
   static Answer encode_answer(Result<InferResult> result, const ShmUse& shm, ServerContext& context,
-                              const std::shared_ptr<ConnectionBudget>& budget) {
+                              const std::shared_ptr<ConnectionBudget>& budget,
+                              Compression encoding = Compression::None) {
     if (!result) return {result.error(), {}};
     if (!shm.empty()) {
       if (auto placed = context.shared_memory.complete(shm, *result); !placed) {
@@ -784,13 +817,16 @@ class GrpcConnection final : public net::H2Session {
     }
     auto body = protocol::encode_infer_response(*result, context.options.max_message_bytes);
     if (!body) return {body.error(), {}};
+    if (auto packed = protocol::compress_message(**body, encoding, protocol::kDefaultLevel)) {
+      body = std::move(packed);  // a message that would not shrink goes as it is
+    }
     BudgetHold held(budget, (*body)->size());
-    return {std::move(body), std::move(held)};
+    return {std::move(body), std::move(held), encoding};
   }
 
   void answer(std::int32_t id, Answer answer) {
-    if (answer.body) return respond(id, std::move(*answer.body), std::move(answer.held));
-    respond_error(id, answer.body.error());
+    if (!answer.body) return respond_error(id, answer.body.error());
+    respond(id, std::move(*answer.body), std::move(answer.held), answer.encoding);
   }
 
   void control(std::int32_t id, const std::string& method, const std::string& bytes) {
@@ -806,7 +842,8 @@ class GrpcConnection final : public net::H2Session {
     respond(id, std::move(body), {});
   }
 
-  void respond(std::int32_t id, std::shared_ptr<OutgoingBody> body, BudgetHold held) {
+  void respond(std::int32_t id, std::shared_ptr<OutgoingBody> body, BudgetHold held,
+               Compression encoding = Compression::None) {
     ServerStream* stream = find(id);
     if (!stream || stream->answered || lost_) return;
     if (stream->timeout && Clock::now() - stream->started > *stream->timeout) {
@@ -815,11 +852,17 @@ class GrpcConnection final : public net::H2Session {
     }
     stream->answered = true;
     stream->response = std::move(body);
+    stream->response_encoding = encoding;
     stream->response_bytes = std::move(held);
-    nghttp2_nv headers[] = {net::make_header(":status", "200"),
-                            net::make_header("content-type", "application/grpc")};
+    nghttp2_nv headers[] = {
+        net::make_header(":status", "200"), net::make_header("content-type", "application/grpc"),
+        net::make_header("grpc-accept-encoding", protocol::kAcceptEncoding),
+        net::make_header("grpc-encoding", protocol::encoding_name(stream->response->compressed()
+                                                                      ? stream->response_encoding
+                                                                      : Compression::None))};
     nghttp2_data_provider provider = body_provider(stream->response.get());
-    nghttp2_submit_response(session_, id, headers, 2, &provider);
+    nghttp2_submit_response(session_, id, headers, stream->response->compressed() ? 4 : 3,
+                            &provider);
     flush();
   }
 
@@ -835,11 +878,13 @@ class GrpcConnection final : public net::H2Session {
     if (!error.reason().empty()) {
       details = protocol::base64_encode(protocol::encode_status_details(error));
     }
-    nghttp2_nv headers[] = {
-        net::make_header(":status", "200"), net::make_header("content-type", "application/grpc"),
-        net::make_header("grpc-status", code), net::make_header("grpc-message", message),
-        net::make_header(protocol::kStatusDetailsHeader, details)};
-    nghttp2_submit_response(session_, id, headers, details.empty() ? 4 : 5, nullptr);
+    nghttp2_nv headers[] = {net::make_header(":status", "200"),
+                            net::make_header("content-type", "application/grpc"),
+                            net::make_header("grpc-accept-encoding", protocol::kAcceptEncoding),
+                            net::make_header("grpc-status", code),
+                            net::make_header("grpc-message", message),
+                            net::make_header(protocol::kStatusDetailsHeader, details)};
+    nghttp2_submit_response(session_, id, headers, details.empty() ? 5 : 6, nullptr);
     // Answered before the client finished sending: once the answer is out, tell it to stop
     // (on_frame_send).
     stream->reset_after_answer = !stream->request_ended;

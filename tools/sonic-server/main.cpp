@@ -49,6 +49,10 @@ simple_identity, simple_sequence) over KServe v2 gRPC, Triton-compatible.
   --model-control-mode MODE
                      none (default, as Triton's): clients may not unload or load models;
                      explicit: they may (RepositoryModelUnload, RepositoryModelLoad)
+  --grpc-infer-response-compression-level LEVEL
+                     none (default), low, medium or high, as Triton's: ModelInfer answers
+                     to clients that accept it are compressed (low: gzip; medium, high:
+                     deflate); compressed requests are always accepted
 
 Shared memory (Triton's extension; see docs/shared-memory-security.md):
   --no-shm           refuse it (clients send tensors inline)
@@ -162,6 +166,22 @@ int main(int argc, char** argv) {
          std::string_view mode = v;
          if (mode != "none" && mode != "explicit") bad_option(f, "'none' or 'explicit'", v);
          options.model_control = mode == "explicit";
+       }},
+      {"--grpc-infer-response-compression-level",
+       [&](std::string_view f, const char* v) {
+         using Level = sonic::ServerOptions::ResponseCompression;
+         const std::string_view level = v;
+         if (level == "none") {
+           options.infer_response_compression = Level::None;
+         } else if (level == "low") {
+           options.infer_response_compression = Level::Low;
+         } else if (level == "medium") {
+           options.infer_response_compression = Level::Medium;
+         } else if (level == "high") {
+           options.infer_response_compression = Level::High;
+         } else {
+           bad_option(f, "'none', 'low', 'medium' or 'high'", v);
+         }
        }},
       {"--max-message-bytes", size_of(options.max_message_bytes)},
       {"--max-buffered-bytes", size_of(limits.max_buffered_bytes)},

@@ -85,6 +85,12 @@ struct ServerOptions {
   std::uint32_t connection_window_bytes = 16u << 20;
   /// zstd level of responses to tcp+zstd:// clients.
   int zstd_level = 1;
+  /// Compression of ModelInfer responses to gRPC clients that accept it, as Triton's
+  /// --grpc-infer-response-compression-level: None (the default), or Low, Medium, High,
+  /// which choose the algorithm as gRPC core does (Low: gzip; Medium and High: deflate;
+  /// whichever the client accepts). Requests come compressed or not as each client chooses.
+  enum class ResponseCompression : std::uint8_t { None, Low, Medium, High };
+  ResponseCompression infer_response_compression = ResponseCompression::None;
   /// Name reported by ServerMetadata.
   std::string name = "sonic-server";
   /// Serve Triton's shared memory extension (clients on this host place tensors in memory they
