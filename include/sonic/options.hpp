@@ -11,6 +11,7 @@
 
 #include <functional>
 
+#include "sonic/compression.hpp"
 #include "sonic/error.hpp"
 #include "sonic/retry.hpp"
 #include "sonic/stats.hpp"
@@ -34,8 +35,13 @@ struct SharedMemoryOptions {
   std::size_t min_region_bytes = std::size_t{64} << 10;
 };
 
-/// Compression of tcp+zstd:// endpoints (tcp:// sends tensors as they are).
+/// Compression: of gRPC messages, and of tcp+zstd:// tensors (tcp:// sends them as they are).
 struct CompressionOptions {
+  /// How requests' messages are compressed over gRPC (grpc://, grpc+shm://'s inline tensors,
+  /// and streams; a request may choose otherwise, InferRequest::compression): None, the
+  /// default, or Deflate or Gzip, which pay only on slow links with compressible tensors. A
+  /// message that would not shrink goes as it is. Answers are taken compressed either way.
+  Compression grpc = Compression::None;
   /// zstd level: 1 is fast, which is what a saturated link needs; higher trades CPU for bytes.
   int zstd_level = 1;
   /// Compress only tensors that shrink: a sample of each is compressed first, and one that
@@ -71,7 +77,7 @@ struct ClientOptions {
   /// Whether a host name stands for one endpoint or for each of its addresses.
   Resolution resolution;
 
-  /// Tensor compression of tcp+zstd:// endpoints.
+  /// Compression of gRPC messages and of tcp+zstd:// tensors.
   CompressionOptions compression;
   /// Shared memory pool of grpc+shm:// endpoints.
   SharedMemoryOptions shared_memory;

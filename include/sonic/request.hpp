@@ -4,12 +4,14 @@
 #include <chrono>
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
 #include <variant>
 #include <vector>
 
+#include "sonic/compression.hpp"
 #include "sonic/error.hpp"
 #include "sonic/tensor.hpp"
 
@@ -120,6 +122,12 @@ class InferRequest {
     return *this;
   }
   InferRequest&& own_inputs() && { return std::move(own_inputs()); }
+  /// How this request's message is compressed over gRPC, instead of ClientOptions::compression.
+  InferRequest& compression(Compression how) & {
+    compression_ = how;
+    return *this;
+  }
+  InferRequest&& compression(Compression how) && { return std::move(compression(how)); }
   /// A metadata header sent with this request only (lower-case name; "-bin" names carry binary).
   InferRequest& header(std::string name, std::string value) & {
     headers_.emplace_back(std::move(name), std::move(value));
@@ -136,6 +144,7 @@ class InferRequest {
   const std::vector<RequestedOutput>& outputs() const noexcept { return outputs_; }
   const Parameters& parameters() const noexcept { return parameters_; }
   std::chrono::microseconds timeout() const noexcept { return timeout_; }
+  const std::optional<Compression>& compression() const noexcept { return compression_; }
   const std::vector<std::pair<std::string, std::string>>& headers() const noexcept {
     return headers_;
   }
@@ -163,6 +172,7 @@ class InferRequest {
   std::vector<RequestedOutput> outputs_;
   Parameters parameters_;
   std::chrono::microseconds timeout_{0};
+  std::optional<Compression> compression_;
   std::vector<std::pair<std::string, std::string>> headers_;
 };
 

@@ -8,6 +8,7 @@
 #include <thread>
 #include <vector>
 
+#include "compression_checks.hpp"
 #include "example_model_checks.hpp"
 #include "expect_error.hpp"
 #include "loopback_server.hpp"
@@ -237,6 +238,19 @@ TEST_CASE("streams over gRPC: in order, decoupled, errors in-band, cancel") {
   LoopbackServer server;
   Client client(server.url());
   test::check_streams(client);
+}
+
+TEST_CASE("gRPC compression: requests gzip and deflate, answers as the server chooses") {
+  SUBCASE("answers as they are (the default)") {
+    LoopbackServer server;
+    test::check_compression(server.port(), false);
+  }
+  SUBCASE("answers compressed (Triton's --grpc-infer-response-compression-level)") {
+    ServerOptions options;
+    options.infer_response_compression = ServerOptions::ResponseCompression::Low;
+    LoopbackServer server(options);
+    test::check_compression(server.port(), true);
+  }
 }
 
 TEST_CASE("a stream's slow callback holds sonic-server back, and the client's memory with it") {

@@ -365,6 +365,19 @@ class Suite:
             len(got), len(payload))
         assert got == payload, "payload bytes differ"
 
+    def infer_compressed(self, compression):
+        """A request grpcio compresses (gzip or deflate, as Triton's clients
+        offer with compression_algorithm) is inflated and answered right."""
+        n = 262144  # 1 MiB of FP32 that compresses
+        data = (np.arange(n, dtype="<i4") % 64).astype("<f4").reshape(1, n)
+        req = pb2.ModelInferRequest(model_name="identity_fp32", id="zipped")
+        req.inputs.add(name="INPUT0", datatype="FP32", shape=[1, n])
+        req.raw_input_contents.append(data.tobytes())
+        resp = self.stub.ModelInfer(req, timeout=RPC_TIMEOUT_S,
+                                    compression=compression)
+        assert resp.id == "zipped", "id %r" % resp.id
+        assert resp.raw_output_contents[0] == data.tobytes(), "payload bytes differ"
+
     def infer_concurrent(self):
         n = 64
         cases = []
@@ -498,6 +511,10 @@ def run_suite(channel):
             ("simple requested OUTPUT1 only", s.infer_requested_output),
             ("identity_fp32 16 MiB", s.infer_identity_16mib),
             ("simple 64 concurrent futures", s.infer_concurrent),
+            ("identity_fp32 1 MiB, gzip request",
+             lambda: s.infer_compressed(grpc.Compression.Gzip)),
+            ("identity_fp32 1 MiB, deflate request",
+             lambda: s.infer_compressed(grpc.Compression.Deflate)),
         ]),
         ("errors", [
             ("unknown model NOT_FOUND", s.error_unknown_model),

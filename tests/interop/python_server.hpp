@@ -11,19 +11,25 @@
 
 namespace sonic::test {
 
+/// Starts another python_server.py with `options` added to its command line (throws
+/// std::runtime_error when it does not start).
+inline std::unique_ptr<ChildServer> start_python_server(std::vector<std::string> options = {}) {
+  std::vector<std::string> args = {SONIC_INTEROP_PYTHON, SONIC_INTEROP_SERVER_SCRIPT, "--proto-dir",
+                                   SONIC_INTEROP_PROTO_DIR, "--gen-dir", SONIC_INTEROP_GEN_DIR,
+                                   "--host", "127.0.0.1", "--port", "0",
+                                   // A backstop should this process vanish without a trace.
+                                   "--max-seconds", "300"};
+  args.insert(args.end(), options.begin(), options.end());
+  return std::make_unique<ChildServer>(std::move(args), "listening on 127.0.0.1:");
+}
+
 /// The server's host and port ("127.0.0.1:PORT"). A failed start is remembered, so that every
 /// test reports it without waiting again.
 inline std::string python_server_address() {
   static std::string error;
   static std::unique_ptr<ChildServer> server = [] {
     try {
-      return std::make_unique<ChildServer>(
-          std::vector<std::string>{SONIC_INTEROP_PYTHON, SONIC_INTEROP_SERVER_SCRIPT, "--proto-dir",
-                                   SONIC_INTEROP_PROTO_DIR, "--gen-dir", SONIC_INTEROP_GEN_DIR,
-                                   "--host", "127.0.0.1", "--port", "0",
-                                   // A backstop should this process vanish without a trace.
-                                   "--max-seconds", "300"},
-          "listening on 127.0.0.1:");
+      return start_python_server();
     } catch (const std::exception& e) {
       error = e.what();
       return std::unique_ptr<ChildServer>();

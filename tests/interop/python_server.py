@@ -91,6 +91,11 @@ def parse_args():
                     help="port to bind (default 0 = ephemeral)")
     ap.add_argument("--workers", type=int, default=96,
                     help="handler threads (default 96)")
+    ap.add_argument("--infer-response-compression", default="none",
+                    choices=["none", "gzip", "deflate"],
+                    help="compress ModelInfer answers, as Triton's "
+                         "--grpc-infer-response-compression-level does "
+                         "(grpcio compresses; default none)")
     return ap.parse_args()
 
 
@@ -566,6 +571,12 @@ class Servicer(pb2_grpc.GRPCInferenceServiceServicer):
     # -- inference --------------------------------------------------------
 
     def ModelInfer(self, request, context):
+        # Triton sets its compression level on ModelInfer's server context only
+        # (infer_handler.cc); grpcio then compresses the answer if it shrinks.
+        if ARGS.infer_response_compression != "none":
+            context.set_compression(
+                grpc.Compression.Gzip if ARGS.infer_response_compression == "gzip"
+                else grpc.Compression.Deflate)
         try:
             return self.infer(request, context)
         except InferError as e:

@@ -25,6 +25,7 @@
 
 #include <sonic/sonic.hpp>
 
+#include "compression_checks.hpp"
 #include "example_model_checks.hpp"
 #include "expect_error.hpp"
 #include "model_control_checks.hpp"
@@ -355,6 +356,14 @@ TEST_SUITE("interop: sonic client vs python server") {
   TEST_CASE("streams, as Triton answers them: in order, decoupled, errors in-band") {
     auto client = make_client();
     sonic::test::check_streams(client);
+  }
+
+  TEST_CASE("gRPC compression: requests gzip and deflate, answers as grpcio compresses them") {
+    const std::string address = sonic::test::python_server_address();
+    sonic::test::check_compression(
+        static_cast<std::uint16_t>(std::stoi(address.substr(address.rfind(':') + 1))), false);
+    auto compressing = sonic::test::start_python_server({"--infer-response-compression", "gzip"});
+    sonic::test::check_compression(static_cast<std::uint16_t>(compressing->port()), true);
   }
 
   TEST_CASE("a stream's slow callback holds the server back, and the client's memory with it") {

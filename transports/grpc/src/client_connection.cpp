@@ -219,6 +219,9 @@ void ClientConnection::start_stream(const std::shared_ptr<ClientCall>& call) {
   nva.push_back(net::make_header("content-type", "application/grpc"));
   nva.push_back(net::make_header("te", "trailers"));
   nva.push_back(net::make_header("user-agent", kUserAgent));
+  // Servers may compress answers in any of these (Triton: --grpc-infer-response-compression-
+  // level); a call's own grpc-encoding, when it compresses, is among its headers.
+  nva.push_back(net::make_header("grpc-accept-encoding", protocol::kAcceptEncoding));
   if (call->deadline != Deadline::max()) {
     timeout = protocol::format_grpc_timeout(call->deadline - Clock::now());
     nva.push_back(net::make_header("grpc-timeout", timeout));
@@ -280,6 +283,10 @@ int ClientConnection::on_header(nghttp2_session*, const nghttp2_frame* frame,
     if (auto details = protocol::base64_decode(v)) {
       call->error_reason = protocol::reason_from_status_details(*details);
     }
+  } else if (n == "grpc-encoding") {
+    // How the answer's messages are compressed; one sonic does not know fails at its first
+    // compressed message (INTERNAL), as the reader refuses what it cannot inflate.
+    call->reader.set_encoding(protocol::parse_encoding(v).value_or(Compression::None));
   }
   return 0;
 }

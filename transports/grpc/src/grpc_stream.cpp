@@ -31,10 +31,11 @@ StreamResponse to_response(const protocol::ReceivedMessage& message) {
 class GrpcStream final : public TransportStream {
  public:
   GrpcStream(std::shared_ptr<GrpcChannel> channel, std::shared_ptr<ClientCall> call,
-             std::size_t max_message_bytes)
+             std::size_t max_message_bytes, Compression compression)
       : channel_(std::move(channel)),
         call_(std::move(call)),
-        max_message_bytes_(max_message_bytes) {}
+        max_message_bytes_(max_message_bytes),
+        compression_(compression) {}
 
   // Cancels the call unless it ended, and waits for its `done` (which never runs on the
   // caller's thread: this is not called from the network thread's callbacks by contract).
@@ -50,7 +51,12 @@ class GrpcStream final : public TransportStream {
     auto kept = std::make_shared<InferRequest>(std::move(request).own_inputs());
     auto message = protocol::encode_infer_request(*kept, max_message_bytes_);
     if (!message) return message.error();
-    (*message)->keep_alive(std::move(kept));
+    if (auto packed =
+            protocol::compress_message(**message, compression_, protocol::kDefaultLevel)) {
+      message = std::move(packed);  // owns its bytes: the request need not stay
+    } else {
+      (*message)->keep_alive(std::move(kept));
+    }
     // Posted under the lock that close() posts under: a message the caller was told is sent
     // reaches the network thread before the end of the body does.
     std::lock_guard<std::mutex> lock(mutex_);
@@ -112,6 +118,7 @@ class GrpcStream final : public TransportStream {
   std::shared_ptr<GrpcChannel> channel_;
   std::shared_ptr<ClientCall> call_;
   std::size_t max_message_bytes_;
+  Compression compression_;  // of each request, when it shrinks
   std::shared_ptr<CancelSignal> cancel_ = std::make_shared<CancelSignal>();
   std::shared_ptr<Ended> ended_ = std::make_shared<Ended>();
   std::mutex mutex_;
@@ -123,7 +130,7 @@ class GrpcStream final : public TransportStream {
 std::unique_ptr<TransportStream> open_grpc_stream(
     std::shared_ptr<GrpcChannel> channel, std::shared_ptr<Calls> calls,
     std::vector<std::pair<std::string, std::string>> headers, std::size_t max_message_bytes,
-    std::size_t held_bytes_limit, Deadline deadline,
+    std::size_t held_bytes_limit, Compression compression, Deadline deadline,
     std::function<void(StreamResponse)> on_response, Callback<void> done) {
   auto body = std::make_shared<protocol::OutgoingBody>();
   body->open = true;
@@ -131,6 +138,9 @@ std::unique_ptr<TransportStream> open_grpc_stream(
   auto call = std::make_shared<ClientCall>("ModelStreamInfer", std::move(body), deadline, 0,
                                            max_message_bytes);
   call->headers = std::move(headers);
+  if (compression != Compression::None) {
+    call->headers.emplace_back("grpc-encoding", protocol::encoding_name(compression));
+  }
   // Undelivered responses hold up to one stream window; the window reopens on the network
   // thread once the caller dropped enough of them.
   std::weak_ptr<ClientCall> weak = call;
@@ -147,7 +157,7 @@ std::unique_ptr<TransportStream> open_grpc_stream(
     response.window_hold = std::move(hold);
     on_response(std::move(response));
   };
-  auto stream = std::make_unique<GrpcStream>(channel, call, max_message_bytes);
+  auto stream = std::make_unique<GrpcStream>(channel, call, max_message_bytes, compression);
   stream->start(calls, std::move(done));
   return stream;
 }

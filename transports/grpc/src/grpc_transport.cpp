@@ -55,6 +55,7 @@ class GrpcTransport final : public protocol::ControlCalls {
       : channel_(channel_for(endpoint, options)),
         headers_(options.headers),
         max_message_bytes_(options.max_message_bytes),
+        compression_(options.compression.grpc),
         stream_window_bytes_(options.stream_window_bytes),
         wait_for_reconnect_(net::ReconnectBackoff::calls_wait(options)) {}
 
@@ -67,9 +68,18 @@ class GrpcTransport final : public protocol::ControlCalls {
     auto begun = Clock::now();
     auto body = protocol::encode_infer_request(request, max_message_bytes_);
     if (!body) return done(body.error());
+    // Compressed on the caller's thread, as the message was encoded: the network thread only
+    // writes it.
+    const Compression compression = request.compression().value_or(compression_);
+    auto packed = protocol::compress_message(**body, compression, protocol::kDefaultLevel);
+    const bool compressed = packed != nullptr;  // else it would not shrink: it goes as it is
+    if (compressed) body = std::move(packed);
     auto call = make_call("ModelInfer", std::move(*body), deadline, protocol::kRawOutputField);
     call->times.encoded = Clock::now();
     call->headers = request.headers();
+    if (compressed) {
+      call->headers.emplace_back("grpc-encoding", protocol::encoding_name(compression));
+    }
     // Outputs the request placed in shared memory: the response need not say they are there.
     auto placed = protocol::outputs_in_shared_memory(request);
     // The call is alive whenever `done` runs (see ClientCall::done): its times may be read.
@@ -90,7 +100,7 @@ class GrpcTransport final : public protocol::ControlCalls {
       Deadline deadline, std::function<void(StreamResponse)> on_response,
       Callback<void> done) override {
     return open_grpc_stream(channel_, calls_, headers_, max_message_bytes_, stream_window_bytes_,
-                            deadline, std::move(on_response), std::move(done));
+                            compression_, deadline, std::move(on_response), std::move(done));
   }
 
   void call_async(std::string method, std::string request, Deadline deadline,
@@ -124,6 +134,7 @@ class GrpcTransport final : public protocol::ControlCalls {
   std::shared_ptr<GrpcChannel> channel_;
   std::vector<std::pair<std::string, std::string>> headers_;
   std::size_t max_message_bytes_;
+  Compression compression_;          // of requests that do not choose
   std::size_t stream_window_bytes_;  // what a stream's undelivered responses may hold
   bool wait_for_reconnect_;
   std::shared_ptr<Calls> calls_ = std::make_shared<Calls>();
