@@ -29,14 +29,16 @@ void in_fuzzed_chunks(const std::uint8_t* data, std::size_t size, Feed feed) {
   }
 }
 
-/// Feeds a fuzz input to a MessageReader in fuzzed chunks. Calls `on_message(ReceivedMessage&&)`
-/// (returning a number to keep the work observable) for every completed message; stops at the
-/// first reader error, as a peer would reset the stream.
+/// Feeds a fuzz input to a MessageReader in fuzzed chunks, its call's grpc-encoding chosen by
+/// (byte 0 >> 3) % 3 (identity, deflate, gzip: compressed messages are inflated as they come).
+/// Calls `on_message(ReceivedMessage&&)` (returning a number to keep the work observable) for
+/// every completed message; stops at the first reader error, as a peer would reset the stream.
 template <typename OnMessage>
 std::size_t feed_in_fuzzed_chunks(const std::uint8_t* data, std::size_t size,
                                   std::uint32_t raw_field, std::size_t max_message_bytes,
                                   OnMessage on_message) {
   sonic::protocol::MessageReader reader(raw_field, max_message_bytes);
+  if (size > 0) reader.set_encoding(static_cast<sonic::Compression>((data[0] >> 3) % 3));
   std::size_t sum = 0;
   in_fuzzed_chunks(data, size, [&](const std::uint8_t* chunk, std::size_t n) {
     auto fed = reader.feed(chunk, n);

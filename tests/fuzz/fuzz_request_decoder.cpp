@@ -6,7 +6,8 @@
 // throw or trip UBSan.
 //
 // Input: byte 0 & 7 = k chunk-size bytes follow (k == 0: one chunk); chunk i has size
-// 1 + byte[1 + i % k]; the rest of the input is the stream of gRPC length-prefixed messages.
+// 1 + byte[1 + i % k]; (byte 0 >> 3) % 3 is the call's grpc-encoding (identity, deflate, gzip);
+// the rest of the input is the stream of gRPC length-prefixed messages.
 #include <sonic/builtin_models.hpp>
 
 #include <cstddef>
