@@ -748,18 +748,20 @@ class GrpcConnection final : public net::H2Session {
 
   // Appends an answer to the stream's response, which begins with the first one. An answer
   // held in memory counts in the connection's budget until it was handed to the socket; a
-  // client that lets answers pile up past the budget loses its stream (RESOURCE_EXHAUSTED).
+  // client that lets answers pile up past the budget loses its stream. Its trailers would wait
+  // behind the answers it does not take, so the stream is reset at once with ENHANCE_YOUR_CALM
+  // (which gRPC maps to RESOURCE_EXHAUSTED): the client learns it, stops sending, and the
+  // answers are freed when the stream closes.
   void stream_response(std::int32_t id, ServerStream& stream,
                        std::shared_ptr<OutgoingBody> message) {
     if (stream.answered || lost_) return;
     if (!stream.response) open_stream_response(id, stream);
     if (stream.response->drained()) stream.response_bytes.release();
     if (budget_->held() + message->size() > budget_->limit()) {
-      return end_with_error(id, Error(StatusCode::ResourceExhausted,
-                                      "the stream's responses are not read as fast as they come: " +
-                                          std::to_string(stream.response_bytes.bytes()) +
-                                          " bytes of them wait, and the connection may hold " +
-                                          std::to_string(budget_->limit())));
+      stream.answered = true;
+      stream.backlog.clear();
+      nghttp2_submit_rst_stream(session_, NGHTTP2_FLAG_NONE, id, NGHTTP2_ENHANCE_YOUR_CALM);
+      return;
     }
     stream.response_bytes.grow(message->size());
     stream.response->append_message(*message);

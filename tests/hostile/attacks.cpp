@@ -2,6 +2,7 @@
 
 #include <zstd.h>
 
+#include <algorithm>
 #include <cstring>
 #include <map>
 #include <mutex>
@@ -126,6 +127,66 @@ Flood unread_stream_answers(int port, std::size_t request_floats, std::size_t to
     std::size_t n = socket.send(frames, milliseconds(1000));
     flood.sent += n;
     if (n < frames.size()) break;  // the server stopped taking them: flow control holds
+  }
+  return flood;
+}
+
+Flood windowless_stream(int port, std::size_t request_floats, std::size_t total_bytes) {
+  constexpr std::uint16_t kInitialWindowSetting = 4;
+  constexpr std::uint32_t kStream = 1;
+  constexpr std::int64_t kMaxFrameBytes = 16384;  // SETTINGS_MAX_FRAME_SIZE's default
+  RawSocket socket(port);
+  socket.send(h2::preface() + h2::settings({{kInitialWindowSetting, 0}}) +
+              h2::headers(kStream, h2::grpc_request_headers("ModelStreamInfer")));
+  // What the server lets this client send: RFC 9113's defaults until its SETTINGS and
+  // WINDOW_UPDATEs say more.
+  std::int64_t connection_window = 65535, stream_window = 65535;
+  std::string unparsed;
+  Flood flood;
+  auto read_frames = [&](milliseconds wait) {
+    const std::string bytes = socket.receive(wait);
+    if (bytes.empty()) return;
+    unparsed += bytes;
+    for (const h2::Frame& frame : h2::take_frames(unparsed)) {
+      if (frame.type == h2::kSettings && !(frame.flags & h2::kAck)) {
+        const std::int64_t initial = h2::setting(frame, kInitialWindowSetting, 65535);
+        stream_window += initial - 65535;  // RFC 9113 §6.9.2: the difference applies
+        socket.send(h2::settings({}, true));
+      } else if (frame.type == h2::kWindowUpdate && frame.payload.size() == 4) {
+        const std::int64_t increment =
+            (std::uint32_t{static_cast<std::uint8_t>(frame.payload[0])} << 24 |
+             std::uint32_t{static_cast<std::uint8_t>(frame.payload[1])} << 16 |
+             std::uint32_t{static_cast<std::uint8_t>(frame.payload[2])} << 8 |
+             static_cast<std::uint8_t>(frame.payload[3])) &
+            0x7fffffff;
+        (frame.stream == 0 ? connection_window : stream_window) += increment;
+      } else if ((frame.type == h2::kRstStream && frame.stream == kStream) ||
+                 (frame.type == h2::kHeaders && frame.stream == kStream &&
+                  (frame.flags & h2::kEndStream)) ||
+                 frame.type == h2::kGoaway) {
+        flood.closed_by_server = true;
+      }
+    }
+  };
+  const std::string message = h2::grpc_message(identity_request(request_floats));
+  std::size_t at = 0;  // into `message`, sent again and again
+  auto last_progress = Clock::now();
+  while (flood.sent < total_bytes && !flood.closed_by_server &&
+         Clock::now() - last_progress < std::chrono::seconds(3)) {
+    const std::int64_t allowed = std::min({connection_window, stream_window, kMaxFrameBytes});
+    if (allowed <= 0) {
+      read_frames(milliseconds(50));
+      continue;
+    }
+    const std::size_t n = std::min(static_cast<std::size_t>(allowed), message.size() - at);
+    const std::string frame = h2::data(kStream, std::string_view(message).substr(at, n), false);
+    if (socket.send(frame, milliseconds(1000)) < frame.size()) break;
+    connection_window -= static_cast<std::int64_t>(n);
+    stream_window -= static_cast<std::int64_t>(n);
+    flood.sent += n;
+    at = (at + n) % message.size();
+    last_progress = Clock::now();
+    read_frames(milliseconds(0));
   }
   return flood;
 }

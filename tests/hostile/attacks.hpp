@@ -34,6 +34,12 @@ Flood unread_answers(int port, std::size_t request_floats, std::size_t total_byt
 /// One ModelStreamInfer call carrying requests of `request_floats` elements each,
 /// `total_bytes` in all, whose owner never reads the answers nor ends its side.
 Flood unread_stream_answers(int port, std::size_t request_floats, std::size_t total_bytes);
+/// One ModelStreamInfer call carrying requests of `request_floats` elements each, `total_bytes`
+/// in all, from a client that obeys flow control (it reads the server's WINDOW_UPDATEs and
+/// sends only what they allow) but grants no window for the answers (SETTINGS_INITIAL_WINDOW_SIZE
+/// 0), so that the server can write none of them. closed_by_server: the server ended the stream
+/// (trailers or RST_STREAM) or the connection.
+Flood windowless_stream(int port, std::size_t request_floats, std::size_t total_bytes);
 /// PING frames, `total_bytes` of them, never reading the acknowledgements.
 Flood ping_flood(int port, std::size_t total_bytes);
 /// SETTINGS frames (one entry each), never reading the acknowledgements.

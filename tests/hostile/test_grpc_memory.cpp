@@ -82,6 +82,22 @@ TEST_CASE("a stream whose client never reads its answers gets no more than its s
                });
 }
 
+TEST_CASE("a stream that obeys flow control but takes no answers ends at the connection's share") {
+  // The client reads the server's WINDOW_UPDATEs and sends what they allow, and grants the
+  // answers no window, so that none can be written. Answers the server holds count in the
+  // connection's budget (the stream takes at most 64 requests at once, which bounds nothing
+  // here: each is answered at once); once it is spent the stream ends RESOURCE_EXHAUSTED.
+  growth_under({"--max-message-bytes", "64M", "--max-connection-buffered-bytes", "64M"},
+               kBudgetPeakKib, [](HostileTarget& t) {
+                 auto flood =
+                     attack::windowless_stream(t.grpc_port(), 256 * 1024, std::size_t{600} << 20);
+                 MESSAGE("sent " << (flood.sent >> 20)
+                                 << " MiB; ended by the server: " << flood.closed_by_server);
+                 CHECK(flood.closed_by_server);
+                 CHECK(flood.sent < std::size_t{200} << 20);
+               });
+}
+
 TEST_CASE("a PING flood that never reads the acknowledgements is cut off") {
   // Was: every acknowledgement nghttp2 queued moved into sonic's unbounded write buffer
   // (+61 MiB per 63 MiB of PINGs), defeating nghttp2's own flood guard.
