@@ -92,9 +92,10 @@ struct Answer {
 Compression response_encoding(ServerOptions::ResponseCompression level,
                               std::string_view accept_encoding) {
   using Level = ServerOptions::ResponseCompression;
+  if (level == Level::None) return Compression::None;
   const bool gzip = protocol::accepts(accept_encoding, Compression::Gzip);
   const bool deflate = protocol::accepts(accept_encoding, Compression::Deflate);
-  if (level == Level::None || (!gzip && !deflate)) return Compression::None;
+  if (!gzip && !deflate) return Compression::None;
   if (level == Level::Low) return gzip ? Compression::Gzip : Compression::Deflate;
   return deflate ? Compression::Deflate : Compression::Gzip;
 }
