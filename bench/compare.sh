@@ -2,7 +2,8 @@
 # Before and after: requests of identity_fp32 over grpc:// (64 B unless told; the default client
 # and server) against two builds, interleaved round by round so that both see the same stretch of a
 # noisy machine. Each build's client talks to its own sonic-server. Prints the median of ROUNDS
-# runs of 20,000 requests per point, and B/A.
+# runs of 20,000 requests per point, and B/A, then the interquartile range of B/A over the
+# rounds (a range that holds 1.00 is within the machine's noise).
 #
 #   bench/compare.sh BUILD_A BUILD_B [ROUNDS=7]
 #
@@ -43,6 +44,7 @@ ticks=$(getconf CLK_TCK)
 # One run: BUILD LABEL ROUND. Appends "label concurrency infer/s client_us server_us" lines.
 run() {
   local build=$1 label=$2 round=$3 port c before after
+  : >"$work/server.log"  # exists before the server starts: it is read while the server starts
   "$(program "${SERVER_BUILD:-$build}" sonic-server)" --host 127.0.0.1 --port 0 \
     >"$work/server.log" 2>&1 &
   server_pid=$!
@@ -101,4 +103,18 @@ for c in sorted({c for _, c in rows}):
     print(f"{c:>8} {med['A'][0]:>10.0f} {med['B'][0]:>10.0f} {ratio[0]:>6.2f} "
           f"{med['A'][1]:>12.1f} {med['B'][1]:>7.1f} {ratio[1]:>6.2f} "
           f"{med['A'][2]:>12.1f} {med['B'][2]:>7.1f} {ratio[2]:>6.2f}")
+
+# The noise: B/A of each round's pair (run one after the other), as the interquartile range.
+# A range that holds 1.00 is a difference the machine's noise can make.
+def quartiles(values):
+    q = statistics.quantiles(values, n=4, method="inclusive") if len(values) > 1 else values * 3
+    return q[0], q[2]
+print(f"B/A per round, interquartile range: {'infer/s':>15} {'client us':>15} {'server us':>15}")
+for c in sorted({c for _, c in rows}):
+    pairs = list(zip(rows[("A", c)], rows[("B", c)]))
+    cells = []
+    for i in range(3):
+        low, high = quartiles([b[i] / a[i] for a, b in pairs if a[i] > 0])
+        cells.append(f"{low:.2f}-{high:.2f}")
+    print(f"{c:>8} {'':>34} {cells[0]:>15} {cells[1]:>15} {cells[2]:>15}")
 PY
