@@ -366,6 +366,59 @@ TEST_SUITE("interop: sonic client vs python server") {
     sonic::test::check_compression(static_cast<std::uint16_t>(compressing->port()), true);
   }
 
+  TEST_CASE("reliability against Triton's answers: fallback, a server lost, a model unloaded") {
+    // The reliability paths read what a server answers (codes, Triton's wording): here the
+    // answers are the Triton-like server's, not sonic-server's.
+    const SimpleCase c(4);
+    SUBCASE("a model the server does not host (NOT_FOUND, Triton's words) runs locally") {
+      sonic::Model local_only;  // an identity that only this process hosts
+      local_only.name = "local_only";
+      local_only.inputs = {{"INPUT0", sonic::DataType::Fp32, {-1, -1}}};
+      local_only.outputs = {{"OUTPUT0", sonic::DataType::Fp32, {-1, -1}}};
+      local_only.compute =
+          [](const sonic::InferRequest& request) -> sonic::Result<std::vector<sonic::NamedTensor>> {
+        return std::vector<sonic::NamedTensor>{
+            {"OUTPUT0", request.find_input("INPUT0")->tensor.to_owned(), {}}};
+      };
+      auto local = std::make_shared<sonic::CpuExecutor>(1);
+      local->add_model(std::move(local_only));
+      sonic::ClientOptions options;
+      options.fallback = local;
+      auto client = make_client(options);
+      std::vector<float> data = {1, 2, 3, 4};
+      auto r = client.infer(
+          sonic::InferRequest("local_only").input("INPUT0", sonic::Tensor::view(data, {2, 2})));
+      CHECK(r.executed_on() == sonic::ExecutedOn::Local);
+      CHECK(r.output("OUTPUT0").as<float>()[3] == 4.f);
+    }
+    SUBCASE("a server lost mid-run is passed over: none of 80 requests fails") {
+      auto lost = sonic::test::start_python_server();
+      sonic::test::FaultProxy proxy(static_cast<std::uint16_t>(lost->port()));
+      sonic::ClientOptions options;
+      options.endpoints = {proxy.url(), server_url()};
+      options.default_timeout = 30s;
+      sonic::Client client(options);
+      for (int i = 0; i < 40; ++i) CHECK(c.matches(client.infer(c.request())));
+      proxy.refuse(true);
+      proxy.reset_all();
+      for (int i = 0; i < 40; ++i) CHECK(c.matches(client.infer(c.request())));
+      auto stats = client.stats();
+      CHECK(stats.failed == 0);
+      CHECK_FALSE(stats.endpoints[0].healthy);
+    }
+    SUBCASE("a model unloaded from one server (UNAVAILABLE) is served by the other") {
+      auto unloaded = sonic::test::start_python_server();
+      const std::string unloaded_url = "grpc://127.0.0.1:" + std::to_string(unloaded->port());
+      sonic::Client(unloaded_url).unload_model("simple");
+      sonic::ClientOptions options;
+      options.endpoints = {unloaded_url, server_url()};
+      options.default_timeout = 30s;
+      sonic::Client client(options);
+      for (int i = 0; i < 20; ++i) CHECK(c.matches(client.infer(c.request())));
+      CHECK(client.stats().failed == 0);
+    }
+  }
+
   TEST_CASE("a stream's slow callback holds the server back, and the client's memory with it") {
     const std::string address = sonic::test::python_server_address();
     sonic::test::check_stream_backpressure(
