@@ -1,0 +1,82 @@
+"""An independent client for bench/vs_grpcio.sh: Google's grpcio (Debian's python3-grpcio),
+asyncio API, sending identity_fp32 requests to a KServe v2 server with CONCURRENCY in flight.
+
+Prints one JSON object: throughput (requests/s), p50_us and p99_us (latency of each request),
+client_cpu_us (this process's user + system CPU per request). A warm-up of WARMUP requests
+goes first and is not counted.
+
+    peer_grpcio.py --target 127.0.0.1:8001 --proto-dir proto --gen-dir DIR
+                   --elements 16 --concurrency 16 --requests 20000
+"""
+
+import argparse
+import asyncio
+import json
+import os
+import resource
+import sys
+import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests",
+                                "interop"))
+from stubs import load_stubs  # noqa: E402  (the interop tests' stub generator)
+
+GIB = 1 << 30
+
+
+def cpu_seconds():
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
+
+
+async def run(args, pb2, pb2_grpc, grpc):
+    request = pb2.ModelInferRequest(model_name="identity_fp32")
+    request.inputs.add(name="INPUT0", datatype="FP32", shape=[1, args.elements])
+    request.raw_input_contents.append(bytes(4 * args.elements))
+    options = [("grpc.max_receive_message_length", GIB),
+               ("grpc.max_send_message_length", GIB)]
+    async with grpc.aio.insecure_channel(args.target, options=options) as channel:
+        stub = pb2_grpc.GRPCInferenceServiceStub(channel)
+        latencies = []
+
+        async def worker(count, record):
+            for _ in range(count):
+                start = time.perf_counter()
+                await stub.ModelInfer(request)
+                if record:
+                    latencies.append(time.perf_counter() - start)
+
+        async def phase(total, record):
+            per = [total // args.concurrency + (1 if i < total % args.concurrency else 0)
+                   for i in range(args.concurrency)]
+            await asyncio.gather(*(worker(n, record) for n in per))
+
+        await phase(args.warmup, False)
+        cpu, wall = cpu_seconds(), time.perf_counter()
+        await phase(args.requests, True)
+        wall = time.perf_counter() - wall
+        cpu = cpu_seconds() - cpu
+    latencies.sort()
+    pick = lambda q: latencies[min(len(latencies) - 1, int(q * len(latencies)))] * 1e6
+    return {"throughput": args.requests / wall, "p50_us": pick(0.5), "p99_us": pick(0.99),
+            "client_cpu_us": cpu / args.requests * 1e6}
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--target", required=True, help="host:port of the server")
+    ap.add_argument("--proto-dir", required=True)
+    ap.add_argument("--gen-dir", required=True)
+    ap.add_argument("--elements", type=int, default=16, help="FP32 elements per request")
+    ap.add_argument("--concurrency", type=int, default=1)
+    ap.add_argument("--requests", type=int, default=20000)
+    ap.add_argument("--warmup", type=int, default=500)
+    args = ap.parse_args()
+    _, pb2, pb2_grpc = load_stubs(args.proto_dir, args.gen_dir)
+    import grpc
+    import grpc.aio  # noqa: F401
+    print(json.dumps(asyncio.run(run(args, pb2, pb2_grpc, grpc))))
+
+
+if __name__ == "__main__":
+    main()
