@@ -7,6 +7,7 @@ set -euo pipefail
 python=$1 script=$2 proto=$3 gen=$4 perf=$5
 fail() { echo "FAIL: $*"; exit 1; }
 work=$(mktemp -d)
+: >"$work/server.log"  # exists before the server starts: it is read while the server starts
 "$python" "$script" --proto-dir "$proto" --gen-dir "$gen" --host 127.0.0.1 --port 0 \
   --max-seconds 100 >"$work/server.log" 2>&1 &
 pid=$!

@@ -38,6 +38,7 @@ flags=$(PKG_CONFIG_PATH=$libdir/pkgconfig pkg-config --cflags --libs sonic-grpc)
 
 echo "== the installed sonic-server, run as installed"
 log=$work/server.log
+: >"$log"  # exists before the server starts: it is read while the server starts
 env -u LD_LIBRARY_PATH "$prefix/bin/sonic-server" --port 0 >"$log" 2>&1 &
 server=$!
 trap 'kill $server 2>/dev/null; wait $server 2>/dev/null || true' EXIT

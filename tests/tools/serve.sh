@@ -8,6 +8,7 @@ serve() {
   local server=$1
   shift
   work=$(mktemp -d)
+  : >"$work/server.log"  # exists before the server starts: it is read while the server starts
   "$server" --host 127.0.0.1 --port 0 "$@" >"$work/server.log" 2>&1 &
   pid=$!
   trap 'kill $pid 2>/dev/null; wait $pid 2>/dev/null; rm -rf "$work"' EXIT

@@ -24,6 +24,7 @@ passed=$((passed + 1))
 
 start() {  # start LOG ARGS...: runs the server in the background and sets $port
   local log=$1; shift
+  : >"$log"  # exists before the server starts: it is read while the server starts
   "$server" "$@" >"$log" 2>&1 &
   pids+=($!)
   for _ in $(seq 100); do
