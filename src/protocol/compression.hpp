@@ -21,8 +21,6 @@ class OutgoingBody;
 
 /// The zlib level gRPC core compresses at (Z_DEFAULT_COMPRESSION).
 inline constexpr int kDefaultLevel = 6;
-/// grpc-accept-encoding: what sonic takes.
-inline constexpr std::string_view kAcceptEncoding = "identity,deflate,gzip";
 /// The most deflate inflates one byte to (zlib's technical details: 1032:1), so a compressed
 /// message of N bytes holds at most about 1032 N.
 inline constexpr std::size_t kMaxInflateRatio = 1032;

@@ -273,6 +273,9 @@ SONIC_EXPORT Error error_from_reset(std::uint32_t h2_error);
 
 /// The trailer that carries an error's details: a base64 google.rpc.Status.
 inline constexpr std::string_view kStatusDetailsHeader = "grpc-status-details-bin";
+/// grpc-accept-encoding's value from sonic: the message compressions it reads
+/// (compression.hpp).
+inline constexpr std::string_view kAcceptEncoding = "identity,deflate,gzip";
 /// The domain of the reasons sonic's servers give (google.rpc.ErrorInfo.domain).
 inline constexpr std::string_view kErrorDomain = "sonic";
 

@@ -71,8 +71,11 @@ class GrpcTransport final : public protocol::ControlCalls {
     // Compressed on the caller's thread, as the message was encoded: the network thread only
     // writes it.
     const Compression compression = request.compression().value_or(compression_);
-    auto packed = protocol::compress_message(**body, compression, protocol::kDefaultLevel);
-    const bool compressed = packed != nullptr;  // else it would not shrink: it goes as it is
+    std::shared_ptr<protocol::OutgoingBody> packed;
+    if (compression != Compression::None) {
+      packed = protocol::compress_message(**body, compression, protocol::kDefaultLevel);
+    }
+    const bool compressed = packed != nullptr;  // else none, or it would not shrink: as it is
     if (compressed) body = std::move(packed);
     auto call = make_call("ModelInfer", std::move(*body), deadline, protocol::kRawOutputField);
     call->times.encoded = Clock::now();
