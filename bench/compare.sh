@@ -32,29 +32,13 @@ program() {  # BUILD NAME: the program's path in either layout
   exit 2
 }
 
-work=$(mktemp -d)
-server_pid=
-cleanup() {
-  [[ -n $server_pid ]] && kill "$server_pid" 2>/dev/null && wait "$server_pid" 2>/dev/null
-  rm -rf "$work"
-}
-trap cleanup EXIT
+source "$(dirname "${BASH_SOURCE[0]}")/start_server.sh"  # $work, start_server, the cleanup
 ticks=$(getconf CLK_TCK)
 
 # One run: BUILD LABEL ROUND. Appends "label concurrency infer/s client_us server_us" lines.
 run() {
-  local build=$1 label=$2 round=$3 port c before after
-  : >"$work/server.log"  # exists before the server starts: it is read while the server starts
-  "$(program "${SERVER_BUILD:-$build}" sonic-server)" --host 127.0.0.1 --port 0 \
-    >"$work/server.log" 2>&1 &
-  server_pid=$!
-  port=
-  for _ in $(seq 100); do
-    port=$(sed -n 's/^sonic-server listening on .*:\([0-9]*\)$/\1/p' "$work/server.log")
-    [[ -n $port ]] && break
-    sleep 0.1
-  done
-  [[ -n $port ]] || { echo "compare: sonic-server did not start" >&2; exit 1; }
+  local build=$1 label=$2 round=$3 c before after
+  start_server "$(program "${SERVER_BUILD:-$build}" sonic-server)" "$work/server.log"
   for c in "${concurrencies[@]}"; do
     before=$(awk '{print $14 + $15}' "/proc/$server_pid/stat")
     "$(program "${CLIENT_BUILD:-$build}" sonic-perf)" --url "grpc://127.0.0.1:$port" \

@@ -27,24 +27,8 @@ python=${PYTHON:-/usr/bin/python3}
 "$python" -c "import grpc, grpc_tools" 2>/dev/null ||
   { echo "vs_grpcio: needs python3-grpcio and python3-grpc-tools (scripts/install-deps.sh)" >&2; exit 2; }
 
-work=$(mktemp -d)
-server_pid=
-cleanup() {
-  [[ -n $server_pid ]] && kill "$server_pid" 2>/dev/null && wait "$server_pid" 2>/dev/null
-  rm -rf "$work"
-}
-trap cleanup EXIT
-
-: >"$work/server.log"
-"$server" --host 127.0.0.1 --port 0 >"$work/server.log" 2>&1 &
-server_pid=$!
-port=
-for _ in $(seq 100); do
-  port=$(sed -n 's/^sonic-server listening on .*:\([0-9]*\)$/\1/p' "$work/server.log")
-  [[ -n $port ]] && break
-  sleep 0.1
-done
-[[ -n $port ]] || { echo "vs_grpcio: sonic-server did not start" >&2; exit 1; }
+source "$repo/bench/start_server.sh"  # $work, start_server, the cleanup
+start_server "$server" "$work/server.log"
 
 # POINT: elements:concurrency:requests. The floor moves the request's wire bytes each way.
 points=(16:1:20000 16:16:20000 16:64:20000 1048576:1:200 1048576:4:200)
