@@ -59,7 +59,6 @@ struct ServerStream {
   bool window_opened = false;  // its message was admitted and its window widened
   bool waiting = false;        // in the connection's queue for memory
   std::shared_ptr<OutgoingBody> response;
-  Compression response_encoding = Compression::None;
   BudgetHold response_bytes;
   bool request_ended = false;  // the client sent END_STREAM
   bool answered = false;
@@ -83,7 +82,7 @@ using IoContext = std::shared_ptr<asio::io_context>;
 struct Answer {
   Result<std::shared_ptr<OutgoingBody>> body;
   BudgetHold held;
-  Compression encoding = Compression::None;  // of the body, when it is flagged compressed
+  Compression encoding = Compression::None;  // how the body is compressed (None: it is not)
 };
 
 // How a ModelInfer answer is compressed for a client that accepts `accept_encoding`, as gRPC
@@ -821,7 +820,9 @@ class GrpcConnection final : public net::H2Session {
     auto body = protocol::encode_infer_response(*result, context.options.max_message_bytes);
     if (!body) return {body.error(), {}};
     if (auto packed = protocol::compress_message(**body, encoding, protocol::kDefaultLevel)) {
-      body = std::move(packed);  // a message that would not shrink goes as it is
+      body = std::move(packed);
+    } else {
+      encoding = Compression::None;  // a message that would not shrink goes as it is
     }
     BudgetHold held(budget, (*body)->size());
     return {std::move(body), std::move(held), encoding};
@@ -855,16 +856,14 @@ class GrpcConnection final : public net::H2Session {
     }
     stream->answered = true;
     stream->response = std::move(body);
-    stream->response_encoding = encoding;
     stream->response_bytes = std::move(held);
-    nghttp2_nv headers[] = {
-        net::make_header(":status", "200"), net::make_header("content-type", "application/grpc"),
-        net::make_header("grpc-accept-encoding", protocol::kAcceptEncoding),
-        net::make_header("grpc-encoding", protocol::encoding_name(stream->response->compressed()
-                                                                      ? stream->response_encoding
-                                                                      : Compression::None))};
+    nghttp2_nv headers[] = {net::make_header(":status", "200"),
+                            net::make_header("content-type", "application/grpc"),
+                            net::make_header("grpc-accept-encoding", protocol::kAcceptEncoding),
+                            net::make_header("grpc-encoding", protocol::encoding_name(encoding))};
     nghttp2_data_provider provider = body_provider(stream->response.get());
-    nghttp2_submit_response(session_, id, headers, stream->response->compressed() ? 4 : 3,
+    // grpc-encoding only with a compressed body.
+    nghttp2_submit_response(session_, id, headers, encoding == Compression::None ? 3 : 4,
                             &provider);
     flush();
   }

@@ -15,7 +15,6 @@ namespace {
 
 constexpr int kWindowBits = 15;  // gRPC core's, and zlib's largest
 constexpr int kGzipWindowBits = kWindowBits + 16;
-constexpr std::size_t kPrefixBytes = 5;
 // zlib counts in uInt: larger runs go in pieces.
 constexpr std::size_t kMaxRun = std::numeric_limits<uInt>::max();
 

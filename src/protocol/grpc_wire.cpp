@@ -15,7 +15,6 @@ namespace sonic::protocol {
 namespace {
 // Borrowed runs shorter than this are copied: an extra iovec costs more than the copy.
 constexpr std::size_t kMinBorrowedBytes = 2048;
-constexpr std::size_t kPrefixBytes = 5;
 
 Error malformed(const char* what) {
   return Error(StatusCode::Internal, std::string("malformed gRPC message: ") + what);

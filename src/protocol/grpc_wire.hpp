@@ -21,6 +21,9 @@
 
 namespace sonic::protocol {
 
+/// A gRPC message's prefix: the Compressed-Flag byte and a 4-byte big-endian length.
+inline constexpr std::size_t kPrefixBytes = 5;
+
 /// Bytes of one gRPC message body (with its 5-byte prefix) ready to send: a small owned head
 /// (prefix + protobuf envelope + field headers) interleaved with borrowed tensor bytes, so that
 /// large tensors go from their memory to the socket without a copy. A stream's body is `open`:
