@@ -7,9 +7,9 @@
 # those libraries need them at run time, and exported as the link dependencies of the others,
 # but without headers or a development link name: users do not build against them.
 #
-# ANCHOR, for transports: a transport registers its URL scheme from a static initialiser and
-# user code calls none of its symbols, so a linker that drops unreferenced libraries (Debian's
-# default --as-needed) would drop it. The library defines sonic_NAME_transport_anchor, and a
+# ANCHOR, for transports and backends: they register themselves (a URL scheme, a backend) from a
+# static initialiser, and user code calls none of their symbols, so a linker that drops unreferenced libraries (Debian's
+# default --as-needed) would drop it. The library defines sonic_NAME_registration_anchor, and a
 # tiny object file referencing it, libsonic_NAME_anchor.o, goes in front of every user's link:
 #   - CMake consumers get it as a link option of the target (placed before the libraries);
 #   - `-lsonic_NAME` finds libsonic_NAME.so, which is then a linker script listing the anchor
@@ -56,10 +56,10 @@ function(sonic_library name)
   set(anchor_source ${CMAKE_CURRENT_BINARY_DIR}/${anchor_name}.cpp)
   file(WRITE ${anchor_source}
     "// Linked into programs that use ${target}: its reference keeps the library, whose\n"
-    "// static initialiser registers the transport, on the link line.\n"
-    "extern \"C\" int ${target}_transport_anchor;\n"
+    "// static initialiser registers it, on the link line.\n"
+    "extern \"C\" int ${target}_registration_anchor;\n"
     "extern \"C\" {\n"
-    "__attribute__((used)) int* ${target}_transport_anchor_ref = &${target}_transport_anchor;\n"
+    "__attribute__((used)) int* ${target}_registration_anchor_ref = &${target}_registration_anchor;\n"
     "}\n")
   add_library(${target}_anchor OBJECT ${anchor_source})
   set_target_properties(${target}_anchor PROPERTIES POSITION_INDEPENDENT_CODE ON)

@@ -2,6 +2,7 @@
 // in-process (the fallback when no server is left, and the engine of sonic-server).
 #pragma once
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <functional>
@@ -47,9 +48,25 @@ struct Model {
   std::vector<TensorMetadata> outputs;
   ModelFunction compute;
   DecoupledFunction decoupled;
+  /// The model's configuration as its repository gives it (a serialized inference.ModelConfig,
+  /// proto/model_config.proto), reported by the ModelConfig call; empty: the server derives
+  /// one from the fields above.
+  std::string config;
 
   bool is_decoupled() const noexcept { return static_cast<bool>(decoupled); }
   ModelMetadata metadata() const { return {name, {version}, platform, inputs, outputs}; }
+};
+
+/// Where an executor finds the models it was not given: a model repository
+/// (sonic::repository implements it). Called from any thread, never under the executor's lock.
+class ModelSource {
+ public:
+  virtual ~ModelSource() = default;
+  /// The models it can load, sorted.
+  virtual std::vector<std::string> model_names() const = 0;
+  /// Reads and prepares a model: may take long (files, a network's graph); an Error says why
+  /// the model cannot be served (the file, the line, what to fix).
+  virtual Result<Model> load(const std::string& name) const = 0;
 };
 
 /// Runs registered models on a thread pool. Thread-safe. Statistics follow Triton's meaning so
@@ -88,22 +105,53 @@ class CpuExecutor {
     return find(name, version).ok();
   }
 
-  /// Takes a registered model out of service (KServe RepositoryModelUnload): its requests
-  /// fail with UNAVAILABLE until load_model(). NOT_FOUND for a name never registered.
-  Result<void> unload_model(const std::string& name) { return set_loaded(name, false); }
-  /// Puts an unloaded model back in service (KServe RepositoryModelLoad).
-  Result<void> load_model(const std::string& name) { return set_loaded(name, true); }
+  /// Takes a model out of service (KServe RepositoryModelUnload): its requests fail with
+  /// UNAVAILABLE until load_model(). A model of the source is dropped (requests under way keep
+  /// it until they end). NOT_FOUND for a name neither registered nor in the source.
+  Result<void> unload_model(const std::string& name) {
+    if (in_source(name)) {
+      std::lock_guard<std::mutex> lock(mutex_);
+      models_.erase(name);
+      states_[name] = "unloaded";
+      return {};
+    }
+    return set_loaded(name, false);
+  }
 
-  /// Every registered model and its state, READY or UNAVAILABLE (KServe RepositoryIndex).
-  std::vector<ModelIndex> repository_index() const {
+  /// Puts a model in service (KServe RepositoryModelLoad): a model of the source is read again
+  /// from it, as Triton reloads a model from its repository (requests under way finish on the
+  /// version they started with); a registered one is put back. On failure the model stays out
+  /// of service and the error is its state's reason.
+  Result<void> load_model(const std::string& name) {
+    if (!in_source(name)) return set_loaded(name, true);
+    std::lock_guard<std::mutex> one_load(load_mutex_);
+    return load_from_source(name);
+  }
+
+  /// Models come from `source` too: `load_model()` reads them from it, and with `on_demand` a
+  /// request for a model the executor does not hold loads it first (the fallback's way: only
+  /// the models a job needs are read). Registered models keep precedence.
+  void set_source(std::shared_ptr<const ModelSource> source, bool on_demand) {
     std::lock_guard<std::mutex> lock(mutex_);
-    std::vector<ModelIndex> index;
+    source_ = std::move(source);
+    load_on_demand_ = on_demand;
+  }
+
+  /// Every model, registered or in the source, and its state: READY, or UNAVAILABLE with the
+  /// reason ("unloaded", or why it failed to load) (KServe RepositoryIndex).
+  std::vector<ModelIndex> repository_index() const {
+    std::map<std::string, ModelIndex> index;
+    for (const auto& name : source_names()) index[name] = {name, "", "UNAVAILABLE", "unloaded"};
+    std::lock_guard<std::mutex> lock(mutex_);
+    for (const auto& [name, reason] : states_) index[name] = {name, "", "UNAVAILABLE", reason};
     for (const auto& [name, entry] : models_) {
       const bool loaded = entry->loaded.load();
-      index.push_back(
-          {name, entry->model.version, loaded ? "READY" : "UNAVAILABLE", loaded ? "" : "unloaded"});
+      index[name] = {name, entry->model.version, loaded ? "READY" : "UNAVAILABLE",
+                     loaded ? "" : "unloaded"};
     }
-    return index;
+    std::vector<ModelIndex> all;
+    for (auto& [name, model] : index) all.push_back(std::move(model));
+    return all;
   }
 
   /// Names of the registered models, sorted.
@@ -127,7 +175,7 @@ class CpuExecutor {
   /// answers UNIMPLEMENTED: its responses come through infer_responses().
   Result<InferResult> infer(const InferRequest& request,
                             Clock::time_point queued_since = Clock::now()) {
-    auto found = find(request.model_name(), request.model_version());
+    auto found = find_or_load(request.model_name(), request.model_version());
     if (!found) return found.error();
     Entry& entry = **found;
     if (entry.model.is_decoupled()) {
@@ -156,7 +204,7 @@ class CpuExecutor {
   Result<void> infer_responses(const InferRequest& request,
                                const std::function<void(InferResult)>& respond,
                                Clock::time_point queued_since = Clock::now()) {
-    auto found = find(request.model_name(), request.model_version());
+    auto found = find_or_load(request.model_name(), request.model_version());
     if (!found) return found.error();
     Entry& entry = **found;
     if (!entry.model.is_decoupled()) {
@@ -239,6 +287,7 @@ class CpuExecutor {
   };
   struct Entry {
     Model model;
+    bool from_source = false;
     std::atomic<bool> loaded{true};
     Counter success, fail, queue, compute_input, compute_infer, compute_output;
     std::atomic<std::uint64_t> inference_count{0}, execution_count{0}, last_inference_ms{0};
@@ -289,11 +338,80 @@ class CpuExecutor {
     return {};
   }
 
+  std::vector<std::string> source_names() const {
+    std::shared_ptr<const ModelSource> source;
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      source = source_;
+    }
+    return source ? source->model_names() : std::vector<std::string>{};
+  }
+
+  // A model of the source that no registered model hides.
+  bool in_source(const std::string& name) const {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      auto it = models_.find(name);
+      if (it != models_.end() && !it->second->from_source) return false;
+    }
+    auto names = source_names();
+    return std::binary_search(names.begin(), names.end(), name);
+  }
+
+  // Called with load_mutex_ held: one load at a time, so that concurrent first requests for a
+  // model read it once.
+  Result<void> load_from_source(const std::string& name) {
+    std::shared_ptr<const ModelSource> source;
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      source = source_;
+    }
+    auto model = source->load(name);
+    if (model && static_cast<bool>(model->compute) == model->is_decoupled()) {
+      model = Error(StatusCode::Internal, "model '" + name + "' came without a function");
+    }
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (!model) {
+      models_.erase(name);
+      states_[name] = model.error().message();
+      return model.error();
+    }
+    auto entry = std::make_shared<Entry>();
+    entry->model = std::move(*model);
+    entry->from_source = true;
+    models_[name] = std::move(entry);
+    states_.erase(name);
+    return {};
+  }
+
+  // find(), and with on-demand loading a model of the source read on its first request; one
+  // that failed to load is not tried again (load_model() does).
+  Result<std::shared_ptr<Entry>> find_or_load(const std::string& name, const std::string& version) {
+    auto found = find(name, version);
+    if (found || found.error().code() != StatusCode::NotFound) return found;
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      if (!source_ || !load_on_demand_ || states_.count(name)) return found;
+    }
+    if (!in_source(name)) return found;
+    std::lock_guard<std::mutex> one_load(load_mutex_);
+    if (auto loaded_meanwhile = find(name, version);
+        loaded_meanwhile || loaded_meanwhile.error().code() != StatusCode::NotFound) {
+      return loaded_meanwhile;
+    }
+    if (auto loaded = load_from_source(name); !loaded) return loaded.error();
+    return find(name, version);
+  }
+
   Result<std::shared_ptr<Entry>> find(const std::string& name, const std::string& version,
                                       Loaded which = Loaded::kOnly) const {
     std::lock_guard<std::mutex> lock(mutex_);
     auto it = models_.find(name);
     if (it == models_.end()) {
+      if (auto state = states_.find(name); state != states_.end()) {
+        return Error(StatusCode::Unavailable,
+                     "model '" + name + "' is not loaded: " + state->second);
+      }
       // Triton's words (its clients look for them), and what there is instead.
       std::string message = "Request for unknown model: '" + name + "' is not found";
       std::size_t listed = 0;
@@ -379,6 +497,10 @@ class CpuExecutor {
 
   mutable std::mutex mutex_;
   std::map<std::string, std::shared_ptr<Entry>> models_;
+  std::map<std::string, std::string> states_;  // models of the source out of service, and why
+  std::shared_ptr<const ModelSource> source_;
+  bool load_on_demand_ = false;
+  std::mutex load_mutex_;    // held while a model of the source loads (never with mutex_ held)
   detail::ThreadPool pool_;  // last: joined first, while the models still exist
 };
 

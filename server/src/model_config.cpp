@@ -1,5 +1,6 @@
 #include "model_config.hpp"
 
+#include "protocol/config_types.hpp"
 #include "protocol/wire.hpp"
 
 namespace sonic::server {
@@ -8,33 +9,12 @@ namespace {
 
 namespace wire = protocol::wire;
 
-// model_config.proto's DataType enum.
-std::uint64_t config_type(DataType type) {
-  switch (type) {
-    case DataType::Bool: return 1;
-    case DataType::UInt8: return 2;
-    case DataType::UInt16: return 3;
-    case DataType::UInt32: return 4;
-    case DataType::UInt64: return 5;
-    case DataType::Int8: return 6;
-    case DataType::Int16: return 7;
-    case DataType::Int32: return 8;
-    case DataType::Int64: return 9;
-    case DataType::Fp16: return 10;
-    case DataType::Fp32: return 11;
-    case DataType::Fp64: return 12;
-    case DataType::Bytes: return 13;  // TYPE_STRING
-    case DataType::Bf16: return 14;
-  }
-  return 0;
-}
-
 // ModelInput { name = 1; data_type = 2; dims = 4 } and ModelOutput { name = 1; data_type = 2;
 // dims = 3 }: only the dims field number differs.
 std::string tensor_config(const TensorMetadata& t, std::uint32_t dims_field, bool batched) {
   std::string msg;
   wire::put_string_field(msg, 1, t.name);
-  wire::put_varint_field(msg, 2, config_type(t.dtype));
+  wire::put_varint_field(msg, 2, protocol::config_data_type(t.dtype));
   std::string dims;
   for (std::size_t d = batched ? 1 : 0; d < t.shape.size(); ++d) {
     wire::put_varint(dims, static_cast<std::uint64_t>(t.shape[d]));
@@ -46,6 +26,7 @@ std::string tensor_config(const TensorMetadata& t, std::uint32_t dims_field, boo
 }  // namespace
 
 std::string model_config_of(const Model& model) {
+  if (!model.config.empty()) return model.config;
   const bool batched = model.max_batch_size > 0;
   std::string config;
   wire::put_string_field(config, 1, model.name);

@@ -614,7 +614,8 @@ class Parser {
       if (t.kind == Token::Number || t.kind == Token::Identifier) return {};
       return error_at(t, "expected a value, found " + describe(t));
     }
-    if (at_symbol('{') || at_symbol('<')) return skip_balanced(depth);
+    // A message, or a list of them ("field [ {...}, {...} ]"): no colon needed.
+    if (at_symbol('{') || at_symbol('<') || at_symbol('[')) return skip_balanced(depth);
     return error_at(tokens_.peek(), "expected \":\" or \"{\", found " + describe(tokens_.peek()));
   }
 

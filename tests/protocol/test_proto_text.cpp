@@ -227,6 +227,15 @@ TEST_CASE("fields the caller chooses to skip are read past and named") {
   REQUIRE(config.ParseFromString(parsed->bytes));
   CHECK(config.name() == "m");
   CHECK(config.max_batch_size() == 4);
+  // A list of messages needs no colon (Triton's configs write model_warmup [ {...} ]).
+  options.skip_unknown_field = [](std::string_view, std::string_view field) {
+    return field == "model_warmup";
+  };
+  auto list = protocol::parse_text_message(
+      "inference.ModelConfig", "model_warmup [ { name: \"a\" }, { name: \"b\" } ] name: \"m\"",
+      options);
+  REQUIRE(list);
+  CHECK(list->skipped_fields.size() == 1);
   // Any other unknown field is still an error.
   CHECK_FALSE(
       protocol::parse_text_message("inference.ModelConfig", "sequence_batching {}", options));

@@ -161,5 +161,5 @@ const bool registered = [] {
 // Referenced by the anchor object linked into every program that uses sonic::grpc, so that
 // the library, and the registration above, are part of the program (see SonicLibrary.cmake).
 extern "C" {
-SONIC_EXPORT int sonic_grpc_transport_anchor = 1;
+SONIC_EXPORT int sonic_grpc_registration_anchor = 1;
 }

@@ -21,8 +21,9 @@
 
 // sonic::grpc's anchor: this transport's requests travel over grpc://, and the reference makes
 // libsonic_grpc a dependency of this library, so that linking sonic::shm alone is enough.
-extern "C" int sonic_grpc_transport_anchor;
-[[maybe_unused]] __attribute__((used)) static int* const grpc_anchor = &sonic_grpc_transport_anchor;
+extern "C" int sonic_grpc_registration_anchor;
+[[maybe_unused]] __attribute__((used)) static int* const grpc_anchor =
+    &sonic_grpc_registration_anchor;
 
 namespace sonic::shm {
 
@@ -524,5 +525,5 @@ const bool registered = [] {
 // Referenced by the anchor object linked into every program that uses sonic::shm (see
 // SonicLibrary.cmake).
 extern "C" {
-SONIC_EXPORT int sonic_shm_transport_anchor = 1;
+SONIC_EXPORT int sonic_shm_registration_anchor = 1;
 }

@@ -141,5 +141,5 @@ const bool registered = [] {
 // Referenced by the anchor object linked into every program that uses sonic::tcp (see
 // SonicLibrary.cmake).
 extern "C" {
-SONIC_EXPORT int sonic_tcp_transport_anchor = 1;
+SONIC_EXPORT int sonic_tcp_registration_anchor = 1;
 }

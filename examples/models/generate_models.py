@@ -1,0 +1,173 @@
+#!/usr/bin/env python3
+"""Writes a Triton model repository of small physics-shaped networks, and their reference outputs.
+
+    generate_models.py OUT_DIR
+
+OUT_DIR/repository/<model>/config.pbtxt and <model>/1/model.{onnx,pt}: a layout that Triton,
+sonic-server and sonic's in-process fallback all serve. OUT_DIR/reference/<model>/ holds, as .npy
+files, one input batch per input and the outputs torch computes for it (the answers every server
+must give). OUT_DIR/unsupported/ holds models a backend must refuse at load rather than answer
+wrongly. The weights come from a fixed seed, so two runs write the same numbers. Needs only
+Debian's python3-torch, python3-onnx and python3-numpy; nothing is downloaded.
+
+The models:
+  jet_mlp_{onnx,torch}     a jet tagger: 16 features -> 5 class probabilities (softmax)
+  emtrk_cnn_{onnx,torch}   a ProtoDUNE EmTrkMichelId-shaped CNN: a 48x48 wire-time patch ->
+                           em/track/none probabilities and a Michel-electron score
+  edgeconv_torch           a ParticleNet-like EdgeConv network: 32 points of 7 features, a
+                           k-nearest-neighbour graph rebuilt inside the model -> 5 classes
+"""
+import os
+import sys
+
+import numpy as np
+import torch
+from torch import nn
+
+# OpenCV 4.6's ONNX importer (Debian 12) reads opset 11 reliably; torch 1.13 exports it.
+ONNX_OPSET = 11
+BATCH = 4  # rows in each reference batch
+MAX_BATCH = 64
+
+
+class JetMlp(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.layers = nn.Sequential(nn.Linear(16, 32), nn.ReLU(), nn.Linear(32, 32), nn.ReLU(),
+                                    nn.Linear(32, 5))
+
+    def forward(self, features):
+        return torch.softmax(self.layers(features), dim=1)
+
+
+class EmTrkCnn(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.features = nn.Sequential(nn.Conv2d(1, 8, 3), nn.ReLU(), nn.MaxPool2d(2),
+                                      nn.Conv2d(8, 16, 3), nn.ReLU(), nn.MaxPool2d(2))
+        self.dense = nn.Sequential(nn.Linear(16 * 10 * 10, 32), nn.ReLU())
+        self.em_trk_none = nn.Linear(32, 3)
+        self.michel = nn.Linear(32, 1)
+
+    def forward(self, patch):
+        hidden = self.dense(torch.flatten(self.features(patch), 1))
+        return torch.softmax(self.em_trk_none(hidden), dim=1), torch.sigmoid(self.michel(hidden))
+
+
+class EdgeConv(nn.Module):
+    """Edge features (x_i, x_j - x_i) over each point's k nearest neighbours, max-aggregated."""
+
+    def __init__(self, k: int = 4):
+        super().__init__()
+        self.k = k
+        self.edge = nn.Sequential(nn.Linear(14, 32), nn.ReLU(), nn.Linear(32, 32), nn.ReLU())
+        self.head = nn.Linear(32, 5)
+
+    def forward(self, points):
+        # points: [N, P, 7]; the first two features (eta, phi) place a point in the graph.
+        coords = points[:, :, 0:2]
+        distances = torch.cdist(coords, coords)
+        neighbours = torch.topk(distances, self.k + 1, dim=2, largest=False).indices[:, :, 1:]
+        n, p, f = points.shape
+        gathered = torch.gather(points.unsqueeze(1).expand(n, p, p, f), 2,
+                                neighbours.unsqueeze(3).expand(n, p, self.k, f))
+        centre = points.unsqueeze(2).expand(n, p, self.k, f)
+        edges = self.edge(torch.cat([centre, gathered - centre], dim=3))
+        pooled = edges.max(dim=2).values.mean(dim=1)
+        return torch.softmax(self.head(pooled), dim=1)
+
+
+def tensor_config(name, dims):
+    return f'  {{\n    name: "{name}"\n    data_type: TYPE_FP32\n    dims: {list(dims)}\n  }}'
+
+
+def write_config(path, name, platform, inputs, outputs, extra=""):
+    text = (f'name: "{name}"\nplatform: "{platform}"\nmax_batch_size: {MAX_BATCH}\n'
+            f'input [\n' + ",\n".join(tensor_config(n, d) for n, d in inputs) + "\n]\n"
+            f'output [\n' + ",\n".join(tensor_config(n, d) for n, d in outputs) + "\n]\n"
+            + extra)
+    with open(path, "w") as f:
+        f.write(text)
+
+
+def write_reference(out, name, inputs, outputs):
+    folder = os.path.join(out, "reference", name)
+    os.makedirs(folder, exist_ok=True)
+    for tensor_name, value in list(inputs.items()) + list(outputs.items()):
+        np.save(os.path.join(folder, tensor_name + ".npy"), value.detach().numpy().astype(np.float32))
+
+
+class TopTwo(nn.Module):
+    """ONNX TopK, which OpenCV 4.6's importer lacks."""
+
+    def forward(self, x):
+        return torch.topk(x, 2, dim=1).values
+
+
+class FixedBatch(nn.Module):
+    """A reshape to a constant shape: the graph works at batch 4 only."""
+
+    def forward(self, x):
+        return torch.softmax(x.reshape(4, 16), dim=1)
+
+
+def export_unsupported(out, name, module, example):
+    version = os.path.join(out, "unsupported", name, "1")
+    os.makedirs(version, exist_ok=True)
+    torch.onnx.export(module, example, os.path.join(version, "model.onnx"),
+                      input_names=["x"], output_names=["y"],
+                      dynamic_axes={"x": {0: "batch"}, "y": {0: "batch"}},
+                      opset_version=ONNX_OPSET)
+
+
+def export(out, name, module, example, input_names, output_names, formats):
+    """Writes `module` as each of `formats` ("onnx", "torch") with its config and reference."""
+    module.eval()
+    with torch.no_grad():
+        results = module(*example)
+    if not isinstance(results, tuple):
+        results = (results,)
+    for fmt in formats:
+        model_name = f"{name}_{fmt}"
+        version = os.path.join(out, "repository", model_name, "1")
+        os.makedirs(version, exist_ok=True)
+        if fmt == "onnx":
+            names_in, names_out = input_names, output_names
+            torch.onnx.export(module, example, os.path.join(version, "model.onnx"),
+                              input_names=names_in, output_names=names_out,
+                              dynamic_axes={n: {0: "batch"} for n in names_in + names_out},
+                              opset_version=ONNX_OPSET)
+            platform = "onnxruntime_onnx"
+        else:
+            # Triton's PyTorch backend names tensors <name>__<index> when the module's own
+            # argument names cannot be read; the numbered form works with every Triton version.
+            names_in = [f"INPUT__{i}" for i in range(len(input_names))]
+            names_out = [f"OUTPUT__{i}" for i in range(len(output_names))]
+            torch.jit.trace(module, example).save(os.path.join(version, "model.pt"))
+            platform = "pytorch_libtorch"
+        write_config(os.path.join(out, "repository", model_name, "config.pbtxt"), model_name,
+                     platform, [(n, t.shape[1:]) for n, t in zip(names_in, example)],
+                     [(n, t.shape[1:]) for n, t in zip(names_out, results)])
+        write_reference(out, model_name, dict(zip(names_in, example)),
+                        dict(zip(names_out, results)))
+
+
+def main():
+    if len(sys.argv) != 2:
+        sys.exit(__doc__)
+    out = sys.argv[1]
+    torch.manual_seed(20261126)
+    generator = torch.Generator().manual_seed(7)
+    export(out, "jet_mlp", JetMlp(), (torch.randn(BATCH, 16, generator=generator),),
+           ["features"], ["probabilities"], ["onnx", "torch"])
+    export(out, "emtrk_cnn", EmTrkCnn(), (torch.rand(BATCH, 1, 48, 48, generator=generator),),
+           ["patch"], ["em_trk_none", "michel"], ["onnx", "torch"])
+    export(out, "edgeconv", EdgeConv(), (torch.randn(BATCH, 32, 7, generator=generator),),
+           ["points"], ["probabilities"], ["torch"])
+    export_unsupported(out, "topk_onnx", TopTwo(), (torch.randn(BATCH, 16, generator=generator),))
+    export_unsupported(out, "fixed_batch_onnx", FixedBatch(),
+                       (torch.randn(BATCH, 16, generator=generator),))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,52 @@
+// sonic — the backends that turn a model file into a function the executor runs. A backend is
+// a library (sonic::onnx, sonic::torch) that registers itself when linked; a program may also
+// register its own.
+#pragma once
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "sonic/detail/export.hpp"
+#include "sonic/error.hpp"
+#include "sonic/executor.hpp"
+#include "sonic/repository/model_config.hpp"
+
+namespace sonic::repository {
+
+/// A model version ready to run.
+struct LoadedModel {
+  /// The config completed from the model file: every input and output with its type and dims.
+  ModelConfig config;
+  /// Computes a request whose inputs match `config` (a batch dimension first when
+  /// max_batch_size > 0). Runs on several threads at once.
+  ModelFunction compute;
+};
+
+/// How a backend loads `model_file` under `config`, which may leave out what the file tells
+/// (inputs, outputs, their types and dims): the backend completes it, checks that the two
+/// agree, and refuses a model it would compute wrongly. Thread-safe.
+using LoadFunction =
+    std::function<Result<LoadedModel>(const ModelConfig& config, const std::string& model_file)>;
+
+/// What a backend registers.
+struct Backend {
+  std::string name;                    ///< Triton's backend name: "onnxruntime"
+  std::vector<std::string> platforms;  ///< Triton platforms it serves: "onnxruntime_onnx"
+  std::string default_model_filename;  ///< in each version directory: "model.onnx"
+  LoadFunction load;
+};
+
+/// Adds a backend (replacing one of the same name). Thread-safe.
+SONIC_EXPORT void register_backend(Backend backend);
+
+/// The backend a config names: its `backend`, else its `platform`, else (neither given, as
+/// Triton completes a config) the backend whose default file is in `version_directory`.
+/// NOT_FOUND names the backends this program has and the library to link for the one asked.
+SONIC_EXPORT Result<Backend> find_backend(const ModelConfig& config,
+                                          const std::string& version_directory = {});
+
+/// The names of the registered backends, sorted.
+SONIC_EXPORT std::vector<std::string> backend_names();
+
+}  // namespace sonic::repository

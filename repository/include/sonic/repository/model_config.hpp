@@ -1,0 +1,90 @@
+// sonic — a model's configuration as Triton writes it: config.pbtxt, the protobuf text format of
+// inference.ModelConfig (proto/model_config.proto, Triton's field numbers). The fields sonic acts
+// on are here; Triton's others are read, named in `ignored_fields`, and left alone.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "sonic/detail/export.hpp"
+#include "sonic/error.hpp"
+#include "sonic/tensor.hpp"
+
+namespace sonic::repository {
+
+/// One input or output (ModelInput, ModelOutput).
+struct TensorConfig {
+  std::string name;
+  std::optional<DataType> data_type;  ///< unset: TYPE_INVALID, to be completed from the model
+  /// Without the batch dimension when the model batches; -1 is a dimension of any size.
+  std::vector<std::int64_t> dims;
+  /// The shape the model itself takes or gives, when it differs from dims (same element count).
+  std::optional<std::vector<std::int64_t>> reshape;
+  bool optional = false;  ///< an input requests may leave out
+};
+
+/// Which numbered version directories are served (ModelVersionPolicy).
+struct VersionPolicy {
+  enum class Kind { Latest, All, Specific };
+  Kind kind = Kind::Latest;
+  std::uint32_t latest_count = 1;      ///< Latest: how many of the highest versions
+  std::vector<std::int64_t> versions;  ///< Specific: these
+};
+
+/// A group of copies of the model (ModelInstanceGroup): each copy runs one execution at a time.
+struct InstanceGroup {
+  enum class Kind { Auto, Gpu, Cpu, Model };
+  std::string name;
+  Kind kind = Kind::Auto;
+  std::int32_t count = 1;
+};
+
+/// Merging concurrent requests into one execution (ModelDynamicBatching).
+struct DynamicBatching {
+  std::vector<std::int32_t> preferred_batch_sizes;
+  std::uint64_t max_queue_delay_microseconds = 0;
+  bool preserve_ordering = false;
+};
+
+/// What sonic reads of a ModelConfig.
+struct SONIC_EXPORT ModelConfig {
+  std::string name;
+  std::string platform;  ///< "onnxruntime_onnx", "pytorch_libtorch", ...
+  std::string backend;   ///< "onnxruntime", "pytorch", ...
+  VersionPolicy version_policy;
+  /// Largest batch a request (or a merged batch) may have; 0: the model does not batch, and
+  /// dims are the whole shape.
+  std::int32_t max_batch_size = 0;
+  std::vector<TensorConfig> inputs;
+  std::vector<TensorConfig> outputs;
+  std::vector<InstanceGroup> instance_groups;
+  std::optional<DynamicBatching> dynamic_batching;
+  std::string
+      default_model_filename;  ///< the model file in a version directory, if not the default
+  std::map<std::string, std::string> parameters;  ///< the free-form parameters (string_value)
+  bool decoupled = false;
+  /// Triton's fields sonic does not act on, as "ModelConfig.optimization".
+  std::vector<std::string> ignored_fields;
+
+  /// Instances in all groups (1 when no group is given, as Triton's default on a CPU).
+  std::int32_t instance_count() const;
+};
+
+/// A config.pbtxt read: the text format of inference.ModelConfig. INVALID_ARGUMENT for text that
+/// is not one, its message "ORIGIN:LINE:COLUMN: what is wrong" (`origin` names the file).
+SONIC_EXPORT Result<ModelConfig> parse_model_config(std::string_view text,
+                                                    const std::string& origin);
+
+/// A config's own consistency, as Triton checks it before loading: names present and unique,
+/// types set, dims valid, reshapes of the same size, batching settings within max_batch_size.
+/// INVALID_ARGUMENT naming `origin`, the tensor or field, and what to change.
+SONIC_EXPORT Result<void> check_model_config(const ModelConfig& config, const std::string& origin);
+
+/// The config as a serialized inference.ModelConfig (the ModelConfig call's answer).
+SONIC_EXPORT std::string serialize_model_config(const ModelConfig& config);
+
+}  // namespace sonic::repository

@@ -1,0 +1,49 @@
+// sonic — a Triton model repository: <root>/<model>/config.pbtxt and <root>/<model>/<version>/
+// holding the model file. sonic-server serves one, and a client's fallback runs the same
+// directory in-process, so a job gets the same answers with or without its servers.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "sonic/detail/export.hpp"
+#include "sonic/executor.hpp"
+#include "sonic/repository/backend.hpp"
+#include "sonic/repository/model_config.hpp"
+
+namespace sonic::repository {
+
+/// The models of one or more repository roots, loaded with the registered backends. A model is
+/// read when loaded, not before: a broken model fails alone, with an error that names its file.
+/// Thread-safe.
+class SONIC_EXPORT Repository final : public ModelSource {
+ public:
+  /// `roots`: directories of model directories (Triton's --model-repository, repeatable).
+  explicit Repository(std::vector<std::string> roots);
+
+  /// Model directories in all roots, sorted (Triton skips files and hidden directories).
+  std::vector<std::string> model_names() const override;
+
+  /// Reads the model's config.pbtxt (Triton's defaults where there is none: a model file
+  /// alone), chooses the version its policy selects (the highest one), and loads it with its
+  /// backend. NOT_FOUND for a name in no root; INVALID_ARGUMENT for a config or model to fix,
+  /// naming the file; a name in two roots is an error, as in Triton.
+  Result<Model> load(const std::string& name) const override;
+
+  /// The model's config as read and completed, without loading it for serving.
+  Result<ModelConfig> config(const std::string& name) const;
+
+ private:
+  Result<std::string> model_directory(const std::string& name) const;
+
+  std::vector<std::string> roots_;
+};
+
+/// An executor whose models come from the repositories at `roots`, each loaded on its first
+/// request: the client's fallback (`ClientOptions::fallback`), which then runs the very models
+/// a server of that repository serves.
+SONIC_EXPORT std::shared_ptr<CpuExecutor> executor_from_repository(std::vector<std::string> roots,
+                                                                   std::size_t threads = 0);
+
+}  // namespace sonic::repository

@@ -1,0 +1,380 @@
+#include "sonic/repository/model_config.hpp"
+
+#include <set>
+
+#include "protocol/config_types.hpp"
+#include "protocol/proto_text.hpp"
+#include "protocol/wire.hpp"
+
+namespace sonic::repository {
+
+namespace {
+
+namespace wire = protocol::wire;
+using wire::WireType;
+
+// Triton's ModelConfig fields that model_config.proto leaves out: read past, and named. Any
+// other unknown name is a mistake in the file (libprotobuf, and so Triton, refuses it too).
+bool is_triton_field(std::string_view message, std::string_view field) {
+  static const std::set<std::string, std::less<>> kModelConfig = {
+      "optimization",   "sequence_batching", "ensemble_scheduling", "batch_input",
+      "batch_output",   "model_warmup",      "model_operations",    "model_repository_agents",
+      "response_cache", "model_metrics"};
+  static const std::set<std::string, std::less<>> kInstanceGroup = {"rate_limiter",
+                                                                    "secondary_devices"};
+  if (message == "inference.ModelConfig") return kModelConfig.count(field) != 0;
+  if (message == "inference.ModelInstanceGroup") return kInstanceGroup.count(field) != 0;
+  return false;
+}
+
+// Calls visit(field, type, reader) for each field of `bytes`; the visitor reads the value (or
+// skips it). The bytes come from our own text parser: a failure here is a bug, reported.
+template <typename Visit>
+Result<void> each_field(std::string_view bytes, Visit&& visit) {
+  wire::Reader r(bytes);
+  std::uint32_t field;
+  WireType type;
+  while (!r.done()) {
+    if (!r.tag(field, type) || !visit(field, type, r)) {
+      return Error(StatusCode::Internal, "a ModelConfig did not decode");
+    }
+  }
+  return {};
+}
+
+bool read_string(wire::Reader& r, std::string& out) {
+  std::string_view bytes;
+  if (!r.bytes(bytes)) return false;
+  out = std::string(bytes);
+  return true;
+}
+
+// A repeated integer field, packed or not.
+template <typename Int>
+bool read_repeated(WireType type, wire::Reader& r, std::vector<Int>& out) {
+  std::uint64_t v;
+  if (type == WireType::Varint) {
+    if (!r.varint(v)) return false;
+    out.push_back(static_cast<Int>(v));
+    return true;
+  }
+  std::string_view packed;
+  if (!r.bytes(packed)) return false;
+  wire::Reader values(packed);
+  while (!values.done()) {
+    if (!values.varint(v)) return false;
+    out.push_back(static_cast<Int>(v));
+  }
+  return true;
+}
+
+template <typename Int>
+bool read_varint(wire::Reader& r, Int& out) {
+  std::uint64_t v;
+  if (!r.varint(v)) return false;
+  out = static_cast<Int>(v);
+  return true;
+}
+
+// ModelInput and ModelOutput share name = 1, data_type = 2, reshape = 5; dims are 4 and 3.
+Result<TensorConfig> decode_tensor(std::string_view bytes, std::uint32_t dims_field) {
+  TensorConfig t;
+  auto decoded = each_field(bytes, [&](std::uint32_t field, WireType type, wire::Reader& r) {
+    if (field == 1) return read_string(r, t.name);
+    if (field == 2) {
+      std::uint64_t number;
+      if (!r.varint(number)) return false;
+      t.data_type = protocol::data_type_of_config(number);
+      return true;
+    }
+    if (field == dims_field) return read_repeated(type, r, t.dims);
+    if (field == 5) {
+      std::string_view reshape;
+      if (!r.bytes(reshape)) return false;
+      t.reshape.emplace();
+      return each_field(reshape,
+                        [&](std::uint32_t f, WireType ft, wire::Reader& rr) {
+                          return f == 1 ? read_repeated(ft, rr, *t.reshape) : rr.skip(ft);
+                        })
+          .ok();
+    }
+    if (field == 8 && dims_field == 4) return read_varint(r, t.optional);
+    return r.skip(type);
+  });
+  if (!decoded) return decoded.error();
+  return t;
+}
+
+Result<ModelConfig> decode(std::string_view bytes) {
+  ModelConfig c;
+  auto decoded = each_field(bytes, [&](std::uint32_t field, WireType type, wire::Reader& r) {
+    std::string_view sub;
+    switch (field) {
+      case 1: return read_string(r, c.name);
+      case 2: return read_string(r, c.platform);
+      case 17: return read_string(r, c.backend);
+      case 8: return read_string(r, c.default_model_filename);
+      case 4: return read_varint(r, c.max_batch_size);
+      case 5:
+      case 6: {
+        if (!r.bytes(sub)) return false;
+        auto tensor = decode_tensor(sub, field == 5 ? 4 : 3);
+        if (!tensor) return false;
+        (field == 5 ? c.inputs : c.outputs).push_back(std::move(*tensor));
+        return true;
+      }
+      case 3: {  // ModelVersionPolicy { latest = 1; all = 2; specific = 3 }
+        if (!r.bytes(sub)) return false;
+        return each_field(sub,
+                          [&](std::uint32_t choice, WireType, wire::Reader& rr) {
+                            std::string_view body;
+                            if (!rr.bytes(body)) return false;
+                            if (choice == 2) c.version_policy.kind = VersionPolicy::Kind::All;
+                            if (choice == 1) {
+                              c.version_policy.kind = VersionPolicy::Kind::Latest;
+                              c.version_policy.latest_count = 0;
+                            }
+                            if (choice == 3) c.version_policy.kind = VersionPolicy::Kind::Specific;
+                            return each_field(
+                                       body,
+                                       [&](std::uint32_t f, WireType ft, wire::Reader& v) {
+                                         if (f != 1) return v.skip(ft);
+                                         if (choice == 1)
+                                           return read_varint(v, c.version_policy.latest_count);
+                                         return read_repeated(ft, v, c.version_policy.versions);
+                                       })
+                                .ok();
+                          })
+            .ok();
+      }
+      case 7: {  // ModelInstanceGroup { name = 1; count = 2; kind = 4 }
+        if (!r.bytes(sub)) return false;
+        InstanceGroup group;
+        group.count = 0;
+        bool ok = each_field(sub, [&](std::uint32_t f, WireType ft, wire::Reader& v) {
+                    if (f == 1) return read_string(v, group.name);
+                    if (f == 2) return read_varint(v, group.count);
+                    if (f == 4) return read_varint(v, group.kind);
+                    return v.skip(ft);
+                  }).ok();
+        c.instance_groups.push_back(std::move(group));
+        return ok;
+      }
+      case 11: {  // ModelDynamicBatching
+        if (!r.bytes(sub)) return false;
+        DynamicBatching& batching = c.dynamic_batching.emplace();
+        return each_field(sub,
+                          [&](std::uint32_t f, WireType ft, wire::Reader& v) {
+                            if (f == 1) return read_repeated(ft, v, batching.preferred_batch_sizes);
+                            if (f == 2)
+                              return read_varint(v, batching.max_queue_delay_microseconds);
+                            if (f == 3) return read_varint(v, batching.preserve_ordering);
+                            return v.skip(ft);
+                          })
+            .ok();
+      }
+      case 14: {  // map<string, ModelParameter { string_value = 1 }>: entries { key = 1; value = 2
+                  // }
+        if (!r.bytes(sub)) return false;
+        std::string key, value;
+        bool ok = each_field(sub, [&](std::uint32_t f, WireType ft, wire::Reader& v) {
+                    if (f == 1) return read_string(v, key);
+                    if (f != 2) return v.skip(ft);
+                    std::string_view parameter;
+                    if (!v.bytes(parameter)) return false;
+                    return each_field(parameter,
+                                      [&](std::uint32_t pf, WireType pt, wire::Reader& pv) {
+                                        return pf == 1 ? read_string(pv, value) : pv.skip(pt);
+                                      })
+                        .ok();
+                  }).ok();
+        c.parameters[key] = value;
+        return ok;
+      }
+      case 19: {  // ModelTransactionPolicy { decoupled = 1 }
+        if (!r.bytes(sub)) return false;
+        return each_field(sub,
+                          [&](std::uint32_t f, WireType ft, wire::Reader& v) {
+                            return f == 1 ? read_varint(v, c.decoupled) : v.skip(ft);
+                          })
+            .ok();
+      }
+      default: return r.skip(type);
+    }
+  });
+  if (!decoded) return decoded.error();
+  return c;
+}
+
+Error invalid(const std::string& origin, const std::string& what) {
+  return Error(StatusCode::InvalidArgument, origin + ": " + what);
+}
+
+Result<void> check_tensors(const ModelConfig& config, const std::vector<TensorConfig>& tensors,
+                           const char* kind, const std::string& origin) {
+  std::set<std::string> names;
+  for (const auto& t : tensors) {
+    if (t.name.empty()) return invalid(origin, std::string("an ") + kind + " has no name");
+    if (!names.insert(t.name).second) {
+      return invalid(origin, std::string(kind) + " '" + t.name + "' is given twice");
+    }
+    const std::string what = std::string(kind) + " '" + t.name + "'";
+    if (!t.data_type) {
+      return invalid(origin, what + " needs a data_type (TYPE_FP32, TYPE_INT64, ...)");
+    }
+    if (t.dims.empty()) {
+      return invalid(origin, what + " needs dims" +
+                                 (config.max_batch_size > 0
+                                      ? " (without the batch dimension: max_batch_size > 0)"
+                                      : ""));
+    }
+    for (auto d : t.dims) {
+      if (d == 0 || d < -1) {
+        return invalid(origin, what + " has dimension " + std::to_string(d) +
+                                   ": a size is positive, or -1 for any size");
+      }
+    }
+    if (t.reshape) {
+      return invalid(origin, what +
+                                 " has a reshape, which sonic does not apply yet: export the "
+                                 "model with the shape of dims, or leave reshape out");
+    }
+  }
+  return {};
+}
+
+}  // namespace
+
+std::int32_t ModelConfig::instance_count() const {
+  std::int32_t count = 0;
+  for (const auto& group : instance_groups) count += group.count;
+  return instance_groups.empty() ? 1 : count;
+}
+
+Result<ModelConfig> parse_model_config(std::string_view text, const std::string& origin) {
+  protocol::TextParseOptions options;
+  options.skip_unknown_field = is_triton_field;
+  auto parsed = protocol::parse_text_message("inference.ModelConfig", text, options);
+  if (!parsed) return Error(parsed.error().code(), origin + ":" + parsed.error().message());
+  auto config = decode(parsed->bytes);
+  if (!config) return config.error();
+  for (auto& field : parsed->skipped_fields) {
+    config->ignored_fields.push_back(field.substr(field.find('.') + 1));
+  }
+  return config;
+}
+
+Result<void> check_model_config(const ModelConfig& config, const std::string& origin) {
+  if (config.max_batch_size < 0) return invalid(origin, "max_batch_size must be 0 or more");
+  if (auto ok = check_tensors(config, config.inputs, "input", origin); !ok) return ok;
+  if (auto ok = check_tensors(config, config.outputs, "output", origin); !ok) return ok;
+  if (config.outputs.empty()) return invalid(origin, "the model has no output");
+  const auto& policy = config.version_policy;
+  if (policy.kind == VersionPolicy::Kind::Latest && policy.latest_count == 0) {
+    return invalid(origin, "version_policy latest needs num_versions of 1 or more");
+  }
+  if (policy.kind == VersionPolicy::Kind::Specific && policy.versions.empty()) {
+    return invalid(origin, "version_policy specific lists no versions");
+  }
+  for (const auto& group : config.instance_groups) {
+    if (group.count < 1) {
+      return invalid(origin, "instance_group '" + group.name + "' needs a count of 1 or more");
+    }
+    if (group.kind == InstanceGroup::Kind::Gpu) {
+      return invalid(origin,
+                     "instance_group kind KIND_GPU: sonic's backends run on the CPU "
+                     "(use KIND_CPU, or KIND_AUTO)");
+    }
+  }
+  if (config.dynamic_batching) {
+    if (config.max_batch_size == 0) {
+      // Triton refuses it too: there is nothing to merge requests along.
+      return invalid(origin, "dynamic_batching needs max_batch_size > 0");
+    }
+    for (auto size : config.dynamic_batching->preferred_batch_sizes) {
+      if (size < 1 || size > config.max_batch_size) {
+        return invalid(origin, "preferred_batch_size " + std::to_string(size) +
+                                   " must be between 1 and max_batch_size (" +
+                                   std::to_string(config.max_batch_size) + ")");
+      }
+    }
+  }
+  return {};
+}
+
+std::string serialize_model_config(const ModelConfig& config) {
+  auto tensor = [](const TensorConfig& t, std::uint32_t dims_field) {
+    std::string out;
+    wire::put_string_field(out, 1, t.name);
+    if (t.data_type) wire::put_varint_field(out, 2, protocol::config_data_type(*t.data_type));
+    std::string dims;
+    for (auto d : t.dims) wire::put_varint(dims, static_cast<std::uint64_t>(d));
+    if (!dims.empty()) wire::put_len_field(out, dims_field, dims);
+    if (t.optional) wire::put_varint_field(out, 8, 1);
+    return out;
+  };
+  std::string out;
+  if (!config.name.empty()) wire::put_string_field(out, 1, config.name);
+  if (!config.platform.empty()) wire::put_string_field(out, 2, config.platform);
+  {
+    std::string policy, body;
+    const auto& p = config.version_policy;
+    if (p.kind == VersionPolicy::Kind::Latest) wire::put_varint_field(body, 1, p.latest_count);
+    if (p.kind == VersionPolicy::Kind::Specific) {
+      std::string versions;
+      for (auto v : p.versions) wire::put_varint(versions, static_cast<std::uint64_t>(v));
+      wire::put_len_field(body, 1, versions);
+    }
+    wire::put_len_field(policy,
+                        p.kind == VersionPolicy::Kind::Latest ? 1
+                        : p.kind == VersionPolicy::Kind::All  ? 2
+                                                              : 3,
+                        body);
+    wire::put_len_field(out, 3, policy);
+  }
+  if (config.max_batch_size) {
+    wire::put_varint_field(out, 4, static_cast<std::uint64_t>(config.max_batch_size));
+  }
+  for (const auto& t : config.inputs) wire::put_len_field(out, 5, tensor(t, 4));
+  for (const auto& t : config.outputs) wire::put_len_field(out, 6, tensor(t, 3));
+  for (const auto& g : config.instance_groups) {
+    std::string group;
+    if (!g.name.empty()) wire::put_string_field(group, 1, g.name);
+    wire::put_varint_field(group, 2, static_cast<std::uint64_t>(g.count));
+    if (g.kind != InstanceGroup::Kind::Auto) {
+      wire::put_varint_field(group, 4, static_cast<std::uint64_t>(g.kind));
+    }
+    wire::put_len_field(out, 7, group);
+  }
+  if (!config.default_model_filename.empty()) {
+    wire::put_string_field(out, 8, config.default_model_filename);
+  }
+  if (config.dynamic_batching) {
+    std::string batching, sizes;
+    for (auto s : config.dynamic_batching->preferred_batch_sizes) {
+      wire::put_varint(sizes, static_cast<std::uint64_t>(s));
+    }
+    if (!sizes.empty()) wire::put_len_field(batching, 1, sizes);
+    if (config.dynamic_batching->max_queue_delay_microseconds) {
+      wire::put_varint_field(batching, 2, config.dynamic_batching->max_queue_delay_microseconds);
+    }
+    if (config.dynamic_batching->preserve_ordering) wire::put_varint_field(batching, 3, 1);
+    wire::put_len_field(out, 11, batching);
+  }
+  for (const auto& [key, value] : config.parameters) {
+    std::string entry, parameter;
+    wire::put_string_field(parameter, 1, value);
+    wire::put_string_field(entry, 1, key);
+    wire::put_len_field(entry, 2, parameter);
+    wire::put_len_field(out, 14, entry);
+  }
+  if (!config.backend.empty()) wire::put_string_field(out, 17, config.backend);
+  if (config.decoupled) {
+    std::string policy;
+    wire::put_varint_field(policy, 1, 1);
+    wire::put_len_field(out, 19, policy);
+  }
+  return out;
+}
+
+}  // namespace sonic::repository

@@ -1,0 +1,237 @@
+#include "sonic/repository/repository.hpp"
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+namespace sonic::repository {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+// No config is near this; a bigger file is not one (and is not read into memory).
+constexpr std::uintmax_t kMaxConfigBytes = 4 << 20;
+
+Error invalid(const std::string& what) { return Error(StatusCode::InvalidArgument, what); }
+
+// A version directory's number: its name must be all digits, as Triton requires.
+std::optional<std::int64_t> version_number(const std::string& name) {
+  if (name.empty() || name.size() > 18 ||
+      !std::all_of(name.begin(), name.end(), [](char c) { return c >= '0' && c <= '9'; })) {
+    return std::nullopt;
+  }
+  return std::stoll(name);
+}
+
+std::vector<std::int64_t> versions_in(const fs::path& model_directory) {
+  std::vector<std::int64_t> versions;
+  std::error_code error;
+  for (const auto& entry : fs::directory_iterator(model_directory, error)) {
+    if (!entry.is_directory(error)) continue;
+    if (auto v = version_number(entry.path().filename().string())) versions.push_back(*v);
+  }
+  std::sort(versions.begin(), versions.end());
+  return versions;
+}
+
+// The versions the policy serves, highest last.
+std::vector<std::int64_t> selected(const VersionPolicy& policy, std::vector<std::int64_t> all) {
+  switch (policy.kind) {
+    case VersionPolicy::Kind::All: return all;
+    case VersionPolicy::Kind::Latest: {
+      std::size_t keep = std::min<std::size_t>(policy.latest_count, all.size());
+      return std::vector<std::int64_t>(all.end() - static_cast<std::ptrdiff_t>(keep), all.end());
+    }
+    case VersionPolicy::Kind::Specific: {
+      std::vector<std::int64_t> chosen;
+      for (auto v : all) {
+        if (std::find(policy.versions.begin(), policy.versions.end(), v) != policy.versions.end()) {
+          chosen.push_back(v);
+        }
+      }
+      return chosen;
+    }
+  }
+  return {};
+}
+
+Result<std::string> read_config(const fs::path& file) {
+  std::error_code error;
+  auto size = fs::file_size(file, error);
+  if (error) return invalid(file.string() + ": cannot read: " + error.message());
+  if (size > kMaxConfigBytes) {
+    return invalid(file.string() + ": " + std::to_string(size) + " bytes is not a config");
+  }
+  std::ifstream in(file, std::ios::binary);
+  std::ostringstream text;
+  text << in.rdbuf();
+  if (!in && !in.eof()) return invalid(file.string() + ": cannot read");
+  return text.str();
+}
+
+// The batch a request carries: every input's first dimension, the same for all, within
+// 1..max_batch_size.
+Result<void> check_batch(const std::string& model, std::int32_t max_batch_size,
+                         const InferRequest& request) {
+  std::int64_t batch = -1;
+  for (const auto& input : request.inputs()) {
+    const auto& shape = input.tensor.shape();
+    if (shape.empty()) continue;
+    if (batch >= 0 && shape.front() != batch) {
+      return invalid("the inputs of a request for '" + model +
+                     "' must share their first (batch) dimension; got " + std::to_string(batch) +
+                     " and " + std::to_string(shape.front()));
+    }
+    batch = shape.front();
+  }
+  if (batch > max_batch_size || batch == 0) {
+    // Triton's words for the same refusal.
+    return invalid("inference request batch-size must be <= " + std::to_string(max_batch_size) +
+                   " for '" + model + "'");
+  }
+  return {};
+}
+
+Shape metadata_shape(const TensorConfig& t, bool batched) {
+  Shape shape;
+  if (batched) shape.push_back(-1);
+  shape.insert(shape.end(), t.dims.begin(), t.dims.end());
+  return shape;
+}
+
+}  // namespace
+
+Repository::Repository(std::vector<std::string> roots) : roots_(std::move(roots)) {}
+
+std::vector<std::string> Repository::model_names() const {
+  std::vector<std::string> names;
+  std::error_code error;
+  for (const auto& root : roots_) {
+    for (const auto& entry : fs::directory_iterator(root, error)) {
+      std::string name = entry.path().filename().string();
+      if (!entry.is_directory(error) || name.empty() || name[0] == '.') continue;
+      names.push_back(std::move(name));
+    }
+  }
+  std::sort(names.begin(), names.end());
+  names.erase(std::unique(names.begin(), names.end()), names.end());
+  return names;
+}
+
+Result<std::string> Repository::model_directory(const std::string& name) const {
+  if (name.empty() || name[0] == '.' || name.find('/') != std::string::npos) {
+    return Error(StatusCode::NotFound, "'" + name + "' is not a model name");
+  }
+  std::vector<std::string> found;
+  std::error_code error;
+  for (const auto& root : roots_) {
+    fs::path directory = fs::path(root) / name;
+    if (fs::is_directory(directory, error)) found.push_back(directory.string());
+  }
+  if (found.empty()) {
+    std::string roots;
+    for (const auto& root : roots_) roots += (roots.empty() ? "" : ", ") + root;
+    return Error(StatusCode::NotFound, "no model '" + name + "' in " + roots);
+  }
+  if (found.size() > 1) {
+    return invalid("model '" + name + "' is in two repositories (" + found[0] + ", " + found[1] +
+                   "): a name must be in one only");
+  }
+  return found.front();
+}
+
+Result<ModelConfig> Repository::config(const std::string& name) const {
+  auto directory = model_directory(name);
+  if (!directory) return directory.error();
+  const fs::path file = fs::path(*directory) / "config.pbtxt";
+  ModelConfig config;
+  std::error_code error;
+  if (fs::exists(file, error)) {
+    auto text = read_config(file);
+    if (!text) return text.error();
+    auto parsed = parse_model_config(*text, file.string());
+    if (!parsed) return parsed.error();
+    config = std::move(*parsed);
+  }
+  if (config.name.empty()) config.name = name;
+  if (config.name != name) {
+    return invalid(file.string() + ": name \"" + config.name +
+                   "\" differs from its directory's name '" + name + "' (they must be the same)");
+  }
+  return config;
+}
+
+Result<Model> Repository::load(const std::string& name) const {
+  auto directory = model_directory(name);
+  if (!directory) return directory.error();
+  auto config = this->config(name);
+  if (!config) return config.error();
+  auto versions = selected(config->version_policy, versions_in(*directory));
+  if (versions.empty()) {
+    return invalid(*directory +
+                   ": no version directory its version_policy serves (a numbered "
+                   "directory, such as 1/, holding the model file)");
+  }
+  // The executor serves one version of a model: the highest the policy selects.
+  const std::string version = std::to_string(versions.back());
+  const fs::path version_directory = fs::path(*directory) / version;
+  auto backend = find_backend(*config, version_directory.string());
+  if (!backend) {
+    return Error(backend.error().code(), *directory + ": " + backend.error().message());
+  }
+  const std::string file_name = config->default_model_filename.empty()
+                                    ? backend->default_model_filename
+                                    : config->default_model_filename;
+  const fs::path model_file = version_directory / file_name;
+  std::error_code error;
+  if (!fs::exists(model_file, error)) {
+    return invalid(model_file.string() + " does not exist (the " + backend->name +
+                   " backend reads " + file_name + " in each version directory)");
+  }
+  auto loaded = backend->load(*config, model_file.string());
+  if (!loaded) {
+    return Error(loaded.error().code(), model_file.string() + ": " + loaded.error().message());
+  }
+  ModelConfig& complete = loaded->config;
+  if (complete.backend.empty()) complete.backend = backend->name;
+  if (complete.platform.empty() && !backend->platforms.empty()) {
+    complete.platform = backend->platforms.front();
+  }
+  const std::string origin = *directory + "/config.pbtxt";
+  if (auto ok = check_model_config(complete, origin); !ok) return ok.error();
+
+  Model model;
+  model.name = name;
+  model.version = version;
+  model.platform = complete.platform;
+  model.max_batch_size = complete.max_batch_size;
+  const bool batched = complete.max_batch_size > 0;
+  for (const auto& t : complete.inputs) {
+    model.inputs.push_back({t.name, *t.data_type, metadata_shape(t, batched)});
+  }
+  for (const auto& t : complete.outputs) {
+    model.outputs.push_back({t.name, *t.data_type, metadata_shape(t, batched)});
+  }
+  model.config = serialize_model_config(complete);
+  if (batched) {
+    model.compute = [name, max = complete.max_batch_size, compute = std::move(loaded->compute)](
+                        const InferRequest& request) -> Result<std::vector<NamedTensor>> {
+      if (auto ok = check_batch(name, max, request); !ok) return ok.error();
+      return compute(request);
+    };
+  } else {
+    model.compute = std::move(loaded->compute);
+  }
+  return model;
+}
+
+std::shared_ptr<CpuExecutor> executor_from_repository(std::vector<std::string> roots,
+                                                      std::size_t threads) {
+  auto executor = std::make_shared<CpuExecutor>(threads);
+  executor->set_source(std::make_shared<Repository>(std::move(roots)), true);
+  return executor;
+}
+
+}  // namespace sonic::repository

@@ -1,0 +1,146 @@
+// config.pbtxt as sonic reads it: every field it acts on, checked against libprotobuf's reading of
+// the same text; Triton's other fields read past and named; mistakes refused with the file, line
+// and what to change.
+#include "sonic/repository/model_config.hpp"
+
+#include <doctest/doctest.h>
+#include <google/protobuf/text_format.h>
+
+#include "model_config.pb.h"
+
+using namespace sonic;
+using repository::InstanceGroup;
+using repository::ModelConfig;
+using repository::VersionPolicy;
+
+namespace {
+
+const char* kJetTagger = R"(
+name: "jet_tagger"
+backend: "onnxruntime"
+max_batch_size: 128
+version_policy { specific { versions: [2, 5] } }
+input [ { name: "features" data_type: TYPE_FP32 dims: [ 16 ] } ]
+output [ { name: "probabilities" data_type: TYPE_FP32 dims: [ 5 ] },
+         { name: "embedding" data_type: TYPE_FP16 dims: [ -1, 8 ] } ]
+instance_group [ { name: "cpu" count: 2 kind: KIND_CPU }, { count: 1 } ]
+dynamic_batching { preferred_batch_size: [ 32, 64 ] max_queue_delay_microseconds: 500 }
+parameters { key: "intra_op_thread_count" value: { string_value: "1" } }
+optimization { execution_accelerators { cpu_execution_accelerator: [ { name: "openvino" } ] } }
+model_warmup { name: "zeros" batch_size: 1 }
+)";
+
+ModelConfig parse(const std::string& text) {
+  auto config = repository::parse_model_config(text, "config.pbtxt");
+  REQUIRE_MESSAGE(config, config.error().message());
+  return *config;
+}
+
+}  // namespace
+
+TEST_CASE("every field sonic acts on is read as libprotobuf reads it") {
+  ModelConfig config = parse(kJetTagger);
+  inference::ModelConfig theirs;
+  google::protobuf::TextFormat::Parser parser;
+  parser.AllowUnknownField(true);  // optimization, model_warmup: not in the subset
+  REQUIRE(parser.ParseFromString(kJetTagger, &theirs));
+
+  CHECK(config.name == theirs.name());
+  CHECK(config.backend == theirs.backend());
+  CHECK(config.max_batch_size == theirs.max_batch_size());
+  CHECK(config.version_policy.kind == VersionPolicy::Kind::Specific);
+  CHECK(config.version_policy.versions ==
+        std::vector<std::int64_t>(theirs.version_policy().specific().versions().begin(),
+                                  theirs.version_policy().specific().versions().end()));
+  REQUIRE(config.inputs.size() == 1);
+  CHECK(config.inputs[0].name == "features");
+  CHECK(config.inputs[0].data_type == DataType::Fp32);
+  CHECK(config.inputs[0].dims == std::vector<std::int64_t>{16});
+  REQUIRE(config.outputs.size() == 2);
+  CHECK(config.outputs[1].data_type == DataType::Fp16);
+  CHECK(config.outputs[1].dims == std::vector<std::int64_t>{-1, 8});
+  REQUIRE(config.instance_groups.size() == 2);
+  CHECK(config.instance_groups[0].kind == InstanceGroup::Kind::Cpu);
+  CHECK(config.instance_groups[0].count == theirs.instance_group(0).count());
+  CHECK(config.instance_count() == 3);
+  REQUIRE(config.dynamic_batching);
+  CHECK(config.dynamic_batching->preferred_batch_sizes == std::vector<std::int32_t>{32, 64});
+  CHECK(config.dynamic_batching->max_queue_delay_microseconds ==
+        theirs.dynamic_batching().max_queue_delay_microseconds());
+  CHECK(config.parameters.at("intra_op_thread_count") ==
+        theirs.parameters().at("intra_op_thread_count").string_value());
+  CHECK(config.ignored_fields ==
+        std::vector<std::string>{"ModelConfig.optimization", "ModelConfig.model_warmup"});
+  CHECK(repository::check_model_config(config, "config.pbtxt"));
+}
+
+TEST_CASE("the serialized config reads back, in libprotobuf, as the config") {
+  ModelConfig config = parse(kJetTagger);
+  inference::ModelConfig theirs;
+  REQUIRE(theirs.ParseFromString(repository::serialize_model_config(config)));
+  CHECK(theirs.name() == "jet_tagger");
+  CHECK(theirs.max_batch_size() == 128);
+  CHECK(theirs.version_policy().specific().versions_size() == 2);
+  REQUIRE(theirs.input_size() == 1);
+  CHECK(theirs.input(0).data_type() == inference::TYPE_FP32);
+  CHECK(theirs.input(0).dims(0) == 16);
+  CHECK(theirs.output(1).dims(0) == -1);
+  CHECK(theirs.instance_group(0).kind() == inference::ModelInstanceGroup::KIND_CPU);
+  CHECK(theirs.instance_group(1).count() == 1);
+  CHECK(theirs.dynamic_batching().preferred_batch_size(1) == 64);
+  CHECK(theirs.parameters().at("intra_op_thread_count").string_value() == "1");
+  CHECK(theirs.backend() == "onnxruntime");
+}
+
+TEST_CASE("an empty config takes Triton's defaults") {
+  ModelConfig config = parse("");
+  CHECK(config.version_policy.kind == VersionPolicy::Kind::Latest);
+  CHECK(config.version_policy.latest_count == 1);
+  CHECK(config.max_batch_size == 0);
+  CHECK(config.instance_count() == 1);
+  CHECK_FALSE(config.dynamic_batching);
+}
+
+TEST_CASE("syntax errors name the file, the line and the column") {
+  auto config = repository::parse_model_config("name: \"m\"\ninput [ { name: \"x\" dims: [1 } ]\n",
+                                               "/models/m/config.pbtxt");
+  REQUIRE_FALSE(config);
+  CHECK(config.error().code() == StatusCode::InvalidArgument);
+  CHECK(config.error().message().rfind("/models/m/config.pbtxt:2:", 0) == 0);
+  // A field Triton does not have either is a mistake, not something to skip.
+  auto typo = repository::parse_model_config("max_batch_sise: 8", "c.pbtxt");
+  REQUIRE_FALSE(typo);
+  CHECK(typo.error().message() ==
+        "c.pbtxt:1:1: inference.ModelConfig has no field named "
+        "\"max_batch_sise\"");
+}
+
+TEST_CASE("configs Triton would refuse are refused, saying what to change") {
+  auto refused = [](const std::string& text) {
+    auto config = repository::parse_model_config(text, "m/config.pbtxt");
+    REQUIRE(config);
+    auto ok = repository::check_model_config(*config, "m/config.pbtxt");
+    REQUIRE_FALSE(ok);
+    CHECK(ok.error().code() == StatusCode::InvalidArgument);
+    return ok.error().message();
+  };
+  const std::string output = " output { name: \"y\" data_type: TYPE_FP32 dims: [1] }";
+  CHECK(refused("input { name: \"x\" dims: [4] }" + output) ==
+        "m/config.pbtxt: input 'x' needs a data_type (TYPE_FP32, TYPE_INT64, ...)");
+  CHECK(refused("max_batch_size: 8 input { name: \"x\" data_type: TYPE_FP32 }" + output) ==
+        "m/config.pbtxt: input 'x' needs dims (without the batch dimension: max_batch_size > 0)");
+  CHECK(refused("input { name: \"x\" data_type: TYPE_FP32 dims: [0] }" + output)
+            .find("dimension 0") != std::string::npos);
+  CHECK(refused("input { name: \"x\" data_type: TYPE_FP32 dims: [1] }"
+                "input { name: \"x\" data_type: TYPE_FP32 dims: [1] }" +
+                output) == "m/config.pbtxt: input 'x' is given twice");
+  CHECK(refused("dynamic_batching {}" + output) ==
+        "m/config.pbtxt: dynamic_batching needs max_batch_size > 0");
+  CHECK(refused("max_batch_size: 8 dynamic_batching { preferred_batch_size: 16 }" + output)
+            .find("preferred_batch_size 16") != std::string::npos);
+  CHECK(refused("version_policy { specific {} }" + output).find("lists no versions") !=
+        std::string::npos);
+  CHECK(refused("instance_group { count: 1 kind: KIND_GPU }" + output).find("KIND_CPU") !=
+        std::string::npos);
+  CHECK(refused("max_batch_size: 0").find("no output") != std::string::npos);
+}

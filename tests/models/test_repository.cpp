@@ -1,0 +1,252 @@
+// A Triton model repository on disk, loaded through a backend this test registers ("scale": its
+// model file holds a number k, and the model multiplies its FP32 input by k): directory layout,
+// versions and their policy, completion of a config from the model, the executor's states and
+// loads (RepositoryIndex, load, unload, on first request), and a broken model failing alone.
+#include "sonic/repository/repository.hpp"
+
+#include <doctest/doctest.h>
+
+#include <atomic>
+#include <filesystem>
+#include <fstream>
+#include <thread>
+
+using namespace sonic;
+namespace fs = std::filesystem;
+using repository::LoadedModel;
+using repository::ModelConfig;
+
+namespace {
+
+std::atomic<int> loads{0};
+
+// The "scale" backend: completes a config with no tensors as INPUT0 -> OUTPUT0, FP32, [-1].
+Result<LoadedModel> load_scale(const ModelConfig& given, const std::string& file) {
+  loads.fetch_add(1);
+  std::ifstream model_file(file);
+  float k = 0;
+  if (!(model_file >> k)) return Error(StatusCode::InvalidArgument, "no number in the model file");
+  LoadedModel loaded;
+  loaded.config = given;
+  if (loaded.config.inputs.empty()) {
+    loaded.config.inputs.push_back({"INPUT0", DataType::Fp32, {-1}, {}, false});
+  }
+  if (loaded.config.outputs.empty()) {
+    loaded.config.outputs.push_back({"OUTPUT0", DataType::Fp32, {-1}, {}, false});
+  }
+  loaded.compute = [k](const InferRequest& request) -> Result<std::vector<NamedTensor>> {
+    const Tensor& in = request.find_input("INPUT0")->tensor;
+    std::vector<float> out;
+    for (float v : in.as<float>()) out.push_back(v * k);
+    return std::vector<NamedTensor>{
+        {"OUTPUT0", Tensor::from_vector(std::move(out), in.shape()), {}}};
+  };
+  return loaded;
+}
+
+const bool registered = [] {
+  repository::register_backend({"scale", {"scale_platform"}, "model.scale", load_scale});
+  return true;
+}();
+
+// A scratch repository for one test case, emptied first.
+class Scratch {
+ public:
+  explicit Scratch(const std::string& name) : root_(fs::path(SONIC_TEST_SCRATCH) / name) {
+    fs::remove_all(root_);
+    fs::create_directories(root_);
+  }
+  void write(const std::string& relative, const std::string& text) const {
+    fs::path file = root_ / relative;
+    fs::create_directories(file.parent_path());
+    std::ofstream(file) << text;
+  }
+  std::string root() const { return root_.string(); }
+
+ private:
+  fs::path root_;
+};
+
+std::vector<float> run(CpuExecutor& executor, const std::string& model, std::vector<float> in) {
+  auto result = executor.infer(InferRequest(model).input(
+      "INPUT0", Tensor::from_vector(in, {static_cast<std::int64_t>(in.size())})));
+  REQUIRE_MESSAGE(result, result.error().message());
+  auto out = result->output("OUTPUT0").as<float>();
+  return std::vector<float>(out.begin(), out.end());
+}
+
+}  // namespace
+
+TEST_CASE("model directories are the models; files and hidden directories are not") {
+  Scratch repo("names");
+  repo.write("b/1/model.scale", "2");
+  repo.write("a/config.pbtxt", "");
+  repo.write(".hidden/1/model.scale", "1");
+  repo.write("README", "not a model");
+  repository::Repository repository({repo.root()});
+  CHECK(repository.model_names() == std::vector<std::string>{"a", "b"});
+}
+
+TEST_CASE("the highest version its policy selects is served") {
+  Scratch repo("versions");
+  for (const char* v : {"1", "2", "10"}) repo.write(std::string("m/") + v + "/model.scale", v);
+  repo.write("m/notes/model.scale", "99");  // not a version: its name is not a number
+  repository::Repository repository({repo.root()});
+  auto latest = repository.load("m");
+  REQUIRE_MESSAGE(latest, latest.error().message());
+  CHECK(latest->version == "10");  // numerically highest, not "2"
+
+  repo.write("m/config.pbtxt",
+             "platform: \"scale_platform\" version_policy { specific { versions: [1, 2] } }");
+  auto specific = repository.load("m");
+  REQUIRE(specific);
+  CHECK(specific->version == "2");
+
+  repo.write("m/config.pbtxt", "version_policy { specific { versions: [7] } }");
+  auto none = repository.load("m");
+  REQUIRE_FALSE(none);
+  CHECK(none.error().message().find("no version directory") != std::string::npos);
+}
+
+TEST_CASE("a config left out, or partial, is completed by the backend") {
+  Scratch repo("complete");
+  repo.write("m/1/model.scale", "3");
+  repository::Repository repository({repo.root()});
+  auto model = repository.load("m");
+  REQUIRE_MESSAGE(model, model.error().message());
+  CHECK(model->name == "m");
+  CHECK(model->platform == "scale_platform");
+  REQUIRE(model->inputs.size() == 1);
+  CHECK(model->inputs[0].name == "INPUT0");
+  CHECK_FALSE(model->config.empty());
+  auto executor = CpuExecutor::with_models({*model}, 1);
+  CHECK(run(*executor, "m", {1, 2}) == std::vector<float>{3, 6});
+}
+
+TEST_CASE("mistakes name the file and what to do") {
+  Scratch repo("mistakes");
+  repo.write("wrong_name/config.pbtxt", "name: \"other\"");
+  repo.write("wrong_name/1/model.scale", "1");
+  repo.write("no_backend/config.pbtxt", "platform: \"tensorrt_plan\"");
+  repo.write("no_backend/1/model.plan", "");
+  repo.write("onnx/config.pbtxt", "platform: \"onnxruntime_onnx\"");
+  repo.write("onnx/1/model.onnx", "");
+  repo.write("no_file/config.pbtxt", "backend: \"scale\"");
+  repo.write("no_file/1/other.bin", "");
+  repo.write("syntax/config.pbtxt", "max_batch_size: 8\ninput [ { name: \"x\" ]\n");
+  repo.write("syntax/1/model.scale", "1");
+  repository::Repository repository({repo.root()});
+
+  auto wrong_name = repository.load("wrong_name");
+  REQUIRE_FALSE(wrong_name);
+  CHECK(wrong_name.error().message().find("differs from its directory's name") !=
+        std::string::npos);
+  auto no_backend = repository.load("no_backend");
+  REQUIRE_FALSE(no_backend);
+  CHECK(no_backend.error().code() == StatusCode::NotFound);
+  CHECK(no_backend.error().message().find("platform 'tensorrt_plan'") != std::string::npos);
+  auto onnx = repository.load("onnx");
+  REQUIRE_FALSE(onnx);
+  CHECK(onnx.error().message().find("link sonic::onnx") != std::string::npos);
+  auto no_file = repository.load("no_file");
+  REQUIRE_FALSE(no_file);
+  CHECK(no_file.error().message().find("model.scale does not exist") != std::string::npos);
+  auto syntax = repository.load("syntax");
+  REQUIRE_FALSE(syntax);
+  CHECK(syntax.error().message().find("syntax/config.pbtxt:2:") != std::string::npos);
+  CHECK_FALSE(repository.load("missing"));
+  CHECK(repository.load("missing").error().code() == StatusCode::NotFound);
+  CHECK(repository.load("../mistakes").error().code() == StatusCode::NotFound);
+}
+
+TEST_CASE("a model in two repositories is an error, as in Triton") {
+  Scratch a("twice_a"), b("twice_b");
+  a.write("m/1/model.scale", "1");
+  b.write("m/1/model.scale", "2");
+  repository::Repository repository({a.root(), b.root()});
+  auto model = repository.load("m");
+  REQUIRE_FALSE(model);
+  CHECK(model.error().message().find("two repositories") != std::string::npos);
+}
+
+TEST_CASE("batched models refuse a batch above max_batch_size with Triton's words") {
+  Scratch repo("batch");
+  repo.write("m/config.pbtxt",
+             "max_batch_size: 2 input { name: \"INPUT0\" data_type: TYPE_FP32 dims: [1] }"
+             "output { name: \"OUTPUT0\" data_type: TYPE_FP32 dims: [1] }");
+  repo.write("m/1/model.scale", "2");
+  auto model = repository::Repository({repo.root()}).load("m");
+  REQUIRE_MESSAGE(model, model.error().message());
+  CHECK(model->inputs[0].shape == Shape{-1, 1});
+  auto executor = CpuExecutor::with_models({*model}, 1);
+  auto ok = executor->infer(
+      InferRequest("m").input("INPUT0", Tensor::from_vector(std::vector<float>{1, 2}, {2, 1})));
+  CHECK(ok);
+  auto too_big = executor->infer(
+      InferRequest("m").input("INPUT0", Tensor::from_vector(std::vector<float>{1, 2, 3}, {3, 1})));
+  REQUIRE_FALSE(too_big);
+  CHECK(too_big.error().message() == "inference request batch-size must be <= 2 for 'm'");
+}
+
+TEST_CASE("an executor over a repository: states, load, unload, and one broken model") {
+  Scratch repo("executor");
+  repo.write("good/1/model.scale", "2");
+  repo.write("broken/1/model.scale", "not a number");
+  auto executor = std::make_shared<CpuExecutor>(1);
+  auto source = std::make_shared<repository::Repository>(std::vector<std::string>{repo.root()});
+  executor->set_source(source, false);
+
+  auto index = executor->repository_index();
+  REQUIRE(index.size() == 2);
+  CHECK(index[0].state == "UNAVAILABLE");
+  CHECK(index[0].reason == "unloaded");
+  // Not on demand: a request for a model not loaded fails.
+  CHECK_FALSE(executor->infer(
+      InferRequest("good").input("INPUT0", Tensor::from_vector(std::vector<float>{1}, {1}))));
+
+  REQUIRE(executor->load_model("good"));
+  auto broken = executor->load_model("broken");
+  REQUIRE_FALSE(broken);
+  CHECK(broken.error().message().find("no number in the model file") != std::string::npos);
+  index = executor->repository_index();
+  CHECK(index[0].name == "broken");
+  CHECK(index[0].state == "UNAVAILABLE");
+  CHECK(index[0].reason.find("no number") != std::string::npos);
+  CHECK(index[1].state == "READY");
+  CHECK(index[1].version == "1");
+  CHECK(run(*executor, "good", {5}) == std::vector<float>{10});
+
+  // A reload reads the repository again: the new file's number is used.
+  repo.write("good/1/model.scale", "3");
+  REQUIRE(executor->load_model("good"));
+  CHECK(run(*executor, "good", {5}) == std::vector<float>{15});
+
+  REQUIRE(executor->unload_model("good"));
+  auto unloaded = executor->infer(
+      InferRequest("good").input("INPUT0", Tensor::from_vector(std::vector<float>{1}, {1})));
+  REQUIRE_FALSE(unloaded);
+  CHECK(unloaded.error().code() == StatusCode::Unavailable);
+  CHECK(executor->unload_model("never_there").error().code() == StatusCode::NotFound);
+}
+
+TEST_CASE("on demand, the first requests load a model once, whatever their number") {
+  Scratch repo("on_demand");
+  repo.write("m/1/model.scale", "4");
+  auto executor = repository::executor_from_repository({repo.root()}, 2);
+  const int before = loads.load();
+  std::vector<std::thread> threads;
+  std::atomic<int> right{0};
+  for (int t = 0; t < 8; ++t) {
+    threads.emplace_back([&] {
+      if (run(*executor, "m", {1}) == std::vector<float>{4}) right.fetch_add(1);
+    });
+  }
+  for (auto& t : threads) t.join();
+  CHECK(right.load() == 8);
+  CHECK(loads.load() - before == 1);
+  // A model no repository has is still NOT_FOUND.
+  auto missing = executor->infer(
+      InferRequest("nope").input("INPUT0", Tensor::from_vector(std::vector<float>{1}, {1})));
+  REQUIRE_FALSE(missing);
+  CHECK(missing.error().code() == StatusCode::NotFound);
+}
