@@ -162,6 +162,17 @@ class CpuExecutor {
     return names;
   }
 
+  /// Whether a request for the model can run here: it is loaded, or an on-demand source has it
+  /// (and it has not failed to load). Cheap enough for each failed request: it loads nothing.
+  bool serves(const std::string& name, const std::string& version = {}) const {
+    if (find(name, version)) return true;
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      if (!source_ || !load_on_demand_ || states_.count(name) || models_.count(name)) return false;
+    }
+    return in_source(name);
+  }
+
   /// A model's definition; NOT_FOUND names what is missing.
   Result<std::shared_ptr<const Model>> model(const std::string& name,
                                              const std::string& version = {}) const {
@@ -347,12 +358,14 @@ class CpuExecutor {
     return source ? source->model_names() : std::vector<std::string>{};
   }
 
-  // A model of the source that no registered model hides.
+  // A model of the source (loaded from it, out of service, or there to load) that no
+  // registered model hides.
   bool in_source(const std::string& name) const {
     {
       std::lock_guard<std::mutex> lock(mutex_);
       auto it = models_.find(name);
-      if (it != models_.end() && !it->second->from_source) return false;
+      if (it != models_.end()) return it->second->from_source;
+      if (states_.count(name)) return true;
     }
     auto names = source_names();
     return std::binary_search(names.begin(), names.end(), name);

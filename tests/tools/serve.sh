@@ -1,7 +1,7 @@
 # Sourced by the tool tests. `serve SONIC_SERVER [OPTIONS...]` starts sonic-server on loopback
 # ports it picks, logging into a fresh $work folder, and waits until it says where it listens:
 # sets $port, and $tcp when started with --tcp-port. The server and $work go away when the test
-# exits; a server that does not start fails the test.
+# exits (stop_server ends it sooner); a server that does not start fails the test.
 fail() { echo "FAIL: $*"; exit 1; }
 
 serve() {
@@ -11,7 +11,7 @@ serve() {
   : >"$work/server.log"  # exists before the server starts: it is read while the server starts
   "$server" --host 127.0.0.1 --port 0 "$@" >"$work/server.log" 2>&1 &
   pid=$!
-  trap 'kill $pid 2>/dev/null; wait $pid 2>/dev/null; rm -rf "$work"' EXIT
+  trap 'kill $pid 2>/dev/null || true; wait $pid 2>/dev/null || true; rm -rf "$work"' EXIT
   local want_tcp=
   [[ " $* " == *" --tcp-port "* ]] && want_tcp=1
   port= tcp=
@@ -22,4 +22,11 @@ serve() {
     sleep 0.05
   done
   fail "sonic-server did not start: $(cat "$work/server.log")"
+}
+
+# Stops the server `serve` started and removes its $work folder.
+stop_server() {
+  kill "$pid" 2>/dev/null || true
+  wait "$pid" 2>/dev/null || true
+  rm -rf "$work"
 }

@@ -1,7 +1,9 @@
-// sonic-server: a KServe v2 / Triton-compatible gRPC inference server hosting sonic's built-in
-// CPU models (simple, identity_fp32). The reference server for tests, demos and benchmarks: a
-// thin program over the server library.
+// sonic-server: a KServe v2 / Triton-compatible gRPC inference server hosting the models of
+// Triton model repositories (ONNX, TorchScript), or sonic's built-in CPU models without one. The
+// reference server for tests, demos and benchmarks: a thin program over the server library.
 #include <sonic/builtin_models.hpp>
+#include <sonic/repository/repository.hpp>
+#include <sonic/repository/watch.hpp>
 #include <sonic/server.hpp>
 #include <sonic/sonic.hpp>
 
@@ -12,6 +14,7 @@
 #include <cstdlib>
 #include <functional>
 #include <iostream>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -35,9 +38,15 @@ void keep_freed_memory_for_reuse() {
 }
 
 void usage(std::ostream& out) {
+  std::string backends;
+  for (const auto& name : sonic::repository::backend_names()) {
+    backends += (backends.empty() ? "" : ", ") + name;
+  }
+  if (backends.empty()) backends = "none (built without OpenCV DNN and libtorch)";
   out << R"(usage: sonic-server [OPTION]...
-Serves sonic's built-in models (simple, identity_fp32, and Triton's examples simple_string,
-simple_identity, simple_sequence) over KServe v2 gRPC, Triton-compatible.
+Serves the models of Triton model repositories, or without one sonic's built-in models
+(simple, identity_fp32, and Triton's examples simple_string, simple_identity,
+simple_sequence), over KServe v2 gRPC, Triton-compatible.
 
   --host ADDR        address to listen on (default 127.0.0.1; 0.0.0.0 for all)
   --port N           gRPC port (default 8001; 0 picks a free port)
@@ -46,9 +55,25 @@ simple_identity, simple_sequence) over KServe v2 gRPC, Triton-compatible.
   --io-threads N     network threads (default 1)
   --inline-models    run models on the network threads: no hand-off per request, for
                      models that take microseconds (a slow one stalls its connections)
+
+Models (as tritonserver's options):
+  --model-repository PATH
+                     a directory of models: PATH/NAME/config.pbtxt and PATH/NAME/1/model.onnx
+                     (or model.pt); repeat for several. Backends here: )"
+      << backends << R"(
   --model-control-mode MODE
-                     none (default, as Triton's): clients may not unload or load models;
-                     explicit: they may (RepositoryModelUnload, RepositoryModelLoad)
+                     none (default): every model of the repositories is loaded at start and
+                     clients may not unload or load models; explicit: only --load-model
+                     models are loaded, and clients may (RepositoryModelLoad, ...Unload);
+                     poll: as none, and the repositories are read again every
+                     --repository-poll-secs: new and changed models load, removed ones unload
+  --load-model NAME  with explicit: load this model at start (repeat; '*' loads all)
+  --repository-poll-secs N
+                     with poll: seconds between reads of the repositories (default 15)
+  A model that fails to load is reported with its reason and stays UNAVAILABLE; the others
+  are served.
+
+Network:
   --grpc-infer-response-compression-level LEVEL
                      none (default), low, medium or high, as Triton's: ModelInfer answers
                      to clients that accept it are compressed (low: gzip; medium, high:
@@ -119,6 +144,38 @@ std::chrono::milliseconds parse_seconds(std::string_view flag, const char* text)
   return std::chrono::milliseconds(static_cast<long long>(value * 1000));
 }
 
+// One line per model, as tritonserver prints its model table: READY, or why not.
+void report(const std::string& model, const sonic::Result<void>& loaded,
+            sonic::CpuExecutor& executor) {
+  if (!loaded) {
+    std::cout << "model " << model << ": UNAVAILABLE: " << loaded.error().message() << std::endl;
+    return;
+  }
+  auto served = executor.model(model);
+  std::cout << "model " << model << ": READY (version " << (served ? (*served)->version : "?")
+            << ")" << std::endl;
+}
+
+void report_change(const sonic::repository::WatchEvent& event) {
+  if (event.unloaded) {
+    std::cout << "model " << event.model << ": unloaded (gone from the repository)" << std::endl;
+  } else if (event.outcome) {
+    std::cout << "model " << event.model << ": READY (loaded again)" << std::endl;
+  } else {
+    std::cout << "model " << event.model << ": UNAVAILABLE: " << event.outcome.error().message()
+              << std::endl;
+  }
+}
+
+// Every model of the repositories (modes none and poll), or those named (explicit; '*': all).
+void load_at_start(sonic::CpuExecutor& executor, const sonic::repository::Repository& repository,
+                   const std::string& mode, const std::vector<std::string>& named) {
+  std::vector<std::string> models = repository.model_names();
+  const bool all = mode != "explicit" || std::find(named.begin(), named.end(), "*") != named.end();
+  if (!all) models = named;
+  for (const auto& model : models) report(model, executor.load_model(model), executor);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -126,6 +183,9 @@ int main(int argc, char** argv) {
   sonic::ServerOptions options;
   sonic::ServerLimits& limits = options.limits;
   std::size_t threads = 0;
+  std::vector<std::string> repositories, models_to_load;
+  std::string control_mode = "none";
+  std::chrono::milliseconds poll_period{15000};
   using Setter = std::function<void(std::string_view flag, const char* value)>;
   auto size_of = [](auto& field) {
     return Setter([&field](std::string_view flag, const char* value) {
@@ -161,11 +221,20 @@ int main(int argc, char** argv) {
            bad_option(f, "'owner' or 'any'", v);
          }
        }},
+      {"--model-repository", [&](std::string_view, const char* v) { repositories.push_back(v); }},
+      {"--load-model", [&](std::string_view, const char* v) { models_to_load.push_back(v); }},
+      {"--repository-poll-secs",
+       [&](std::string_view f, const char* v) {
+         poll_period =
+             std::chrono::seconds(std::max<unsigned long long>(1, parse_number(f, v, 86400)));
+       }},
       {"--model-control-mode",
        [&](std::string_view f, const char* v) {
-         std::string_view mode = v;
-         if (mode != "none" && mode != "explicit") bad_option(f, "'none' or 'explicit'", v);
-         options.model_control = mode == "explicit";
+         control_mode = v;
+         if (control_mode != "none" && control_mode != "explicit" && control_mode != "poll") {
+           bad_option(f, "'none', 'explicit' or 'poll'", v);
+         }
+         options.model_control = control_mode == "explicit";
        }},
       {"--grpc-infer-response-compression-level",
        [&](std::string_view f, const char* v) {
@@ -232,6 +301,16 @@ int main(int argc, char** argv) {
     option->second(arg, argv[++i]);
   }
   options.io_threads = std::max<std::size_t>(1, options.io_threads);
+  if (!models_to_load.empty() && control_mode != "explicit") {
+    std::cerr << "sonic-server: --load-model needs --model-control-mode explicit (in the "
+                 "other modes every model of the repositories is loaded)\n";
+    return 2;
+  }
+  if (repositories.empty() && (control_mode == "poll" || !models_to_load.empty())) {
+    std::cerr << "sonic-server: --model-control-mode poll and --load-model need "
+                 "--model-repository\n";
+    return 2;
+  }
   if (limits.max_connection_buffered_bytes < options.max_message_bytes ||
       limits.max_buffered_bytes < options.max_message_bytes) {
     std::cerr << "sonic-server: --max-buffered-bytes and --max-connection-buffered-bytes must be "
@@ -247,7 +326,19 @@ int main(int argc, char** argv) {
   pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
 
   try {
-    auto executor = sonic::CpuExecutor::with_models(sonic::models::builtin(), threads);
+    auto executor = repositories.empty()
+                        ? sonic::CpuExecutor::with_models(sonic::models::builtin(), threads)
+                        : std::make_shared<sonic::CpuExecutor>(threads);
+    std::unique_ptr<sonic::repository::RepositoryWatch> watch;
+    if (!repositories.empty()) {
+      auto repository = std::make_shared<sonic::repository::Repository>(repositories);
+      executor->set_source(repository, false);
+      load_at_start(*executor, *repository, control_mode, models_to_load);
+      if (control_mode == "poll") {
+        watch = std::make_unique<sonic::repository::RepositoryWatch>(executor, repository,
+                                                                     poll_period, report_change);
+      }
+    }
     sonic::Server server(executor, options);
     server.start();
     std::cout << "sonic-server listening on " << options.host << ":" << server.port() << std::endl;

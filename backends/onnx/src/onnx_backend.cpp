@@ -34,6 +34,24 @@ using repository::TensorConfig;
 
 Error invalid(const std::string& what) { return Error(StatusCode::InvalidArgument, what); }
 
+// OpenCV's description of a failure on one line (it spans several, with "> " prefixes, when
+// an importer error wraps a layer's): messages travel in one log line or gRPC status.
+std::string describe(const cv::Exception& e) {
+  std::string text;
+  bool space = false;
+  for (char c : e.err) {
+    if (c == '\n' || c == '\r' || c == '>') {
+      space = !text.empty();
+      continue;
+    }
+    if (c == ' ' && (text.empty() || space)) continue;
+    if (space) text += ' ';
+    space = false;
+    text += c;
+  }
+  return text;
+}
+
 std::string shape_text(const std::vector<std::int64_t>& shape) {
   std::string text = "[";
   for (std::size_t i = 0; i < shape.size(); ++i) {
@@ -231,7 +249,7 @@ class OnnxModel {
         net.setPreferableTarget(cv::dnn::DNN_TARGET_CPU);
         pool_.add(std::move(net));
       } catch (const cv::Exception& e) {
-        return invalid("OpenCV cannot read the ONNX graph: " + std::string(e.what()));
+        return invalid("OpenCV cannot read the ONNX graph: " + describe(e));
       }
     }
     return {};
@@ -253,8 +271,7 @@ class OnnxModel {
         }
         net.forward(outputs, output_names_);
       } catch (const cv::Exception& e) {
-        return Error(StatusCode::Internal,
-                     "OpenCV failed to run the model: " + std::string(e.what()));
+        return Error(StatusCode::Internal, "OpenCV failed to run the model: " + describe(e));
       }
       std::vector<NamedTensor> named;
       for (std::size_t i = 0; i < outputs.size() && i < config_.outputs.size(); ++i) {

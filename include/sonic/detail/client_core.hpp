@@ -217,7 +217,7 @@ class ClientCore : public std::enable_shared_from_this<ClientCore> {
  private:
   void start(const std::shared_ptr<Flight>& flight) {
     if (auto ok = check_request(flight->request); !ok) return finish(flight, ok.error());
-    if (options_.fallback_latency_budget.count() > 0 && local_model(flight->request)) {
+    if (options_.fallback_latency_budget.count() > 0 && local_model_serves(flight->request)) {
       arm_latency_budget(flight);
     }
     if (!options_.validate_inputs) return attempt(flight);
@@ -283,6 +283,13 @@ class ClientCore : public std::enable_shared_from_this<ClientCore> {
     if (!options_.fallback) return nullptr;
     auto model = options_.fallback->model(request.model_name(), request.model_version());
     return model ? *model : nullptr;
+  }
+
+  // Whether the fallback can run the request: its model is loaded there, or will load on its
+  // first local run (from a repository).
+  bool local_model_serves(const InferRequest& request) const {
+    return options_.fallback &&
+           options_.fallback->serves(request.model_name(), request.model_version());
   }
 
   void attempt(const std::shared_ptr<Flight>& flight) {
@@ -400,7 +407,7 @@ class ClientCore : public std::enable_shared_from_this<ClientCore> {
         error.code() == StatusCode::Unavailable || error.code() == StatusCode::DeadlineExceeded ||
         error.code() == StatusCode::NotFound || error.code() == StatusCode::Unimplemented ||
         error.code() == StatusCode::ResourceExhausted;
-    if (server_side && local_model(flight->request) && Clock::now() < flight->deadline) {
+    if (server_side && local_model_serves(flight->request) && Clock::now() < flight->deadline) {
       return run_locally(flight, error.message());
     }
     finish(flight, std::move(error));

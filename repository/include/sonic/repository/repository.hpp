@@ -31,12 +31,13 @@ class SONIC_EXPORT Repository final : public ModelSource {
   /// naming the file; a name in two roots is an error, as in Triton.
   Result<Model> load(const std::string& name) const override;
 
-  /// The model's config as read and completed, without loading it for serving.
+  /// The model's config as its config.pbtxt gives it (not yet completed by its backend).
   Result<ModelConfig> config(const std::string& name) const;
 
- private:
+  /// The model's directory; NOT_FOUND when no root has it, INVALID_ARGUMENT when two do.
   Result<std::string> model_directory(const std::string& name) const;
 
+ private:
   std::vector<std::string> roots_;
 };
 

@@ -1,0 +1,130 @@
+// Real models served: a sonic::Server over the generated repository (ONNX and TorchScript)
+// answers as torch does over every transport, reports the repository's config, and a client
+// whose server dies mid-run gets every remaining answer, right, from its in-process fallback
+// running the same directory.
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <thread>
+
+#include "npy.hpp"
+#include "sonic/repository/repository.hpp"
+#include "sonic/server.hpp"
+#include "sonic/sonic.hpp"
+
+using namespace sonic;
+using tools::read_npy;
+
+namespace {
+
+const std::string kRepository = std::string(SONIC_TEST_MODELS) + "/repository";
+const std::string kReference = std::string(SONIC_TEST_MODELS) + "/reference/";
+
+struct Case {
+  std::string model;
+  std::vector<std::string> inputs;
+  std::vector<std::string> outputs;
+};
+
+const std::vector<Case> kCases = {
+    {"jet_mlp_onnx", {"features"}, {"probabilities"}},
+    {"emtrk_cnn_onnx", {"patch"}, {"em_trk_none", "michel"}},
+    {"jet_mlp_torch", {"INPUT__0"}, {"OUTPUT__0"}},
+    {"emtrk_cnn_torch", {"INPUT__0"}, {"OUTPUT__0", "OUTPUT__1"}},
+    {"edgeconv_torch", {"INPUT__0"}, {"OUTPUT__0"}},
+};
+
+InferRequest reference_request(const Case& c) {
+  InferRequest request(c.model);
+  for (const auto& name : c.inputs) {
+    request.input(name, read_npy(kReference + c.model + "/" + name + ".npy"));
+  }
+  return request;
+}
+
+// Empty when every output is within 1e-5 of torch's; else what differs.
+std::string compare_with_reference(const Case& c, const Result<InferResult>& result) {
+  if (!result) return c.model + ": " + result.error().message();
+  for (const auto& name : c.outputs) {
+    Tensor expected = read_npy(kReference + c.model + "/" + name + ".npy");
+    const Tensor& got = result->output(name);
+    if (got.shape() != expected.shape()) return c.model + "/" + name + ": another shape";
+    auto x = got.as<float>();
+    auto y = expected.as<float>();
+    for (std::size_t i = 0; i < x.size(); ++i) {
+      if (std::fabs(x[i] - y[i]) > 1e-5f) return c.model + "/" + name + ": another value";
+    }
+  }
+  return {};
+}
+
+std::shared_ptr<CpuExecutor> served_executor() {
+  auto executor = std::make_shared<CpuExecutor>(2);
+  auto repository = std::make_shared<repository::Repository>(std::vector<std::string>{kRepository});
+  executor->set_source(repository, false);
+  for (const auto& c : kCases) REQUIRE(executor->load_model(c.model));
+  return executor;
+}
+
+ServerOptions local_options() {
+  ServerOptions options;
+  options.port = 0;
+  options.tcp_port = 0;
+  return options;
+}
+
+}  // namespace
+
+TEST_CASE("every transport serves the repository's models with torch's answers") {
+  Server server(served_executor(), local_options());
+  server.start();
+  const std::string host = "127.0.0.1:";
+  for (const std::string& url : {"grpc://" + host + std::to_string(server.port()),
+                                 "grpc+shm://" + host + std::to_string(server.port()),
+                                 "tcp://" + host + std::to_string(server.tcp_port()),
+                                 "tcp+zstd://" + host + std::to_string(server.tcp_port())}) {
+    Client client(url);
+    for (const auto& c : kCases) {
+      INFO(url << " " << c.model);
+      CHECK(compare_with_reference(c, client.infer_future(reference_request(c)).get()) == "");
+    }
+  }
+  server.stop();
+}
+
+TEST_CASE("ModelConfig and RepositoryIndex report the repository") {
+  Server server(served_executor(), local_options());
+  server.start();
+  Client client("grpc://127.0.0.1:" + std::to_string(server.port()));
+  const std::string config = client.model_config("emtrk_cnn_onnx");
+  CHECK(config.find("\"max_batch_size\":64") != std::string::npos);
+  CHECK(config.find("\"platform\":\"onnxruntime_onnx\"") != std::string::npos);
+  CHECK(config.find("\"backend\":\"onnxruntime\"") != std::string::npos);
+  CHECK(config.find("\"name\":\"michel\"") != std::string::npos);
+  server.stop();
+}
+
+TEST_CASE("the server dies mid-run: every answer still comes, right, from the fallback") {
+  auto server = std::make_unique<Server>(served_executor(), local_options());
+  server->start();
+  ClientOptions options;
+  options.fallback = repository::executor_from_repository({kRepository}, 2);
+  options.default_timeout = std::chrono::seconds(20);
+  Client client("grpc://127.0.0.1:" + std::to_string(server->port()), options);
+  const Case& tagger = kCases[0];
+  const Case& graph = kCases[4];
+  int right = 0;
+  for (int event = 0; event < 60; ++event) {
+    if (event == 20) server.reset();  // the server is gone: killed, as far as the client sees
+    const Case& c = event % 2 ? graph : tagger;
+    std::string difference =
+        compare_with_reference(c, client.infer_future(reference_request(c)).get());
+    if (difference.empty()) {
+      ++right;
+    } else {
+      MESSAGE("event " << event << ": " << difference);
+    }
+  }
+  CHECK(right == 60);
+  CHECK(client.stats().fallbacks > 0);
+}
