@@ -8,6 +8,7 @@ packages=(
   libasio-dev libnghttp2-dev libprotobuf-dev protobuf-compiler libzstd-dev zlib1g-dev nlohmann-json3-dev
   doctest-dev
   python3 python3-grpcio python3-grpc-tools python3-protobuf python3-numpy
+  libopencv-dnn-dev libtorch-dev python3-torch python3-onnx
 )
 
 missing=()
