@@ -13,6 +13,7 @@
 #include <utility>
 #include <vector>
 
+#include "sonic/detail/dynamic_batcher.hpp"
 #include "sonic/detail/thread_pool.hpp"
 #include "sonic/error.hpp"
 #include "sonic/metadata.hpp"
@@ -48,6 +49,12 @@ struct Model {
   std::vector<TensorMetadata> outputs;
   ModelFunction compute;
   DecoupledFunction decoupled;
+  /// Merge concurrent requests into one execution (needs max_batch_size > 0 and `compute`):
+  /// the executor's asynchronous calls queue them; infer() still runs one at once.
+  std::optional<DynamicBatching> dynamic_batching;
+  /// Executions at once when batching (Triton's instance_group count): the runners that form
+  /// and run batches. The model's function itself may limit how many run at once too.
+  int instances = 1;
   /// The model's configuration as its repository gives it (a serialized inference.ModelConfig,
   /// proto/model_config.proto), reported by the ModelConfig call; empty: the server derives
   /// one from the fields above.
@@ -96,8 +103,7 @@ class CpuExecutor {
     if (!inserted) {
       throw Error(StatusCode::AlreadyExists, "model '" + model.name + "' is already registered");
     }
-    it->second = std::make_shared<Entry>();
-    it->second->model = std::move(model);
+    it->second = make_entry(std::move(model), false);
   }
 
   /// Whether a model (and version, unless empty) is registered and loaded.
@@ -173,6 +179,13 @@ class CpuExecutor {
     return in_source(name);
   }
 
+  /// Whether the model merges its requests (dynamic_batching): a server then hands them all to
+  /// it at once, rather than a few per connection, so that its batches can fill.
+  bool batches(const std::string& name, const std::string& version = {}) const {
+    auto found = find(name, version);
+    return found && (*found)->batcher != nullptr;
+  }
+
   /// A model's definition; NOT_FOUND names what is missing.
   Result<std::shared_ptr<const Model>> model(const std::string& name,
                                              const std::string& version = {}) const {
@@ -196,16 +209,7 @@ class CpuExecutor {
                    "(model '" +
                        entry.model.name + "' answers through a stream)");
     }
-    auto started = Clock::now();
-    add(entry.queue, started - queued_since);
-    auto result = run(entry.model, request, entry);
-    auto finished = Clock::now();
-    count(entry, request, result.ok(), finished - queued_since);
-    if (result) {
-      result->timing().server_queue = started - queued_since;
-      result->timing().server_compute = finished - started;
-    }
-    return result;
+    return run_counted(entry, request, queued_since);
   }
 
   /// Runs a request of any model on the calling thread, handing each of its responses to
@@ -260,9 +264,19 @@ class CpuExecutor {
   /// Runs a request on the pool. Contract: `done` runs exactly once, on a pool thread, never
   /// inside this call; a request for an unknown model completes with NOT_FOUND. Borrowed input
   /// tensors are read until `done` is called.
+  /// A model with dynamic_batching queues the request to be merged with others (see
+  /// DynamicBatching); `done` still runs on a pool thread.
   void infer_async(InferRequest request, Callback<InferResult> done) {
     auto queued = Clock::now();
+    if (auto found = find(request.model_name(), request.model_version());
+        found && (*found)->batcher) {
+      return submit_to_batcher(*found, std::move(request), std::move(done), queued);
+    }
     pool_.post([this, request = std::move(request), done = std::move(done), queued]() mutable {
+      auto found = find_or_load(request.model_name(), request.model_version());
+      if (found && (*found)->batcher) {
+        return submit_to_batcher(*found, std::move(request), std::move(done), queued);
+      }
       done(infer(request, queued));
     });
   }
@@ -296,14 +310,30 @@ class CpuExecutor {
     std::atomic<std::uint64_t> count{0};
     std::atomic<std::uint64_t> ns{0};
   };
+  struct BatchCounters {
+    Duration compute_input, compute_infer, compute_output;
+  };
   struct Entry {
     Model model;
+    std::shared_ptr<detail::DynamicBatcher> batcher;  // with dynamic_batching
+    std::mutex batch_stats_mutex;
+    std::map<std::uint64_t, BatchCounters> batch_stats;  // merged executions, by batch size
     bool from_source = false;
     std::atomic<bool> loaded{true};
     Counter success, fail, queue, compute_input, compute_infer, compute_output;
     std::atomic<std::uint64_t> inference_count{0}, execution_count{0}, last_inference_ms{0};
   };
 
+  static std::uint64_t now_ms() {
+    return static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::milliseconds>(
+                                          std::chrono::system_clock::now().time_since_epoch())
+                                          .count());
+  }
+  static void accumulate(Duration& duration, Clock::duration elapsed) {
+    duration.count += 1;
+    duration.ns += static_cast<std::uint64_t>(
+        std::chrono::duration_cast<std::chrono::nanoseconds>(elapsed).count());
+  }
   static void add(Counter& counter, Clock::duration elapsed) {
     counter.count.fetch_add(1, std::memory_order_relaxed);
     counter.ns.fetch_add(static_cast<std::uint64_t>(
@@ -314,7 +344,7 @@ class CpuExecutor {
     return {counter.count.load(std::memory_order_relaxed),
             counter.ns.load(std::memory_order_relaxed)};
   }
-  static ModelStatistics snapshot(const Entry& e) {
+  static ModelStatistics snapshot(Entry& e) {
     ModelStatistics s;
     s.name = e.model.name;
     s.version = e.model.version;
@@ -327,6 +357,11 @@ class CpuExecutor {
     s.compute_input = read(e.compute_input);
     s.compute_infer = read(e.compute_infer);
     s.compute_output = read(e.compute_output);
+    std::lock_guard<std::mutex> lock(e.batch_stats_mutex);
+    for (const auto& [size, counters] : e.batch_stats) {
+      s.batch_stats.push_back(
+          {size, counters.compute_input, counters.compute_infer, counters.compute_output});
+    }
     return s;
   }
 
@@ -371,6 +406,135 @@ class CpuExecutor {
     return std::binary_search(names.begin(), names.end(), name);
   }
 
+  // One request run on the calling thread, with its statistics and server timing.
+  static Result<InferResult> run_counted(Entry& entry, const InferRequest& request,
+                                         Clock::time_point queued_since) {
+    auto started = Clock::now();
+    add(entry.queue, started - queued_since);
+    auto result = run(entry.model, request, entry);
+    auto finished = Clock::now();
+    count(entry, request, result.ok(), finished - queued_since);
+    if (result) {
+      result->timing().server_queue = started - queued_since;
+      result->timing().server_compute = finished - started;
+    }
+    return result;
+  }
+
+  // An entry for a model, with its batcher when it batches. The batcher holds the entry weakly:
+  // an unloaded model's queued requests still complete (with UNAVAILABLE).
+  std::shared_ptr<Entry> make_entry(Model model, bool from_source) {
+    auto entry = std::make_shared<Entry>();
+    entry->model = std::move(model);
+    entry->from_source = from_source;
+    const Model& m = entry->model;
+    if (m.dynamic_batching && m.max_batch_size > 0 && m.compute) {
+      std::weak_ptr<Entry> weak = entry;
+      entry->batcher = std::make_shared<detail::DynamicBatcher>(
+          *m.dynamic_batching, m.max_batch_size, m.instances,
+          [this, weak](std::vector<detail::DynamicBatcher::Pending> batch) {
+            execute_batch(weak.lock(), std::move(batch));
+          },
+          [this](detail::UniqueFunction<void()> runner) { pool_.post(std::move(runner)); });
+    }
+    return entry;
+  }
+
+  // A request for a batching model: checked on its own first (a bad one fails alone, at once),
+  // then queued.
+  void submit_to_batcher(const std::shared_ptr<Entry>& entry, InferRequest request,
+                         Callback<InferResult> done, Clock::time_point queued) {
+    const Model& model = entry->model;
+    Result<void> ok = validate(model, request);
+    const std::int64_t batch = detail::request_batch(request);
+    if (ok && batch > model.max_batch_size) {
+      // Triton's words for the same refusal.
+      ok = Error(StatusCode::InvalidArgument,
+                 "inference request batch-size must be <= " + std::to_string(model.max_batch_size) +
+                     " for '" + model.name + "'");
+    }
+    if (!ok) {
+      count(*entry, request, false, Clock::now() - queued);
+      pool_.post([done = std::move(done), error = ok.error()]() mutable { done(error); });
+      return;
+    }
+    entry->batcher->submit({std::move(request), std::move(done), queued, batch});
+  }
+
+  // Runs a batch the batcher formed, on a pool thread: one request as infer() runs it, several
+  // merged into one execution and split back. If the merged execution fails, each request runs
+  // alone, so that one bad request fails alone.
+  void execute_batch(const std::shared_ptr<Entry>& entry,
+                     std::vector<detail::DynamicBatcher::Pending> batch) {
+    if (!entry) {
+      for (auto& p : batch) p.done(Error(StatusCode::Unavailable, "the model was unloaded"));
+      return;
+    }
+    if (batch.size() == 1) {
+      auto& p = batch.front();
+      return p.done(run_counted(*entry, p.request, p.queued));
+    }
+    const Model& model = entry->model;
+    const auto t0 = Clock::now();
+    std::vector<const InferRequest*> parts;
+    std::int64_t total = 0;
+    for (const auto& p : batch) {
+      parts.push_back(&p.request);
+      total += p.batch;
+      add(entry->queue, t0 - p.queued);
+    }
+    InferRequest merged = detail::merge_requests(parts);
+    const auto t1 = Clock::now();
+    Result<std::vector<NamedTensor>> computed = Error(StatusCode::Internal, "model did not run");
+    try {
+      computed = model.compute(merged);
+    } catch (const std::exception& e) {
+      computed = Error(StatusCode::Internal, "model '" + model.name + "' failed: " + e.what());
+    }
+    const auto t2 = Clock::now();
+    std::vector<std::vector<NamedTensor>> split(batch.size());
+    bool sliced = computed.ok();
+    for (std::size_t r = 0, offset = 0; sliced && r < batch.size(); ++r) {
+      for (const auto& out : *computed) {
+        auto rows = detail::output_rows(out.tensor, total, static_cast<std::int64_t>(offset),
+                                        batch[r].batch);
+        if (!rows) {
+          sliced = false;
+          break;
+        }
+        split[r].push_back({out.name, std::move(*rows), out.parameters});
+      }
+      offset += static_cast<std::size_t>(batch[r].batch);
+    }
+    if (!sliced) {  // each on its own: only a request that fails alone fails
+      for (auto& p : batch) p.done(run_counted(*entry, p.request, p.queued));
+      return;
+    }
+    const auto t3 = Clock::now();
+    add(entry->compute_input, t1 - t0);
+    add(entry->compute_infer, t2 - t1);
+    add(entry->compute_output, t3 - t2);
+    {
+      std::lock_guard<std::mutex> lock(entry->batch_stats_mutex);
+      BatchCounters& counters = entry->batch_stats[static_cast<std::uint64_t>(total)];
+      accumulate(counters.compute_input, t1 - t0);
+      accumulate(counters.compute_infer, t2 - t1);
+      accumulate(counters.compute_output, t3 - t2);
+    }
+    entry->inference_count.fetch_add(static_cast<std::uint64_t>(total), std::memory_order_relaxed);
+    entry->execution_count.fetch_add(1, std::memory_order_relaxed);
+    entry->last_inference_ms.store(now_ms(), std::memory_order_relaxed);
+    for (std::size_t r = 0; r < batch.size(); ++r) {
+      auto& p = batch[r];
+      add(entry->success, t3 - p.queued);
+      InferResult result(model.name, model.version, p.request.request_id(),
+                         requested(p.request, std::move(split[r])));
+      result.timing().server_queue = t0 - p.queued;
+      result.timing().server_compute = t3 - t0;
+      p.done(std::move(result));
+    }
+  }
+
   // Called with load_mutex_ held: one load at a time, so that concurrent first requests for a
   // model read it once.
   Result<void> load_from_source(const std::string& name) {
@@ -389,10 +553,7 @@ class CpuExecutor {
       states_[name] = model.error().message();
       return model.error();
     }
-    auto entry = std::make_shared<Entry>();
-    entry->model = std::move(*model);
-    entry->from_source = true;
-    models_[name] = std::move(entry);
+    models_[name] = make_entry(std::move(*model), true);
     states_.erase(name);
     return {};
   }
@@ -455,10 +616,7 @@ class CpuExecutor {
     if (!succeeded) return;
     entry.inference_count.fetch_add(batch_size(entry.model, request), std::memory_order_relaxed);
     entry.execution_count.fetch_add(1, std::memory_order_relaxed);
-    entry.last_inference_ms.store(
-        static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::milliseconds>(
-                                       std::chrono::system_clock::now().time_since_epoch())
-                                       .count()));
+    entry.last_inference_ms.store(now_ms());
   }
 
   static Result<void> validate(const Model& model, const InferRequest& request) {

@@ -215,6 +215,16 @@ Result<Model> Repository::load(const std::string& name) const {
     model.outputs.push_back({t.name, *t.data_type, metadata_shape(t, batched)});
   }
   model.config = serialize_model_config(complete);
+  model.instances = complete.instance_count();
+  if (complete.dynamic_batching && batched) {
+    sonic::DynamicBatching batching;
+    for (auto size : complete.dynamic_batching->preferred_batch_sizes) {
+      batching.preferred_batch_sizes.push_back(size);
+    }
+    batching.max_queue_delay =
+        std::chrono::microseconds(complete.dynamic_batching->max_queue_delay_microseconds);
+    model.dynamic_batching = std::move(batching);
+  }
   if (batched) {
     model.compute = [name, max = complete.max_batch_size, compute = std::move(loaded->compute)](
                         const InferRequest& request) -> Result<std::vector<NamedTensor>> {

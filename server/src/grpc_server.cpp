@@ -549,22 +549,27 @@ class GrpcConnection final : public net::H2Session {
     }
     std::weak_ptr<GrpcConnection> weak =
         std::static_pointer_cast<GrpcConnection>(shared_from_this());
-    models_.submit([weak, io = io_, id, context = context_, budget = budget_, encoding,
-                    request = std::move(*request), shm = std::move(shm)]() mutable {
+    // A batching model's requests all go to its batcher at once: holding them back per
+    // connection would only shrink its batches (the memory budget still bounds them).
+    const bool held = !context_->executor->batches(request->model_name(), request->model_version());
+    auto start = [weak, io = io_, id, context = context_, budget = budget_, encoding, held,
+                  request = std::move(*request), shm = std::move(shm)]() mutable {
       context->executor->infer_async(
-          std::move(request), [weak, io, id, context, budget, encoding,
+          std::move(request), [weak, io, id, context, budget, encoding, held,
                                shm = std::move(shm)](Result<InferResult> result) mutable {
             // On an executor thread: encode (and compress) here, answer on the connection's
             // thread.
             auto answer = encode_answer(std::move(result), shm, *context, budget, encoding);
-            asio::post(*io, [weak, id, answer = std::move(answer)]() mutable {
+            asio::post(*io, [weak, id, held, answer = std::move(answer)]() mutable {
               if (auto self = weak.lock()) {
-                self->models_.finished();
+                if (held) self->models_.finished();
                 self->answer(id, std::move(answer));
               }
             });
           });
-    });
+    };
+    if (held) return models_.submit(std::move(start));
+    start();
   }
 
   // ---- ModelStreamInfer -------------------------------------------------------------------

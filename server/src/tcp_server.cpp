@@ -150,12 +150,13 @@ class TcpConnection final : public net::FrameStream {
     ++in_flight_;
     // The completion may come after the server stopped: it holds the io_context, not the server.
     std::weak_ptr<FrameStream> weak = shared_from_this();
-    auto deliver = [weak, io = io_](OutgoingFrame answer) {
-      asio::post(*io, [weak, answer = std::move(answer)]() mutable {
+    // `held`: the request went through models_ (all but those a batching model takes at once).
+    auto deliver = [weak, io = io_](OutgoingFrame answer, bool held) {
+      asio::post(*io, [weak, held, answer = std::move(answer)]() mutable {
         if (auto self = weak.lock()) {
           auto* connection = static_cast<TcpConnection*>(self.get());
           --connection->in_flight_;
-          connection->models_.finished();
+          if (held) connection->models_.finished();
           connection->send(std::move(answer));
         }
       });
@@ -167,7 +168,7 @@ class TcpConnection final : public net::FrameStream {
                              budget = budget_, deliver]() mutable {
         context->executor->run_async(
             [frame = std::move(frame), compression, context, budget, deliver]() mutable {
-              deliver(run(std::move(frame), compression, *context, budget));
+              deliver(run(std::move(frame), compression, *context, budget), true);
             });
       });
     }
@@ -177,14 +178,18 @@ class TcpConnection final : public net::FrameStream {
       --in_flight_;
       return send(protocol::tcp::encode_error(id, request.error()));
     }
-    models_.submit([request = std::move(*request), id, compression, context = context_,
-                    budget = budget_, deliver]() mutable {
+    // A batching model's requests all go to its batcher at once (as on gRPC).
+    const bool held = !context_->executor->batches(request->model_name(), request->model_version());
+    auto start = [request = std::move(*request), id, compression, context = context_,
+                  budget = budget_, deliver, held]() mutable {
       context->executor->infer_async(
-          std::move(request), [id, compression, budget, deliver](Result<InferResult> result) {
+          std::move(request), [id, compression, budget, deliver, held](Result<InferResult> result) {
             // On an executor thread: encode (and compress) here, write on the network thread.
-            deliver(encode_answer(id, std::move(result), compression, budget));
+            deliver(encode_answer(id, std::move(result), compression, budget), held);
           });
-    });
+    };
+    if (held) return models_.submit(std::move(start));
+    start();
   }
 
   // A request whose tensors may still be compressed, start to finish on the calling thread.

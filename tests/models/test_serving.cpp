@@ -5,6 +5,9 @@
 #include <doctest/doctest.h>
 
 #include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <future>
 #include <thread>
 
 #include "npy.hpp"
@@ -127,4 +130,34 @@ TEST_CASE("the server dies mid-run: every answer still comes, right, from the fa
   }
   CHECK(right == 60);
   CHECK(client.stats().fallbacks > 0);
+}
+
+TEST_CASE("a server merges concurrent requests of a batching model, each answered right") {
+  namespace fs = std::filesystem;
+  const fs::path root = fs::path(SONIC_TEST_SCRATCH) / "batching";
+  fs::remove_all(root);
+  fs::create_directories(root / "jet_mlp_onnx" / "1");
+  fs::copy_file(fs::path(kRepository) / "jet_mlp_onnx" / "1" / "model.onnx",
+                root / "jet_mlp_onnx" / "1" / "model.onnx");
+  std::ofstream(root / "jet_mlp_onnx" / "config.pbtxt")
+      << "max_batch_size: 64 dynamic_batching { max_queue_delay_microseconds: 5000 }";
+  auto executor = std::make_shared<CpuExecutor>(2);
+  executor->set_source(
+      std::make_shared<repository::Repository>(std::vector<std::string>{root.string()}), false);
+  REQUIRE(executor->load_model("jet_mlp_onnx"));
+  Server server(executor, local_options());
+  server.start();
+  const Case& tagger = kCases[0];
+  for (const std::string& url : {"grpc://127.0.0.1:" + std::to_string(server.port()),
+                                 "tcp://127.0.0.1:" + std::to_string(server.tcp_port())}) {
+    Client client(url);
+    std::vector<std::future<InferResult>> answers;
+    for (int i = 0; i < 32; ++i) answers.push_back(client.infer_future(reference_request(tagger)));
+    for (auto& answer : answers) CHECK(compare_with_reference(tagger, answer.get()) == "");
+  }
+  auto stats = executor->statistics("jet_mlp_onnx").value();
+  CHECK(stats.inference_count == 2 * 32 * 4);  // 4 rows per request
+  CHECK(stats.execution_count < 64);           // merged: 16 requests fill a batch of 64
+  CHECK_FALSE(stats.batch_stats.empty());
+  server.stop();
 }

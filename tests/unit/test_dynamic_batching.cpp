@@ -1,0 +1,199 @@
+// Dynamic batching in the executor, as Triton's dynamic batcher behaves: concurrent requests
+// merged into one execution up to max_batch_size (at once at a preferred size, else after the
+// queue delay), each request given its own rows, one bad request failing alone, and statistics
+// that count inferences and executions apart.
+#include <doctest/doctest.h>
+
+#include <atomic>
+#include <cmath>
+#include <condition_variable>
+#include <future>
+#include <mutex>
+#include <thread>
+
+#include "sonic/executor.hpp"
+
+using namespace sonic;
+using namespace std::chrono_literals;
+
+namespace {
+
+// "double": FP32 [-1, 2] -> OUTPUT0 = 2 * INPUT0, recording each execution's batch size. A NaN
+// in the inputs fails the whole execution (as a model fails on bad data). `gate`, when set,
+// holds each execution until opened.
+struct Recorder {
+  std::mutex mutex;
+  std::vector<std::int64_t> batches;
+  int started = 0;  // executions that reached the model
+  std::condition_variable opened;
+  bool gate_open = true;
+};
+
+Model doubling_model(std::shared_ptr<Recorder> recorder, DynamicBatching batching,
+                     int max_batch_size = 8) {
+  Model m;
+  m.name = "double";
+  m.max_batch_size = max_batch_size;
+  m.inputs = {{"INPUT0", DataType::Fp32, {-1, 2}}};
+  m.outputs = {{"OUTPUT0", DataType::Fp32, {-1, 2}}};
+  m.dynamic_batching = std::move(batching);
+  m.compute = [recorder](const InferRequest& request) -> Result<std::vector<NamedTensor>> {
+    const Tensor& in = request.find_input("INPUT0")->tensor;
+    {
+      std::unique_lock<std::mutex> lock(recorder->mutex);
+      ++recorder->started;
+      recorder->opened.wait(lock, [&] { return recorder->gate_open; });
+      recorder->batches.push_back(in.shape().front());
+    }
+    std::vector<float> out;
+    for (float v : in.as<float>()) {
+      if (std::isnan(v)) return Error(StatusCode::InvalidArgument, "a NaN in the input");
+      out.push_back(2 * v);
+    }
+    return std::vector<NamedTensor>{
+        {"OUTPUT0", Tensor::from_vector(std::move(out), in.shape()), {}}};
+  };
+  return m;
+}
+
+InferRequest rows(float first, std::int64_t count) {
+  std::vector<float> values;
+  for (std::int64_t i = 0; i < 2 * count; ++i) values.push_back(first + static_cast<float>(i));
+  return InferRequest("double").input("INPUT0", Tensor::from_vector(values, {count, 2}));
+}
+
+std::future<Result<InferResult>> send(CpuExecutor& executor, InferRequest request) {
+  auto promise = std::make_shared<std::promise<Result<InferResult>>>();
+  auto future = promise->get_future();
+  executor.infer_async(std::move(request),
+                       [promise](Result<InferResult> r) { promise->set_value(std::move(r)); });
+  return future;
+}
+
+// Each answer holds 2 * its own request's values, in its own shape.
+void check_own_rows(Result<InferResult> result, float first, std::int64_t count) {
+  REQUIRE_MESSAGE(result, result.error().message());
+  auto out = result->output("OUTPUT0");
+  CHECK(out.shape() == Shape{count, 2});
+  auto values = out.as<float>();
+  for (std::int64_t i = 0; i < 2 * count; ++i) {
+    CHECK(values[static_cast<std::size_t>(i)] == 2 * (first + static_cast<float>(i)));
+  }
+}
+
+}  // namespace
+
+TEST_CASE("requests waiting together run as one execution, each answered with its rows") {
+  auto recorder = std::make_shared<Recorder>();
+  auto executor =
+      CpuExecutor::with_models({doubling_model(recorder, {{4}, std::chrono::microseconds(2s)})}, 2);
+  std::vector<std::future<Result<InferResult>>> answers;
+  answers.push_back(send(*executor, rows(0, 1)));
+  answers.push_back(send(*executor, rows(10, 2)));
+  answers.push_back(send(*executor, rows(20, 1)));  // 4 rows: the preferred size, at once
+  check_own_rows(answers[0].get(), 0, 1);
+  check_own_rows(answers[1].get(), 10, 2);
+  check_own_rows(answers[2].get(), 20, 1);
+  CHECK(recorder->batches == std::vector<std::int64_t>{4});
+  auto stats = executor->statistics("double").value();
+  CHECK(stats.inference_count == 4);
+  CHECK(stats.execution_count == 1);
+  REQUIRE(stats.batch_stats.size() == 1);
+  CHECK(stats.batch_stats[0].batch_size == 4);
+  CHECK(stats.batch_stats[0].compute_infer.count == 1);
+  CHECK(stats.success.count == 3);
+}
+
+TEST_CASE("a batch that cannot fill runs once its oldest request waited the queue delay") {
+  auto recorder = std::make_shared<Recorder>();
+  auto executor = CpuExecutor::with_models(
+      {doubling_model(recorder, {{}, std::chrono::microseconds(30ms)})}, 2);
+  const auto sent = Clock::now();
+  check_own_rows(send(*executor, rows(1, 1)).get(), 1, 1);
+  CHECK(Clock::now() - sent >= 30ms);
+  CHECK(recorder->batches == std::vector<std::int64_t>{1});
+}
+
+TEST_CASE("without a delay, what arrives while the model is busy forms the next batch") {
+  auto recorder = std::make_shared<Recorder>();
+  recorder->gate_open = false;
+  auto executor = CpuExecutor::with_models({doubling_model(recorder, {})}, 2);
+  std::vector<std::future<Result<InferResult>>> answers;
+  answers.push_back(send(*executor, rows(0, 1)));  // runs at once, held at the gate
+  for (int waited = 0; waited < 5000; ++waited) {  // until the first execution is under way
+    {
+      std::lock_guard<std::mutex> lock(recorder->mutex);
+      if (recorder->started == 1) break;
+    }
+    std::this_thread::sleep_for(1ms);
+  }
+  for (int i = 1; i <= 5; ++i) answers.push_back(send(*executor, rows(10.0f * i, 1)));
+  {
+    std::lock_guard<std::mutex> lock(recorder->mutex);
+    recorder->gate_open = true;
+  }
+  recorder->opened.notify_all();
+  for (int i = 0; i <= 5; ++i) check_own_rows(answers[i].get(), 10.0f * i, 1);
+  std::lock_guard<std::mutex> lock(recorder->mutex);
+  CHECK(recorder->batches == std::vector<std::int64_t>{1, 5});
+}
+
+TEST_CASE("batches stop at max_batch_size; requests of other shapes run apart") {
+  auto recorder = std::make_shared<Recorder>();
+  auto executor = CpuExecutor::with_models(
+      {doubling_model(recorder, {{}, std::chrono::microseconds(50ms)}, 4)}, 2);
+  std::vector<std::future<Result<InferResult>>> answers;
+  for (int i = 0; i < 3; ++i) answers.push_back(send(*executor, rows(10.0f * i, 2)));
+  for (int i = 0; i < 3; ++i) check_own_rows(answers[i].get(), 10.0f * i, 2);
+  std::lock_guard<std::mutex> lock(recorder->mutex);
+  std::vector<std::int64_t> sorted = recorder->batches;
+  std::sort(sorted.begin(), sorted.end());
+  CHECK(sorted == std::vector<std::int64_t>{2, 4});  // 2 + 2 fill the batch; the third waits
+}
+
+TEST_CASE("one bad request in a merged batch fails alone") {
+  auto recorder = std::make_shared<Recorder>();
+  auto executor =
+      CpuExecutor::with_models({doubling_model(recorder, {{3}, std::chrono::microseconds(2s)})}, 2);
+  auto good = send(*executor, rows(0, 1));
+  InferRequest nan_request = InferRequest("double").input(
+      "INPUT0", Tensor::from_vector(std::vector<float>{1, std::nanf("")}, {1, 2}));
+  auto bad = send(*executor, std::move(nan_request));
+  auto also_good = send(*executor, rows(5, 1));
+  check_own_rows(good.get(), 0, 1);
+  check_own_rows(also_good.get(), 5, 1);
+  auto failed = bad.get();
+  REQUIRE_FALSE(failed);
+  CHECK(failed.error().message() == "a NaN in the input");
+  // A request the model's metadata refuses never joins a batch.
+  auto wrong_shape =
+      send(*executor, InferRequest("double").input(
+                          "INPUT0", Tensor::from_vector(std::vector<float>{1, 2, 3}, {1, 3})));
+  CHECK(wrong_shape.get().error().code() == StatusCode::InvalidArgument);
+  auto too_big = send(*executor, rows(0, 9));
+  CHECK(too_big.get().error().message() ==
+        "inference request batch-size must be <= 8 for 'double'");
+}
+
+TEST_CASE("many concurrent senders all get their own answers") {
+  auto recorder = std::make_shared<Recorder>();
+  auto executor = CpuExecutor::with_models(
+      {doubling_model(recorder, {{8}, std::chrono::microseconds(500)})}, 2);
+  std::atomic<int> right{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 8; ++t) {
+    threads.emplace_back([&, t] {
+      for (int i = 0; i < 100; ++i) {
+        const float first = static_cast<float>(t * 1000 + i * 3);
+        auto result = send(*executor, rows(first, 1)).get();
+        auto values = result->output("OUTPUT0").as<float>();
+        if (values[0] == 2 * first && values[1] == 2 * (first + 1)) right.fetch_add(1);
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  CHECK(right.load() == 800);
+  auto stats = executor->statistics("double").value();
+  CHECK(stats.inference_count == 800);
+  CHECK(stats.execution_count < 800);  // some were merged
+}
