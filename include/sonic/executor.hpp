@@ -72,8 +72,10 @@ class ModelSource {
   /// The models it can load, sorted.
   virtual std::vector<std::string> model_names() const = 0;
   /// Reads and prepares a model: may take long (files, a network's graph); an Error says why
-  /// the model cannot be served (the file, the line, what to fix).
-  virtual Result<Model> load(const std::string& name) const = 0;
+  /// the model cannot be served (the file, the line, what to fix). A non-empty `config_json`
+  /// replaces the model's own configuration for this load (Triton's RepositoryModelLoad
+  /// "config" parameter: a ModelConfig as JSON).
+  virtual Result<Model> load(const std::string& name, const std::string& config_json) const = 0;
 };
 
 /// Runs registered models on a thread pool. Thread-safe. Statistics follow Triton's meaning so
@@ -127,11 +129,19 @@ class CpuExecutor {
   /// Puts a model in service (KServe RepositoryModelLoad): a model of the source is read again
   /// from it, as Triton reloads a model from its repository (requests under way finish on the
   /// version they started with); a registered one is put back. On failure the model stays out
-  /// of service and the error is its state's reason.
-  Result<void> load_model(const std::string& name) {
-    if (!in_source(name)) return set_loaded(name, true);
+  /// of service and the error is its state's reason. `config_json`, for a model of the source:
+  /// a ModelConfig as JSON that replaces its own for this load; a registered model takes none
+  /// (INVALID_ARGUMENT).
+  Result<void> load_model(const std::string& name, const std::string& config_json = {}) {
+    if (!in_source(name)) {
+      if (!config_json.empty()) {
+        return Error(StatusCode::InvalidArgument,
+                     "model '" + name + "' is built into this program: it takes no configuration");
+      }
+      return set_loaded(name, true);
+    }
     std::lock_guard<std::mutex> one_load(load_mutex_);
-    return load_from_source(name);
+    return load_from_source(name, config_json);
   }
 
   /// Models come from `source` too: `load_model()` reads them from it, and with `on_demand` a
@@ -537,13 +547,13 @@ class CpuExecutor {
 
   // Called with load_mutex_ held: one load at a time, so that concurrent first requests for a
   // model read it once.
-  Result<void> load_from_source(const std::string& name) {
+  Result<void> load_from_source(const std::string& name, const std::string& config_json = {}) {
     std::shared_ptr<const ModelSource> source;
     {
       std::lock_guard<std::mutex> lock(mutex_);
       source = source_;
     }
-    auto model = source->load(name);
+    auto model = source->load(name, config_json);
     if (model && static_cast<bool>(model->compute) == model->is_decoupled()) {
       model = Error(StatusCode::Internal, "model '" + name + "' came without a function");
     }

@@ -3,6 +3,7 @@
 #include <set>
 
 #include "protocol/config_types.hpp"
+#include "protocol/proto_json.hpp"
 #include "protocol/proto_text.hpp"
 #include "protocol/wire.hpp"
 
@@ -262,6 +263,12 @@ Result<ModelConfig> parse_model_config(std::string_view text, const std::string&
     config->ignored_fields.push_back(field.substr(field.find('.') + 1));
   }
   return config;
+}
+
+Result<ModelConfig> parse_model_config_json(std::string_view json, const std::string& origin) {
+  auto bytes = protocol::message_from_json("inference.ModelConfig", json);
+  if (!bytes) return Error(bytes.error().code(), origin + ": " + bytes.error().message());
+  return decode(*bytes);
 }
 
 Result<void> check_model_config(const ModelConfig& config, const std::string& origin) {

@@ -142,13 +142,19 @@ Result<std::string> Repository::model_directory(const std::string& name) const {
   return found.front();
 }
 
-Result<ModelConfig> Repository::config(const std::string& name) const {
+Result<ModelConfig> Repository::config(const std::string& name,
+                                       const std::string& config_json) const {
   auto directory = model_directory(name);
   if (!directory) return directory.error();
   const fs::path file = fs::path(*directory) / "config.pbtxt";
   ModelConfig config;
   std::error_code error;
-  if (fs::exists(file, error)) {
+  if (!config_json.empty()) {
+    auto parsed =
+        parse_model_config_json(config_json, "the configuration given for '" + name + "'");
+    if (!parsed) return parsed.error();
+    config = std::move(*parsed);
+  } else if (fs::exists(file, error)) {
     auto text = read_config(file);
     if (!text) return text.error();
     auto parsed = parse_model_config(*text, file.string());
@@ -163,10 +169,10 @@ Result<ModelConfig> Repository::config(const std::string& name) const {
   return config;
 }
 
-Result<Model> Repository::load(const std::string& name) const {
+Result<Model> Repository::load(const std::string& name, const std::string& config_json) const {
   auto directory = model_directory(name);
   if (!directory) return directory.error();
-  auto config = this->config(name);
+  auto config = this->config(name, config_json);
   if (!config) return config.error();
   auto versions = selected(config->version_policy, versions_in(*directory));
   if (versions.empty()) {

@@ -65,15 +65,25 @@ Result<std::string> load_or_unload(const ControlContext& context, bool load,
   }
   auto request = pc::decode_repository_model_request(bytes);
   if (!request) return request.error();
-  if (load && !request->parameters.empty()) {
+  // Triton's "config" parameter: a ModelConfig as JSON, in place of the repository's for this
+  // load. Model files sent with the request ("file:..." parameters) are not taken.
+  std::string config_json;
+  for (const auto& [key, value] : request->parameters) {
+    const auto* text = std::get_if<std::string>(&value);
+    if (load && key == "config" && text) {
+      config_json = *text;
+      continue;
+    }
     return Error(StatusCode::InvalidArgument,
-                 "this server cannot load '" + request->model +
-                     "' with a new configuration or files (parameter '" +
-                     request->parameters.begin()->first +
-                     "'): its models are fixed when it starts; load without parameters");
+                 "this server does not take the parameter '" + key + "' of " +
+                     (load ? "RepositoryModelLoad" : "RepositoryModelUnload") +
+                     (load ? " (it takes \"config\", a ModelConfig as JSON; model files come "
+                             "from its repository)"
+                           : ""));
   }
   CpuExecutor& executor = context.executor;
-  auto done = load ? executor.load_model(request->model) : executor.unload_model(request->model);
+  auto done = load ? executor.load_model(request->model, config_json)
+                   : executor.unload_model(request->model);
   if (!done) return done.error();
   return std::string();  // RepositoryModelLoadResponse and ...UnloadResponse are empty
 }

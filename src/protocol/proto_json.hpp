@@ -1,6 +1,7 @@
 // Protobuf messages of proto/ printed as JSON without libprotobuf: the schema comes from the
 // descriptors protoc compiles from proto/*.proto at build time (embedded in the library), and
-// a walk over the wire format prints any message of it in protobuf's JSON mapping.
+// a walk over the wire format prints any message of it in protobuf's JSON mapping, and JSON is
+// read back into wire bytes.
 #pragma once
 
 #include <string>
@@ -17,5 +18,12 @@ namespace sonic::protocol {
 /// base64. INTERNAL when the bytes do not parse as that type; NOT_FOUND for an unknown type.
 SONIC_EXPORT Result<std::string> message_to_json(std::string_view message_type,
                                                  std::string_view bytes);
+
+/// The message of type `message_type` that `json` writes in protobuf's JSON mapping (field
+/// names as declared or in lowerCamelCase, enums by name or number, 64-bit integers as numbers
+/// or strings, bytes in base64), serialized. INVALID_ARGUMENT naming the field for JSON that is
+/// not such a message (unknown fields included); NOT_FOUND for an unknown type.
+SONIC_EXPORT Result<std::string> message_from_json(std::string_view message_type,
+                                                   std::string_view json);
 
 }  // namespace sonic::protocol

@@ -250,3 +250,23 @@ TEST_CASE("on demand, the first requests load a model once, whatever their numbe
   REQUIRE_FALSE(missing);
   CHECK(missing.error().code() == StatusCode::NotFound);
 }
+
+TEST_CASE("a configuration given with the load replaces the repository's, as in Triton") {
+  Scratch repo("override");
+  repo.write("m/config.pbtxt", "max_batch_size: 2");
+  repo.write("m/1/model.scale", "2");
+  repository::Repository repository({repo.root()});
+  auto given = repository.load(
+      "m", R"({"max_batch_size": 16, "input": [{"name": "INPUT0", "data_type": "TYPE_FP32",
+               "dims": [1]}], "output": [{"name": "OUTPUT0", "data_type": "TYPE_FP32",
+               "dims": [1]}]})");
+  REQUIRE_MESSAGE(given, given.error().message());
+  CHECK(given->max_batch_size == 16);
+  auto on_disk = repository.load("m");
+  REQUIRE(on_disk);
+  CHECK(on_disk->max_batch_size == 2);  // the next load reads the repository again
+  auto broken = repository.load("m", R"({"max_batch_size": "lots"})");
+  REQUIRE_FALSE(broken);
+  CHECK(broken.error().message().find("the configuration given for 'm'") != std::string::npos);
+  CHECK(broken.error().message().find("max_batch_size") != std::string::npos);
+}

@@ -161,3 +161,36 @@ TEST_CASE("a server merges concurrent requests of a batching model, each answere
   CHECK_FALSE(stats.batch_stats.empty());
   server.stop();
 }
+
+TEST_CASE("RepositoryModelLoad with a configuration, over gRPC, as Triton's clients send it") {
+  auto executor = std::make_shared<CpuExecutor>(2);
+  executor->set_source(
+      std::make_shared<repository::Repository>(std::vector<std::string>{kRepository}), false);
+  REQUIRE(executor->load_model("jet_mlp_onnx"));
+  ServerOptions options = local_options();
+  options.model_control = true;
+  Server server(executor, options);
+  server.start();
+  Client client("grpc://127.0.0.1:" + std::to_string(server.port()));
+  client.load_model("jet_mlp_onnx",
+                    R"({"max_batch_size": 8, "dynamic_batching": {"preferred_batch_size": [8]}})");
+  const std::string config = client.model_config("jet_mlp_onnx");
+  CHECK(config.find("\"max_batch_size\":8") != std::string::npos);
+  CHECK(config.find("\"preferred_batch_size\":[8]") != std::string::npos);
+  CHECK(executor->batches("jet_mlp_onnx"));
+  CHECK(compare_with_reference(kCases[0],
+                               client.infer_future(reference_request(kCases[0])).get()) == "");
+  // A configuration the model contradicts: refused with the reason, which the index keeps.
+  try {
+    client.load_model("jet_mlp_onnx", R"({"max_batch_size": 8, "input": [{"name": "nope",
+                                          "data_type": "TYPE_FP32", "dims": [16]}]})");
+    FAIL("the load should have failed");
+  } catch (const Error& e) {
+    CHECK(e.code() == StatusCode::InvalidArgument);
+    CHECK(std::string(e.what()).find("input 'nope' is not in the ONNX graph") != std::string::npos);
+  }
+  for (const auto& model : client.repository_index()) {
+    if (model.name == "jet_mlp_onnx") CHECK(model.reason.find("'nope'") != std::string::npos);
+  }
+  server.stop();
+}

@@ -5,11 +5,14 @@
 
 #include <doctest/doctest.h>
 #include <google/protobuf/util/json_util.h>
+#include <google/protobuf/util/message_differencer.h>
 
 #include <nlohmann/json.hpp>
 
 #include <cmath>
+#include <random>
 #include <string>
+#include <vector>
 
 #include "grpc_service.pb.h"
 #include "model_config.pb.h"
@@ -121,4 +124,87 @@ TEST_CASE("hostile bytes are INTERNAL; an unknown type is NOT_FOUND") {
       protocol::message_to_json("inference.ModelConfig", std::string("\xf8\x3e\x05\x0a\x01x", 6));
   REQUIRE(unknown);
   CHECK(nlohmann::json::parse(*unknown) == nlohmann::json{{"name", "x"}});
+}
+
+// ---- JSON read back: what Triton's RepositoryModelLoad "config" parameter carries ----
+
+namespace {
+
+// Empty when sonic and libprotobuf's JsonStringToMessage agree on `json` (both refuse it, or
+// both build the same ModelConfig); else what differs.
+std::string json_disagreement(const std::string& json) {
+  inference::ModelConfig theirs;
+  const bool accepted = google::protobuf::util::JsonStringToMessage(json, &theirs).ok();
+  auto ours = protocol::message_from_json("inference.ModelConfig", json);
+  const std::string context =
+      "\njson: " + json + "\nsonic: " + (ours ? std::string("accepted") : ours.error().message()) +
+      "\nlibprotobuf: " + (accepted ? "accepted" : "refused");
+  if (accepted != ours.ok()) return "the parsers disagree" + context;
+  if (!ours) return {};
+  inference::ModelConfig parsed;
+  if (!parsed.ParseFromString(*ours)) return "libprotobuf cannot read sonic's bytes" + context;
+  if (!google::protobuf::util::MessageDifferencer::Equals(parsed, theirs)) {
+    return "different messages" + context + "\nsonic's: " + parsed.ShortDebugString();
+  }
+  return {};
+}
+
+}  // namespace
+
+TEST_CASE("a ModelConfig as JSON reads back as libprotobuf reads it") {
+  const std::vector<std::string> accepted = {
+      // As Triton's Python client sends it (json.dumps of a dict), and libprotobuf prints it.
+      R"({"name": "jet", "backend": "onnxruntime", "max_batch_size": 8,
+          "input": [{"name": "x", "data_type": "TYPE_FP32", "dims": [16]}],
+          "output": [{"name": "y", "data_type": "TYPE_FP32", "dims": ["5"]}],
+          "instance_group": [{"count": 2, "kind": "KIND_CPU"}],
+          "dynamic_batching": {"preferred_batch_size": [4, 8], "max_queue_delay_microseconds": "100"},
+          "parameters": {"INTRA_OP_THREAD_COUNT": {"string_value": "1"}},
+          "version_policy": {"specific": {"versions": ["1", 3]}}})",
+      // lowerCamelCase names, enum numbers, null, escapes, an exponent that is an integer.
+      R"({"maxBatchSize": 1e1, "input": [{"dataType": 11, "name": "a\u00e9\n", "dims": [-1]}],
+          "modelTransactionPolicy": {"decoupled": true}, "platform": null})",
+      R"({})",
+  };
+  for (const auto& json : accepted) CHECK(json_disagreement(json) == "");
+  const std::vector<std::string> refused = {
+      R"({"nmae": "typo"})",
+      R"({"max_batch_size": 2147483648})",
+      R"({"max_batch_size": 1.5})",
+      R"({"input": [{"data_type": "TYPE_FLOAT"}]})",
+      R"({"name": 7})",
+      R"({"dims": [1]})",
+      R"({"input": {"name": "not a list"}})",
+      R"({"version_policy": {"latest": {}, "all": {}}})",
+      R"({"name": "open")",
+      R"([1, 2])",
+      R"({"name": "a"} trailing)",
+  };
+  for (const auto& json : refused) CHECK(json_disagreement(json) == "");
+  // One-character mutations of the first: both parsers accept and refuse the same texts.
+  const std::string alphabet = "{}[]:,\"-.0123456789eE_ nulltruefalse\\";
+  std::mt19937 random(20261126);
+  int both_accepted = 0;
+  for (int i = 0; i < 3000; ++i) {
+    std::string json = accepted[0];
+    std::size_t at = random() % json.size();
+    switch (random() % 3) {
+      case 0: json.erase(at, 1); break;
+      case 1: json.insert(at, 1, json[at]); break;
+      default: json[at] = alphabet[random() % alphabet.size()]; break;
+    }
+    const std::string difference = json_disagreement(json);
+    REQUIRE_MESSAGE(difference.empty(), difference);
+    inference::ModelConfig ignored;
+    both_accepted += google::protobuf::util::JsonStringToMessage(json, &ignored).ok();
+  }
+  CHECK(both_accepted > 300);
+  auto bad = protocol::message_from_json("inference.ModelConfig",
+                                         R"({"input": [{"name": "x", "dimz": [1]}]})");
+  REQUIRE_FALSE(bad);
+  CHECK(bad.error().message() ==
+        "inference.ModelConfig.input[0].dimz: inference.ModelInput has no such field");
+  std::string deep;
+  for (int i = 0; i < 100000; ++i) deep += "[";
+  CHECK_FALSE(protocol::message_from_json("inference.ModelConfig", deep));
 }

@@ -79,6 +79,11 @@ struct SONIC_EXPORT ModelConfig {
 SONIC_EXPORT Result<ModelConfig> parse_model_config(std::string_view text,
                                                     const std::string& origin);
 
+/// A ModelConfig written as JSON (protobuf's JSON mapping), as Triton's RepositoryModelLoad
+/// takes one in its "config" parameter. INVALID_ARGUMENT naming `origin` and the field.
+SONIC_EXPORT Result<ModelConfig> parse_model_config_json(std::string_view json,
+                                                         const std::string& origin);
+
 /// A config's own consistency, as Triton checks it before loading: names present and unique,
 /// types set, dims valid, reshapes of the same size, batching settings within max_batch_size.
 /// INVALID_ARGUMENT naming `origin`, the tensor or field, and what to change.

@@ -26,13 +26,15 @@ class SONIC_EXPORT Repository final : public ModelSource {
   std::vector<std::string> model_names() const override;
 
   /// Reads the model's config.pbtxt (Triton's defaults where there is none: a model file
-  /// alone), chooses the version its policy selects (the highest one), and loads it with its
-  /// backend. NOT_FOUND for a name in no root; INVALID_ARGUMENT for a config or model to fix,
-  /// naming the file; a name in two roots is an error, as in Triton.
-  Result<Model> load(const std::string& name) const override;
+  /// alone) or, when given, `config_json` instead (a ModelConfig as JSON), chooses the version
+  /// its policy selects (the highest one), and loads it with its backend. NOT_FOUND for a name
+  /// in no root; INVALID_ARGUMENT for a config or model to fix, naming the file; a name in two
+  /// roots is an error, as in Triton.
+  Result<Model> load(const std::string& name, const std::string& config_json = {}) const override;
 
-  /// The model's config as its config.pbtxt gives it (not yet completed by its backend).
-  Result<ModelConfig> config(const std::string& name) const;
+  /// The model's config as its config.pbtxt (or `config_json`) gives it, not yet completed by
+  /// its backend.
+  Result<ModelConfig> config(const std::string& name, const std::string& config_json = {}) const;
 
   /// The model's directory; NOT_FOUND when no root has it, INVALID_ARGUMENT when two do.
   Result<std::string> model_directory(const std::string& name) const;
