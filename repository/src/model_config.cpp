@@ -106,6 +106,67 @@ Result<TensorConfig> decode_tensor(std::string_view bytes, std::uint32_t dims_fi
   return t;
 }
 
+// ModelQueuePolicy { timeout_action = 1; default_timeout_microseconds = 2;
+// allow_timeout_override = 3; max_queue_size = 4 }
+bool decode_queue_policy(std::string_view bytes, QueuePolicyConfig& policy) {
+  auto field = [&](std::uint32_t f, WireType type, wire::Reader& r) {
+    std::uint64_t action = 0;
+    switch (f) {
+      case 1:
+        if (!r.varint(action)) return false;
+        policy.delay_on_timeout = action == 1;  // DELAY
+        return true;
+      case 2: return read_varint(r, policy.default_timeout_microseconds);
+      case 3: return read_varint(r, policy.allow_timeout_override);
+      case 4: return read_varint(r, policy.max_queue_size);
+      default: return r.skip(type);
+    }
+  };
+  return each_field(bytes, field).ok();
+}
+
+std::string encode_queue_policy(const QueuePolicyConfig& policy) {
+  std::string out;
+  if (policy.delay_on_timeout) wire::put_varint_field(out, 1, 1);
+  wire::put_varint_field(out, 2, policy.default_timeout_microseconds);
+  if (policy.allow_timeout_override) wire::put_varint_field(out, 3, 1);
+  wire::put_varint_field(out, 4, policy.max_queue_size);
+  return out;
+}
+
+// ModelDynamicBatching { preferred_batch_size = 1; max_queue_delay_microseconds = 2;
+// preserve_ordering = 3; priority_levels = 4; default_priority_level = 5;
+// default_queue_policy = 6; map<uint64, ModelQueuePolicy> priority_queue_policy = 7 }
+bool decode_dynamic_batching(std::string_view bytes, DynamicBatching& batching) {
+  auto field = [&](std::uint32_t f, WireType type, wire::Reader& r) {
+    std::string_view body;
+    switch (f) {
+      case 1: return read_repeated(type, r, batching.preferred_batch_sizes);
+      case 2: return read_varint(r, batching.max_queue_delay_microseconds);
+      case 3: return read_varint(r, batching.preserve_ordering);
+      case 4: return read_varint(r, batching.priority_levels);
+      case 5: return read_varint(r, batching.default_priority_level);
+      case 6: return r.bytes(body) && decode_queue_policy(body, batching.default_queue_policy);
+      case 7: {  // a map entry { key = 1; value = 2 }
+        if (!r.bytes(body)) return false;
+        std::uint64_t level = 0;
+        QueuePolicyConfig policy;
+        auto entry = [&](std::uint32_t ef, WireType et, wire::Reader& er) {
+          std::string_view value;
+          if (ef == 1) return read_varint(er, level);
+          if (ef == 2) return er.bytes(value) && decode_queue_policy(value, policy);
+          return er.skip(et);
+        };
+        const bool ok = each_field(body, entry).ok();
+        batching.priority_queue_policy[level] = policy;
+        return ok;
+      }
+      default: return r.skip(type);
+    }
+  };
+  return each_field(bytes, field).ok();
+}
+
 Result<ModelConfig> decode(std::string_view bytes) {
   ModelConfig c;
   auto decoded = each_field(bytes, [&](std::uint32_t field, WireType type, wire::Reader& r) {
@@ -161,19 +222,8 @@ Result<ModelConfig> decode(std::string_view bytes) {
         c.instance_groups.push_back(std::move(group));
         return ok;
       }
-      case 11: {  // ModelDynamicBatching
-        if (!r.bytes(sub)) return false;
-        DynamicBatching& batching = c.dynamic_batching.emplace();
-        return each_field(sub,
-                          [&](std::uint32_t f, WireType ft, wire::Reader& v) {
-                            if (f == 1) return read_repeated(ft, v, batching.preferred_batch_sizes);
-                            if (f == 2)
-                              return read_varint(v, batching.max_queue_delay_microseconds);
-                            if (f == 3) return read_varint(v, batching.preserve_ordering);
-                            return v.skip(ft);
-                          })
-            .ok();
-      }
+      case 11:  // ModelDynamicBatching
+        return r.bytes(sub) && decode_dynamic_batching(sub, c.dynamic_batching.emplace());
       case 14: {  // map<string, ModelParameter { string_value = 1 }>: entries { key = 1; value = 2
                   // }
         if (!r.bytes(sub)) return false;
@@ -276,11 +326,11 @@ Result<void> check_model_config(const ModelConfig& config, const std::string& or
   if (auto ok = check_tensors(config, config.inputs, "input", origin); !ok) return ok;
   if (auto ok = check_tensors(config, config.outputs, "output", origin); !ok) return ok;
   if (config.outputs.empty()) return invalid(origin, "the model has no output");
-  const auto& policy = config.version_policy;
-  if (policy.kind == VersionPolicy::Kind::Latest && policy.latest_count == 0) {
+  const auto& versions = config.version_policy;
+  if (versions.kind == VersionPolicy::Kind::Latest && versions.latest_count == 0) {
     return invalid(origin, "version_policy latest needs num_versions of 1 or more");
   }
-  if (policy.kind == VersionPolicy::Kind::Specific && policy.versions.empty()) {
+  if (versions.kind == VersionPolicy::Kind::Specific && versions.versions.empty()) {
     return invalid(origin, "version_policy specific lists no versions");
   }
   for (const auto& group : config.instance_groups) {
@@ -297,6 +347,20 @@ Result<void> check_model_config(const ModelConfig& config, const std::string& or
     if (config.max_batch_size == 0) {
       // Triton refuses it too: there is nothing to merge requests along.
       return invalid(origin, "dynamic_batching needs max_batch_size > 0");
+    }
+    const auto& b = *config.dynamic_batching;
+    if (b.priority_levels > 0 &&
+        (b.default_priority_level < 1 || b.default_priority_level > b.priority_levels)) {
+      // Triton's rule: requests without a priority need a level to go to.
+      return invalid(origin, "default_priority_level must be between 1 and priority_levels (" +
+                                 std::to_string(b.priority_levels) + ")");
+    }
+    for (const auto& [level, policy] : b.priority_queue_policy) {
+      if (level < 1 || level > b.priority_levels) {
+        return invalid(origin, "priority_queue_policy names level " + std::to_string(level) +
+                                   ", outside 1 to priority_levels (" +
+                                   std::to_string(b.priority_levels) + ")");
+      }
     }
     for (auto size : config.dynamic_batching->preferred_batch_sizes) {
       if (size < 1 || size > config.max_batch_size) {
@@ -365,7 +429,18 @@ std::string serialize_model_config(const ModelConfig& config) {
     if (config.dynamic_batching->max_queue_delay_microseconds) {
       wire::put_varint_field(batching, 2, config.dynamic_batching->max_queue_delay_microseconds);
     }
-    if (config.dynamic_batching->preserve_ordering) wire::put_varint_field(batching, 3, 1);
+    const auto& b = *config.dynamic_batching;
+    if (b.preserve_ordering) wire::put_varint_field(batching, 3, 1);
+    wire::put_varint_field(batching, 4, b.priority_levels);
+    wire::put_varint_field(batching, 5, b.default_priority_level);
+    const std::string default_policy = encode_queue_policy(b.default_queue_policy);
+    if (!default_policy.empty()) wire::put_len_field(batching, 6, default_policy);
+    for (const auto& [level, policy] : b.priority_queue_policy) {
+      std::string entry;
+      wire::put_varint_field(entry, 1, level);
+      wire::put_len_field(entry, 2, encode_queue_policy(policy));
+      wire::put_len_field(batching, 7, entry);
+    }
     wire::put_len_field(out, 11, batching);
   }
   for (const auto& [key, value] : config.parameters) {

@@ -94,6 +94,15 @@ Result<void> check_batch(const std::string& model, std::int32_t max_batch_size,
   return {};
 }
 
+QueuePolicy queue_policy(const QueuePolicyConfig& config) {
+  QueuePolicy policy;
+  policy.delay_expired = config.delay_on_timeout;
+  policy.default_timeout = std::chrono::microseconds(config.default_timeout_microseconds);
+  policy.allow_timeout_override = config.allow_timeout_override;
+  policy.max_queue_size = config.max_queue_size;
+  return policy;
+}
+
 Shape metadata_shape(const TensorConfig& t, bool batched) {
   Shape shape;
   if (batched) shape.push_back(-1);
@@ -227,8 +236,14 @@ Result<Model> Repository::load(const std::string& name, const std::string& confi
     for (auto size : complete.dynamic_batching->preferred_batch_sizes) {
       batching.preferred_batch_sizes.push_back(size);
     }
-    batching.max_queue_delay =
-        std::chrono::microseconds(complete.dynamic_batching->max_queue_delay_microseconds);
+    const auto& configured = *complete.dynamic_batching;
+    batching.max_queue_delay = std::chrono::microseconds(configured.max_queue_delay_microseconds);
+    batching.priority_levels = configured.priority_levels;
+    batching.default_priority_level = configured.default_priority_level;
+    batching.default_queue_policy = queue_policy(configured.default_queue_policy);
+    for (const auto& [level, policy] : configured.priority_queue_policy) {
+      batching.priority_queue_policy[level] = queue_policy(policy);
+    }
     model.dynamic_batching = std::move(batching);
   }
   if (batched) {

@@ -14,8 +14,9 @@ namespace sonic::server {
 /// - `priority`: int64 (not negative) or uint64;
 /// - `timeout`: int64;
 /// - a name starting with `triton_` other than those Triton allows.
-/// sonic-server has one queue per connection and no sequence batcher: valid options are
-/// accepted and do not change how the request is scheduled.
+/// As in Triton, `priority` and `timeout` act in a model's dynamic batcher (its priority levels
+/// and queue policy, CpuExecutor's DynamicBatching); elsewhere they are accepted and change
+/// nothing. There is no sequence batcher: sequence options reach the model with the request.
 Result<void> check_request_options(const InferRequest& request);
 
 /// A ModelInferRequest decoded (protocol::decode_infer_request) and its options checked: what

@@ -24,7 +24,12 @@ input [ { name: "features" data_type: TYPE_FP32 dims: [ 16 ] } ]
 output [ { name: "probabilities" data_type: TYPE_FP32 dims: [ 5 ] },
          { name: "embedding" data_type: TYPE_FP16 dims: [ -1, 8 ] } ]
 instance_group [ { name: "cpu" count: 2 kind: KIND_CPU }, { count: 1 } ]
-dynamic_batching { preferred_batch_size: [ 32, 64 ] max_queue_delay_microseconds: 500 }
+dynamic_batching {
+  preferred_batch_size: [ 32, 64 ] max_queue_delay_microseconds: 500
+  priority_levels: 2 default_priority_level: 2
+  default_queue_policy { timeout_action: DELAY default_timeout_microseconds: 7000 }
+  priority_queue_policy { key: 1 value { allow_timeout_override: true max_queue_size: 16 } }
+}
 parameters { key: "intra_op_thread_count" value: { string_value: "1" } }
 optimization { execution_accelerators { cpu_execution_accelerator: [ { name: "openvino" } ] } }
 model_warmup { name: "zeros" batch_size: 1 }
@@ -67,6 +72,13 @@ TEST_CASE("every field sonic acts on is read as libprotobuf reads it") {
   CHECK(config.dynamic_batching->preferred_batch_sizes == std::vector<std::int32_t>{32, 64});
   CHECK(config.dynamic_batching->max_queue_delay_microseconds ==
         theirs.dynamic_batching().max_queue_delay_microseconds());
+  CHECK(config.dynamic_batching->priority_levels == 2);
+  CHECK(config.dynamic_batching->default_priority_level == 2);
+  CHECK(config.dynamic_batching->default_queue_policy.delay_on_timeout);
+  CHECK(config.dynamic_batching->default_queue_policy.default_timeout_microseconds == 7000);
+  CHECK(config.dynamic_batching->priority_queue_policy.at(1).allow_timeout_override);
+  CHECK(config.dynamic_batching->priority_queue_policy.at(1).max_queue_size ==
+        theirs.dynamic_batching().priority_queue_policy().at(1).max_queue_size());
   CHECK(config.parameters.at("intra_op_thread_count") ==
         theirs.parameters().at("intra_op_thread_count").string_value());
   CHECK(config.ignored_fields ==
@@ -88,6 +100,9 @@ TEST_CASE("the serialized config reads back, in libprotobuf, as the config") {
   CHECK(theirs.instance_group(0).kind() == inference::ModelInstanceGroup::KIND_CPU);
   CHECK(theirs.instance_group(1).count() == 1);
   CHECK(theirs.dynamic_batching().preferred_batch_size(1) == 64);
+  CHECK(theirs.dynamic_batching().default_queue_policy().timeout_action() ==
+        inference::ModelQueuePolicy::DELAY);
+  CHECK(theirs.dynamic_batching().priority_queue_policy().at(1).max_queue_size() == 16);
   CHECK(theirs.parameters().at("intra_op_thread_count").string_value() == "1");
   CHECK(theirs.backend() == "onnxruntime");
 }
@@ -138,6 +153,9 @@ TEST_CASE("configs Triton would refuse are refused, saying what to change") {
         "m/config.pbtxt: dynamic_batching needs max_batch_size > 0");
   CHECK(refused("max_batch_size: 8 dynamic_batching { preferred_batch_size: 16 }" + output)
             .find("preferred_batch_size 16") != std::string::npos);
+  CHECK(refused("max_batch_size: 8 dynamic_batching { priority_levels: 2 }" + output)
+            .find("default_priority_level must be between 1 and priority_levels (2)") !=
+        std::string::npos);
   CHECK(refused("version_policy { specific {} }" + output).find("lists no versions") !=
         std::string::npos);
   CHECK(refused("instance_group { count: 1 kind: KIND_GPU }" + output).find("KIND_CPU") !=

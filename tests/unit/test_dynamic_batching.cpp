@@ -24,7 +24,8 @@ namespace {
 struct Recorder {
   std::mutex mutex;
   std::vector<std::int64_t> batches;
-  int started = 0;  // executions that reached the model
+  std::vector<float> firsts;  // each execution's first value: which requests it began with
+  int started = 0;            // executions that reached the model
   std::condition_variable opened;
   bool gate_open = true;
 };
@@ -44,6 +45,7 @@ Model doubling_model(std::shared_ptr<Recorder> recorder, DynamicBatching batchin
       ++recorder->started;
       recorder->opened.wait(lock, [&] { return recorder->gate_open; });
       recorder->batches.push_back(in.shape().front());
+      recorder->firsts.push_back(in.as<float>()[0]);
     }
     std::vector<float> out;
     for (float v : in.as<float>()) {
@@ -54,6 +56,14 @@ Model doubling_model(std::shared_ptr<Recorder> recorder, DynamicBatching batchin
         {"OUTPUT0", Tensor::from_vector(std::move(out), in.shape()), {}}};
   };
   return m;
+}
+
+DynamicBatching batching(std::vector<std::int64_t> preferred = {},
+                         std::chrono::microseconds delay = {}) {
+  DynamicBatching b;
+  b.preferred_batch_sizes = std::move(preferred);
+  b.max_queue_delay = delay;
+  return b;
 }
 
 InferRequest rows(float first, std::int64_t count) {
@@ -85,8 +95,8 @@ void check_own_rows(Result<InferResult> result, float first, std::int64_t count)
 
 TEST_CASE("requests waiting together run as one execution, each answered with its rows") {
   auto recorder = std::make_shared<Recorder>();
-  auto executor =
-      CpuExecutor::with_models({doubling_model(recorder, {{4}, std::chrono::microseconds(2s)})}, 2);
+  auto executor = CpuExecutor::with_models(
+      {doubling_model(recorder, batching({4}, std::chrono::microseconds(2s)))}, 2);
   std::vector<std::future<Result<InferResult>>> answers;
   answers.push_back(send(*executor, rows(0, 1)));
   answers.push_back(send(*executor, rows(10, 2)));
@@ -107,7 +117,7 @@ TEST_CASE("requests waiting together run as one execution, each answered with it
 TEST_CASE("a batch that cannot fill runs once its oldest request waited the queue delay") {
   auto recorder = std::make_shared<Recorder>();
   auto executor = CpuExecutor::with_models(
-      {doubling_model(recorder, {{}, std::chrono::microseconds(30ms)})}, 2);
+      {doubling_model(recorder, batching({}, std::chrono::microseconds(30ms)))}, 2);
   const auto sent = Clock::now();
   check_own_rows(send(*executor, rows(1, 1)).get(), 1, 1);
   CHECK(Clock::now() - sent >= 30ms);
@@ -117,7 +127,7 @@ TEST_CASE("a batch that cannot fill runs once its oldest request waited the queu
 TEST_CASE("without a delay, what arrives while the model is busy forms the next batch") {
   auto recorder = std::make_shared<Recorder>();
   recorder->gate_open = false;
-  auto executor = CpuExecutor::with_models({doubling_model(recorder, {})}, 2);
+  auto executor = CpuExecutor::with_models({doubling_model(recorder, batching())}, 2);
   std::vector<std::future<Result<InferResult>>> answers;
   answers.push_back(send(*executor, rows(0, 1)));  // runs at once, held at the gate
   for (int waited = 0; waited < 5000; ++waited) {  // until the first execution is under way
@@ -141,7 +151,7 @@ TEST_CASE("without a delay, what arrives while the model is busy forms the next 
 TEST_CASE("batches stop at max_batch_size; requests of other shapes run apart") {
   auto recorder = std::make_shared<Recorder>();
   auto executor = CpuExecutor::with_models(
-      {doubling_model(recorder, {{}, std::chrono::microseconds(50ms)}, 4)}, 2);
+      {doubling_model(recorder, batching({}, std::chrono::microseconds(50ms)), 4)}, 2);
   std::vector<std::future<Result<InferResult>>> answers;
   for (int i = 0; i < 3; ++i) answers.push_back(send(*executor, rows(10.0f * i, 2)));
   for (int i = 0; i < 3; ++i) check_own_rows(answers[i].get(), 10.0f * i, 2);
@@ -153,8 +163,8 @@ TEST_CASE("batches stop at max_batch_size; requests of other shapes run apart") 
 
 TEST_CASE("one bad request in a merged batch fails alone") {
   auto recorder = std::make_shared<Recorder>();
-  auto executor =
-      CpuExecutor::with_models({doubling_model(recorder, {{3}, std::chrono::microseconds(2s)})}, 2);
+  auto executor = CpuExecutor::with_models(
+      {doubling_model(recorder, batching({3}, std::chrono::microseconds(2s)))}, 2);
   auto good = send(*executor, rows(0, 1));
   InferRequest nan_request = InferRequest("double").input(
       "INPUT0", Tensor::from_vector(std::vector<float>{1, std::nanf("")}, {1, 2}));
@@ -178,7 +188,7 @@ TEST_CASE("one bad request in a merged batch fails alone") {
 TEST_CASE("many concurrent senders all get their own answers") {
   auto recorder = std::make_shared<Recorder>();
   auto executor = CpuExecutor::with_models(
-      {doubling_model(recorder, {{8}, std::chrono::microseconds(500)})}, 2);
+      {doubling_model(recorder, batching({8}, std::chrono::microseconds(500)))}, 2);
   std::atomic<int> right{0};
   std::vector<std::thread> threads;
   for (int t = 0; t < 8; ++t) {
@@ -196,4 +206,113 @@ TEST_CASE("many concurrent senders all get their own answers") {
   auto stats = executor->statistics("double").value();
   CHECK(stats.inference_count == 800);
   CHECK(stats.execution_count < 800);  // some were merged
+}
+
+TEST_CASE("priority levels: a batch takes the highest level's requests first") {
+  auto recorder = std::make_shared<Recorder>();
+  recorder->gate_open = false;
+  DynamicBatching policy = batching();
+  policy.priority_levels = 2;
+  policy.default_priority_level = 2;
+  auto executor = CpuExecutor::with_models({doubling_model(recorder, policy, 2)}, 2);
+  auto first = send(*executor, rows(0, 1));  // runs at once, held at the gate
+  for (int waited = 0; waited < 5000; ++waited) {
+    {
+      std::lock_guard<std::mutex> lock(recorder->mutex);
+      if (recorder->started == 1) break;
+    }
+    std::this_thread::sleep_for(1ms);
+  }
+  // Queued while the model is busy: two of the default level, then two of level 1.
+  auto low_a = send(*executor, rows(10, 1));
+  auto low_b = send(*executor, rows(20, 1));
+  auto high_a = send(*executor, rows(30, 1).priority(1));
+  auto high_b = send(*executor, rows(40, 1).priority(1));
+  {
+    std::lock_guard<std::mutex> lock(recorder->mutex);
+    recorder->gate_open = true;
+  }
+  recorder->opened.notify_all();
+  check_own_rows(first.get(), 0, 1);
+  check_own_rows(high_a.get(), 30, 1);
+  check_own_rows(high_b.get(), 40, 1);
+  check_own_rows(low_a.get(), 10, 1);
+  check_own_rows(low_b.get(), 20, 1);
+  // After the first, the batch of two high-priority requests ran before the two queued earlier.
+  std::lock_guard<std::mutex> lock(recorder->mutex);
+  CHECK(recorder->firsts == std::vector<float>{0, 30, 10});
+  CHECK(recorder->batches == std::vector<std::int64_t>{1, 2, 2});
+}
+
+TEST_CASE("a request that waits past its timeout is rejected with Triton's words") {
+  auto recorder = std::make_shared<Recorder>();
+  recorder->gate_open = false;
+  DynamicBatching policy = batching();
+  policy.default_queue_policy.allow_timeout_override = true;
+  auto executor = CpuExecutor::with_models({doubling_model(recorder, policy, 1)}, 2);
+  auto first = send(*executor, rows(0, 1));  // holds the model
+  auto impatient = send(*executor, rows(1, 1).server_timeout(std::chrono::milliseconds(20)));
+  auto patient = send(*executor, rows(2, 1));
+  std::this_thread::sleep_for(40ms);  // past the impatient one's timeout, still queued
+  {
+    std::lock_guard<std::mutex> lock(recorder->mutex);
+    recorder->gate_open = true;
+  }
+  recorder->opened.notify_all();
+  check_own_rows(first.get(), 0, 1);
+  auto rejected = impatient.get();  // never run: rejected when the queue is next looked at
+  REQUIRE_FALSE(rejected);
+  CHECK(rejected.error().code() == StatusCode::Unavailable);
+  CHECK(rejected.error().message() == "Request timeout expired");
+  check_own_rows(patient.get(), 2, 1);
+  std::lock_guard<std::mutex> lock(recorder->mutex);
+  CHECK(recorder->batches == std::vector<std::int64_t>{1, 1});
+}
+
+TEST_CASE("without allow_timeout_override the queue's own timeout holds; DELAY keeps requests") {
+  auto recorder = std::make_shared<Recorder>();
+  recorder->gate_open = false;
+  DynamicBatching policy = batching();
+  policy.default_queue_policy.default_timeout = std::chrono::microseconds(10ms);
+  policy.default_queue_policy.delay_expired = true;
+  auto executor = CpuExecutor::with_models({doubling_model(recorder, policy, 1)}, 2);
+  auto first = send(*executor, rows(0, 1));
+  // Its own timeout is ignored (no override); the queue's expires, but DELAY keeps it.
+  auto late = send(*executor, rows(1, 1).server_timeout(std::chrono::microseconds(1)));
+  std::this_thread::sleep_for(30ms);
+  {
+    std::lock_guard<std::mutex> lock(recorder->mutex);
+    recorder->gate_open = true;
+  }
+  recorder->opened.notify_all();
+  check_own_rows(first.get(), 0, 1);
+  check_own_rows(late.get(), 1, 1);
+}
+
+TEST_CASE("a full queue refuses with Triton's words") {
+  auto recorder = std::make_shared<Recorder>();
+  recorder->gate_open = false;
+  DynamicBatching policy = batching();
+  policy.default_queue_policy.max_queue_size = 1;
+  auto executor = CpuExecutor::with_models({doubling_model(recorder, policy, 1)}, 2);
+  auto first = send(*executor, rows(0, 1));
+  for (int waited = 0; waited < 5000; ++waited) {  // taken out of the queue, running
+    {
+      std::lock_guard<std::mutex> lock(recorder->mutex);
+      if (recorder->started == 1) break;
+    }
+    std::this_thread::sleep_for(1ms);
+  }
+  auto queued = send(*executor, rows(1, 1));
+  auto refused = send(*executor, rows(2, 1)).get();
+  REQUIRE_FALSE(refused);
+  CHECK(refused.error().code() == StatusCode::Unavailable);
+  CHECK(refused.error().message() == "Exceeds maximum queue size");
+  {
+    std::lock_guard<std::mutex> lock(recorder->mutex);
+    recorder->gate_open = true;
+  }
+  recorder->opened.notify_all();
+  check_own_rows(first.get(), 0, 1);
+  check_own_rows(queued.get(), 1, 1);
 }

@@ -10,8 +10,12 @@
 #include <cstring>
 #include <deque>
 #include <functional>
+#include <map>
 #include <memory>
 #include <mutex>
+#include <stdexcept>
+#include <string_view>
+#include <variant>
 #include <vector>
 
 #include "sonic/detail/unique_function.hpp"
@@ -20,12 +24,36 @@
 
 namespace sonic {
 
+/// What happens to the requests waiting in one queue of a batching model (Triton's
+/// ModelQueuePolicy).
+struct QueuePolicy {
+  /// A request that waited past its timeout is rejected (UNAVAILABLE, "Request timeout
+  /// expired"), or with `delay_expired` (Triton's DELAY) kept and served after the requests of
+  /// its queue still in time.
+  bool delay_expired = false;
+  /// How long a request may wait; 0: as long as it takes.
+  std::chrono::microseconds default_timeout{0};
+  /// A request's own "timeout" parameter (InferRequest::server_timeout) replaces the default.
+  bool allow_timeout_override = false;
+  /// Requests waiting at most; more are refused (UNAVAILABLE, "Exceeds maximum queue size").
+  /// 0: no bound but the server's memory budget.
+  std::uint32_t max_queue_size = 0;
+};
+
 /// When to merge a model's requests (Triton's ModelDynamicBatching): a batch runs as soon as it
 /// reaches the model's max_batch_size or one of the preferred sizes, or once its oldest request
 /// has waited max_queue_delay (0: at once, merging only what arrived while the model was busy).
+/// With priority_levels, each level has its own queue and a batch takes from the highest
+/// (level 1) first.
 struct DynamicBatching {
   std::vector<std::int64_t> preferred_batch_sizes;
   std::chrono::microseconds max_queue_delay{0};
+  /// 0: one queue, every request alike. N: requests' "priority" parameter (1 is the highest)
+  /// chooses one of N queues; 0, or a priority past N, means default_priority_level.
+  std::uint64_t priority_levels = 0;
+  std::uint64_t default_priority_level = 0;
+  QueuePolicy default_queue_policy;
+  std::map<std::uint64_t, QueuePolicy> priority_queue_policy;  ///< by level; others: the default
 };
 
 namespace detail {
@@ -104,7 +132,19 @@ inline std::optional<Tensor> output_rows(const Tensor& output, std::int64_t tota
                              static_cast<std::size_t>(rows) * row_bytes);
 }
 
-/// The queue of one model's requests and the runners that empty it. `execute` runs one batch
+/// A request's integer parameter (int64 or uint64), or `otherwise`.
+inline std::uint64_t unsigned_parameter(const InferRequest& request, std::string_view name,
+                                        std::uint64_t otherwise) {
+  auto it = request.parameters().find(name);
+  if (it == request.parameters().end()) return otherwise;
+  if (const auto* u = std::get_if<std::uint64_t>(&it->second)) return *u;
+  if (const auto* i = std::get_if<std::int64_t>(&it->second)) {
+    return *i < 0 ? otherwise : static_cast<std::uint64_t>(*i);
+  }
+  return otherwise;
+}
+
+/// The queues of one model's requests and the runners that empty them. `execute` runs one batch
 /// (one request or several to merge) on the runner's thread; `post` puts a runner on the
 /// executor's pool. At most `instances` runners at once, each running one batch at a time.
 /// Runners keep the batcher alive (make it with std::make_shared). Thread-safe.
@@ -115,6 +155,7 @@ class DynamicBatcher : public std::enable_shared_from_this<DynamicBatcher> {
     Callback<InferResult> done;
     Clock::time_point queued;
     std::int64_t batch = 1;
+    Clock::time_point deadline = Clock::time_point::max();  // set by submit()
   };
   using Execute = std::function<void(std::vector<Pending>)>;
   using Post = std::function<void(UniqueFunction<void()>)>;
@@ -127,13 +168,36 @@ class DynamicBatcher : public std::enable_shared_from_this<DynamicBatcher> {
         execute_(std::move(execute)),
         post_(std::move(post)) {
     std::sort(policy_.preferred_batch_sizes.begin(), policy_.preferred_batch_sizes.end());
+    const std::uint64_t levels = std::max<std::uint64_t>(1, policy_.priority_levels);
+    for (std::uint64_t level = 1; level <= levels; ++level) {
+      auto it = policy_.priority_queue_policy.find(level);
+      levels_.emplace_back();
+      levels_.back().policy =
+          it == policy_.priority_queue_policy.end() ? policy_.default_queue_policy : it->second;
+    }
   }
 
-  /// Queues a request (its batch within max_batch_size, checked by the caller). `done` runs
-  /// once, on a pool thread, never inside this call.
+  /// Queues a request (its batch within max_batch_size, checked by the caller) at its priority
+  /// level. `done` runs once, on a pool thread, never inside this call: with the answer, or
+  /// with UNAVAILABLE when the queue is full or the request's timeout passes while it waits.
   void submit(Pending pending) {
+    Level& level = levels_[level_of(pending.request)];
+    std::chrono::microseconds timeout = level.policy.default_timeout;
+    if (level.policy.allow_timeout_override) {
+      const auto own = unsigned_parameter(pending.request, "timeout", 0);
+      if (own > 0) timeout = std::chrono::microseconds(own);
+    }
+    if (timeout.count() > 0) pending.deadline = pending.queued + timeout;
     std::unique_lock<std::mutex> lock(state_.mutex);
-    state_.queue.push_back(std::move(pending));
+    if (level.policy.max_queue_size != 0 &&
+        level.waiting.size() + level.delayed.size() >= level.policy.max_queue_size) {
+      lock.unlock();
+      // Triton's code and words (RequestQueue::Enqueue).
+      auto done = std::make_shared<Callback<InferResult>>(std::move(pending.done));
+      post_([done] { (*done)(Error(StatusCode::Unavailable, "Exceeds maximum queue size")); });
+      return;
+    }
+    level.waiting.push_back(std::move(pending));
     if (state_.waiting > 0) {
       lock.unlock();
       state_.changed.notify_one();
@@ -146,64 +210,148 @@ class DynamicBatcher : public std::enable_shared_from_this<DynamicBatcher> {
   }
 
  private:
+  struct Level {
+    QueuePolicy policy;
+    std::deque<Pending> waiting;  // in time, oldest first
+    std::deque<Pending> delayed;  // past their timeout, kept (DELAY)
+  };
   struct State {
     std::mutex mutex;
     std::condition_variable changed;
-    std::deque<Pending> queue;
     int runners = 0;  // posted or running
     int waiting = 0;  // runners waiting for a batch to fill
   };
 
-  // How many requests at the queue's head form the next batch now; 0 to wait for more.
+  std::size_t level_of(const InferRequest& request) const {
+    if (policy_.priority_levels == 0) return 0;
+    std::uint64_t priority = unsigned_parameter(request, "priority", 0);
+    if (priority == 0 || priority > policy_.priority_levels) {
+      priority = policy_.default_priority_level;  // as Triton treats them
+    }
+    return static_cast<std::size_t>(std::clamp<std::uint64_t>(priority, 1, levels_.size()) - 1);
+  }
+
+  // Calls visit(pending) over every waiting request in the order batches take them: level by
+  // level, each level's in-time requests before its delayed ones; stops when visit says false.
+  template <typename Visit>
+  void in_order(Visit&& visit) const {
+    for (const auto& level : levels_) {
+      for (const auto* queue : {&level.waiting, &level.delayed}) {
+        for (const auto& p : *queue) {
+          if (!visit(p)) return;
+        }
+      }
+    }
+  }
+
+  Pending take_first() {
+    for (auto& level : levels_) {
+      for (auto* queue : {&level.waiting, &level.delayed}) {
+        if (!queue->empty()) {
+          Pending p = std::move(queue->front());
+          queue->pop_front();
+          return p;
+        }
+      }
+    }
+    throw std::logic_error("DynamicBatcher: took more than was waiting");  // never: see ready()
+  }
+
+  // Requests whose timeout passed: moved to their level's delayed queue (DELAY), or out, to be
+  // rejected. Returns the earliest timeout still ahead.
+  Clock::time_point expire(Clock::time_point now, std::vector<Pending>& rejected) {
+    Clock::time_point next = Clock::time_point::max();
+    for (auto& level : levels_) {
+      for (auto it = level.waiting.begin(); it != level.waiting.end();) {
+        if (it->deadline > now) {
+          next = std::min(next, it->deadline);
+          ++it;
+          continue;
+        }
+        if (level.policy.delay_expired) {
+          level.delayed.push_back(std::move(*it));
+        } else {
+          rejected.push_back(std::move(*it));
+        }
+        it = level.waiting.erase(it);
+      }
+    }
+    return next;
+  }
+
+  // How many requests, in order, form the next batch now; 0 to wait for more.
   std::size_t ready(Clock::time_point now) const {
-    const auto& queue = state_.queue;
     std::int64_t total = 0;
-    std::size_t count = 0;
-    std::size_t preferred_count = 0;
-    for (const auto& p : queue) {
-      if (p.batch < 0) {  // runs alone, after those before it
-        if (count == 0) return 1;
-        break;
+    std::size_t count = 0, preferred_count = 0, queued = 0;
+    const Pending* first = nullptr;
+    bool stopped = false, alone = false;
+    in_order([&](const Pending& p) {
+      ++queued;
+      if (stopped) return true;  // only counting
+      if (p.batch < 0) {         // runs alone (at once), after those before it
+        alone = count == 0;
+        stopped = true;
+        return true;
       }
-      if (count > 0 &&
-          (!mergeable(queue.front().request, p.request) || total + p.batch > max_batch_size_)) {
-        break;
+      if (first && (!mergeable(first->request, p.request) || total + p.batch > max_batch_size_)) {
+        stopped = true;
+        return true;
       }
+      if (!first) first = &p;
       total += p.batch;
       ++count;
       if (std::binary_search(policy_.preferred_batch_sizes.begin(),
                              policy_.preferred_batch_sizes.end(), total)) {
         preferred_count = count;
       }
-    }
-    const bool full = total >= max_batch_size_ || count < queue.size();
+      return true;
+    });
+    if (alone) return 1;
+    if (count == 0) return 0;
+    const bool full = total >= max_batch_size_ || count < queued;
     if (full || policy_.max_queue_delay.count() == 0 ||
-        now >= queue.front().queued + policy_.max_queue_delay) {
+        now >= first->queued + policy_.max_queue_delay) {
       return count;
     }
     return preferred_count;  // a preferred size runs at once; else wait for the delay
   }
 
+  bool empty() const {
+    bool none = true;
+    in_order([&](const Pending&) { return none = false; });
+    return none;
+  }
+
   void run() {
     std::unique_lock<std::mutex> lock(state_.mutex);
     for (;;) {
-      if (state_.queue.empty()) {
+      const auto now = Clock::now();
+      std::vector<Pending> rejected;
+      const Clock::time_point next_timeout = expire(now, rejected);
+      if (!rejected.empty()) {
+        lock.unlock();
+        for (auto& p : rejected) p.done(Error(StatusCode::Unavailable, "Request timeout expired"));
+        lock.lock();
+        continue;
+      }
+      if (empty()) {
         --state_.runners;
         return;
       }
-      const auto now = Clock::now();
-      std::size_t take = ready(now);
+      const std::size_t take = ready(now);
       if (take == 0) {
+        Clock::time_point oldest = Clock::time_point::max();
+        in_order([&](const Pending& p) {
+          oldest = p.queued;
+          return false;
+        });
         ++state_.waiting;
-        state_.changed.wait_until(lock, state_.queue.front().queued + policy_.max_queue_delay);
+        state_.changed.wait_until(lock, std::min(oldest + policy_.max_queue_delay, next_timeout));
         --state_.waiting;
         continue;
       }
       std::vector<Pending> batch;
-      for (std::size_t i = 0; i < take; ++i) {
-        batch.push_back(std::move(state_.queue.front()));
-        state_.queue.pop_front();
-      }
+      for (std::size_t i = 0; i < take; ++i) batch.push_back(take_first());
       lock.unlock();
       execute_(std::move(batch));
       lock.lock();
@@ -215,6 +363,7 @@ class DynamicBatcher : public std::enable_shared_from_this<DynamicBatcher> {
   const int instances_;
   Execute execute_;
   Post post_;
+  std::deque<Level> levels_;  // guarded by state_.mutex (their number is fixed)
   State state_;
 };
 

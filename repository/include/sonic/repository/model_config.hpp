@@ -43,11 +43,23 @@ struct InstanceGroup {
   std::int32_t count = 1;
 };
 
+/// What happens to waiting requests (ModelQueuePolicy).
+struct QueuePolicyConfig {
+  bool delay_on_timeout = false;  ///< timeout_action DELAY (else REJECT)
+  std::uint64_t default_timeout_microseconds = 0;
+  bool allow_timeout_override = false;
+  std::uint32_t max_queue_size = 0;
+};
+
 /// Merging concurrent requests into one execution (ModelDynamicBatching).
 struct DynamicBatching {
   std::vector<std::int32_t> preferred_batch_sizes;
   std::uint64_t max_queue_delay_microseconds = 0;
   bool preserve_ordering = false;
+  std::uint64_t priority_levels = 0;
+  std::uint64_t default_priority_level = 0;
+  QueuePolicyConfig default_queue_policy;
+  std::map<std::uint64_t, QueuePolicyConfig> priority_queue_policy;
 };
 
 /// What sonic reads of a ModelConfig.
