@@ -132,21 +132,6 @@ class Printer {
   std::string take() { return std::move(out_); }
 
  private:
-  static bool is_len_type(int type) {
-    return type == kString || type == kBytes || type == kMessage || type == kGroup;
-  }
-  static WireType scalar_wire_type(int type) {
-    switch (type) {
-      case kDouble:
-      case kFixed64:
-      case kSfixed64: return WireType::Fixed64;
-      case kFloat:
-      case kFixed32:
-      case kSfixed32: return WireType::Fixed32;
-      default: return WireType::Varint;
-    }
-  }
-
   static bool read_scalar(WireType type, wire::Reader& r, std::uint64_t& bits) {
     std::uint32_t b32 = 0;
     switch (type) {
@@ -162,13 +147,13 @@ class Printer {
 
   static bool read(const FieldSchema& f, WireType type, wire::Reader& r,
                    std::vector<Occurrence>& list) {
-    if (is_len_type(f.type)) {
+    if (is_length_delimited(f.type)) {
       Occurrence o;
       if (type != WireType::Len || !r.bytes(o.bytes)) return false;
       list.push_back(o);
       return true;
     }
-    WireType element = scalar_wire_type(f.type);
+    WireType element = wire_type_of(f.type);
     if (type == WireType::Len && f.repeated) {  // packed
       std::string_view packed;
       if (!r.bytes(packed)) return false;

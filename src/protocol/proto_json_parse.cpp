@@ -299,10 +299,9 @@ class Encoder {
         const std::vector<Json>& items = value.kind == Json::Array ? value.items : one;
         std::string packed;
         for (std::size_t i = 0; i < items.size(); ++i) {
-          if (auto ok = occurrence(
-                  *f, items[i], at + "[" + std::to_string(i) + "]",
-                  f->type == kMessage || f->type == kString || f->type == kBytes ? out : packed,
-                  f->type != kMessage && f->type != kString && f->type != kBytes);
+          if (auto ok = occurrence(*f, items[i], at + "[" + std::to_string(i) + "]",
+                                   is_length_delimited(f->type) ? out : packed,
+                                   !is_length_delimited(f->type));
               !ok) {
             return ok.error();
           }

@@ -9,6 +9,8 @@
 #include <string_view>
 #include <vector>
 
+#include "wire.hpp"
+
 namespace sonic::protocol::schema {
 
 /// FieldDescriptorProto.Type, as descriptor.proto numbers it.
@@ -32,6 +34,25 @@ enum FieldType : int {
   kSint32 = 17,
   kSint64 = 18,
 };
+
+/// Strings, bytes and messages travel length-delimited; the other types are scalars, which
+/// proto3 packs when repeated.
+inline bool is_length_delimited(int type) {
+  return type == kString || type == kBytes || type == kMessage || type == kGroup;
+}
+
+/// The wire type a field of `type` is written with.
+inline wire::WireType wire_type_of(int type) {
+  switch (type) {
+    case kDouble:
+    case kFixed64:
+    case kSfixed64: return wire::WireType::Fixed64;
+    case kFloat:
+    case kFixed32:
+    case kSfixed32: return wire::WireType::Fixed32;
+    default: return is_length_delimited(type) ? wire::WireType::Len : wire::WireType::Varint;
+  }
+}
 
 struct MessageSchema;
 

@@ -119,26 +119,6 @@ struct FieldValues {
   std::vector<std::string> values;  // scalar: its varint or fixed bytes; else the payload
 };
 
-bool is_packable(int type) {
-  return type != kString && type != kBytes && type != kMessage && type != kGroup;
-}
-
-WireType wire_type_of(int type) {
-  switch (type) {
-    case kDouble:
-    case kFixed64:
-    case kSfixed64: return WireType::Fixed64;
-    case kFloat:
-    case kFixed32:
-    case kSfixed32: return WireType::Fixed32;
-    case kString:
-    case kBytes:
-    case kMessage:
-    case kGroup: return WireType::Len;
-    default: return WireType::Varint;
-  }
-}
-
 // Whether an encoded scalar is its type's default (0, 0.0, false, empty), which proto3 does not
 // write for a field without presence. -0.0 is not: its bits are not zero, and protobuf keeps it.
 bool is_default(int type, const std::string& encoded) {
@@ -156,7 +136,7 @@ std::string serialize(const std::map<std::uint32_t, FieldValues>& fields) {
   std::string out;
   for (const auto& [number, f] : fields) {
     const int type = f.field->type;
-    if (f.field->repeated && is_packable(type)) {
+    if (f.field->repeated && !is_length_delimited(type)) {
       std::string packed;
       for (const auto& v : f.values) packed += v;
       wire::put_len_field(out, number, packed);

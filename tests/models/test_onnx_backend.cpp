@@ -8,52 +8,28 @@
 #include <fstream>
 #include <thread>
 
-#include "npy.hpp"
+#include "reference_checks.hpp"
 #include "sonic/repository/repository.hpp"
 
 using namespace sonic;
+using namespace sonic::test;
 using tools::read_npy;
-namespace fs = std::filesystem;
 
 namespace {
-
-const std::string kModels = SONIC_TEST_MODELS;
-
-// The largest difference between two FP32 tensors of one shape.
-float max_abs_difference(const Tensor& a, const Tensor& b) {
-  REQUIRE(a.shape() == b.shape());
-  auto x = a.as<float>();
-  auto y = b.as<float>();
-  float worst = 0;
-  for (std::size_t i = 0; i < x.size(); ++i) worst = std::max(worst, std::fabs(x[i] - y[i]));
-  return worst;
-}
 
 // Runs the reference inputs of `model` and compares every output with torch's.
 void check_against_reference(CpuExecutor& executor, const std::string& model,
                              const std::vector<std::string>& inputs,
                              const std::vector<std::string>& outputs) {
-  const std::string reference = kModels + "/reference/" + model + "/";
-  InferRequest request(model);
-  for (const auto& name : inputs) request.input(name, read_npy(reference + name + ".npy"));
-  auto result = executor.infer(request);
-  REQUIRE_MESSAGE(result, result.error().message());
-  for (const auto& name : outputs) {
-    INFO(model << " output " << name);
-    CHECK(max_abs_difference(result->output(name), read_npy(reference + name + ".npy")) <= 1e-5f);
-  }
+  INFO(model);
+  CHECK(compare_with_reference(model, outputs, executor.infer(reference_request(model, inputs))) ==
+        "");
 }
 
 // A copy of a generated model under another repository, with its config replaced.
 std::string scratch_model(const std::string& case_name, const std::string& model,
                           const std::string& config, const std::string& from = "repository") {
-  fs::path root = fs::path(SONIC_TEST_SCRATCH) / case_name;
-  fs::remove_all(root);
-  fs::create_directories(root / model / "1");
-  fs::copy_file(fs::path(kModels) / from / model / "1" / "model.onnx",
-                root / model / "1" / "model.onnx");
-  if (!config.empty()) std::ofstream(root / model / "config.pbtxt") << config;
-  return root.string();
+  return test::scratch_model(SONIC_TEST_SCRATCH, case_name, model, "model.onnx", config, from);
 }
 
 }  // namespace

@@ -4,24 +4,21 @@
 // running the same directory.
 #include <doctest/doctest.h>
 
-#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <future>
 #include <thread>
 
-#include "npy.hpp"
+#include "reference_checks.hpp"
 #include "sonic/repository/repository.hpp"
 #include "sonic/server.hpp"
 #include "sonic/sonic.hpp"
 
 using namespace sonic;
-using tools::read_npy;
 
 namespace {
 
-const std::string kRepository = std::string(SONIC_TEST_MODELS) + "/repository";
-const std::string kReference = std::string(SONIC_TEST_MODELS) + "/reference/";
+const std::string kRepository = test::kModels + "/repository";
 
 struct Case {
   std::string model;
@@ -37,28 +34,11 @@ const std::vector<Case> kCases = {
     {"edgeconv_torch", {"INPUT__0"}, {"OUTPUT__0"}},
 };
 
-InferRequest reference_request(const Case& c) {
-  InferRequest request(c.model);
-  for (const auto& name : c.inputs) {
-    request.input(name, read_npy(kReference + c.model + "/" + name + ".npy"));
-  }
-  return request;
-}
+InferRequest reference_request(const Case& c) { return test::reference_request(c.model, c.inputs); }
 
 // Empty when every output is within 1e-5 of torch's; else what differs.
 std::string compare_with_reference(const Case& c, const Result<InferResult>& result) {
-  if (!result) return c.model + ": " + result.error().message();
-  for (const auto& name : c.outputs) {
-    Tensor expected = read_npy(kReference + c.model + "/" + name + ".npy");
-    const Tensor& got = result->output(name);
-    if (got.shape() != expected.shape()) return c.model + "/" + name + ": another shape";
-    auto x = got.as<float>();
-    auto y = expected.as<float>();
-    for (std::size_t i = 0; i < x.size(); ++i) {
-      if (std::fabs(x[i] - y[i]) > 1e-5f) return c.model + "/" + name + ": another value";
-    }
-  }
-  return {};
+  return test::compare_with_reference(c.model, c.outputs, result);
 }
 
 std::shared_ptr<CpuExecutor> served_executor() {

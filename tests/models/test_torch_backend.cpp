@@ -8,52 +8,27 @@
 #include <filesystem>
 #include <fstream>
 
-#include "npy.hpp"
+#include "reference_checks.hpp"
 #include "sonic/repository/repository.hpp"
 
 using namespace sonic;
-using tools::read_npy;
-namespace fs = std::filesystem;
+using namespace sonic::test;
 
 namespace {
 
-const std::string kModels = SONIC_TEST_MODELS;
-
-float max_abs_difference(const Tensor& a, const Tensor& b) {
-  REQUIRE(a.shape() == b.shape());
-  auto x = a.as<float>();
-  auto y = b.as<float>();
-  float worst = 0;
-  for (std::size_t i = 0; i < x.size(); ++i) worst = std::max(worst, std::fabs(x[i] - y[i]));
-  return worst;
-}
-
 void check_against_reference(CpuExecutor& executor, const std::string& model, int inputs,
                              int outputs) {
-  const std::string reference = kModels + "/reference/" + model + "/";
-  InferRequest request(model);
-  for (int i = 0; i < inputs; ++i) {
-    const std::string name = "INPUT__" + std::to_string(i);
-    request.input(name, read_npy(reference + name + ".npy"));
-  }
-  auto result = executor.infer(request);
-  REQUIRE_MESSAGE(result, result.error().message());
-  for (int i = 0; i < outputs; ++i) {
-    const std::string name = "OUTPUT__" + std::to_string(i);
-    INFO(model << " output " << name);
-    CHECK(max_abs_difference(result->output(name), read_npy(reference + name + ".npy")) <= 1e-5f);
-  }
+  std::vector<std::string> input_names, output_names;
+  for (int i = 0; i < inputs; ++i) input_names.push_back("INPUT__" + std::to_string(i));
+  for (int i = 0; i < outputs; ++i) output_names.push_back("OUTPUT__" + std::to_string(i));
+  INFO(model);
+  CHECK(compare_with_reference(model, output_names,
+                               executor.infer(reference_request(model, input_names))) == "");
 }
 
 std::string scratch_model(const std::string& case_name, const std::string& model,
                           const std::string& config) {
-  fs::path root = fs::path(SONIC_TEST_SCRATCH) / case_name;
-  fs::remove_all(root);
-  fs::create_directories(root / model / "1");
-  fs::copy_file(fs::path(kModels) / "repository" / model / "1" / "model.pt",
-                root / model / "1" / "model.pt");
-  if (!config.empty()) std::ofstream(root / model / "config.pbtxt") << config;
-  return root.string();
+  return test::scratch_model(SONIC_TEST_SCRATCH, case_name, model, "model.pt", config);
 }
 
 std::string load_error(const std::string& root, const std::string& model) {

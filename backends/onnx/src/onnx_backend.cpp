@@ -283,29 +283,6 @@ class OnnxModel {
     });
   }
 
-  // Runs the model on ones at `batch` (or, without batching, once): what the config promises
-  // must come out.
-  Result<void> try_batch(std::int64_t batch) {
-    InferRequest request(config_.name);
-    std::vector<std::vector<float>> storage;
-    storage.reserve(config_.inputs.size());
-    for (const auto& t : config_.inputs) {
-      Shape shape;
-      if (batch >= 0) shape.push_back(batch);
-      for (auto d : t.dims) shape.push_back(d < 0 ? 1 : d);
-      std::size_t count = 1;
-      for (auto d : shape) count *= static_cast<std::size_t>(d);
-      storage.emplace_back(count, 1.0f);
-      request.input(t.name, Tensor::view(storage.back().data(), count, shape));
-    }
-    auto ran = compute(request);
-    if (!ran) {
-      return invalid("the model fails at batch " + std::to_string(batch < 0 ? 1 : batch) + ": " +
-                     ran.error().message());
-    }
-    return {};
-  }
-
   const ModelConfig& config() const { return config_; }
 
  private:
@@ -336,19 +313,17 @@ Result<LoadedModel> load(const ModelConfig& given, const std::string& model_file
   if (auto ok = model->add_instances(*bytes, model->config().instance_count()); !ok) {
     return ok.error();
   }
-  const std::int32_t max_batch = model->config().max_batch_size;
-  if (auto ok = model->try_batch(max_batch > 0 ? 1 : -1); !ok) return ok.error();
-  if (max_batch > 1) {
-    if (auto ok = model->try_batch(max_batch); !ok) {
-      return invalid(ok.error().message() +
-                     " (a graph that fixes its batch size, by a Reshape to a constant shape, "
-                     "works only at that size: export it with a dynamic batch dimension, or set "
-                     "max_batch_size: 0)");
-    }
+  auto compute = [model](const InferRequest& request) { return model->compute(request); };
+  if (auto ok = repository::run_at_load(
+          model->config(), compute,
+          "(a graph that fixes its batch size, by a Reshape to a constant shape, works only at "
+          "that size: export it with a dynamic batch dimension, or set max_batch_size: 0)");
+      !ok) {
+    return ok.error();
   }
   LoadedModel loaded;
   loaded.config = model->config();
-  loaded.compute = [model](const InferRequest& request) { return model->compute(request); };
+  loaded.compute = std::move(compute);
   return loaded;
 }
 

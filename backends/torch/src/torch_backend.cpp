@@ -195,29 +195,6 @@ class TorchModel {
     return named;
   }
 
-  // Runs the model on ones at `batch` (without batching, once): what the config promises must
-  // come out.
-  Result<void> try_batch(std::int64_t batch) {
-    InferRequest request(config_.name);
-    std::vector<at::Tensor> storage;
-    for (const auto& t : config_.inputs) {
-      std::vector<std::int64_t> shape;
-      if (batch >= 0) shape.push_back(batch);
-      for (auto d : t.dims) shape.push_back(d < 0 ? 1 : d);
-      storage.push_back(
-          torch::ones(shape, torch::TensorOptions().dtype(*torch_type(*t.data_type))));
-      const at::Tensor& ones = storage.back();
-      request.input(t.name, Tensor::view_bytes(*t.data_type, Shape(shape.begin(), shape.end()),
-                                               ones.data_ptr(), ones.nbytes()));
-    }
-    auto ran = compute(request);
-    if (!ran) {
-      return invalid("the model fails at batch " + std::to_string(batch < 0 ? 1 : batch) + ": " +
-                     ran.error().message());
-    }
-    return {};
-  }
-
   const ModelConfig& config() const { return config_; }
 
  private:
@@ -273,14 +250,11 @@ Result<LoadedModel> load(const ModelConfig& config, const std::string& model_fil
   module.eval();
   auto model = std::make_shared<TorchModel>(config, std::move(module));
   if (auto bound = model->bind(); !bound) return bound.error();
-  const std::int32_t max_batch = config.max_batch_size;
-  if (auto ok = model->try_batch(max_batch > 0 ? 1 : -1); !ok) return ok.error();
-  if (max_batch > 1) {
-    if (auto ok = model->try_batch(max_batch); !ok) return ok.error();
-  }
+  auto compute = [model](const InferRequest& request) { return model->compute(request); };
+  if (auto ok = repository::run_at_load(model->config(), compute); !ok) return ok.error();
   LoadedModel loaded;
   loaded.config = model->config();
-  loaded.compute = [model](const InferRequest& request) { return model->compute(request); };
+  loaded.compute = std::move(compute);
   return loaded;
 }
 

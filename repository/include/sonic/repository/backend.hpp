@@ -37,6 +37,17 @@ struct Backend {
   LoadFunction load;
 };
 
+/// A request of ones for every input of `config` (-1 dimensions as 1), with a batch dimension
+/// of `batch` first, or none when `batch` is negative; each tensor owns its bytes.
+SONIC_EXPORT InferRequest ones_request(const ModelConfig& config, std::int64_t batch);
+
+/// How a backend checks a model it loads: `compute` runs on ones at batch 1 and at
+/// max_batch_size (once, without a batch dimension, for a model that does not batch), and must
+/// give what the config promises. INVALID_ARGUMENT "the model fails at batch N: ..." otherwise,
+/// followed at the max batch by `hint_at_max_batch` (why a model may work at 1 only).
+SONIC_EXPORT Result<void> run_at_load(const ModelConfig& config, const ModelFunction& compute,
+                                      const std::string& hint_at_max_batch = {});
+
 /// Adds a backend (replacing one of the same name). Thread-safe.
 SONIC_EXPORT void register_backend(Backend backend);
 
