@@ -39,8 +39,8 @@ InferRequest ones_request(const ModelConfig& config, std::int64_t batch) {
   return request;
 }
 
-Result<void> run_at_load(const ModelConfig& config, const ModelFunction& compute,
-                         const std::string& hint_at_max_batch) {
+Result<LoadedModel> checked_at_load(ModelConfig config, ModelFunction compute,
+                                    const std::string& hint_at_max_batch) {
   const std::int64_t max_batch = config.max_batch_size;
   std::vector<std::int64_t> batches{max_batch > 0 ? 1 : -1};
   if (max_batch > 1) batches.push_back(max_batch);
@@ -54,7 +54,7 @@ Result<void> run_at_load(const ModelConfig& config, const ModelFunction& compute
                        (at_max && !hint_at_max_batch.empty() ? " " + hint_at_max_batch : ""));
     }
   }
-  return {};
+  return LoadedModel{std::move(config), std::move(compute)};
 }
 
 }  // namespace sonic::repository

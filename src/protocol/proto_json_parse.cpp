@@ -14,6 +14,7 @@
 #include "grpc_wire.hpp"
 #include "proto_json.hpp"
 #include "proto_schema.hpp"
+#include "utf8.hpp"
 #include "wire.hpp"
 
 namespace sonic::protocol {
@@ -222,24 +223,6 @@ class JsonReader {
     return v;
   }
 
-  static void append_utf8(std::string& out, std::uint32_t cp) {
-    if (cp < 0x80) {
-      out.push_back(static_cast<char>(cp));
-    } else if (cp < 0x800) {
-      out.push_back(static_cast<char>(0xc0 | (cp >> 6)));
-      out.push_back(static_cast<char>(0x80 | (cp & 0x3f)));
-    } else if (cp < 0x10000) {
-      out.push_back(static_cast<char>(0xe0 | (cp >> 12)));
-      out.push_back(static_cast<char>(0x80 | ((cp >> 6) & 0x3f)));
-      out.push_back(static_cast<char>(0x80 | (cp & 0x3f)));
-    } else {
-      out.push_back(static_cast<char>(0xf0 | (cp >> 18)));
-      out.push_back(static_cast<char>(0x80 | ((cp >> 12) & 0x3f)));
-      out.push_back(static_cast<char>(0x80 | ((cp >> 6) & 0x3f)));
-      out.push_back(static_cast<char>(0x80 | (cp & 0x3f)));
-    }
-  }
-
   std::string_view text_;
   std::size_t pos_ = 0;
 };
@@ -354,6 +337,9 @@ class Encoder {
       case kString:
       case kBytes: {
         if (json.kind != Json::String) return invalid(where, "a string expected");
+        if (f.type == kString && !is_utf8(json.text)) {
+          return invalid(where, "a string field must be UTF-8");
+        }
         std::string value = json.text;
         if (f.type == kBytes) {
           auto decoded = base64_decode(json.text);

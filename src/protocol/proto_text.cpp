@@ -10,6 +10,7 @@
 #include <set>
 
 #include "proto_schema.hpp"
+#include "utf8.hpp"
 #include "wire.hpp"
 
 namespace sonic::protocol {
@@ -167,32 +168,6 @@ std::string fixed_bytes(Bits bits) {
   for (std::size_t i = 0; i < sizeof bits; ++i)
     out[i] = static_cast<char>((bits >> (8 * i)) & 0xff);
   return out;
-}
-
-// Well-formed UTF-8 (RFC 3629: no overlong forms, surrogates, or code points past U+10FFFF),
-// which protobuf requires of proto3 string fields.
-bool is_utf8(std::string_view text) {
-  for (std::size_t i = 0; i < text.size();) {
-    auto byte = [&](std::size_t k) { return static_cast<unsigned char>(text[i + k]); };
-    unsigned char lead = byte(0);
-    std::size_t length = lead < 0x80           ? 1
-                         : (lead >> 5) == 0x6  ? 2
-                         : (lead >> 4) == 0xe  ? 3
-                         : (lead >> 3) == 0x1e ? 4
-                                               : 0;
-    if (length == 0 || i + length > text.size()) return false;
-    std::uint32_t code = length == 1 ? lead : lead & (0x7f >> length);
-    for (std::size_t k = 1; k < length; ++k) {
-      if ((byte(k) & 0xc0) != 0x80) return false;
-      code = (code << 6) | (byte(k) & 0x3f);
-    }
-    static constexpr std::uint32_t kSmallest[] = {0, 0, 0x80, 0x800, 0x10000};
-    if (code < kSmallest[length] || code > 0x10ffff || (code >= 0xd800 && code < 0xe000)) {
-      return false;
-    }
-    i += length;
-  }
-  return true;
 }
 
 class Parser {
@@ -559,24 +534,6 @@ class Parser {
       }
     }
     return {};
-  }
-
-  static void append_utf8(std::string& out, std::uint32_t code) {
-    if (code < 0x80) {
-      out.push_back(static_cast<char>(code));
-    } else if (code < 0x800) {
-      out.push_back(static_cast<char>(0xc0 | (code >> 6)));
-      out.push_back(static_cast<char>(0x80 | (code & 0x3f)));
-    } else if (code < 0x10000) {
-      out.push_back(static_cast<char>(0xe0 | (code >> 12)));
-      out.push_back(static_cast<char>(0x80 | ((code >> 6) & 0x3f)));
-      out.push_back(static_cast<char>(0x80 | (code & 0x3f)));
-    } else {
-      out.push_back(static_cast<char>(0xf0 | (code >> 18)));
-      out.push_back(static_cast<char>(0x80 | ((code >> 12) & 0x3f)));
-      out.push_back(static_cast<char>(0x80 | ((code >> 6) & 0x3f)));
-      out.push_back(static_cast<char>(0x80 | (code & 0x3f)));
-    }
   }
 
   // The value of a field the schema does not know, read for its syntax and dropped.

@@ -133,8 +133,10 @@ namespace {
 // Empty when sonic and libprotobuf's JsonStringToMessage agree on `json` (both refuse it, or
 // both build the same ModelConfig); else what differs.
 std::string json_disagreement(const std::string& json) {
-  inference::ModelConfig theirs;
-  const bool accepted = google::protobuf::util::JsonStringToMessage(json, &theirs).ok();
+  inference::ModelConfig theirs, reread;
+  // A string that is not UTF-8 passes libprotobuf's JSON parser and fails its binary one.
+  const bool accepted = google::protobuf::util::JsonStringToMessage(json, &theirs).ok() &&
+                        reread.ParseFromString(theirs.SerializeAsString());
   auto ours = protocol::message_from_json("inference.ModelConfig", json);
   const std::string context =
       "\njson: " + json + "\nsonic: " + (ours ? std::string("accepted") : ours.error().message()) +
@@ -179,6 +181,7 @@ TEST_CASE("a ModelConfig as JSON reads back as libprotobuf reads it") {
       R"({"name": "open")",
       R"([1, 2])",
       R"({"name": "a"} trailing)",
+      "{\"name\": \"\xff is not UTF-8\"}",
   };
   for (const auto& json : refused) CHECK(json_disagreement(json) == "");
   // One-character mutations of the first: both parsers accept and refuse the same texts.

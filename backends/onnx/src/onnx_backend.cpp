@@ -313,18 +313,10 @@ Result<LoadedModel> load(const ModelConfig& given, const std::string& model_file
   if (auto ok = model->add_instances(*bytes, model->config().instance_count()); !ok) {
     return ok.error();
   }
-  auto compute = [model](const InferRequest& request) { return model->compute(request); };
-  if (auto ok = repository::run_at_load(
-          model->config(), compute,
-          "(a graph that fixes its batch size, by a Reshape to a constant shape, works only at "
-          "that size: export it with a dynamic batch dimension, or set max_batch_size: 0)");
-      !ok) {
-    return ok.error();
-  }
-  LoadedModel loaded;
-  loaded.config = model->config();
-  loaded.compute = std::move(compute);
-  return loaded;
+  return repository::checked_at_load(
+      model->config(), [model](const InferRequest& request) { return model->compute(request); },
+      "(a graph that fixes its batch size, by a Reshape to a constant shape, works only at that "
+      "size: export it with a dynamic batch dimension, or set max_batch_size: 0)");
 }
 
 // Registers the backend when the library is loaded.

@@ -250,12 +250,8 @@ Result<LoadedModel> load(const ModelConfig& config, const std::string& model_fil
   module.eval();
   auto model = std::make_shared<TorchModel>(config, std::move(module));
   if (auto bound = model->bind(); !bound) return bound.error();
-  auto compute = [model](const InferRequest& request) { return model->compute(request); };
-  if (auto ok = repository::run_at_load(model->config(), compute); !ok) return ok.error();
-  LoadedModel loaded;
-  loaded.config = model->config();
-  loaded.compute = std::move(compute);
-  return loaded;
+  return repository::checked_at_load(
+      model->config(), [model](const InferRequest& request) { return model->compute(request); });
 }
 
 const bool registered = [] {

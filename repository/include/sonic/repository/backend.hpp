@@ -41,12 +41,13 @@ struct Backend {
 /// of `batch` first, or none when `batch` is negative; each tensor owns its bytes.
 SONIC_EXPORT InferRequest ones_request(const ModelConfig& config, std::int64_t batch);
 
-/// How a backend checks a model it loads: `compute` runs on ones at batch 1 and at
-/// max_batch_size (once, without a batch dimension, for a model that does not batch), and must
-/// give what the config promises. INVALID_ARGUMENT "the model fails at batch N: ..." otherwise,
-/// followed at the max batch by `hint_at_max_batch` (why a model may work at 1 only).
-SONIC_EXPORT Result<void> run_at_load(const ModelConfig& config, const ModelFunction& compute,
-                                      const std::string& hint_at_max_batch = {});
+/// How a backend finishes loading a model: `compute` runs on ones at batch 1 and at
+/// max_batch_size (once, without a batch dimension, for a model that does not batch) and must
+/// give what the config promises; then the two are the loaded model. INVALID_ARGUMENT "the model
+/// fails at batch N: ..." otherwise, followed at the max batch by `hint_at_max_batch` (why a
+/// model may work at 1 only).
+SONIC_EXPORT Result<LoadedModel> checked_at_load(ModelConfig config, ModelFunction compute,
+                                                 const std::string& hint_at_max_batch = {});
 
 /// Adds a backend (replacing one of the same name). Thread-safe.
 SONIC_EXPORT void register_backend(Backend backend);
