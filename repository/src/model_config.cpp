@@ -286,9 +286,19 @@ Result<void> check_tensors(const ModelConfig& config, const std::vector<TensorCo
       }
     }
     if (t.reshape) {
-      return invalid(origin, what +
-                                 " has a reshape, which sonic does not apply yet: export the "
-                                 "model with the shape of dims, or leave reshape out");
+      // Triton's rule: the same elements either way (checked where both are fully known; a
+      // request's shape is checked when it comes).
+      auto known = [](const std::vector<std::int64_t>& shape) {
+        std::int64_t n = 1;
+        for (auto d : shape) n = d < 0 ? -1 : (n < 0 ? -1 : n * d);
+        return n;
+      };
+      const std::int64_t from = known(t.dims), to = known(*t.reshape);
+      if (from >= 0 && to >= 0 && from != to) {
+        return invalid(origin, what + " has " + std::to_string(from) +
+                                   " elements by its dims but " + std::to_string(to) +
+                                   " by its reshape: they must be the same");
+      }
     }
   }
   return {};
@@ -381,6 +391,12 @@ std::string serialize_model_config(const ModelConfig& config) {
     std::string dims;
     for (auto d : t.dims) wire::put_varint(dims, static_cast<std::uint64_t>(d));
     if (!dims.empty()) wire::put_len_field(out, dims_field, dims);
+    if (t.reshape) {  // ModelTensorReshape { shape = 1 }
+      std::string shape, reshape;
+      for (auto d : *t.reshape) wire::put_varint(shape, static_cast<std::uint64_t>(d));
+      if (!shape.empty()) wire::put_len_field(reshape, 1, shape);
+      wire::put_len_field(out, 5, reshape);
+    }
     if (t.optional) wire::put_varint_field(out, 8, 1);
     return out;
   };

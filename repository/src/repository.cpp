@@ -5,6 +5,8 @@
 #include <fstream>
 #include <sstream>
 
+#include "reshape.hpp"
+
 namespace sonic::repository {
 
 namespace fs = std::filesystem;
@@ -205,11 +207,15 @@ Result<Model> Repository::load(const std::string& name, const std::string& confi
     return invalid(model_file.string() + " does not exist (the " + backend->name +
                    " backend reads " + file_name + " in each version directory)");
   }
-  auto loaded = backend->load(*config, model_file.string());
+  // The backend loads and checks the model in its own shapes; clients use the config's dims.
+  ModelConfig for_backend = *config;
+  Reshapes reshapes = take_reshapes(for_backend);
+  auto loaded = backend->load(for_backend, model_file.string());
   if (!loaded) {
     return Error(loaded.error().code(), model_file.string() + ": " + loaded.error().message());
   }
   ModelConfig& complete = loaded->config;
+  restore_reshapes(complete, reshapes);
   if (complete.backend.empty()) complete.backend = backend->name;
   if (complete.platform.empty() && !backend->platforms.empty()) {
     complete.platform = backend->platforms.front();
@@ -246,14 +252,15 @@ Result<Model> Repository::load(const std::string& name, const std::string& confi
     }
     model.dynamic_batching = std::move(batching);
   }
+  ModelFunction compute = apply_reshapes(std::move(loaded->compute), std::move(reshapes), batched);
   if (batched) {
-    model.compute = [name, max = complete.max_batch_size, compute = std::move(loaded->compute)](
+    model.compute = [name, max = complete.max_batch_size, compute = std::move(compute)](
                         const InferRequest& request) -> Result<std::vector<NamedTensor>> {
       if (auto ok = check_batch(name, max, request); !ok) return ok.error();
       return compute(request);
     };
   } else {
-    model.compute = std::move(loaded->compute);
+    model.compute = std::move(compute);
   }
   return model;
 }

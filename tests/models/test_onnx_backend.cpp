@@ -122,3 +122,19 @@ TEST_CASE("instances serve concurrent requests, each answer right") {
   for (auto& t : threads) t.join();
   CHECK(right.load() == 200);
 }
+
+TEST_CASE("a reshaped input: clients send [N, 4, 4], the ONNX graph takes [N, 16]") {
+  auto root =
+      scratch_model("reshape", "jet_mlp_onnx",
+                    "max_batch_size: 8 input { name: \"features\" data_type: TYPE_FP32 dims: [4, 4]"
+                    " reshape { shape: [16] } }");
+  auto executor = repository::executor_from_repository({root}, 1);
+  const std::string reference = kModels + "/reference/jet_mlp_onnx/";
+  const Tensor features = read_npy(reference + "features.npy");  // [4, 16]
+  const Tensor as_squares =
+      Tensor::view_bytes(DataType::Fp32, {4, 4, 4}, features.data(), features.byte_size());
+  auto result = executor->infer(InferRequest("jet_mlp_onnx").input("features", as_squares));
+  REQUIRE_MESSAGE(result, result.error().message());
+  CHECK(max_abs_difference(result->output("probabilities"),
+                           read_npy(reference + "probabilities.npy")) <= 1e-5f);
+}

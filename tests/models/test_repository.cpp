@@ -19,6 +19,7 @@ using repository::ModelConfig;
 namespace {
 
 std::atomic<int> loads{0};
+Shape last_input_shape;  // what the scale model was last given (tests run on one thread)
 
 // The "scale" backend: completes a config with no tensors as INPUT0 -> OUTPUT0, FP32, [-1].
 Result<LoadedModel> load_scale(const ModelConfig& given, const std::string& file) {
@@ -36,6 +37,7 @@ Result<LoadedModel> load_scale(const ModelConfig& given, const std::string& file
   }
   loaded.compute = [k](const InferRequest& request) -> Result<std::vector<NamedTensor>> {
     const Tensor& in = request.find_input("INPUT0")->tensor;
+    last_input_shape = in.shape();
     std::vector<float> out;
     for (float v : in.as<float>()) out.push_back(v * k);
     return std::vector<NamedTensor>{
@@ -269,4 +271,33 @@ TEST_CASE("a configuration given with the load replaces the repository's, as in 
   REQUIRE_FALSE(broken);
   CHECK(broken.error().message().find("the configuration given for 'm'") != std::string::npos);
   CHECK(broken.error().message().find("max_batch_size") != std::string::npos);
+}
+
+TEST_CASE("reshape: clients use the config's dims, the model its own shape, bytes shared") {
+  Scratch repo("reshape");
+  repo.write(
+      "m/config.pbtxt",
+      "max_batch_size: 8"
+      " input { name: \"INPUT0\" data_type: TYPE_FP32 dims: [4] reshape { shape: [2, 2] } }"
+      " output { name: \"OUTPUT0\" data_type: TYPE_FP32 dims: [4] reshape { shape: [2, -1] } }");
+  repo.write("m/1/model.scale", "3");
+  auto model = repository::Repository({repo.root()}).load("m");
+  REQUIRE_MESSAGE(model, model.error().message());
+  CHECK(model->inputs[0].shape == Shape{-1, 4});  // what clients see
+  auto executor = CpuExecutor::with_models({*model}, 1);
+  auto result = executor->infer(InferRequest("m").input(
+      "INPUT0", Tensor::from_vector(std::vector<float>{1, 2, 3, 4, 5, 6, 7, 8}, {2, 4})));
+  REQUIRE_MESSAGE(result, result.error().message());
+  CHECK(last_input_shape == Shape{2, 2, 2});  // what the model got
+  const Tensor& out = result->output("OUTPUT0");
+  CHECK(out.shape() == Shape{2, 4});
+  CHECK(out.as<float>()[7] == 24);
+
+  repo.write("m/config.pbtxt",
+             "input { name: \"INPUT0\" data_type: TYPE_FP32 dims: [4] reshape { shape: [3] } }"
+             " output { name: \"OUTPUT0\" data_type: TYPE_FP32 dims: [4] }");
+  auto mismatch = repository::Repository({repo.root()}).load("m");
+  REQUIRE_FALSE(mismatch);
+  CHECK(mismatch.error().message().find("4 elements by its dims but 3 by its reshape") !=
+        std::string::npos);
 }
