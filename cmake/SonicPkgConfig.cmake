@@ -36,3 +36,15 @@ if(TARGET sonic_server)
   sonic_pkg_config(sonic-server "sonic's inference server library" sonic
     "-L\${libdir} -lsonic_server")
 endif()
+if(TARGET sonic_repository)
+  sonic_pkg_config(sonic-repository "Triton model repositories for sonic's server and fallback"
+    sonic "-L\${libdir} -lsonic_repository")
+endif()
+if(TARGET sonic_onnx)
+  sonic_pkg_config(sonic-onnx "sonic's ONNX backend (OpenCV DNN)" sonic-repository
+    "-L\${libdir} -lsonic_onnx")
+endif()
+if(TARGET sonic_torch)
+  sonic_pkg_config(sonic-torch "sonic's TorchScript backend (libtorch)" sonic-repository
+    "-L\${libdir} -lsonic_torch")
+endif()

@@ -4,12 +4,15 @@
 #   2. `g++ app.cpp -lsonic_grpc` links and runs (Debian's default --as-needed toolchain), and
 #      so does `g++ app.cpp $(pkg-config --cflags --libs sonic-grpc)`;
 #   3. the installed sonic-server starts with no LD_LIBRARY_PATH (it finds its libraries) and
-#      serves those programs.
-#   tests/package/check_install.sh PREFIX CXX WORK_DIR
+#      serves those programs;
+#   4. with MODELS (a generated repository, when the ONNX backend is built): a fallback program
+#      built with `pkg-config sonic-onnx` runs a model of it in-process.
+#   tests/package/check_install.sh PREFIX CXX WORK_DIR [MODELS]
 set -euo pipefail
 prefix=$(cd "$1" && pwd)
 cxx=$2
 work=$3
+models=${4:-}
 here=$(cd "$(dirname "$0")" && pwd)
 rm -rf "$work"
 mkdir -p "$work"
@@ -17,7 +20,10 @@ libdir=$(dirname "$(find "$prefix" -name 'libsonic_grpc.so' | head -n 1)")
 [[ -d $libdir ]] || { echo "check_install: no libsonic_grpc.so under $prefix" >&2; exit 1; }
 
 echo "== client libraries need no libprotobuf"
-for lib in "$libdir"/libsonic_grpc.so.* "$libdir"/libsonic_shm.so.* "$libdir"/libsonic_tcp.so.*; do
+# The repository library too (a client's fallback links it); not the ONNX backend, whose
+# OpenCV DNN links libprotobuf itself (it registers its own .proto files, not KServe's).
+for lib in "$libdir"/libsonic_grpc.so.* "$libdir"/libsonic_shm.so.* "$libdir"/libsonic_tcp.so.* \
+  "$libdir"/libsonic_repository.so.*; do
   [[ -L $lib ]] && continue
   needed=$(LD_LIBRARY_PATH=$libdir ldd "$lib")
   if grep -q protobuf <<<"$needed"; then
@@ -53,4 +59,11 @@ done
 for client in plain_client pkg_config_client; do
   LD_LIBRARY_PATH=$libdir "$work/$client" "grpc://127.0.0.1:$port"
 done
+
+if [[ -n $models && -d $models/repository ]]; then
+  echo "== g++ fallback_app.cpp \$(pkg-config --cflags --libs sonic-onnx)"
+  flags=$(PKG_CONFIG_PATH=$libdir/pkgconfig pkg-config --cflags --libs sonic-onnx)
+  "$cxx" -std=c++17 "$here/fallback_app.cpp" $flags -o "$work/fallback_app"
+  LD_LIBRARY_PATH=$libdir "$work/fallback_app" "$models/repository"
+fi
 echo "check_install: ok"
