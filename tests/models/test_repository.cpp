@@ -9,6 +9,7 @@
 #include <atomic>
 #include <filesystem>
 #include <fstream>
+#include <mutex>
 #include <thread>
 
 using namespace sonic;
@@ -19,7 +20,8 @@ using repository::ModelConfig;
 namespace {
 
 std::atomic<int> loads{0};
-Shape last_input_shape;  // what the scale model was last given (tests run on one thread)
+std::mutex last_input_mutex;
+Shape last_input_shape;  // what the scale model was last given, under last_input_mutex
 
 // The "scale" backend: completes a config with no tensors as INPUT0 -> OUTPUT0, FP32, [-1].
 Result<LoadedModel> load_scale(const ModelConfig& given, const std::string& file) {
@@ -37,7 +39,10 @@ Result<LoadedModel> load_scale(const ModelConfig& given, const std::string& file
   }
   loaded.compute = [k](const InferRequest& request) -> Result<std::vector<NamedTensor>> {
     const Tensor& in = request.find_input("INPUT0")->tensor;
-    last_input_shape = in.shape();
+    {
+      std::lock_guard<std::mutex> lock(last_input_mutex);
+      last_input_shape = in.shape();
+    }
     std::vector<float> out;
     for (float v : in.as<float>()) out.push_back(v * k);
     return std::vector<NamedTensor>{
@@ -288,7 +293,10 @@ TEST_CASE("reshape: clients use the config's dims, the model its own shape, byte
   auto result = executor->infer(InferRequest("m").input(
       "INPUT0", Tensor::from_vector(std::vector<float>{1, 2, 3, 4, 5, 6, 7, 8}, {2, 4})));
   REQUIRE_MESSAGE(result, result.error().message());
-  CHECK(last_input_shape == Shape{2, 2, 2});  // what the model got
+  {
+    std::lock_guard<std::mutex> lock(last_input_mutex);
+    CHECK(last_input_shape == Shape{2, 2, 2});  // what the model got
+  }
   const Tensor& out = result->output("OUTPUT0");
   CHECK(out.shape() == Shape{2, 4});
   CHECK(out.as<float>()[7] == 24);
