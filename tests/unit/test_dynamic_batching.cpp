@@ -316,3 +316,14 @@ TEST_CASE("a full queue refuses with Triton's words") {
   check_own_rows(first.get(), 0, 1);
   check_own_rows(queued.get(), 1, 1);
 }
+
+TEST_CASE("a timeout too long for the clock is no timeout, not an overflow") {
+  auto recorder = std::make_shared<Recorder>();
+  DynamicBatching policy = batching();
+  policy.default_queue_policy.allow_timeout_override = true;
+  auto executor = CpuExecutor::with_models({doubling_model(recorder, policy, 1)}, 2);
+  // A client may send any int64 of microseconds; added to the clock in nanoseconds, this one
+  // would overflow and make the request look long expired.
+  check_own_rows(send(*executor, rows(3, 1).server_timeout(std::chrono::microseconds::max())).get(),
+                 3, 1);
+}

@@ -185,9 +185,16 @@ class DynamicBatcher : public std::enable_shared_from_this<DynamicBatcher> {
     std::chrono::microseconds timeout = level.policy.default_timeout;
     if (level.policy.allow_timeout_override) {
       const auto own = unsigned_parameter(pending.request, "timeout", 0);
-      if (own > 0) timeout = std::chrono::microseconds(own);
+      if (own > 0) {
+        timeout = std::chrono::microseconds(static_cast<std::int64_t>(
+            std::min<std::uint64_t>(own, static_cast<std::uint64_t>(kLongestTimeout.count()))));
+      }
     }
-    if (timeout.count() > 0) pending.deadline = pending.queued + timeout;
+    // A timeout past any real wait (a client may send up to 2^64 microseconds) is none: the
+    // deadline, in the clock's nanoseconds, must not overflow.
+    if (timeout.count() > 0 && timeout < kLongestTimeout) {
+      pending.deadline = pending.queued + timeout;
+    }
     std::unique_lock<std::mutex> lock(state_.mutex);
     if (level.policy.max_queue_size != 0 &&
         level.waiting.size() + level.delayed.size() >= level.policy.max_queue_size) {
@@ -210,6 +217,8 @@ class DynamicBatcher : public std::enable_shared_from_this<DynamicBatcher> {
   }
 
  private:
+  static constexpr std::chrono::microseconds kLongestTimeout = std::chrono::hours(24 * 365);
+
   struct Level {
     QueuePolicy policy;
     std::deque<Pending> waiting;  // in time, oldest first
