@@ -326,4 +326,6 @@ TEST_CASE("a timeout too long for the clock is no timeout, not an overflow") {
   // would overflow and make the request look long expired.
   check_own_rows(send(*executor, rows(3, 1).server_timeout(std::chrono::microseconds::max())).get(),
                  3, 1);
+  // Triton also takes the parameter as a uint64: past int64's range too.
+  check_own_rows(send(*executor, rows(4, 1).parameter("timeout", ~std::uint64_t{0})).get(), 4, 1);
 }
