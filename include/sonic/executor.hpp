@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "sonic/detail/dynamic_batcher.hpp"
+#include "sonic/detail/sequence_batcher.hpp"
 #include "sonic/detail/thread_pool.hpp"
 #include "sonic/error.hpp"
 #include "sonic/metadata.hpp"
@@ -52,6 +53,11 @@ struct Model {
   /// Merge concurrent requests into one execution (needs max_batch_size > 0 and `compute`):
   /// the executor's asynchronous calls queue them; infer() still runs one at once.
   std::optional<DynamicBatching> dynamic_batching;
+  /// A stateful model (needs `compute`; not with dynamic_batching): requests carry a sequence
+  /// id, each sequence's requests run one at a time in the order they came, and the model
+  /// gets the control and state inputs named here besides the request's own (see
+  /// SequenceBatching). `inputs` and `outputs` list what clients send and get, not those.
+  std::optional<SequenceBatching> sequence_batching;
   /// Executions at once when batching (Triton's instance_group count): the runners that form
   /// and run batches. The model's function itself may limit how many run at once too.
   int instances = 1;
@@ -94,12 +100,10 @@ class CpuExecutor {
   }
 
   /// Registers a model; throws sonic::Error(AlreadyExists) for a taken name and
-  /// Error(InvalidArgument) for a model without exactly one function.
+  /// Error(InvalidArgument) for a model without exactly one function, or with a scheduling it
+  /// cannot have.
   void add_model(Model model) {
-    if (static_cast<bool>(model.compute) == model.is_decoupled()) {
-      throw Error(StatusCode::InvalidArgument,
-                  "model '" + model.name + "' needs one function: compute or decoupled");
-    }
+    if (auto ok = check_functions(model); !ok) throw ok.error();
     std::lock_guard<std::mutex> lock(mutex_);
     auto [it, inserted] = models_.try_emplace(model.name);
     if (!inserted) {
@@ -219,6 +223,7 @@ class CpuExecutor {
                    "(model '" +
                        entry.model.name + "' answers through a stream)");
     }
+    if (entry.sequencer) return run_in_sequence(*found, request, queued_since);
     return run_counted(entry, request, queued_since);
   }
 
@@ -275,17 +280,18 @@ class CpuExecutor {
   /// inside this call; a request for an unknown model completes with NOT_FOUND. Borrowed input
   /// tensors are read until `done` is called.
   /// A model with dynamic_batching queues the request to be merged with others (see
-  /// DynamicBatching); `done` still runs on a pool thread.
+  /// DynamicBatching); one with sequence_batching queues it behind the earlier requests of its
+  /// sequence, in the order of the calls. `done` still runs on a pool thread.
   void infer_async(InferRequest request, Callback<InferResult> done) {
     auto queued = Clock::now();
     if (auto found = find(request.model_name(), request.model_version());
-        found && (*found)->batcher) {
-      return submit_to_batcher(*found, std::move(request), std::move(done), queued);
+        found && ((*found)->batcher || (*found)->sequencer)) {
+      return submit_scheduled(*found, std::move(request), std::move(done), queued);
     }
     pool_.post([this, request = std::move(request), done = std::move(done), queued]() mutable {
       auto found = find_or_load(request.model_name(), request.model_version());
-      if (found && (*found)->batcher) {
-        return submit_to_batcher(*found, std::move(request), std::move(done), queued);
+      if (found && ((*found)->batcher || (*found)->sequencer)) {
+        return submit_scheduled(*found, std::move(request), std::move(done), queued);
       }
       done(infer(request, queued));
     });
@@ -325,7 +331,8 @@ class CpuExecutor {
   };
   struct Entry {
     Model model;
-    std::shared_ptr<detail::DynamicBatcher> batcher;  // with dynamic_batching
+    std::shared_ptr<detail::DynamicBatcher> batcher;     // with dynamic_batching
+    std::shared_ptr<detail::SequenceBatcher> sequencer;  // with sequence_batching
     std::mutex batch_stats_mutex;
     std::map<std::uint64_t, BatchCounters> batch_stats;  // merged executions, by batch size
     bool from_source = false;
@@ -447,7 +454,98 @@ class CpuExecutor {
           },
           [this](detail::UniqueFunction<void()> runner) { pool_.post(std::move(runner)); });
     }
+    if (m.sequence_batching) {
+      std::weak_ptr<Entry> weak = entry;
+      entry->sequencer = std::make_shared<detail::SequenceBatcher>(
+          *m.sequence_batching, m.name, m.max_batch_size,
+          [weak](const InferRequest& model_request) -> Result<std::vector<NamedTensor>> {
+            auto alive = weak.lock();
+            if (!alive) return Error(StatusCode::Unavailable, "the model was unloaded");
+            return compute_guarded(alive->model, model_request);
+          },
+          [this](detail::UniqueFunction<void()> runner) { pool_.post(std::move(runner)); });
+    }
     return entry;
+  }
+
+  static Result<void> check_functions(const Model& model) {
+    if (static_cast<bool>(model.compute) == model.is_decoupled()) {
+      return Error(StatusCode::InvalidArgument,
+                   "model '" + model.name + "' needs one function: compute or decoupled");
+    }
+    if (model.sequence_batching && (!model.compute || model.dynamic_batching)) {
+      return Error(StatusCode::InvalidArgument,
+                   "model '" + model.name +
+                       "': sequence_batching needs a compute function and no dynamic_batching");
+    }
+    return {};
+  }
+
+  // The model's function, its exceptions made errors.
+  static Result<std::vector<NamedTensor>> compute_guarded(const Model& model,
+                                                          const InferRequest& request) {
+    try {
+      return model.compute(request);
+    } catch (const Error& e) {
+      return e;
+    } catch (const std::exception& e) {
+      return Error(StatusCode::Internal, "model '" + model.name + "' failed: " + e.what());
+    }
+  }
+
+  // A request for a batching or stateful model, checked on its own first (a bad one fails
+  // alone, at once), then queued.
+  void submit_scheduled(const std::shared_ptr<Entry>& entry, InferRequest request,
+                        Callback<InferResult> done, Clock::time_point queued) {
+    if (entry->batcher)
+      return submit_to_batcher(entry, std::move(request), std::move(done), queued);
+    if (auto ok = validate(entry->model, request); !ok) {
+      count(*entry, request, false, Clock::now() - queued);
+      pool_.post([done = std::move(done), error = ok.error()]() mutable { done(error); });
+      return;
+    }
+    entry->sequencer->submit(
+        std::move(request), [entry, done = std::move(done), queued](
+                                const InferRequest& r, Result<std::vector<NamedTensor>> outputs,
+                                Clock::time_point started) mutable {
+          done(sequence_result(*entry, r, std::move(outputs), queued, started));
+        });
+  }
+
+  // infer() of a stateful model: its turn in its sequence, on this thread.
+  static Result<InferResult> run_in_sequence(const std::shared_ptr<Entry>& entry,
+                                             const InferRequest& request,
+                                             Clock::time_point queued) {
+    if (auto ok = validate(entry->model, request); !ok) {
+      count(*entry, request, false, Clock::now() - queued);
+      return ok.error();
+    }
+    Result<InferResult> result = Error(StatusCode::Internal, "the request did not run");
+    entry->sequencer->run_here(
+        request, [&](const InferRequest& r, Result<std::vector<NamedTensor>> outputs,
+                     Clock::time_point started) {
+          result = sequence_result(*entry, r, std::move(outputs), queued, started);
+        });
+    return result;
+  }
+
+  // A stateful model's request once it ran: its statistics and result.
+  static Result<InferResult> sequence_result(Entry& entry, const InferRequest& request,
+                                             Result<std::vector<NamedTensor>> outputs,
+                                             Clock::time_point queued, Clock::time_point started) {
+    const auto finished = Clock::now();
+    if (outputs) {
+      add(entry.queue, started - queued);
+      add(entry.compute_infer, finished - started);
+    }
+    count(entry, request, outputs.ok(), finished - queued);
+    if (!outputs) return outputs.error();
+    const Model& model = entry.model;
+    InferResult result(model.name, model.version, request.request_id(),
+                       requested(request, std::move(*outputs)));
+    result.timing().server_queue = started - queued;
+    result.timing().server_compute = finished - started;
+    return result;
   }
 
   // A request for a batching model: checked on its own first (a bad one fails alone, at once),
@@ -554,8 +652,8 @@ class CpuExecutor {
       source = source_;
     }
     auto model = source->load(name, config_json);
-    if (model && static_cast<bool>(model->compute) == model->is_decoupled()) {
-      model = Error(StatusCode::Internal, "model '" + name + "' came without a function");
+    if (model) {
+      if (auto ok = check_functions(*model); !ok) model = ok.error();
     }
     std::lock_guard<std::mutex> lock(mutex_);
     if (!model) {
@@ -658,14 +756,7 @@ class CpuExecutor {
     if (auto ok = validate(model, request); !ok) return ok.error();
     auto t1 = Clock::now();
     add(entry.compute_input, t1 - t0);
-    Result<std::vector<NamedTensor>> computed = Error(StatusCode::Internal, "model did not run");
-    try {
-      computed = model.compute(request);
-    } catch (const Error& e) {
-      computed = e;
-    } catch (const std::exception& e) {
-      computed = Error(StatusCode::Internal, "model '" + model.name + "' failed: " + e.what());
-    }
+    Result<std::vector<NamedTensor>> computed = compute_guarded(model, request);
     auto t2 = Clock::now();
     add(entry.compute_infer, t2 - t1);
     if (!computed) return computed.error();

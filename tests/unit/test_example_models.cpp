@@ -98,7 +98,7 @@ TEST_CASE("simple_sequence: sums per sequence, as Triton's sequence example expe
 }
 
 TEST_CASE("simple_sequence: idle sequences are dropped and their number is bounded") {
-  sonic::models::SequenceLimits limits;
+  sonic::SequenceLimits limits;
   limits.idle = 100ms;
   limits.max_sequences = 3;
   auto executor = sonic::CpuExecutor::with_models({sonic::models::simple_sequence(limits)}, 1);

@@ -82,94 +82,33 @@ inline Model simple_identity() {
   return m;
 }
 
-/// What simple_sequence keeps between the requests of its sequences.
-struct SequenceLimits {
-  /// A sequence without a request for this long is dropped (Triton's
-  /// max_sequence_idle_microseconds, 1 s by default).
-  std::chrono::milliseconds idle{1000};
-  /// Sequences in progress at once; a START beyond them is RESOURCE_EXHAUSTED, so that a
-  /// client opening sequences without end cannot grow the server's memory.
-  std::size_t max_sequences = 1024;
-  /// Bytes of a string sequence id, at most: each sequence in progress keeps its id, and a
-  /// request may carry an id as long as a message.
-  std::size_t max_id_bytes = 256;
-};
-
 /// Triton's simple_sequence, a stateful model: INT32 INPUT of shape [1,1] → OUTPUT, the sum of
-/// the inputs of the sequence so far. The request's `sequence_id` (int64, or a string of at
-/// most `limits.max_id_bytes`) names the sequence; `sequence_start` begins it (the sum restarts
-/// from this input) and `sequence_end` ends it (its state is freed). A request of a sequence that
-/// has not started (or was dropped as idle) is INVALID_ARGUMENT, as Triton's sequence batcher
-/// answers; so is one without an id.
+/// the inputs of the sequence so far. The executor's sequence batcher does the bookkeeping, as
+/// Triton's does for its example: the request's `sequence_id` (int64, or a string of at most
+/// `limits.max_id_bytes`) names the sequence, START restarts the sum (a control input), END frees
+/// it, and the sum travels as implicit state. A request of a sequence that has not started (or
+/// was dropped after `limits.idle`) is INVALID_ARGUMENT, with Triton's words; so is one without
+/// an id; a START beyond `limits.max_sequences` is RESOURCE_EXHAUSTED.
 inline Model simple_sequence(SequenceLimits limits = {}) {
-  using Clock = std::chrono::steady_clock;
-  struct Sequence {
-    std::int64_t sum = 0;
-    Clock::time_point last;
-  };
-  struct State {
-    std::mutex mutex;
-    std::map<std::string, Sequence> sequences;  // key: "i<number>" or "s<string>"
-  };
-  auto state = std::make_shared<State>();
   Model m;
   m.name = "simple_sequence";
   m.inputs = {{"INPUT", DataType::Int32, {1, 1}}};
   m.outputs = {{"OUTPUT", DataType::Int32, {1, 1}}};
-  m.compute = [state, limits](const InferRequest& request) -> Result<std::vector<NamedTensor>> {
-    auto flag = [&](const char* name) {
-      auto it = request.parameters().find(name);
-      return it != request.parameters().end() && std::holds_alternative<bool>(it->second) &&
-             std::get<bool>(it->second);
-    };
-    std::string key;
-    if (auto it = request.parameters().find("sequence_id"); it != request.parameters().end()) {
-      if (const auto* number = std::get_if<std::int64_t>(&it->second); number && *number != 0) {
-        key = "i" + std::to_string(*number);
-      } else if (const auto* text = std::get_if<std::string>(&it->second); text && !text->empty()) {
-        if (text->size() > limits.max_id_bytes) {
-          return Error(StatusCode::InvalidArgument,
-                       "simple_sequence takes string sequence ids of at most " +
-                           std::to_string(limits.max_id_bytes) + " bytes, got " +
-                           std::to_string(text->size()));
-        }
-        key = "s" + *text;
-      }
-    }
-    if (key.empty()) {
-      return Error(StatusCode::InvalidArgument,
-                   "inference request to model 'simple_sequence' must specify a non-zero or "
-                   "non-empty correlation ID");
-    }
-    const std::int32_t input = request.find_input("INPUT")->tensor.as<std::int32_t>()[0];
-    const auto now = Clock::now();
-    std::lock_guard<std::mutex> lock(state->mutex);
-    for (auto it = state->sequences.begin(); it != state->sequences.end();) {
-      it = now - it->second.last > limits.idle ? state->sequences.erase(it) : std::next(it);
-    }
-    auto it = state->sequences.find(key);
-    if (flag("sequence_start")) {
-      if (it == state->sequences.end()) {
-        if (state->sequences.size() >= limits.max_sequences) {
-          return Error(StatusCode::ResourceExhausted, "simple_sequence has " +
-                                                          std::to_string(limits.max_sequences) +
-                                                          " sequences in progress; end one first");
-        }
-        it = state->sequences.emplace(key, Sequence{}).first;
-      }
-      it->second.sum = 0;
-    } else if (it == state->sequences.end()) {
-      return Error(StatusCode::InvalidArgument,
-                   "inference request for sequence " + key.substr(1) +
-                       " to model 'simple_sequence' must specify the START flag on the first "
-                       "request of the sequence");
-    }
-    it->second.sum += input;
-    it->second.last = now;
-    const auto sum = static_cast<std::int32_t>(it->second.sum);
-    if (flag("sequence_end")) state->sequences.erase(it);
+  SequenceBatching sequences;
+  sequences.controls = {{SequenceControl::Kind::Start, "START", DataType::Int32, 0, 1}};
+  sequences.states = {{"SUM_IN", "SUM_OUT", DataType::Int64, {1}, {}}};
+  sequences.limits = limits;
+  m.sequence_batching = std::move(sequences);
+  m.compute = [](const InferRequest& request) -> Result<std::vector<NamedTensor>> {
+    const bool start = request.find_input("START")->tensor.as<std::int32_t>()[0] != 0;
+    const std::int64_t before =
+        start ? 0 : request.find_input("SUM_IN")->tensor.as<std::int64_t>()[0];
+    const std::int64_t sum = before + request.find_input("INPUT")->tensor.as<std::int32_t>()[0];
     return std::vector<NamedTensor>{
-        {"OUTPUT", Tensor::from_vector(std::vector<std::int32_t>{sum}, {1, 1}), {}}};
+        {"OUTPUT",
+         Tensor::from_vector(std::vector<std::int32_t>{static_cast<std::int32_t>(sum)}, {1, 1}),
+         {}},
+        {"SUM_OUT", Tensor::from_vector(std::vector<std::int64_t>{sum}, {1}), {}}};
   };
   return m;
 }
