@@ -16,6 +16,9 @@ The models:
                            em/track/none probabilities and a Michel-electron score
   edgeconv_torch           a ParticleNet-like EdgeConv network: 32 points of 7 features, a
                            k-nearest-neighbour graph rebuilt inside the model -> 5 classes
+  track_energy_onnx        a stateful model (sequence_batching): the hits of a track come one
+                           request each, and each answer is the mean energy of the track's hits
+                           so far; the sum and the count are Triton-style implicit state
 """
 import os
 import sys
@@ -152,6 +155,54 @@ def export(out, name, module, example, input_names, output_names, formats):
                         dict(zip(names_out, results)))
 
 
+class TrackEnergy(nn.Module):
+    """mean = (sum + energy) / (count + 1), the running sums restarted where `continuing` is 0.
+
+    `continuing` is the sequence batcher's START control given as fp32_false_true: [1, 0], so
+    that restarting is a product rather than a branch (OpenCV's importer runs Mul and Add).
+    """
+
+    def forward(self, energy, continuing, sum_in, count_in):
+        sum_out = sum_in * continuing + energy
+        count_out = count_in * continuing + 1.0
+        return sum_out / count_out, sum_out, count_out
+
+
+TRACK_ENERGY_CONFIG = """name: "track_energy_onnx"
+platform: "onnxruntime_onnx"
+max_batch_size: 8
+input [ { name: "energy" data_type: TYPE_FP32 dims: [ 1 ] } ]
+output [ { name: "mean_energy" data_type: TYPE_FP32 dims: [ 1 ] } ]
+sequence_batching {
+  max_sequence_idle_microseconds: 5000000
+  control_input [
+    {
+      name: "continuing"
+      control [ { kind: CONTROL_SEQUENCE_START fp32_false_true: [ 1, 0 ] } ]
+    }
+  ]
+  state [
+    { input_name: "sum_in" output_name: "sum_out" data_type: TYPE_FP32 dims: [ 1 ] },
+    { input_name: "count_in" output_name: "count_out" data_type: TYPE_FP32 dims: [ 1 ] }
+  ]
+}
+"""
+
+
+def export_track_energy(out):
+    version = os.path.join(out, "repository", "track_energy_onnx", "1")
+    os.makedirs(version, exist_ok=True)
+    names_in = ["energy", "continuing", "sum_in", "count_in"]
+    names_out = ["mean_energy", "sum_out", "count_out"]
+    example = tuple(torch.ones(1, 1) for _ in names_in)
+    torch.onnx.export(TrackEnergy(), example, os.path.join(version, "model.onnx"),
+                      input_names=names_in, output_names=names_out,
+                      dynamic_axes={n: {0: "batch"} for n in names_in + names_out},
+                      opset_version=ONNX_OPSET)
+    with open(os.path.join(out, "repository", "track_energy_onnx", "config.pbtxt"), "w") as f:
+        f.write(TRACK_ENERGY_CONFIG)
+
+
 def main():
     if len(sys.argv) != 2:
         sys.exit(__doc__)
@@ -164,6 +215,7 @@ def main():
            ["patch"], ["em_trk_none", "michel"], ["onnx", "torch"])
     export(out, "edgeconv", EdgeConv(), (torch.randn(BATCH, 32, 7, generator=generator),),
            ["points"], ["probabilities"], ["torch"])
+    export_track_energy(out)
     export_unsupported(out, "topk_onnx", TopTwo(), (torch.randn(BATCH, 16, generator=generator),))
     export_unsupported(out, "fixed_batch_onnx", FixedBatch(),
                        (torch.randn(BATCH, 16, generator=generator),))

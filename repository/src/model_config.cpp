@@ -1,5 +1,6 @@
 #include "sonic/repository/model_config.hpp"
 
+#include <cstring>
 #include <set>
 
 #include "protocol/config_types.hpp"
@@ -17,14 +18,29 @@ using wire::WireType;
 // Triton's ModelConfig fields that model_config.proto leaves out: read past, and named. Any
 // other unknown name is a mistake in the file (libprotobuf, and so Triton, refuses it too).
 bool is_triton_field(std::string_view message, std::string_view field) {
-  static const std::set<std::string, std::less<>> kModelConfig = {
-      "optimization",   "sequence_batching", "ensemble_scheduling", "batch_input",
-      "batch_output",   "model_warmup",      "model_operations",    "model_repository_agents",
-      "response_cache", "model_metrics"};
+  static const std::set<std::string, std::less<>> kModelConfig = {"optimization",
+                                                                  "ensemble_scheduling",
+                                                                  "batch_input",
+                                                                  "batch_output",
+                                                                  "model_warmup",
+                                                                  "model_operations",
+                                                                  "model_repository_agents",
+                                                                  "response_cache",
+                                                                  "model_metrics"};
+  // Newer fields of Triton's sequence batcher, of no use to one that runs a request at a time.
+  static const std::set<std::string, std::less<>> kSequenceBatching = {"iterative_sequence"};
+  static const std::set<std::string, std::less<>> kState = {"use_same_buffer_for_input_output",
+                                                            "use_growable_memory"};
+  static const std::set<std::string, std::less<>> kOldest = {"preserve_ordering"};
   static const std::set<std::string, std::less<>> kInstanceGroup = {"rate_limiter",
                                                                     "secondary_devices"};
   if (message == "inference.ModelConfig") return kModelConfig.count(field) != 0;
   if (message == "inference.ModelInstanceGroup") return kInstanceGroup.count(field) != 0;
+  if (message == "inference.ModelSequenceBatching") return kSequenceBatching.count(field) != 0;
+  if (message == "inference.ModelSequenceBatching.State") return kState.count(field) != 0;
+  if (message == "inference.ModelSequenceBatching.StrategyOldest") {
+    return kOldest.count(field) != 0;
+  }
   return false;
 }
 
@@ -167,6 +183,117 @@ bool decode_dynamic_batching(std::string_view bytes, DynamicBatching& batching) 
   return each_field(bytes, field).ok();
 }
 
+// A repeated field of fixed 32-bit values (fp32_false_true), packed or not.
+bool read_repeated_floats(WireType type, wire::Reader& r, std::vector<float>& out) {
+  auto one = [&](wire::Reader& from) {
+    std::uint32_t bits;
+    if (!from.fixed32(bits)) return false;
+    float value;
+    std::memcpy(&value, &bits, sizeof value);
+    out.push_back(value);
+    return true;
+  };
+  if (type == WireType::Fixed32) return one(r);
+  std::string_view packed;
+  if (!r.bytes(packed)) return false;
+  wire::Reader values(packed);
+  while (!values.done()) {
+    if (!one(values)) return false;
+  }
+  return true;
+}
+
+// ControlInput { name = 1; repeated Control control = 2 }; Control { kind = 1;
+// int32_false_true = 2; fp32_false_true = 3; data_type = 4; bool_false_true = 5 }
+bool decode_control_input(std::string_view bytes, SequenceControlConfig& control) {
+  control.controls = 0;
+  return each_field(bytes,
+                    [&](std::uint32_t f, WireType type, wire::Reader& r) {
+                      if (f == 1) return read_string(r, control.input);
+                      if (f != 2) return r.skip(type);
+                      std::string_view body;
+                      if (!r.bytes(body)) return false;
+                      ++control.controls;
+                      return each_field(
+                                 body,
+                                 [&](std::uint32_t cf, WireType ct, wire::Reader& cr) {
+                                   std::uint64_t number = 0;
+                                   switch (cf) {
+                                     case 1:
+                                       if (!cr.varint(number)) return false;
+                                       control.kind =
+                                           static_cast<SequenceControlConfig::Kind>(number);
+                                       return true;
+                                     case 2: return read_repeated(ct, cr, control.int32_false_true);
+                                     case 3:
+                                       return read_repeated_floats(ct, cr, control.fp32_false_true);
+                                     case 4:
+                                       if (!cr.varint(number)) return false;
+                                       control.data_type = protocol::data_type_of_config(number);
+                                       return true;
+                                     case 5: return read_repeated(ct, cr, control.bool_false_true);
+                                     default: return cr.skip(ct);
+                                   }
+                                 })
+                          .ok();
+                    })
+      .ok();
+}
+
+// State { input_name = 1; output_name = 2; data_type = 3; dims = 4; initial_state = 5 };
+// InitialState { data_type = 1; dims = 2; zero_data = 3; data_file = 4; name = 5 }
+bool decode_state(std::string_view bytes, SequenceStateConfig& state) {
+  return each_field(bytes,
+                    [&](std::uint32_t f, WireType type, wire::Reader& r) {
+                      std::uint64_t number = 0;
+                      std::string_view body;
+                      switch (f) {
+                        case 1: return read_string(r, state.input_name);
+                        case 2: return read_string(r, state.output_name);
+                        case 3:
+                          if (!r.varint(number)) return false;
+                          state.data_type = protocol::data_type_of_config(number);
+                          return true;
+                        case 4: return read_repeated(type, r, state.dims);
+                        case 5:
+                          if (!r.bytes(body)) return false;
+                          ++state.initial_states;
+                          return each_field(body,
+                                            [&](std::uint32_t sf, WireType st, wire::Reader& sr) {
+                                              if (sf == 2)
+                                                return read_repeated(st, sr, state.initial_dims);
+                                              if (sf == 4)
+                                                return read_string(sr, state.initial_data_file);
+                                              return sr.skip(st);
+                                            })
+                              .ok();
+                        default: return r.skip(type);
+                      }
+                    })
+      .ok();
+}
+
+// ModelSequenceBatching { max_sequence_idle_microseconds = 1; control_input = 2; direct = 3;
+// oldest = 4; state = 5 }: the strategy is read past (requests run one at a time).
+bool decode_sequence_batching(std::string_view bytes, SequenceBatchingConfig& batching) {
+  batching.encoded = std::string(bytes);
+  return each_field(bytes,
+                    [&](std::uint32_t f, WireType type, wire::Reader& r) {
+                      std::string_view body;
+                      switch (f) {
+                        case 1: return read_varint(r, batching.max_sequence_idle_microseconds);
+                        case 2:
+                          return r.bytes(body) &&
+                                 decode_control_input(body, batching.controls.emplace_back());
+                        case 5:
+                          return r.bytes(body) &&
+                                 decode_state(body, batching.states.emplace_back());
+                        default: return r.skip(type);
+                      }
+                    })
+      .ok();
+}
+
 Result<ModelConfig> decode(std::string_view bytes) {
   ModelConfig c;
   auto decoded = each_field(bytes, [&](std::uint32_t field, WireType type, wire::Reader& r) {
@@ -222,8 +349,12 @@ Result<ModelConfig> decode(std::string_view bytes) {
         c.instance_groups.push_back(std::move(group));
         return ok;
       }
-      case 11:  // ModelDynamicBatching
+      case 11:                        // ModelDynamicBatching
+        c.sequence_batching.reset();  // one of them (a oneof: the last one read)
         return r.bytes(sub) && decode_dynamic_batching(sub, c.dynamic_batching.emplace());
+      case 13:  // ModelSequenceBatching
+        c.dynamic_batching.reset();
+        return r.bytes(sub) && decode_sequence_batching(sub, c.sequence_batching.emplace());
       case 14: {  // map<string, ModelParameter { string_value = 1 }>: entries { key = 1; value = 2
                   // }
         if (!r.bytes(sub)) return false;
@@ -304,7 +435,107 @@ Result<void> check_tensors(const ModelConfig& config, const std::vector<TensorCo
   return {};
 }
 
+namespace {
+
+const char* control_kind_name(SequenceControlConfig::Kind kind) {
+  switch (kind) {
+    case SequenceControlConfig::Kind::Start: return "CONTROL_SEQUENCE_START";
+    case SequenceControlConfig::Kind::Ready: return "CONTROL_SEQUENCE_READY";
+    case SequenceControlConfig::Kind::End: return "CONTROL_SEQUENCE_END";
+    case SequenceControlConfig::Kind::CorrelationId: return "CONTROL_SEQUENCE_CORRID";
+  }
+  return "an unknown control kind";
+}
+
 }  // namespace
+
+}  // namespace
+
+// Triton's rules for sequence_batching (each control kind once; a flag's values given by
+// exactly one *_false_true pair; the correlation id an integer or a string; states named and
+// typed), plus sonic's own: one control per input, one initial state per state, and names
+// that are not also the config's inputs or outputs (the batcher supplies and takes those).
+Result<void> check_sequence_batching(const ModelConfig& config, const std::string& origin) {
+  if (!config.sequence_batching) return {};
+  const auto& batching = *config.sequence_batching;
+  if (config.decoupled) {
+    return invalid(origin, "sequence_batching serves models that are not decoupled");
+  }
+  std::set<std::string> names;
+  for (const auto& t : config.inputs) names.insert(t.name);
+  for (const auto& t : config.outputs) names.insert(t.name);
+  auto unique = [&](const std::string& name, const std::string& what) -> Result<void> {
+    if (name.empty()) return invalid(origin, what + " needs a name");
+    if (!names.insert(name).second) {
+      return invalid(origin, what + " '" + name +
+                                 "' has the name of another input, output or state: the "
+                                 "sequence batcher gives and takes it, so it is not listed "
+                                 "elsewhere");
+    }
+    return {};
+  };
+  std::set<SequenceControlConfig::Kind> kinds;
+  for (const auto& control : batching.controls) {
+    const std::string what = std::string("control input '") + control.input + "'";
+    if (auto ok = unique(control.input, "a control input"); !ok) return ok;
+    if (control.controls != 1) {
+      return invalid(origin, what + " lists " + std::to_string(control.controls) +
+                                 " controls; sonic takes one per input");
+    }
+    if (!kinds.insert(control.kind).second) {
+      return invalid(origin, std::string("sequence_batching gives ") +
+                                 control_kind_name(control.kind) + " twice");
+    }
+    if (control.kind == SequenceControlConfig::Kind::CorrelationId) {
+      const auto type = control.data_type;
+      if (!type ||
+          (*type != DataType::UInt64 && *type != DataType::Int64 && *type != DataType::UInt32 &&
+           *type != DataType::Int32 && *type != DataType::Bytes)) {
+        return invalid(origin, what +
+                                   ": CONTROL_SEQUENCE_CORRID needs a data_type of "
+                                   "TYPE_UINT64, TYPE_INT64, TYPE_UINT32, TYPE_INT32 or "
+                                   "TYPE_STRING");
+      }
+      continue;
+    }
+    const int pairs = !control.int32_false_true.empty() + !control.fp32_false_true.empty() +
+                      !control.bool_false_true.empty();
+    const std::size_t values = control.int32_false_true.size() + control.fp32_false_true.size() +
+                               control.bool_false_true.size();
+    if (pairs != 1 || values != 2) {
+      return invalid(origin, what + ": " + control_kind_name(control.kind) +
+                                 " needs exactly one of int32_false_true, fp32_false_true or "
+                                 "bool_false_true, with two values: false, then true");
+    }
+  }
+  for (const auto& state : batching.states) {
+    const std::string what = "state '" + state.input_name + "'";
+    if (auto ok = unique(state.input_name, "a state's input_name"); !ok) return ok;
+    if (auto ok = unique(state.output_name, what + ": its output_name"); !ok) return ok;
+    if (!state.data_type || *state.data_type == DataType::Bytes) {
+      return invalid(origin, what + " needs a numeric data_type");
+    }
+    if (state.dims.empty()) return invalid(origin, what + " needs dims");
+    for (auto d : state.dims) {
+      if (d == 0 || d < -1) {
+        return invalid(origin, what + " has dimension " + std::to_string(d) +
+                                   ": a size is positive, or -1 for any size");
+      }
+    }
+    if (state.initial_states > 1) {
+      return invalid(origin, what + " has " + std::to_string(state.initial_states) +
+                                 " initial_state entries; sonic takes one");
+    }
+    for (auto d : state.initial_dims) {
+      if (d < 1) return invalid(origin, what + ": an initial_state's dims are all positive");
+    }
+    if (state.initial_data_file.find('/') != std::string::npos || state.initial_data_file == "..") {
+      return invalid(origin, what + ": initial_state data_file '" + state.initial_data_file +
+                                 "' must be a file name in the model's initial_state directory");
+    }
+  }
+  return {};
+}
 
 std::int32_t ModelConfig::instance_count() const {
   std::int32_t count = 0;
@@ -380,6 +611,7 @@ Result<void> check_model_config(const ModelConfig& config, const std::string& or
       }
     }
   }
+  if (config.sequence_batching) return check_sequence_batching(config, origin);
   return {};
 }
 
@@ -459,6 +691,7 @@ std::string serialize_model_config(const ModelConfig& config) {
     }
     wire::put_len_field(out, 11, batching);
   }
+  if (config.sequence_batching) wire::put_len_field(out, 13, config.sequence_batching->encoded);
   for (const auto& [key, value] : config.parameters) {
     std::string entry, parameter;
     wire::put_string_field(parameter, 1, value);

@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "reshape.hpp"
+#include "sequence_tensors.hpp"
 
 namespace sonic::repository {
 
@@ -207,20 +208,35 @@ Result<Model> Repository::load(const std::string& name, const std::string& confi
     return invalid(model_file.string() + " does not exist (the " + backend->name +
                    " backend reads " + file_name + " in each version directory)");
   }
+  const std::string origin = *directory + "/config.pbtxt";
   // The backend loads and checks the model in its own shapes; clients use the config's dims.
   ModelConfig for_backend = *config;
   Reshapes reshapes = take_reshapes(for_backend);
+  // A stateful model also takes the sequence batcher's control and state inputs and gives its
+  // state outputs: the backend sees them (unless it completes the lists from the model file),
+  // clients do not.
+  SequenceTensors sequence;
+  if (config->sequence_batching) {
+    sequence = sequence_tensors(*config->sequence_batching);
+    if (auto ok = check_not_listed(*config, sequence, origin); !ok) return ok.error();
+    if (auto ok = check_sequence_batching(*config, origin); !ok) return ok.error();
+    auto add = [](std::vector<TensorConfig>& list, const std::vector<TensorConfig>& more) {
+      if (!list.empty()) list.insert(list.end(), more.begin(), more.end());
+    };
+    add(for_backend.inputs, sequence.inputs);
+    add(for_backend.outputs, sequence.outputs);
+  }
   auto loaded = backend->load(for_backend, model_file.string());
   if (!loaded) {
     return Error(loaded.error().code(), model_file.string() + ": " + loaded.error().message());
   }
   ModelConfig& complete = loaded->config;
   restore_reshapes(complete, reshapes);
+  remove_sequence_tensors(complete, sequence);
   if (complete.backend.empty()) complete.backend = backend->name;
   if (complete.platform.empty() && !backend->platforms.empty()) {
     complete.platform = backend->platforms.front();
   }
-  const std::string origin = *directory + "/config.pbtxt";
   if (auto ok = check_model_config(complete, origin); !ok) return ok.error();
 
   Model model;
@@ -251,6 +267,11 @@ Result<Model> Repository::load(const std::string& name, const std::string& confi
       batching.priority_queue_policy[level] = queue_policy(policy);
     }
     model.dynamic_batching = std::move(batching);
+  }
+  if (complete.sequence_batching) {
+    auto batching = executor_sequence_batching(*complete.sequence_batching, *directory);
+    if (!batching) return batching.error();
+    model.sequence_batching = std::move(*batching);
   }
   ModelFunction compute = apply_reshapes(std::move(loaded->compute), std::move(reshapes), batched);
   if (batched) {

@@ -16,7 +16,8 @@ namespace sonic::server {
 /// - a name starting with `triton_` other than those Triton allows.
 /// As in Triton, `priority` and `timeout` act in a model's dynamic batcher (its priority levels
 /// and queue policy, CpuExecutor's DynamicBatching); elsewhere they are accepted and change
-/// nothing. There is no sequence batcher: sequence options reach the model with the request.
+/// nothing. The sequence options act in a stateful model's sequence batcher (CpuExecutor's
+/// SequenceBatching).
 Result<void> check_request_options(const InferRequest& request);
 
 /// A ModelInferRequest decoded (protocol::decode_infer_request) and its options checked: what

@@ -86,6 +86,59 @@ TEST_CASE("every field sonic acts on is read as libprotobuf reads it") {
   CHECK(repository::check_model_config(config, "config.pbtxt"));
 }
 
+TEST_CASE("sequence_batching is read as libprotobuf reads it, and reported as it came") {
+  const std::string text = R"(
+name: "tracker"
+max_batch_size: 4
+input [ { name: "x" data_type: TYPE_FP32 dims: [ 4 ] } ]
+output [ { name: "y" data_type: TYPE_FP32 dims: [ 4 ] } ]
+sequence_batching {
+  max_sequence_idle_microseconds: 2500000
+  oldest { max_candidate_sequences: 8 preferred_batch_size: [ 2 ] }
+  control_input [
+    { name: "START" control [ { kind: CONTROL_SEQUENCE_START fp32_false_true: [ 0, 1.5 ] } ] },
+    { name: "END" control [ { kind: CONTROL_SEQUENCE_END bool_false_true: [ false, true ] } ] },
+    { name: "READY" control [ { kind: CONTROL_SEQUENCE_READY int32_false_true: [ 0, 1 ] } ] },
+    { name: "CORRID" control [ { kind: CONTROL_SEQUENCE_CORRID data_type: TYPE_UINT64 } ] }
+  ]
+  state [ { input_name: "h_in" output_name: "h_out" data_type: TYPE_FP16 dims: [ -1, 32 ]
+            initial_state [ { data_type: TYPE_FP16 dims: [ 3, 32 ] data_file: "h0" } ] } ]
+}
+)";
+  ModelConfig config = parse(text);
+  inference::ModelConfig theirs;
+  REQUIRE(google::protobuf::TextFormat::ParseFromString(text, &theirs));
+  REQUIRE(config.sequence_batching);
+  const auto& mine = *config.sequence_batching;
+  const auto& their = theirs.sequence_batching();
+  CHECK(mine.max_sequence_idle_microseconds == their.max_sequence_idle_microseconds());
+  REQUIRE(mine.controls.size() == static_cast<std::size_t>(their.control_input_size()));
+  for (std::size_t i = 0; i < mine.controls.size(); ++i) {
+    const auto& control = their.control_input(static_cast<int>(i));
+    CHECK(mine.controls[i].input == control.name());
+    CHECK(static_cast<int>(mine.controls[i].kind) == static_cast<int>(control.control(0).kind()));
+  }
+  CHECK(mine.controls[0].fp32_false_true ==
+        std::vector<float>{their.control_input(0).control(0).fp32_false_true(0),
+                           their.control_input(0).control(0).fp32_false_true(1)});
+  CHECK(mine.controls[1].bool_false_true == std::vector<bool>{false, true});
+  CHECK(mine.controls[2].int32_false_true == std::vector<std::int32_t>{0, 1});
+  CHECK(mine.controls[3].data_type == DataType::UInt64);
+  REQUIRE(mine.states.size() == 1);
+  CHECK(mine.states[0].input_name == their.state(0).input_name());
+  CHECK(mine.states[0].output_name == their.state(0).output_name());
+  CHECK(mine.states[0].data_type == DataType::Fp16);
+  CHECK(mine.states[0].dims == std::vector<std::int64_t>{-1, 32});
+  CHECK(mine.states[0].initial_dims == std::vector<std::int64_t>{3, 32});
+  CHECK(mine.states[0].initial_data_file == their.state(0).initial_state(0).data_file());
+  auto checked = repository::check_model_config(config, "config.pbtxt");
+  CHECK_MESSAGE(checked, checked.error().message());
+  // The ModelConfig call reports the message as the file gave it.
+  inference::ModelConfig reported;
+  REQUIRE(reported.ParseFromString(repository::serialize_model_config(config)));
+  CHECK(reported.sequence_batching().SerializeAsString() == their.SerializeAsString());
+}
+
 TEST_CASE("the serialized config reads back, in libprotobuf, as the config") {
   ModelConfig config = parse(kJetTagger);
   inference::ModelConfig theirs;

@@ -138,3 +138,129 @@ TEST_CASE("a reshaped input: clients send [N, 4, 4], the ONNX graph takes [N, 16
   CHECK(max_abs_difference(result->output("probabilities"),
                            read_npy(reference + "probabilities.npy")) <= 1e-5f);
 }
+
+namespace {
+
+// One hit of a track: its request to track_energy_onnx, answered with the mean energy so far.
+InferRequest hit(float energy, std::uint64_t track, bool first = false, bool last = false) {
+  return std::move(InferRequest("track_energy_onnx")
+                       .input("energy", Tensor::from_vector(std::vector<float>{energy}, {1, 1}))
+                       .sequence(track, first, last));
+}
+
+float mean_of(const Result<InferResult>& result) {
+  REQUIRE_MESSAGE(result, result.error().message());
+  return result->output("mean_energy").as<float>()[0];
+}
+
+}  // namespace
+
+TEST_CASE("a stateful ONNX model: control and state tensors through the sequence batcher") {
+  auto model = repository::Repository({kModels + "/repository"}).load("track_energy_onnx");
+  REQUIRE_MESSAGE(model, model.error().message());
+  // Clients see the model's own input and output; the batcher gives and takes the rest.
+  REQUIRE(model->inputs.size() == 1);
+  CHECK(model->inputs[0].name == "energy");
+  REQUIRE(model->outputs.size() == 1);
+  CHECK(model->outputs[0].name == "mean_energy");
+  REQUIRE(model->sequence_batching);
+  CHECK(model->sequence_batching->limits.idle == std::chrono::seconds(5));
+  CHECK(model->sequence_batching->controls.at(0).true_value == 0.0);  // fp32_false_true [1, 0]
+
+  auto executor = repository::executor_from_repository({kModels + "/repository"}, 2);
+  // Two tracks, interleaved: each keeps its own sums.
+  CHECK(mean_of(executor->infer(hit(2, 1, true))) == doctest::Approx(2));
+  CHECK(mean_of(executor->infer(hit(10, 2, true))) == doctest::Approx(10));
+  CHECK(mean_of(executor->infer(hit(4, 1))) == doctest::Approx(3));
+  CHECK(mean_of(executor->infer(hit(20, 2))) == doctest::Approx(15));
+  CHECK(mean_of(executor->infer(hit(6, 1, false, true))) == doctest::Approx(4));
+  // Ended: its id needs a new START, which starts from nothing.
+  CHECK(executor->infer(hit(1, 1)).code() == StatusCode::InvalidArgument);
+  CHECK(mean_of(executor->infer(hit(1, 1, true))) == doctest::Approx(1));
+  // A START in the middle restarts the sums, as Triton does.
+  CHECK(mean_of(executor->infer(hit(30, 2, true))) == doctest::Approx(30));
+  // The ModelConfig call reports sequence_batching as the repository has it.
+  auto config = executor->model("track_energy_onnx");
+  REQUIRE(config);
+  CHECK((*config)->config.find("continuing") != std::string::npos);
+}
+
+TEST_CASE("a stateful model's config mistakes name the tensor and what to change") {
+  const std::string base = R"(name: "track_energy_onnx"
+platform: "onnxruntime_onnx"
+max_batch_size: 8
+input [ { name: "energy" data_type: TYPE_FP32 dims: [ 1 ] } ]
+output [ { name: "mean_energy" data_type: TYPE_FP32 dims: [ 1 ] } ]
+)";
+  const std::string states = R"(
+  state [
+    { input_name: "sum_in" output_name: "sum_out" data_type: TYPE_FP32 dims: [ 1 ] },
+    { input_name: "count_in" output_name: "count_out" data_type: TYPE_FP32 dims: [ 1 ] }
+  ])";
+  auto load = [&](const std::string& name, const std::string& sequence) {
+    auto root = scratch_model(name, "track_energy_onnx", base + sequence);
+    return repository::Repository({root}).load("track_energy_onnx");
+  };
+  struct Mistake {
+    std::string sequence;
+    std::string said;
+  };
+  const std::vector<Mistake> mistakes = {
+      {"sequence_batching { control_input [ { name: \"continuing\" control [ { kind: "
+       "CONTROL_SEQUENCE_START } ] } ]" +
+           states + " }",
+       "needs exactly one of int32_false_true"},
+      {"sequence_batching { control_input [ { name: \"continuing\" control [ { kind: "
+       "CONTROL_SEQUENCE_START fp32_false_true: [ 1, 0 ] } ] }, { name: \"again\" control [ { "
+       "kind: CONTROL_SEQUENCE_START int32_false_true: [ 0, 1 ] } ] } ]" +
+           states + " }",
+       "gives CONTROL_SEQUENCE_START twice"},
+      {"sequence_batching { control_input [ { name: \"energy\" control [ { kind: "
+       "CONTROL_SEQUENCE_START fp32_false_true: [ 1, 0 ] } ] } ]" +
+           states + " }",
+       "'energy' is a control or state tensor"},
+      {"sequence_batching { control_input [ { name: \"continuing\" control [ { kind: "
+       "CONTROL_SEQUENCE_CORRID data_type: TYPE_FP32 } ] } ]" +
+           states + " }",
+       "CONTROL_SEQUENCE_CORRID needs a data_type"},
+      {"sequence_batching { control_input [ { name: \"continuing\" control [ { kind: "
+       "CONTROL_SEQUENCE_START fp32_false_true: [ 1, 0 ] } ] } ] state [ { input_name: \"sum_in\" "
+       "output_name: \"sum_out\" data_type: TYPE_FP32 dims: [ 1 ] initial_state [ { dims: [ 1 ] "
+       "data_file: \"absent\" } ] }, { input_name: \"count_in\" output_name: \"count_out\" "
+       "data_type: TYPE_FP32 dims: [ 1 ] } ] }",
+       "initial_state"},
+  };
+  for (std::size_t i = 0; i < mistakes.size(); ++i) {
+    CAPTURE(mistakes[i].sequence);
+    auto loaded = load("sequence_mistake_" + std::to_string(i), mistakes[i].sequence);
+    REQUIRE_FALSE(loaded);
+    CHECK(loaded.error().code() == StatusCode::InvalidArgument);
+    CHECK(loaded.error().message().find(mistakes[i].said) != std::string::npos);
+  }
+}
+
+TEST_CASE("a stateful model's initial state can come from a file, as in Triton") {
+  const std::string config = R"(name: "track_energy_onnx"
+platform: "onnxruntime_onnx"
+max_batch_size: 8
+input [ { name: "energy" data_type: TYPE_FP32 dims: [ 1 ] } ]
+output [ { name: "mean_energy" data_type: TYPE_FP32 dims: [ 1 ] } ]
+sequence_batching {
+  control_input [ { name: "continuing" control [ { kind: CONTROL_SEQUENCE_START fp32_false_true: [ 1, 1 ] } ] } ]
+  state [
+    { input_name: "sum_in" output_name: "sum_out" data_type: TYPE_FP32 dims: [ 1 ]
+      initial_state [ { data_type: TYPE_FP32 dims: [ 1 ] data_file: "sum" } ] },
+    { input_name: "count_in" output_name: "count_out" data_type: TYPE_FP32 dims: [ 1 ]
+      initial_state [ { data_type: TYPE_FP32 dims: [ 1 ] zero_data: true } ] }
+  ]
+})";
+  // A START that keeps the state (true is 1 too): the first answer shows the initial sum.
+  auto root = scratch_model("initial_state_file", "track_energy_onnx", config);
+  const auto directory = std::filesystem::path(root) / "track_energy_onnx" / "initial_state";
+  std::filesystem::create_directories(directory);
+  const float initial_sum = 100;
+  std::ofstream(directory / "sum", std::ios::binary)
+      .write(reinterpret_cast<const char*>(&initial_sum), sizeof initial_sum);
+  auto executor = repository::executor_from_repository({root}, 1);
+  CHECK(mean_of(executor->infer(hit(2, 7, true))) == doctest::Approx(102));
+}

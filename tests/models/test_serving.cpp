@@ -7,6 +7,8 @@
 #include <filesystem>
 #include <fstream>
 #include <future>
+#include <map>
+#include <mutex>
 #include <thread>
 
 #include "reference_checks.hpp"
@@ -171,6 +173,58 @@ TEST_CASE("RepositoryModelLoad with a configuration, over gRPC, as Triton's clie
   }
   for (const auto& model : client.repository_index()) {
     if (model.name == "jet_mlp_onnx") CHECK(model.reason.find("'nope'") != std::string::npos);
+  }
+  server.stop();
+}
+
+TEST_CASE("a stateful model served: sequences over a stream and unary calls, as Triton's clients") {
+  auto executor = std::make_shared<CpuExecutor>(2);
+  executor->set_source(
+      std::make_shared<repository::Repository>(std::vector<std::string>{kRepository}), false);
+  REQUIRE(executor->load_model("track_energy_onnx"));
+  Server server(executor, local_options());
+  server.start();
+  Client client("grpc://127.0.0.1:" + std::to_string(server.port()));
+  auto hit = [](float energy, std::uint64_t track, bool first, bool last, int n) {
+    return std::move(InferRequest("track_energy_onnx")
+                         .input("energy", Tensor::from_vector(std::vector<float>{energy}, {1, 1}))
+                         .sequence(track, first, last)
+                         .id(std::to_string(track) + "/" + std::to_string(n)));
+  };
+  // Triton's sequence stream client: every request of two tracks sent at once, interleaved,
+  // without waiting for answers. Each track's requests still run in order, one at a time.
+  std::mutex mutex;
+  std::map<std::string, float> means;
+  std::promise<void> all_answered;
+  constexpr int kHits = 40;
+  auto stream = client.open_stream([&](StreamResponse response) {
+    std::lock_guard<std::mutex> lock(mutex);
+    REQUIRE_MESSAGE(response.result, response.result.error().message());
+    means[response.request_id] = response.result->output("mean_energy").as<float>()[0];
+    if (means.size() == 2 * kHits) all_answered.set_value();
+  });
+  for (int n = 0; n < kHits; ++n) {
+    for (std::uint64_t track : {5u, 6u}) {
+      const float energy = track == 5 ? static_cast<float>(n) : 100.0f;
+      REQUIRE(stream.send(hit(energy, track, n == 0, n == kHits - 1, n)));
+    }
+  }
+  REQUIRE(all_answered.get_future().wait_for(std::chrono::seconds(20)) ==
+          std::future_status::ready);
+  stream.close();
+  for (int n = 0; n < kHits; ++n) {
+    CHECK(means.at("5/" + std::to_string(n)) == doctest::Approx(n / 2.0));  // mean of 0..n
+    CHECK(means.at("6/" + std::to_string(n)) == doctest::Approx(100));
+  }
+  // Unary calls, and Triton's refusal of a sequence that was not started.
+  CHECK(client.infer(hit(8, 9, true, false, 0)).output("mean_energy").as<float>()[0] == 8);
+  CHECK(client.infer(hit(4, 9, false, true, 1)).output("mean_energy").as<float>()[0] == 6);
+  try {
+    client.infer(hit(1, 9, false, false, 2));
+    FAIL("a request of an ended sequence was answered");
+  } catch (const Error& e) {
+    CHECK(e.code() == StatusCode::InvalidArgument);
+    CHECK(std::string(e.what()).find("must specify the START flag") != std::string::npos);
   }
   server.stop();
 }

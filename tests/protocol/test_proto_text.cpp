@@ -238,7 +238,7 @@ TEST_CASE("fields the caller chooses to skip are read past and named") {
   CHECK(list->skipped_fields.size() == 1);
   // Any other unknown field is still an error.
   CHECK_FALSE(
-      protocol::parse_text_message("inference.ModelConfig", "sequence_batching {}", options));
+      protocol::parse_text_message("inference.ModelConfig", "ensemble_scheduling {}", options));
 }
 
 TEST_CASE("nesting deeper than the limit is refused, not followed down the stack") {

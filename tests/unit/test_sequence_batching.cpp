@@ -29,7 +29,7 @@ sonic::Model digits(std::chrono::milliseconds pause = 0ms, int max_batch_size = 
   m.inputs = {{"INPUT", DataType::Int64, one}};
   m.outputs = {{"OUTPUT", DataType::Int64, one}};
   sonic::SequenceBatching sequences;
-  sequences.states = {{"STATE_IN", "STATE_OUT", DataType::Int64, {1}, {}}};
+  sequences.states = {{"STATE_IN", "STATE_OUT", DataType::Int64, {1}, {}, {}}};
   m.sequence_batching = sequences;
   m.compute =
       [pause](const sonic::InferRequest& r) -> sonic::Result<std::vector<sonic::NamedTensor>> {
@@ -163,7 +163,7 @@ TEST_CASE("sequence batching: state starts from its initial value, grows, and is
   m.inputs = {{"INPUT", DataType::UInt8, {1}}};
   m.outputs = {{"LENGTH", DataType::Int64, {1}}};
   sonic::SequenceBatching sequences;
-  sequences.states = {{"LOG_IN", "LOG_OUT", DataType::UInt8, {-1}, {9}}};
+  sequences.states = {{"LOG_IN", "LOG_OUT", DataType::UInt8, {-1}, {9}, {}}};
   sequences.limits.max_state_bytes = 4;
   m.sequence_batching = sequences;
   m.compute = [](const sonic::InferRequest& r) -> sonic::Result<std::vector<sonic::NamedTensor>> {

@@ -45,15 +45,17 @@ struct SequenceControl {
 
 /// A tensor a sequence keeps from one request to the next (Triton's implicit state): the
 /// model's output `output` of one request is its input `input` in the next. A sequence's
-/// first request gets `initial` (zeros when empty).
+/// first request gets `initial` (zeros when empty), of shape `initial_dims`, or when those are
+/// not given `dims` with each -1 as 1 (and a batch dimension of 1 first when the model
+/// batches).
 struct SequenceState {
   std::string input;
   std::string output;
   DataType type = DataType::Fp32;
-  /// Without the batch dimension; a -1 dimension is 1 at the start, then whatever the model
-  /// gives.
+  /// Without the batch dimension; a -1 dimension takes whatever size the model gives.
   Shape dims;
   std::vector<std::uint8_t> initial;
+  Shape initial_dims;
 };
 
 /// What a server holds for sequences: bounds that a client opening sequences and never ending
@@ -401,7 +403,9 @@ class SequenceBatcher : public std::enable_shared_from_this<SequenceBatcher> {
     for (const auto& spec : config_.states) {
       Shape shape;
       if (batched_) shape.push_back(1);
-      for (auto d : spec.dims) shape.push_back(d < 0 ? 1 : d);
+      for (auto d : spec.initial_dims.empty() ? spec.dims : spec.initial_dims) {
+        shape.push_back(d < 0 ? 1 : d);
+      }
       std::vector<std::uint8_t> bytes(element_count(shape).value_or(0) * element_size(spec.type));
       if (!spec.initial.empty()) {
         if (spec.initial.size() != bytes.size()) {

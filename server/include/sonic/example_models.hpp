@@ -96,7 +96,7 @@ inline Model simple_sequence(SequenceLimits limits = {}) {
   m.outputs = {{"OUTPUT", DataType::Int32, {1, 1}}};
   SequenceBatching sequences;
   sequences.controls = {{SequenceControl::Kind::Start, "START", DataType::Int32, 0, 1}};
-  sequences.states = {{"SUM_IN", "SUM_OUT", DataType::Int64, {1}, {}}};
+  sequences.states = {{"SUM_IN", "SUM_OUT", DataType::Int64, {1}, {}, {}}};
   sequences.limits = limits;
   m.sequence_batching = std::move(sequences);
   m.compute = [](const InferRequest& request) -> Result<std::vector<NamedTensor>> {

@@ -62,6 +62,41 @@ struct DynamicBatching {
   std::map<std::uint64_t, QueuePolicyConfig> priority_queue_policy;
 };
 
+/// One control input of a stateful model (a ControlInput with its one Control).
+struct SequenceControlConfig {
+  enum class Kind { Start = 0, Ready = 1, End = 2, CorrelationId = 3 };
+  std::string input;
+  Kind kind = Kind::Start;
+  /// A flag's false and true values: exactly one of these holds both.
+  std::vector<std::int32_t> int32_false_true;
+  std::vector<float> fp32_false_true;
+  std::vector<bool> bool_false_true;
+  std::optional<DataType> data_type;  ///< the correlation id's type
+  std::size_t controls = 1;           ///< Controls the input lists (sonic takes one)
+};
+
+/// A tensor a sequence carries from one request to the next (ModelSequenceBatching.State).
+struct SequenceStateConfig {
+  std::string input_name;
+  std::string output_name;
+  std::optional<DataType> data_type;
+  std::vector<std::int64_t> dims;  ///< without the batch dimension
+  /// Its first value (InitialState): zeros (also when none is given), or a file's bytes, read
+  /// from the model's initial_state/ directory, of shape `initial_dims`.
+  std::string initial_data_file;
+  std::vector<std::int64_t> initial_dims;
+  std::size_t initial_states = 0;  ///< InitialStates given (sonic takes one at most)
+};
+
+/// Routing a stateful model's requests by sequence (ModelSequenceBatching).
+struct SequenceBatchingConfig {
+  std::uint64_t max_sequence_idle_microseconds = 0;  ///< 0: 1 s
+  std::vector<SequenceControlConfig> controls;
+  std::vector<SequenceStateConfig> states;
+  /// The message as it was read, reported back as it came.
+  std::string encoded;
+};
+
 /// What sonic reads of a ModelConfig.
 struct SONIC_EXPORT ModelConfig {
   std::string name;
@@ -75,6 +110,7 @@ struct SONIC_EXPORT ModelConfig {
   std::vector<TensorConfig> outputs;
   std::vector<InstanceGroup> instance_groups;
   std::optional<DynamicBatching> dynamic_batching;
+  std::optional<SequenceBatchingConfig> sequence_batching;
   std::string
       default_model_filename;  ///< the model file in a version directory, if not the default
   std::map<std::string, std::string> parameters;  ///< the free-form parameters (string_value)
@@ -100,6 +136,11 @@ SONIC_EXPORT Result<ModelConfig> parse_model_config_json(std::string_view json,
 /// types set, dims valid, reshapes of the same size, batching settings within max_batch_size.
 /// INVALID_ARGUMENT naming `origin`, the tensor or field, and what to change.
 SONIC_EXPORT Result<void> check_model_config(const ModelConfig& config, const std::string& origin);
+
+/// The sequence_batching part of check_model_config(), which needs nothing the backend
+/// completes: run before a model is loaded, so that its mistakes are named as such.
+SONIC_EXPORT Result<void> check_sequence_batching(const ModelConfig& config,
+                                                  const std::string& origin);
 
 /// The config as a serialized inference.ModelConfig (the ModelConfig call's answer).
 SONIC_EXPORT std::string serialize_model_config(const ModelConfig& config);
