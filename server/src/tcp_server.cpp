@@ -172,7 +172,7 @@ class TcpConnection final : public net::FrameStream {
             });
       });
     }
-    protocol::ReceivedMessage message{std::move(frame.envelope), std::move(frame.tensors)};
+    protocol::ReceivedMessage message{std::move(frame.envelope), std::move(frame.tensors), {}};
     auto request = read_infer_request(std::move(message));
     if (!request) {
       --in_flight_;
@@ -199,7 +199,7 @@ class TcpConnection final : public net::FrameStream {
     if (auto ok = protocol::tcp::decompress(frame, budget); !ok) {
       return protocol::tcp::encode_error(id, ok.error());
     }
-    protocol::ReceivedMessage message{std::move(frame.envelope), std::move(frame.tensors)};
+    protocol::ReceivedMessage message{std::move(frame.envelope), std::move(frame.tensors), {}};
     auto request = read_infer_request(std::move(message));
     if (!request) return protocol::tcp::encode_error(id, request.error());
     return encode_answer(id, context.executor->infer(*request), compression, budget);

@@ -111,6 +111,9 @@ MessageReader& MessageReader::operator=(MessageReader&& other) noexcept {
   raw_buffer_ = std::move(other.raw_buffer_);
   raw_size_ = other.raw_size_;
   pending_raw_key_ = other.pending_raw_key_;
+  pending_wrapper_key_ = other.pending_wrapper_key_;
+  inside_ = other.inside_;
+  wrapper_left_ = other.wrapper_left_;
   held_ = std::exchange(other.held_, 0);
   unreported_ = std::exchange(other.unreported_, 0);
   admitted_ = std::exchange(other.admitted_, 0);
@@ -146,7 +149,7 @@ void MessageReader::abandon() noexcept {
     }
     report_arriving();
     account_->arrived(held_);
-    account_->released(current_.envelope.size());
+    account_->released(current_.envelope.size() + current_.outer.size());
   }
   held_ = 0;
   unreported_ = 0;
@@ -157,9 +160,15 @@ void MessageReader::abandon() noexcept {
 }
 
 void MessageReader::envelope_append(const std::uint8_t* data, std::size_t size) {
-  current_.envelope.append(reinterpret_cast<const char*>(data), size);
+  std::string& into = raw_field_.within != 0 && !inside_ ? current_.outer : current_.envelope;
+  into.append(reinterpret_cast<const char*>(data), size);
   held_ += size;
   unreported_ += size;
+}
+
+void MessageReader::consumed(std::size_t n) noexcept {
+  message_left_ -= n;
+  if (inside_) wrapper_left_ -= n;
 }
 
 Result<void> MessageReader::begin_message() {
@@ -226,11 +235,12 @@ void MessageReader::finish_message() {
     // The envelope is decoded and dropped as soon as it is taken: counted released now.
     report_arriving();
     account_->arrived(held_);
-    account_->released(current_.envelope.size());
+    account_->released(current_.envelope.size() + current_.outer.size());
     if (admitted_ > 0) account_->settle(admitted_);
   }
   admitted_ = 0;
   held_ = 0;
+  inside_ = false;
   done_.push_back(std::move(current_));
   current_ = ReceivedMessage{};
   state_ = State::Prefix;
@@ -250,7 +260,7 @@ Result<void> MessageReader::on_key() {
     case 2: state_ = State::FieldLength; return {};
     default: return malformed("unsupported wire type");
   }
-  if (field_left_ > message_left_) return malformed("fixed-size field runs past the message end");
+  if (field_left_ > room()) return malformed("fixed-size field runs past the message end");
   state_ = State::FieldFixed;
   return {};
 }
@@ -278,6 +288,7 @@ Result<void> MessageReader::end_field() {
     current_.raw.push_back({std::move(raw_buffer_), raw_size_});
     raw_buffer_.reset();
   }
+  if (inside_ && wrapper_left_ == 0) inside_ = false;  // the wrapped message ended
   state_ = State::FieldKey;
   varint_ = 0;
   varint_shift_ = 0;
@@ -373,16 +384,17 @@ Result<void> MessageReader::consume_body(const std::uint8_t* data, std::size_t s
       data += n;
       size -= n;
       field_left_ -= n;
-      message_left_ -= n;
+      consumed(n);
       if (field_left_ == 0) {
         if (auto ok = end_field(); !ok) return ok;
       }
       continue;
     }
     // One byte of a varint: a key, a length, or a varint field's value.
+    if (inside_ && wrapper_left_ == 0) return malformed("field runs past its enclosing message");
     std::uint8_t byte = *data++;
     --size;
-    --message_left_;
+    consumed(1);
     if (varint_shift_ >= 64) return malformed("varint longer than 10 bytes");
     varint_ |= static_cast<std::uint64_t>(byte & 0x7f) << varint_shift_;
     varint_shift_ += 7;
@@ -392,10 +404,15 @@ Result<void> MessageReader::consume_body(const std::uint8_t* data, std::size_t s
         if (last) {
           std::uint64_t key = varint_;
           if (auto ok = on_key(); !ok) return ok;
-          if (static_cast<std::uint32_t>(key >> 3) != raw_field_ || state_ != State::FieldLength) {
-            wire_append_varint(key);
-          } else {
+          const auto number = static_cast<std::uint32_t>(key >> 3);
+          const bool wrapped = raw_field_.within != 0;
+          if (state_ == State::FieldLength && wrapped && !inside_ && number == raw_field_.within) {
+            pending_wrapper_key_ = true;  // its fields are read in place, not kept whole
+          } else if (state_ == State::FieldLength && number == raw_field_.field &&
+                     (!wrapped || inside_)) {
             pending_raw_key_ = true;
+          } else {
+            wire_append_varint(key);
           }
         }
         break;
@@ -403,9 +420,16 @@ Result<void> MessageReader::consume_body(const std::uint8_t* data, std::size_t s
         if (last) {
           std::uint64_t length = varint_;
           if (length > message_left_ && inflater_) return inflated_past_limit();
-          if (length > message_left_)
-            return malformed("length-delimited field runs past the message end");
+          if (length > room()) return malformed("length-delimited field runs past the message end");
           field_left_ = static_cast<std::size_t>(length);
+          if (pending_wrapper_key_) {
+            pending_wrapper_key_ = false;
+            inside_ = true;
+            wrapper_left_ = field_left_;
+            field_left_ = 0;
+            if (auto ok = end_field(); !ok) return ok;  // to its first field (or past it, empty)
+            break;
+          }
           if (pending_raw_key_) {
             if (auto ok = begin_raw_field(); !ok) return ok;
           } else {

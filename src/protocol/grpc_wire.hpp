@@ -98,6 +98,8 @@ class SONIC_EXPORT OutgoingBody : public std::enable_shared_from_this<OutgoingBo
 /// A received message split for zero-copy use: every top-level field except the raw tensor
 /// field stays in `envelope` (a valid protobuf message on its own); each raw tensor payload gets
 /// its own aligned buffer, so typed views of it are aligned and can outlive the envelope.
+/// Read with a RawFieldPath that has a `within` field, `envelope` holds that field's message
+/// (less its tensors) and `outer` the fields around it.
 struct ReceivedMessage {
   struct Raw {
     std::shared_ptr<const std::uint8_t> data;
@@ -105,19 +107,37 @@ struct ReceivedMessage {
   };
   std::string envelope;
   std::vector<Raw> raw;
+  std::string outer;
+
+  /// The bytes it holds: its fields and its tensors.
+  std::size_t byte_size() const noexcept {
+    std::size_t bytes = envelope.size() + outer.size();
+    for (const auto& r : raw) bytes += r.size;
+    return bytes;
+  }
+};
+
+/// Where a message's tensor payloads are: top-level field `field` (0: none), or with `within`,
+/// field `field` of the message in top-level field `within` (a ModelStreamInferResponse holds
+/// its ModelInferResponse in field 2). Converts from a field number for the common case.
+struct RawFieldPath {
+  RawFieldPath(std::uint32_t raw_field = 0, std::uint32_t wrapper = 0)  // NOLINT: implicit
+      : field(raw_field), within(wrapper) {}
+  std::uint32_t field;
+  std::uint32_t within;
 };
 
 /// Reassembles gRPC length-prefixed messages from DATA chunks as they arrive, copying each byte
-/// once. `raw_field` is the top-level field number whose payloads are tensors (7 for
-/// ModelInferRequest, 6 for ModelInferResponse, 0 for none). Memory is taken as bytes arrive,
-/// never for a declared length alone, and reported to `account` when there is one.
+/// once. `raw_field` is where the payloads that are tensors are (7 for ModelInferRequest, 6 for
+/// ModelInferResponse, {6, 2} for ModelStreamInferResponse, 0 for none). Memory is taken as bytes
+/// arrive, never for a declared length alone, and reported to `account` when there is one.
 class SONIC_EXPORT MessageReader {
  public:
   /// Tensor fields one message may carry: a model with more inputs or outputs than this does
   /// not exist, and each field costs bookkeeping beyond its bytes.
   static constexpr std::size_t kMaxRawFields = 4096;
 
-  MessageReader(std::uint32_t raw_field, std::size_t max_message_bytes,
+  MessageReader(RawFieldPath raw_field, std::size_t max_message_bytes,
                 std::shared_ptr<ReceiveAccount> account = nullptr)
       : raw_field_(raw_field), max_bytes_(max_message_bytes), account_(std::move(account)) {}
   ~MessageReader();
@@ -190,10 +210,14 @@ class SONIC_EXPORT MessageReader {
   void finish_message();
   void wire_append_varint(std::uint64_t value);
   void envelope_append(const std::uint8_t* data, std::size_t size);
+  // Counts `n` bytes of the message body consumed (and of the wrapper's, inside it).
+  void consumed(std::size_t n) noexcept;
+  // Bytes a field may still take: to the message's end, or inside the wrapper to its end.
+  std::size_t room() const noexcept { return inside_ ? wrapper_left_ : message_left_; }
   // Reports the bytes taken since the last report (once per feed, not per byte).
   void report_arriving() noexcept;
 
-  std::uint32_t raw_field_ = 0;
+  RawFieldPath raw_field_;
   std::size_t max_bytes_ = 0;
   std::shared_ptr<ReceiveAccount> account_;
   State state_ = State::Prefix;
@@ -207,7 +231,10 @@ class SONIC_EXPORT MessageReader {
   std::shared_ptr<std::uint8_t> raw_buffer_;
   std::size_t raw_size_ = 0;
   bool pending_raw_key_ =
-      false;                    // the key just read is the raw field's: keep it out of the envelope
+      false;  // the key just read is the raw field's: keep it out of the envelope
+  bool pending_wrapper_key_ = false;  // the key just read is raw_field_.within's
+  bool inside_ = false;               // reading the fields of raw_field_.within's message
+  std::size_t wrapper_left_ = 0;      // its bytes not yet consumed
   std::size_t held_ = 0;        // bytes of the current message reported (or to report) arriving
   std::size_t unreported_ = 0;  // of those, not yet reported
   std::size_t admitted_ = 0;    // declared length of the current message, once admitted

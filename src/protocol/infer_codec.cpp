@@ -14,6 +14,10 @@ namespace sonic::protocol {
 
 namespace {
 
+Error malformed_stream_response() {
+  return Error(StatusCode::Internal, "malformed ModelStreamInferResponse from server");
+}
+
 using wire::Reader;
 using wire::WireType;
 
@@ -618,45 +622,27 @@ std::shared_ptr<OutgoingBody> encode_stream_final(const InferRequest& request) {
   return stream_notice({}, request, {{kFinalResponse, true}});
 }
 
-Result<InferResult> decode_stream_infer_response(const ReceivedMessage& message,
-                                                 std::string* failed_id) {
-  auto malformed = [] {
-    return Error(StatusCode::Internal, "malformed ModelStreamInferResponse from server");
-  };
-  Reader reader(message.envelope);
-  std::string_view error_message, response;
+Result<InferResult> decode_stream_infer_response(ReceivedMessage message, std::string* failed_id) {
+  Reader reader(message.outer);
+  std::string_view error_message;
   while (!reader.done()) {
     std::uint32_t field;
     WireType type;
-    if (!reader.tag(field, type)) return malformed();
-    if ((field == 1 || field == 2) && type == WireType::Len) {
-      if (!reader.bytes(field == 1 ? error_message : response)) return malformed();
+    if (!reader.tag(field, type)) return malformed_stream_response();
+    if (field == 1 && type == WireType::Len) {
+      if (!reader.bytes(error_message)) return malformed_stream_response();
     } else if (!reader.skip(type)) {
-      return malformed();
+      return malformed_stream_response();
     }
   }
-  // The infer_response, split as a unary ModelInferResponse is: raw outputs into aligned
-  // buffers of their own, every other field into the envelope.
-  if (response.size() > 0xffffffffu) return malformed();  // a gRPC message is smaller
-  MessageReader splitter(kRawOutputField, response.size());
-  const std::uint32_t length = static_cast<std::uint32_t>(response.size());
-  const std::uint8_t prefix[5] = {
-      0, static_cast<std::uint8_t>(length >> 24), static_cast<std::uint8_t>(length >> 16),
-      static_cast<std::uint8_t>(length >> 8), static_cast<std::uint8_t>(length)};
-  if (!splitter.feed(prefix, sizeof prefix) ||
-      !splitter.feed(reinterpret_cast<const std::uint8_t*>(response.data()), response.size()) ||
-      splitter.messages().size() != 1) {
-    return malformed();
-  }
-  ReceivedMessage split = std::move(splitter.messages().front());
   if (!error_message.empty()) {
     if (failed_id) {
       Envelope e;
-      if (read_envelope(split.envelope, false, e)) *failed_id = std::move(e.id);
+      if (read_envelope(message.envelope, false, e)) *failed_id = std::move(e.id);
     }
     return Error(StatusCode::Unknown, std::string(error_message));
   }
-  return decode_infer_response(std::move(split));
+  return decode_infer_response(std::move(message));
 }
 
 std::vector<RequestedOutput> outputs_in_shared_memory(const InferRequest& request) {

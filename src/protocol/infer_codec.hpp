@@ -15,6 +15,8 @@ namespace sonic::protocol {
 /// Top-level field numbers of the raw tensor payloads.
 inline constexpr std::uint32_t kRawInputField = 7;   // ModelInferRequest.raw_input_contents
 inline constexpr std::uint32_t kRawOutputField = 6;  // ModelInferResponse.raw_output_contents
+/// ModelStreamInferResponse.infer_response (field 2)'s raw_output_contents.
+inline const RawFieldPath kStreamResponseRawField{kRawOutputField, 2};
 
 /// A ModelInferRequest whose inputs travel as raw_input_contents, borrowed from the request's
 /// tensors, owned and borrowed alike: the request must outlive the sending of the body (as
@@ -74,12 +76,11 @@ SONIC_EXPORT std::shared_ptr<OutgoingBody> encode_stream_error(const Error& erro
 /// triton_final_response = true and no outputs.
 SONIC_EXPORT std::shared_ptr<OutgoingBody> encode_stream_final(const InferRequest& request);
 
-/// A ModelStreamInferResponse read whole (a MessageReader with raw field 0): its
-/// infer_response, whose raw outputs are copied into buffers of their own (aligned, as
-/// decode_infer_response() gives them), or its error_message. The wire carries no code for the
-/// error: it is UNKNOWN, and the failed request's id, when the server named it, is in
-/// `failed_id`. A malformed message is INTERNAL.
-SONIC_EXPORT Result<InferResult> decode_stream_infer_response(const ReceivedMessage& message,
+/// A ModelStreamInferResponse as a MessageReader with kStreamResponseRawField splits it: its
+/// infer_response, whose outputs are views of the reader's buffers (no copy), or its
+/// error_message. The wire carries no code for the error: it is UNKNOWN, and the failed
+/// request's id, when the server named it, is in `failed_id`. A malformed message is INTERNAL.
+SONIC_EXPORT Result<InferResult> decode_stream_infer_response(ReceivedMessage message,
                                                               std::string* failed_id = nullptr);
 
 }  // namespace sonic::protocol

@@ -35,8 +35,8 @@ void in_fuzzed_chunks(const std::uint8_t* data, std::size_t size, Feed feed) {
 /// every completed message; stops at the first reader error, as a peer would reset the stream.
 template <typename OnMessage>
 std::size_t feed_in_fuzzed_chunks(const std::uint8_t* data, std::size_t size,
-                                  std::uint32_t raw_field, std::size_t max_message_bytes,
-                                  OnMessage on_message) {
+                                  sonic::protocol::RawFieldPath raw_field,
+                                  std::size_t max_message_bytes, OnMessage on_message) {
   sonic::protocol::MessageReader reader(raw_field, max_message_bytes);
   if (size > 0) reader.set_encoding(static_cast<sonic::Compression>((data[0] >> 3) % 3));
   std::size_t sum = 0;

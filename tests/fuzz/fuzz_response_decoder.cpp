@@ -1,11 +1,13 @@
 // libFuzzer target: a hostile server's response body. The input is cut into chunks (sizes taken
 // from its first bytes, so chunk boundaries are fuzzed too) and fed to the client's
-// MessageReader; every completed message goes through decode_infer_response, and every output
-// of a decoded result is read. Nothing may crash, leak or trip UBSan.
+// MessageReader; every completed message goes through decode_infer_response (a unary call's) or
+// decode_stream_infer_response (a stream's, whose tensors are one message further in), and
+// every output of a decoded result is read. Nothing may crash, leak or trip UBSan.
 //
 // Input: byte 0 & 7 = k chunk-size bytes follow (k == 0: one chunk); chunk i has size
 // 1 + byte[1 + i % k]; (byte 0 >> 3) % 3 is the call's grpc-encoding (identity, deflate, gzip);
-// the rest of the input is the stream of gRPC length-prefixed messages.
+// byte 0 >> 7 chooses a stream's responses; the rest of the input is the stream of gRPC
+// length-prefixed messages.
 #include <cstddef>
 #include <cstdint>
 #include <string_view>
@@ -38,10 +40,14 @@ std::size_t touch(const sonic::InferResult& result) {
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+  const bool stream = size > 0 && (data[0] >> 7) != 0;
   volatile std::size_t sink = feed_in_fuzzed_chunks(
-      data, size, sonic::protocol::kRawOutputField, kMaxMessageBytes,
-      [](sonic::protocol::ReceivedMessage message) -> std::size_t {
-        auto result = sonic::protocol::decode_infer_response(std::move(message));
+      data, size,
+      stream ? sonic::protocol::kStreamResponseRawField
+             : sonic::protocol::RawFieldPath(sonic::protocol::kRawOutputField),
+      kMaxMessageBytes, [stream](sonic::protocol::ReceivedMessage message) -> std::size_t {
+        auto result = stream ? sonic::protocol::decode_stream_infer_response(std::move(message))
+                             : sonic::protocol::decode_infer_response(std::move(message));
         return result ? touch(*result) : 0;
       });
   (void)sink;

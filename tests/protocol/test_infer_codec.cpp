@@ -136,16 +136,30 @@ TEST_CASE("ModelStreamInferResponse: libprotobuf reads what the server sends, an
   CHECK(r.raw_output_contents(1).size() == 4000);
   CHECK(pb.SerializeAsString().size() == wire.size() - 5);
 
-  // The client's decoder, on the message as a MessageReader hands it over whole.
-  ReceivedMessage message;
-  message.envelope = wire.substr(5);
-  std::string failed_id;
-  auto decoded = decode_stream_infer_response(message, &failed_id);
-  REQUIRE(decoded.ok());
-  CHECK(decoded->request_id() == "r7");
-  CHECK(decoded->output("A").as<std::int32_t>().to_vector() == values);
-  CHECK(decoded->output("B").as<float>()[999] == 0.5f);
-  CHECK(std::get<bool>(decoded->parameters().at(kFinalResponse)) == false);
+  // The client's reader and decoder: the tensors go from the wire into buffers of their own
+  // once, whether the bytes come whole or one at a time; the envelope keeps none of them.
+  for (std::size_t chunk : {wire.size(), std::size_t{1}, std::size_t{7}}) {
+    CAPTURE(chunk);
+    MessageReader reader(kStreamResponseRawField, 1 << 20);
+    for (std::size_t at = 0; at < wire.size(); at += chunk) {
+      const std::size_t n = std::min(chunk, wire.size() - at);
+      REQUIRE(reader.feed(reinterpret_cast<const std::uint8_t*>(wire.data()) + at, n));
+    }
+    REQUIRE(reader.messages().size() == 1);
+    ReceivedMessage message = std::move(reader.messages().front());
+    REQUIRE(message.raw.size() == 2);
+    CHECK(message.raw[1].size == 4000);
+    CHECK(message.envelope.size() + message.outer.size() < 200);
+    const std::uint8_t* tensor_bytes = message.raw[1].data.get();
+    std::string failed_id;
+    auto decoded = decode_stream_infer_response(std::move(message), &failed_id);
+    REQUIRE(decoded.ok());
+    CHECK(decoded->request_id() == "r7");
+    CHECK(decoded->output("A").as<std::int32_t>().to_vector() == values);
+    CHECK(decoded->output("B").as<float>()[999] == 0.5f);
+    CHECK(decoded->output("B").data() == tensor_bytes);  // the reader's buffer, not a copy
+    CHECK(std::get<bool>(decoded->parameters().at(kFinalResponse)) == false);
+  }
 
   // A failed request: error_message and its id; no code on the wire.
   auto error = encode_stream_error(Error(StatusCode::InvalidArgument, "bad input"),
@@ -155,9 +169,13 @@ TEST_CASE("ModelStreamInferResponse: libprotobuf reads what the server sends, an
   CHECK(failed.error_message() == "bad input");
   CHECK(failed.infer_response().id() == "r8");
   CHECK(failed.infer_response().model_name() == "m");
-  ReceivedMessage failed_message;
-  failed_message.envelope = body_bytes(*error).substr(5);
-  auto refused = decode_stream_infer_response(failed_message, &failed_id);
+  MessageReader failed_reader(kStreamResponseRawField, 1 << 20);
+  const std::string failed_wire = body_bytes(*error);
+  REQUIRE(failed_reader.feed(reinterpret_cast<const std::uint8_t*>(failed_wire.data()),
+                             failed_wire.size()));
+  std::string failed_id;
+  auto refused =
+      decode_stream_infer_response(std::move(failed_reader.messages().front()), &failed_id);
   CHECK(refused.code() == StatusCode::Unknown);
   CHECK(refused.error().message() == "bad input");
   CHECK(failed_id == "r8");
@@ -170,9 +188,17 @@ TEST_CASE("ModelStreamInferResponse: libprotobuf reads what the server sends, an
   CHECK(last.infer_response().outputs_size() == 0);
   CHECK(last.infer_response().parameters().at(kFinalResponse).bool_param());
 
-  CHECK(
-      decode_stream_infer_response(ReceivedMessage{std::string("\x12\x05", 2) + "ab", {}}).code() ==
-      StatusCode::Internal);
+  // A field that runs past the infer_response holding it is malformed, however it is cut.
+  const std::string overrun = std::string("\0\0\0\0\x07\x12\x02\x1a\x05", 9) + "abc";
+  for (std::size_t chunk : {overrun.size(), std::size_t{1}}) {
+    MessageReader broken(kStreamResponseRawField, 1 << 20);
+    bool broke = false;
+    for (std::size_t at = 0; at < overrun.size() && !broke; at += chunk) {
+      broke = !broken.feed(reinterpret_cast<const std::uint8_t*>(overrun.data()) + at,
+                           std::min(chunk, overrun.size() - at));
+    }
+    CHECK(broke);
+  }
 }
 
 TEST_CASE("request round trip: client encoder to server decoder") {

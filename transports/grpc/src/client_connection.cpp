@@ -305,7 +305,7 @@ int ClientConnection::on_data_chunk(nghttp2_session* session, std::uint8_t, std:
   if (ok && call->on_message) {
     auto& messages = call->reader.messages();
     for (auto& message : messages) {
-      auto hold = call->window->hold(message.envelope.size());
+      auto hold = call->window->hold(message.byte_size());
       call->on_message(std::move(message), std::move(hold));
     }
     messages.clear();

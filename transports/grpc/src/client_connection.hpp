@@ -43,7 +43,8 @@ struct CallTimes {
 struct ClientCall
     : net::BookEntry<ClientCall, detail::UniqueFunction<void(Result<protocol::ReceivedMessage>)>> {
   ClientCall(std::string method_name, std::shared_ptr<protocol::OutgoingBody> request_body,
-             Deadline call_deadline, std::uint32_t raw_field, std::size_t max_message_bytes)
+             Deadline call_deadline, protocol::RawFieldPath raw_field,
+             std::size_t max_message_bytes)
       : method(std::move(method_name)),
         body(std::move(request_body)),
         deadline(call_deadline),
@@ -76,7 +77,7 @@ struct ClientCall
   std::string method;  ///< of the inference service ("ModelInfer")
   std::shared_ptr<protocol::OutgoingBody> body;
   Deadline deadline;
-  std::uint32_t response_raw_field;
+  protocol::RawFieldPath response_raw_field;
   std::size_t max_response_bytes;
   std::vector<std::pair<std::string, std::string>> headers;
   /// Inside the reconnect backoff, wait for the next attempt instead of failing at once (the

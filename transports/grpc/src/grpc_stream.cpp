@@ -10,12 +10,12 @@ namespace sonic::grpc {
 
 namespace {
 
-// A response message as the caller gets it: decoded (tensors copied out of the message),
-// with the request it answers and whether it is its last.
-StreamResponse to_response(const protocol::ReceivedMessage& message) {
+// A response message as the caller gets it: decoded (its tensors views of the reader's
+// buffers), with the request it answers and whether it is its last.
+StreamResponse to_response(protocol::ReceivedMessage message) {
   StreamResponse response;
   std::string failed_id;
-  response.result = protocol::decode_stream_infer_response(message, &failed_id);
+  response.result = protocol::decode_stream_infer_response(std::move(message), &failed_id);
   if (!response.result) {
     response.request_id = std::move(failed_id);
     return response;  // an error ends its request (Triton sends it as the request's last)
@@ -134,9 +134,9 @@ std::unique_ptr<TransportStream> open_grpc_stream(
     std::function<void(StreamResponse)> on_response, Callback<void> done) {
   auto body = std::make_shared<protocol::OutgoingBody>();
   body->open = true;
-  // Responses are read whole (raw field 0): their tensors sit inside infer_response.
-  auto call = std::make_shared<ClientCall>("ModelStreamInfer", std::move(body), deadline, 0,
-                                           max_message_bytes);
+  // The tensors inside each response's infer_response go straight into buffers of their own.
+  auto call = std::make_shared<ClientCall>("ModelStreamInfer", std::move(body), deadline,
+                                           protocol::kStreamResponseRawField, max_message_bytes);
   call->headers = std::move(headers);
   if (compression != Compression::None) {
     call->headers.emplace_back("grpc-encoding", protocol::encoding_name(compression));
@@ -153,7 +153,7 @@ std::unique_ptr<TransportStream> open_grpc_stream(
   });
   call->on_message = [on_response = std::move(on_response)](protocol::ReceivedMessage message,
                                                             std::shared_ptr<const void> hold) {
-    StreamResponse response = to_response(message);
+    StreamResponse response = to_response(std::move(message));
     response.window_hold = std::move(hold);
     on_response(std::move(response));
   };

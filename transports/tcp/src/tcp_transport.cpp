@@ -75,7 +75,8 @@ class TcpTransport final : public protocol::ControlCalls {
                                                     " frame"));
       }
       auto decoding = Clock::now();
-      protocol::ReceivedMessage message{std::move(answer->envelope), std::move(answer->tensors)};
+      protocol::ReceivedMessage message{
+          std::move(answer->envelope), std::move(answer->tensors), {}};
       auto result = protocol::decode_infer_response(std::move(message));
       if (result) {
         // This transport times encoding and decoding; the rest is one span, "wait".
