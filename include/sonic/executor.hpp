@@ -215,16 +215,7 @@ class CpuExecutor {
                             Clock::time_point queued_since = Clock::now()) {
     auto found = find_or_load(request.model_name(), request.model_version());
     if (!found) return found.error();
-    Entry& entry = **found;
-    if (entry.model.is_decoupled()) {
-      // Triton's code (UNSUPPORTED is UNIMPLEMENTED on gRPC) and words (infer_handler.cc).
-      return Error(StatusCode::Unimplemented,
-                   "ModelInfer RPC doesn't support models with decoupled transaction policy "
-                   "(model '" +
-                       entry.model.name + "' answers through a stream)");
-    }
-    if (entry.sequencer) return run_in_sequence(*found, request, queued_since);
-    return run_counted(entry, request, queued_since);
+    return infer_on(*found, request, queued_since);
   }
 
   /// Runs a request of any model on the calling thread, handing each of its responses to
@@ -238,7 +229,7 @@ class CpuExecutor {
     if (!found) return found.error();
     Entry& entry = **found;
     if (!entry.model.is_decoupled()) {
-      auto result = infer(request, queued_since);
+      auto result = infer_on(*found, request, queued_since);
       if (!result) return result.error();
       respond(std::move(*result));
       return {};
@@ -246,7 +237,7 @@ class CpuExecutor {
     const Model& model = entry.model;
     auto started = Clock::now();
     add(entry.queue, started - queued_since);
-    Result<void> outcome = validate(model, request);
+    Result<void> outcome = validate(entry, request);
     if (outcome) {
       ResponseSink sink = [&](std::vector<NamedTensor> outputs) {
         respond(InferResult(model.name, model.version, request.request_id(),
@@ -284,16 +275,23 @@ class CpuExecutor {
   /// sequence, in the order of the calls. `done` still runs on a pool thread.
   void infer_async(InferRequest request, Callback<InferResult> done) {
     auto queued = Clock::now();
-    if (auto found = find(request.model_name(), request.model_version());
-        found && ((*found)->batcher || (*found)->sequencer)) {
-      return submit_scheduled(*found, std::move(request), std::move(done), queued);
+    // The model is looked up once, here; one that is not held yet may load on a pool thread.
+    if (auto found = find(request.model_name(), request.model_version()); found) {
+      std::shared_ptr<Entry> entry = std::move(*found);
+      if (entry->batcher || entry->sequencer) {
+        return submit_scheduled(entry, std::move(request), std::move(done), queued);
+      }
+      pool_.post([entry = std::move(entry), request = std::move(request), done = std::move(done),
+                  queued]() mutable { done(infer_on(entry, request, queued)); });
+      return;
     }
     pool_.post([this, request = std::move(request), done = std::move(done), queued]() mutable {
       auto found = find_or_load(request.model_name(), request.model_version());
-      if (found && ((*found)->batcher || (*found)->sequencer)) {
+      if (!found) return done(found.error());
+      if ((*found)->batcher || (*found)->sequencer) {
         return submit_scheduled(*found, std::move(request), std::move(done), queued);
       }
-      done(infer(request, queued));
+      done(infer_on(*found, request, queued));
     });
   }
 
@@ -331,6 +329,7 @@ class CpuExecutor {
   };
   struct Entry {
     Model model;
+    ModelMetadata metadata;  // the model's, made once: each request is checked against it
     std::shared_ptr<detail::DynamicBatcher> batcher;     // with dynamic_batching
     std::shared_ptr<detail::SequenceBatcher> sequencer;  // with sequence_batching
     std::mutex batch_stats_mutex;
@@ -443,6 +442,7 @@ class CpuExecutor {
   std::shared_ptr<Entry> make_entry(Model model, bool from_source) {
     auto entry = std::make_shared<Entry>();
     entry->model = std::move(model);
+    entry->metadata = entry->model.metadata();
     entry->from_source = from_source;
     const Model& m = entry->model;
     if (m.dynamic_batching && m.max_batch_size > 0 && m.compute) {
@@ -466,6 +466,20 @@ class CpuExecutor {
           [this](detail::UniqueFunction<void()> runner) { pool_.post(std::move(runner)); });
     }
     return entry;
+  }
+
+  // infer() of a model found: on this thread (a stateful model's sequence queue included).
+  static Result<InferResult> infer_on(const std::shared_ptr<Entry>& entry,
+                                      const InferRequest& request, Clock::time_point queued) {
+    if (entry->model.is_decoupled()) {
+      // Triton's code (UNSUPPORTED is UNIMPLEMENTED on gRPC) and words (infer_handler.cc).
+      return Error(StatusCode::Unimplemented,
+                   "ModelInfer RPC doesn't support models with decoupled transaction policy "
+                   "(model '" +
+                       entry->model.name + "' answers through a stream)");
+    }
+    if (entry->sequencer) return run_in_sequence(entry, request, queued);
+    return run_counted(*entry, request, queued);
   }
 
   static Result<void> check_functions(const Model& model) {
@@ -499,7 +513,7 @@ class CpuExecutor {
                         Callback<InferResult> done, Clock::time_point queued) {
     if (entry->batcher)
       return submit_to_batcher(entry, std::move(request), std::move(done), queued);
-    if (auto ok = validate(entry->model, request); !ok) {
+    if (auto ok = validate(*entry, request); !ok) {
       count(*entry, request, false, Clock::now() - queued);
       pool_.post([done = std::move(done), error = ok.error()]() mutable { done(error); });
       return;
@@ -516,7 +530,7 @@ class CpuExecutor {
   static Result<InferResult> run_in_sequence(const std::shared_ptr<Entry>& entry,
                                              const InferRequest& request,
                                              Clock::time_point queued) {
-    if (auto ok = validate(entry->model, request); !ok) {
+    if (auto ok = validate(*entry, request); !ok) {
       count(*entry, request, false, Clock::now() - queued);
       return ok.error();
     }
@@ -553,7 +567,7 @@ class CpuExecutor {
   void submit_to_batcher(const std::shared_ptr<Entry>& entry, InferRequest request,
                          Callback<InferResult> done, Clock::time_point queued) {
     const Model& model = entry->model;
-    Result<void> ok = validate(model, request);
+    Result<void> ok = validate(*entry, request);
     const std::int64_t batch = detail::request_batch(request);
     if (ok && batch > model.max_batch_size) {
       // Triton's words for the same refusal.
@@ -727,8 +741,9 @@ class CpuExecutor {
     entry.last_inference_ms.store(now_ms());
   }
 
-  static Result<void> validate(const Model& model, const InferRequest& request) {
-    if (auto ok = validate_request(model.metadata(), request); !ok) return ok.error();
+  static Result<void> validate(const Entry& entry, const InferRequest& request) {
+    const Model& model = entry.model;
+    if (auto ok = validate_request(entry.metadata, request); !ok) return ok.error();
     for (const auto& spec : model.inputs) {
       if (!request.find_input(spec.name)) {
         return Error(StatusCode::InvalidArgument,
@@ -753,7 +768,7 @@ class CpuExecutor {
 
   static Result<InferResult> run(const Model& model, const InferRequest& request, Entry& entry) {
     auto t0 = Clock::now();
-    if (auto ok = validate(model, request); !ok) return ok.error();
+    if (auto ok = validate(entry, request); !ok) return ok.error();
     auto t1 = Clock::now();
     add(entry.compute_input, t1 - t0);
     Result<std::vector<NamedTensor>> computed = compute_guarded(model, request);
