@@ -10,7 +10,8 @@
 # With SERVER_BUILD=DIR in the environment, both clients talk to that build's sonic-server:
 # the ratios are then the clients' alone. With CLIENT_BUILD=DIR, both servers are driven by that
 # build's sonic-perf: the ratios are the servers' alone. ELEMENTS=N sends N floats per request
-# (default 16: 64 B; 16384: 64 KiB).
+# (default 16: 64 B; 16384: 64 KiB). SERVER_ARGS_A and SERVER_ARGS_B are options for that side's
+# sonic-server: with the same build twice, they compare two settings of one server.
 #
 # A build directory of an older layout (programs under examples/) works too.
 set -euo pipefail
@@ -38,7 +39,10 @@ ticks=$(getconf CLK_TCK)
 # One run: BUILD LABEL ROUND. Appends "label concurrency infer/s client_us server_us" lines.
 run() {
   local build=$1 label=$2 round=$3 c before after
-  start_server "$(program "${SERVER_BUILD:-$build}" sonic-server)" "$work/server.log"
+  local args_name="SERVER_ARGS_$label"
+  # shellcheck disable=SC2086  # the options are words
+  start_server "$(program "${SERVER_BUILD:-$build}" sonic-server)" "$work/server.log" \
+    ${!args_name:-}
   for c in "${concurrencies[@]}"; do
     before=$(awk '{print $14 + $15}' "/proc/$server_pid/stat")
     "$(program "${CLIENT_BUILD:-$build}" sonic-perf)" --url "grpc://127.0.0.1:$port" \
@@ -74,7 +78,7 @@ for line in open(path):
     rows.setdefault((label, int(c)), []).append([float(v) for v in values])
 server, client = os.environ.get("SERVER_BUILD"), os.environ.get("CLIENT_BUILD")
 size = 4 * int(os.environ.get("ELEMENTS", "16"))
-print(f"A = {a}\nB = {b}\n{size} B identity_fp32 over grpc://, medians of {rounds} interleaved runs")
+print(f"A = {a} {os.environ.get('SERVER_ARGS_A', '')}\nB = {b} {os.environ.get('SERVER_ARGS_B', '')}\n{size} B identity_fp32 over grpc://, medians of {rounds} interleaved runs")
 if server:
     print(f"both against the sonic-server of {server}")
 if client:

@@ -547,6 +547,10 @@ class GrpcConnection final : public net::H2Session {
       return answer(id, encode_answer(context_->executor->infer(*request), shm, *context_, budget_,
                                       encoding));
     }
+    if (auto quick =
+            context_->executor->infer_if_quick(*request, context_->options.quick_model_budget)) {
+      return answer(id, encode_answer(std::move(*quick), shm, *context_, budget_, encoding));
+    }
     std::weak_ptr<GrpcConnection> weak =
         std::static_pointer_cast<GrpcConnection>(shared_from_this());
     // A batching model's requests all go to its batcher at once: holding them back per
@@ -642,6 +646,12 @@ class GrpcConnection final : public net::H2Session {
         stream_response(id, stream, stream_answer(std::move(result), shm, named, *context_, false));
       });
       return stream_answered(id, slot, last_answer(outcome, named, empty_final));
+    }
+    if (!decoupled_model) {
+      if (auto quick =
+              context_->executor->infer_if_quick(*request, context_->options.quick_model_budget)) {
+        return stream_answered(id, slot, stream_answer(std::move(*quick), shm, named, *context_));
+      }
     }
     std::weak_ptr<GrpcConnection> weak =
         std::static_pointer_cast<GrpcConnection>(shared_from_this());

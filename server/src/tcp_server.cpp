@@ -178,6 +178,11 @@ class TcpConnection final : public net::FrameStream {
       --in_flight_;
       return send(protocol::tcp::encode_error(id, request.error()));
     }
+    if (auto quick =
+            context_->executor->infer_if_quick(*request, context_->options.quick_model_budget)) {
+      --in_flight_;
+      return send(encode_answer(id, std::move(*quick), compression, budget_));
+    }
     // A batching model's requests all go to its batcher at once (as on gRPC).
     const bool held = !context_->executor->batches(request->model_name(), request->model_version());
     auto start = [request = std::move(*request), id, compression, context = context_,

@@ -4,7 +4,9 @@
 #include <atomic>
 #include <cstring>
 #include <future>
+#include <mutex>
 #include <random>
+#include <set>
 #include <thread>
 #include <vector>
 
@@ -144,6 +146,72 @@ TEST_CASE("a server running models on its network thread: right answers, counted
                      .input("INPUT0", Tensor::from_vector(std::vector<float>{1}, {1})));
   });
   CHECK(unknown.code() == StatusCode::NotFound);
+}
+
+namespace {
+
+// An identity model that records the thread of each of its calls, after `pause`.
+struct ThreadLog {
+  std::mutex mutex;
+  std::vector<std::thread::id> calls;
+
+  Model model(std::string name, std::chrono::microseconds pause) {
+    Model m = models::identity(std::move(name), DataType::Int32);
+    m.compute = [this, pause, identity = m.compute](const InferRequest& request) {
+      if (pause.count() > 0) std::this_thread::sleep_for(pause);
+      {
+        std::lock_guard<std::mutex> lock(mutex);
+        calls.push_back(std::this_thread::get_id());
+      }
+      return identity(request);
+    };
+    return m;
+  }
+
+  // Distinct threads among calls [from, to).
+  std::size_t threads(std::size_t from, std::size_t to) {
+    std::lock_guard<std::mutex> lock(mutex);
+    return std::set<std::thread::id>(calls.begin() + static_cast<std::ptrdiff_t>(from),
+                                     calls.begin() + static_cast<std::ptrdiff_t>(to))
+        .size();
+  }
+};
+
+// `n` requests of `model` at once, all answered right.
+void burst(Client& client, const std::string& model, int n) {
+  std::vector<std::future<InferResult>> answers;
+  for (int i = 0; i < n; ++i) {
+    answers.push_back(client.infer_future(InferRequest(model).input(
+        "INPUT0", Tensor::from_vector(std::vector<std::int32_t>{i}, {1, 1}))));
+  }
+  for (int i = 0; i < n; ++i) CHECK(answers[i].get().output("OUTPUT0").as<std::int32_t>()[0] == i);
+}
+
+}  // namespace
+
+TEST_CASE("by default, quick models run on the network thread and slow ones on the model threads") {
+  LoopbackServer server;  // 4 model threads, one network thread, the default quick budget
+  ThreadLog quick, slow;
+  server.executor().add_model(quick.model("quick", 0us));
+  server.executor().add_model(slow.model("slow", 3000us));
+  Client client(server.url());
+  burst(client, "quick", 8);  // its first executions, on the model threads, time it
+  burst(client, "quick", 200);
+  // Once timed quick, every call runs on one thread: the network thread (requests at once on
+  // 4 model threads would spread over several).
+  CHECK(quick.threads(8, 208) == 1);
+  // The slow model's requests run side by side on the model threads.
+  for (int round = 0; round < 3; ++round) burst(client, "slow", 8);
+  CHECK(slow.threads(0, 24) > 1);
+  // Without the budget, the quick model's requests go to the model threads too.
+  ServerOptions handed_off;
+  handed_off.quick_model_budget = 0us;
+  LoopbackServer other(handed_off);
+  ThreadLog log;
+  other.executor().add_model(log.model("quick", 0us));
+  Client other_client(other.url());
+  for (int round = 0; round < 5; ++round) burst(other_client, "quick", 64);
+  CHECK(log.threads(0, 320) > 1);
 }
 
 TEST_CASE("control calls: health, metadata, config, statistics") {

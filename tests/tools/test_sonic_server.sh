@@ -9,7 +9,10 @@ trap 'for p in "${pids[@]}"; do kill $p 2>/dev/null || true; wait $p 2>/dev/null
 fail() { echo "FAIL: $*"; exit 1; }
 passed=0
 
-"$server" --help | grep -q -- "--threads" || fail "--help lists the options"
+# Read whole first: grep -q stops reading at its match, and the server's write would then fail.
+help=$("$server" --help)
+grep -q -- "--threads" <<<"$help" || fail "--help lists the options"
+grep -q -- "--quick-model-us" <<<"$help" || fail "--help lists --quick-model-us"
 passed=$((passed + 1))
 
 set +e

@@ -53,8 +53,11 @@ simple_sequence), over KServe v2 gRPC, Triton-compatible.
   --tcp-port N       also serve tcp:// and tcp+zstd:// clients on this port (0: a free one)
   --threads N        model execution threads (default: one per core)
   --io-threads N     network threads (default 1)
-  --inline-models    run models on the network threads: no hand-off per request, for
+  --inline-models    run every model on the network threads: no hand-off per request, for
                      models that take microseconds (a slow one stalls its connections)
+  --quick-model-us N without --inline-models, a model whose recent executions took under N
+                     microseconds each runs on the network thread, others on the model
+                     threads (default 20; 0: none)
 
 Models (as tritonserver's options):
   --model-repository PATH
@@ -210,6 +213,10 @@ int main(int argc, char** argv) {
        }},
       {"--threads", count_of(threads, 1024)},
       {"--io-threads", count_of(options.io_threads, 64)},
+      {"--quick-model-us",
+       [&](std::string_view f, const char* v) {
+         options.quick_model_budget = std::chrono::microseconds(parse_number(f, v, 1000000));
+       }},
       {"--shm-access",
        [&](std::string_view f, const char* v) {
          std::string_view mode = v;

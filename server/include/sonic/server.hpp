@@ -103,6 +103,13 @@ struct ServerOptions {
   /// request, for models that take microseconds. A slower model stalls every connection of
   /// its network thread meanwhile (add io_threads to spread them).
   bool inline_models = false;
+  /// Without inline_models, a model whose recent executions took less than this each (a moving
+  /// mean) still runs on the network thread (CpuExecutor::infer_if_quick): small models cost
+  /// half the CPU per request that way. A model that turns slow holds its network thread for
+  /// one execution, after which its requests go to the executor's threads again; models that
+  /// batch, keep sequences or answer through a stream always do. 0: every request goes to the
+  /// executor's threads.
+  std::chrono::microseconds quick_model_budget{20};
   /// Let clients unload and load models (RepositoryModelUnload, RepositoryModelLoad), as
   /// Triton's --model-control-mode=explicit. Off, as Triton's default: those calls answer
   /// UNAVAILABLE, so that no client can take a model out of service for the others.
