@@ -220,13 +220,19 @@ class CpuExecutor {
 
   /// Runs the request on the calling thread, now, if its model is a quick one: its recent
   /// executions took less than `budget` each (a moving mean), and it neither merges requests,
-  /// keeps sequences, nor answers through a stream. Otherwise runs nothing and returns nothing:
+  /// keeps sequences, nor answers through a stream; and if the request's inputs are at most
+  /// kQuickInputBytes. Otherwise runs nothing and returns nothing:
   /// the caller hands the request to infer_async(). A model that has not run yet is not quick,
   /// nor is one this executor does not hold. For a server's network thread: quick models there
   /// save two thread hand-offs per request, while a model that turns slow costs that thread one
   /// execution before its requests go to the pool again.
   std::optional<Result<InferResult>> infer_if_quick(const InferRequest& request,
                                                     std::chrono::nanoseconds budget) {
+    // A model's time grows with its inputs: a large request is not taken for a quick one on
+    // the strength of small ones (nor can a client make a network thread copy megabytes).
+    std::size_t input_bytes = 0;
+    for (const auto& input : request.inputs()) input_bytes += input.tensor.byte_size();
+    if (input_bytes > kQuickInputBytes) return std::nullopt;
     auto found = find(request.model_name(), request.model_version());
     if (!found) return std::nullopt;
     Entry& entry = **found;
@@ -815,6 +821,11 @@ class CpuExecutor {
 
   static constexpr std::size_t kModelsListed = 16;  // in a NOT_FOUND's message, at most
 
+ public:
+  /// The largest request infer_if_quick() runs (its inputs' bytes).
+  static constexpr std::size_t kQuickInputBytes = 256 * 1024;
+
+ private:
   mutable std::mutex mutex_;
   std::map<std::string, std::shared_ptr<Entry>> models_;
   std::map<std::string, std::string> states_;  // models of the source out of service, and why

@@ -200,6 +200,14 @@ TEST_CASE("by default, quick models run on the network thread and slow ones on t
   // Once timed quick, every call runs on one thread: the network thread (requests at once on
   // 4 model threads would spread over several).
   CHECK(quick.threads(8, 208) == 1);
+  // A request larger than a quick one's bound goes to the model threads all the same.
+  const auto big = static_cast<std::int64_t>(CpuExecutor::kQuickInputBytes / 4 + 1);
+  CHECK(client
+            .infer(InferRequest("quick").input(
+                "INPUT0", Tensor::from_vector(std::vector<std::int32_t>(big, 7), {1, big})))
+            .output("OUTPUT0")
+            .shape() == Shape{1, big});
+  CHECK(quick.threads(8, 209) == 2);
   // The slow model's requests run side by side on the model threads.
   for (int round = 0; round < 3; ++round) burst(client, "slow", 8);
   CHECK(slow.threads(0, 24) > 1);

@@ -107,8 +107,9 @@ struct ServerOptions {
   /// mean) still runs on the network thread (CpuExecutor::infer_if_quick): small models cost
   /// half the CPU per request that way. A model that turns slow holds its network thread for
   /// one execution, after which its requests go to the executor's threads again; models that
-  /// batch, keep sequences or answer through a stream always do. 0: every request goes to the
-  /// executor's threads.
+  /// batch, keep sequences or answer through a stream always do, and so do requests of more
+  /// than CpuExecutor::kQuickInputBytes (256 KiB). 0: every request goes to the executor's
+  /// threads.
   std::chrono::microseconds quick_model_budget{20};
   /// Let clients unload and load models (RepositoryModelUnload, RepositoryModelLoad), as
   /// Triton's --model-control-mode=explicit. Off, as Triton's default: those calls answer
