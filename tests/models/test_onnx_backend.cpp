@@ -148,6 +148,14 @@ InferRequest hit(float energy, std::uint64_t track, bool first = false, bool las
                        .sequence(track, first, last));
 }
 
+// track_energy_onnx's config up to its sequence_batching.
+const std::string kTrackEnergyTensors = R"(name: "track_energy_onnx"
+platform: "onnxruntime_onnx"
+max_batch_size: 8
+input [ { name: "energy" data_type: TYPE_FP32 dims: [ 1 ] } ]
+output [ { name: "mean_energy" data_type: TYPE_FP32 dims: [ 1 ] } ]
+)";
+
 float mean_of(const Result<InferResult>& result) {
   REQUIRE_MESSAGE(result, result.error().message());
   return result->output("mean_energy").as<float>()[0];
@@ -186,19 +194,13 @@ TEST_CASE("a stateful ONNX model: control and state tensors through the sequence
 }
 
 TEST_CASE("a stateful model's config mistakes name the tensor and what to change") {
-  const std::string base = R"(name: "track_energy_onnx"
-platform: "onnxruntime_onnx"
-max_batch_size: 8
-input [ { name: "energy" data_type: TYPE_FP32 dims: [ 1 ] } ]
-output [ { name: "mean_energy" data_type: TYPE_FP32 dims: [ 1 ] } ]
-)";
   const std::string states = R"(
   state [
     { input_name: "sum_in" output_name: "sum_out" data_type: TYPE_FP32 dims: [ 1 ] },
     { input_name: "count_in" output_name: "count_out" data_type: TYPE_FP32 dims: [ 1 ] }
   ])";
   auto load = [&](const std::string& name, const std::string& sequence) {
-    auto root = scratch_model(name, "track_energy_onnx", base + sequence);
+    auto root = scratch_model(name, "track_energy_onnx", kTrackEnergyTensors + sequence);
     return repository::Repository({root}).load("track_energy_onnx");
   };
   struct Mistake {
@@ -240,12 +242,7 @@ output [ { name: "mean_energy" data_type: TYPE_FP32 dims: [ 1 ] } ]
 }
 
 TEST_CASE("a stateful model's initial state can come from a file, as in Triton") {
-  const std::string config = R"(name: "track_energy_onnx"
-platform: "onnxruntime_onnx"
-max_batch_size: 8
-input [ { name: "energy" data_type: TYPE_FP32 dims: [ 1 ] } ]
-output [ { name: "mean_energy" data_type: TYPE_FP32 dims: [ 1 ] } ]
-sequence_batching {
+  const std::string config = kTrackEnergyTensors + R"(sequence_batching {
   control_input [ { name: "continuing" control [ { kind: CONTROL_SEQUENCE_START fp32_false_true: [ 1, 1 ] } ] } ]
   state [
     { input_name: "sum_in" output_name: "sum_out" data_type: TYPE_FP32 dims: [ 1 ]
