@@ -21,7 +21,7 @@ std::size_t use(sonic::protocol::tcp::Frame& frame) {
   std::size_t sum = frame.envelope.size() + frame.tensors.size();
   if (frame.kind == FrameKind::Error)
     return sum + sonic::protocol::tcp::decode_error(frame).message().size();
-  sonic::protocol::ReceivedMessage message{std::move(frame.envelope), std::move(frame.tensors)};
+  sonic::protocol::ReceivedMessage message{std::move(frame.envelope), std::move(frame.tensors), {}};
   if (frame.kind == FrameKind::Response) {
     if (auto result = sonic::protocol::decode_infer_response(std::move(message))) {
       for (const auto& out : result->outputs()) sum += out.tensor.byte_size();
