@@ -645,12 +645,8 @@ class CpuExecutor {
     }
     InferRequest merged = detail::merge_requests(parts);
     const auto t1 = Clock::now();
-    Result<std::vector<NamedTensor>> computed = Error(StatusCode::Internal, "model did not run");
-    try {
-      computed = model.compute(merged);
-    } catch (const std::exception& e) {
-      computed = Error(StatusCode::Internal, "model '" + model.name + "' failed: " + e.what());
-    }
+    // A merged execution that fails, however, is run again request by request below.
+    Result<std::vector<NamedTensor>> computed = compute_guarded(model, merged);
     const auto t2 = Clock::now();
     std::vector<std::vector<NamedTensor>> split(batch.size());
     bool sliced = computed.ok();
