@@ -4,7 +4,8 @@
 // first checkpoint (caches, pools and allocator arenas are warm by then) to the end.
 //
 //   sonic-memory-bench --url grpc://127.0.0.1:8001 [--requests N] [--concurrency C]
-//                      [--elements E] [--inline-callbacks] [--max-growth-kib K]
+//                      [--elements E] [--callbacks network|pool|inline]
+//                      [--max-growth-kib K]
 //
 // Exits 1 when a request fails or the growth exceeds --max-growth-kib (1024 by default).
 #include <sonic/sonic.hpp>
@@ -18,6 +19,7 @@
 #include <string>
 #include <vector>
 
+#include "callback_option.hpp"
 #include "system_counters.hpp"
 
 namespace {
@@ -27,7 +29,7 @@ struct Options {
   long requests = 1'000'000;
   int concurrency = 16;
   std::int64_t elements = 16;  // 64 B of FP32
-  bool inline_callbacks = false;
+  sonic::CallbackThread callbacks = sonic::CallbackThread::Network;
   long max_growth_kib = 1024;
 };
 
@@ -35,10 +37,6 @@ Options parse(int argc, char** argv) {
   Options o;
   for (int i = 1; i < argc; ++i) {
     std::string flag = argv[i];
-    if (flag == "--inline-callbacks") {
-      o.inline_callbacks = true;
-      continue;
-    }
     if (i + 1 >= argc) {
       std::fprintf(stderr, "sonic-memory-bench: %s needs a value (see the file's header)\n",
                    flag.c_str());
@@ -53,6 +51,14 @@ Options parse(int argc, char** argv) {
       o.concurrency = std::max(1, std::atoi(value));
     } else if (flag == "--elements") {
       o.elements = std::max<std::int64_t>(1, std::atoll(value));
+    } else if (flag == "--callbacks") {
+      auto where = sonic::bench::parse_callback_thread(value);
+      if (!where) {
+        std::fprintf(stderr, "sonic-memory-bench: --callbacks takes %s\n",
+                     sonic::bench::kCallbackThreadNames);
+        std::exit(2);
+      }
+      o.callbacks = *where;
     } else if (flag == "--max-growth-kib") {
       o.max_growth_kib = std::atol(value);
     } else {
@@ -126,7 +132,7 @@ class Run {
 int main(int argc, char** argv) try {
   Options o = parse(argc, argv);
   sonic::ClientOptions options;
-  options.inline_callbacks = o.inline_callbacks;
+  options.callbacks = o.callbacks;
   sonic::Client client(o.url, options);
   long before = sonic::bench::resident_kib();
   Run run(client, o);
@@ -134,6 +140,12 @@ int main(int argc, char** argv) try {
   std::printf("%-10s %12s\n", "requests", "RSS KiB");
   std::printf("%-10d %12ld\n", 0, before);
   for (const auto& [count, kib] : run.checkpoints()) std::printf("%-10ld %12ld\n", count, kib);
+  if (auto slow = client.stats().slow_callbacks; slow > 0) {
+    std::fprintf(stderr,
+                 "sonic-memory-bench: %llu callbacks held a network thread past its budget; the "
+                 "client's callbacks moved to the callback threads\n",
+                 static_cast<unsigned long long>(slow));
+  }
   const auto& points = run.checkpoints();
   long growth = points.empty() ? 0 : points.back().second - points.front().second;
   std::printf("growth from %ld to %ld requests: %ld KiB (limit %ld KiB); failures: %ld\n",

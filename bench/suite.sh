@@ -107,7 +107,7 @@ header() {
     "p99 us" "client us" "server us" "MB/s"
 }
 
-echo "== identity_fp32 over grpc://, callback threads and executor threads (the defaults)"
+echo "== identity_fp32 over grpc://, default options"
 start_server
 header | tee -a "$summary"
 for payload in 64:16 65536:16384 1048576:262144 4194304:1048576 67108864:16777216; do
@@ -125,12 +125,10 @@ if command -v valgrind >/dev/null; then
       --url "grpc://127.0.0.1:$grpc_port" --requests "$1" --max-growth-kib 1000000 "${@:2}" 2>&1 |
       sed -n 's/.*Collected : //p'
   }
-  for mode in callback-threads inline-callbacks; do
-    flags=()
-    [[ $mode == inline-callbacks ]] && flags=(--inline-callbacks)
-    few=$(instructions 2000 "${flags[@]}")
-    many=$(instructions 6000 "${flags[@]}")
-    echo "client instructions per 64 B request at 16 in flight ($mode):" \
+  for where in network pool inline; do
+    few=$(instructions 2000 --callbacks "$where")
+    many=$(instructions 6000 --callbacks "$where")
+    echo "client instructions per 64 B request at 16 in flight (callbacks: $where):" \
       "$(((many - few) / 4000))" | tee -a "$summary"
   done
 else
@@ -146,17 +144,17 @@ stop_server
 
 echo "== the lean configuration: inline callbacks, server --inline-models"
 start_server --inline-models
-{ echo; echo "lean: client inline_callbacks, sonic-server --inline-models:"; } >>"$summary"
+{ echo; echo "lean: client --callbacks inline, sonic-server --inline-models:"; } >>"$summary"
 header | tee -a "$summary"
 for inflight in 1 16; do
-  point 64 16 "$inflight" "$results/perf-64B-c${inflight}-lean.json" --inline-callbacks |
+  point 64 16 "$inflight" "$results/perf-64B-c${inflight}-lean.json" --callbacks inline |
     tee -a "$summary"
 done
 stop_server
 
 echo "== small requests on one stream (sonic-perf --streaming, ModelStreamInfer)"
 start_server
-{ echo; echo "one stream (ModelStreamInfer), callback threads:"; } >>"$summary"
+{ echo; echo "one stream (ModelStreamInfer), default options:"; } >>"$summary"
 header | tee -a "$summary"
 for inflight in 1 16; do
   point 64 16 "$inflight" "$results/perf-64B-c${inflight}-stream.json" --streaming |
@@ -166,7 +164,7 @@ stop_server
 
 echo "== 4 MiB through shared memory (grpc+shm://): no payload through the kernel"
 start_server
-{ echo; echo "grpc+shm://, callback threads:"; } >>"$summary"
+{ echo; echo "grpc+shm://, default options:"; } >>"$summary"
 header | tee -a "$summary"
 scheme=grpc+shm point 4194304 1048576 1 "$results/perf-4194304B-c1-shm.json" | tee -a "$summary"
 stop_server

@@ -23,21 +23,24 @@ namespace sonic {
 
 namespace detail {
 
-/// Blocking inside an inline callback would stall (or deadlock) the thread that completes
-/// requests: refuse with an error that says what to do instead.
-inline void refuse_blocking_in_inline_callback() {
+/// Called before a blocking call of a client. Blocking inside an inline callback would stall
+/// (or deadlock) the thread that completes requests: refuse with an error that says what to do
+/// instead. Inside a callback on a network thread, that thread hands its connections on first,
+/// so that the reply this call waits for still gets read.
+inline void prepare_to_block() {
   if (CallbackContext::in_inline_callback()) {
     throw Error(StatusCode::FailedPrecondition,
                 "a blocking sonic call inside an inline callback would stall the thread that "
-                "completes requests (ClientOptions::inline_callbacks): use infer_async, or "
-                "hand the work to another thread");
+                "completes requests (CallbackThread::Inline): use infer_async, or hand the "
+                "work to another thread");
   }
+  if (auto* host = CallbackHost::current()) host->hand_off_now();
 }
 
 /// Waits for a transport call and returns its value or throws its Error.
 template <typename T, typename Start>
 T call_sync(Start&& start) {
-  refuse_blocking_in_inline_callback();
+  prepare_to_block();
   auto promise = std::make_shared<std::promise<Result<T>>>();
   auto future = promise->get_future();
   start([promise](Result<T> r) { promise->set_value(std::move(r)); });
@@ -112,18 +115,18 @@ class Client {
   Client& operator=(const Client&) = delete;
 
   /// Sends a request and waits for its result. Throws sonic::Error with the status code and
-  /// the server's message. Safe to call from a callback (not an inline one: FAILED_PRECONDITION).
+  /// the server's message. Safe to call from a callback (not an inline one: FAILED_PRECONDITION);
+  /// on a network thread, that thread's connections move to a fresh one first.
   InferResult infer(InferRequest request) {
-    detail::refuse_blocking_in_inline_callback();
+    detail::prepare_to_block();
     return infer_future(std::move(request)).get();
   }
 
   /// Sends a request; `done(Result<InferResult>)` runs exactly once: never inside this call,
-  /// on one of the process's callback threads (ClientOptions::callback_threads) or, with
-  /// ClientOptions::inline_callbacks, on the thread that completed it; by the request's
-  /// deadline at the latest. Errors found before sending (bad inputs) arrive the same way, on a
-  /// callback thread. Borrowed input tensors must stay valid until `done` runs: sonic reads
-  /// them until then, and never after. The handle cancels it.
+  /// where ClientOptions::callbacks says (by default the network thread that read the reply,
+  /// after its I/O), by the request's deadline at the latest. Errors found before sending (bad
+  /// inputs) arrive the same way, on a callback thread. Borrowed input tensors must stay valid
+  /// until `done` runs: sonic reads them until then, and never after. The handle cancels it.
   RequestHandle infer_async(InferRequest request, Callback<InferResult> done) {
     Deadline deadline = core_->request_deadline(request);
     auto flight = core_->submit(std::move(request), deadline, std::move(done),

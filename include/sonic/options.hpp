@@ -25,6 +25,32 @@ class CpuExecutor;
 using Resolver =
     std::function<Result<std::vector<std::string>>(const std::string& host, std::uint16_t port)>;
 
+/// Where a client's completion callbacks run. Whichever it is, a callback never runs inside
+/// infer_async() or cancel(), and callbacks of different requests may run at the same time.
+enum class CallbackThread {
+  /// The default: on the network thread that received the reply, once it is done with its
+  /// sockets for the moment. No thread is woken per request, and a callback that only hands
+  /// the result on (sets a flag, spawns a framework task, fulfils a promise) costs the I/O
+  /// nothing. A callback that holds the thread longer than one to two milliseconds
+  /// (a network thread looks every millisecond), or that makes a blocking sonic call, does not
+  /// stall its
+  /// connection: the connection moves to a fresh network thread while the callback finishes,
+  /// and the client's later callbacks run on the callback threads. Outcomes decided elsewhere
+  /// (a deadline, a cancel(), the CPU fallback) also go to the callback threads.
+  Network,
+  /// On the process's callback threads (ClientOptions::callback_threads), always: a callback
+  /// never delays any I/O, at the price of a thread wake-up per request (about a third of a
+  /// small request's client CPU).
+  Pool,
+  /// Right where the outcome is decided, inside the transport's handling of the reply (or on
+  /// the retry timer's or the CPU executor's thread): the leanest, for callbacks that take
+  /// well under a microsecond and never block. Meanwhile, the connection moves no bytes.
+  /// Blocking calls of this client (infer, control calls) fail there with
+  /// FAILED_PRECONDITION instead of deadlocking; destroying the client there finishes on
+  /// another thread.
+  Inline,
+};
+
 /// The regions a grpc+shm:// client places tensors in (see sonic::shm for memory users fill
 /// themselves).
 struct SharedMemoryOptions {
@@ -142,21 +168,13 @@ struct ClientOptions {
   bool validate_inputs = true;
   /// Metadata headers sent with every call (lower-case names).
   std::vector<std::pair<std::string, std::string>> headers;
-  /// Threads that run completion callbacks, shared by every client of the process: the pool
-  /// starts with the first callback that needs it and grows to the largest number any client
-  /// asked for. Callbacks never run on the caller's thread, nor on a network thread (unless
-  /// inline_callbacks), so a slow callback cannot stall a connection; a client that only uses
-  /// infer() and infer_future() starts none.
+  /// Where completion callbacks run (see CallbackThread).
+  CallbackThread callbacks = CallbackThread::Network;
+  /// Threads that run the callbacks that do not run on a network thread, shared by every
+  /// client of the process: the pool starts with the first callback that needs it and grows to
+  /// the largest number any client asked for. A client that only uses infer() and
+  /// infer_future() starts none.
   std::size_t callback_threads = 1;
-  /// Run completion callbacks on the thread that completes the request (a network thread, or
-  /// the retry timer's or the CPU executor's) instead of waking a callback thread: that wake-up
-  /// is about a third of the client's CPU per small request. For callbacks that only hand the
-  /// result on (set a flag, spawn a framework task, fulfil a promise). Such a callback must be
-  /// short and must not block: meanwhile, its connection moves no bytes. Blocking calls of
-  /// this client (infer, control calls) fail there with FAILED_PRECONDITION instead of
-  /// deadlocking; destroying the client there finishes on another thread. Callbacks still never
-  /// run inside infer_async or cancel(): those completions go to the callback threads.
-  bool inline_callbacks = false;
 };
 
 }  // namespace sonic

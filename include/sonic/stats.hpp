@@ -48,6 +48,10 @@ struct ClientStats {
   std::uint64_t failed = 0;     ///< completed with an error
   std::uint64_t retries = 0;    ///< attempts after the first
   std::uint64_t fallbacks = 0;  ///< requests run on the CPU executor
+  /// Callbacks that held a network thread past its budget (CallbackThread::Network), which
+  /// then moved its connections on; after the first, the client's callbacks run on the
+  /// callback threads.
+  std::uint64_t slow_callbacks = 0;
   std::array<std::uint64_t, 17> failures_by_code{};  ///< indexed by StatusCode
   std::vector<EndpointStats> endpoints;
 
@@ -65,6 +69,7 @@ struct ClientStats {
     field("failed", failed);
     field("retries", retries);
     field("fallbacks", fallbacks);
+    field("slow_callbacks", slow_callbacks);
     out += "\"failures_by_code\":{";
     bool first = true;
     for (std::size_t code = 0; code < failures_by_code.size(); ++code) {

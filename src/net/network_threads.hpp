@@ -1,24 +1,30 @@
-// The network threads every client of a process shares: a few threads, each running an
-// asio::io_context, over which all connections are spread (each stays on one).
+// The network threads every client of a process shares: a few lanes, each an asio::io_context
+// run by one thread, over which all connections are spread (each stays on its lane). A lane's
+// thread also runs its clients' completion callbacks after its I/O (detail::CallbackHost); a
+// callback that holds it too long makes the lane move to a fresh thread.
 #pragma once
 
 #include <asio.hpp>
 
+#include <chrono>
 #include <cstddef>
+#include <cstdint>
 #include <memory>
-#include <mutex>
-#include <thread>
-#include <vector>
 
 #include "sonic/detail/export.hpp"
 
 namespace sonic::net {
 
-/// Thread-safe. Threads start as connections need them, up to a limit; they stop once the last
-/// holder of the pool lets go and their work is done. Destroying the pool from one of its own
-/// threads is safe (that thread finishes on its own).
+/// Thread-safe. Lanes start as connections need them, up to a limit; their threads stop once
+/// the last holder of the pool lets go and their work is done. Destroying the pool from one of
+/// its own threads is safe (that thread finishes on its own).
 class SONIC_EXPORT NetworkThreads {
  public:
+  /// How often a watcher looks at lanes whose thread runs a callback, while callbacks run: a
+  /// callback seen running at two looks in a row (so for one to two ticks) makes its lane move
+  /// to a fresh thread. The watcher sleeps while no callback has run for 100 ticks.
+  static constexpr std::chrono::microseconds kCallbackTick{1000};
+
   /// The process's pool. `max_threads` raises its limit (never lowers it): the pool grows to
   /// the largest any caller asked for (0 asks for the default, 2).
   static std::shared_ptr<NetworkThreads> shared(std::size_t max_threads = 0);
@@ -28,26 +34,18 @@ class SONIC_EXPORT NetworkThreads {
   NetworkThreads(const NetworkThreads&) = delete;
   NetworkThreads& operator=(const NetworkThreads&) = delete;
 
-  /// The context for a new connection: a new thread while below the limit, else the next one
-  /// in turn. The context lives as long as the returned pointer.
+  /// The context for a new connection: a new lane while below the limit, else the next one in
+  /// turn. The context lives as long as the returned pointer.
   std::shared_ptr<asio::io_context> next();
-  /// Threads started so far.
+  /// Lanes started so far.
   std::size_t size() const;
-  /// Whether the calling thread is one of this pool's.
-  bool on_own_thread() const;
+  /// Times a lane moved to a fresh thread because a callback held its thread.
+  std::uint64_t hand_offs() const;
+
+  struct State;  // shared with the lanes' threads, which may outlive this object
 
  private:
-  void raise_limit(std::size_t max_threads);
-
-  struct Worker {
-    std::shared_ptr<asio::io_context> io;
-    asio::executor_work_guard<asio::io_context::executor_type> guard;
-    std::thread thread;
-  };
-  mutable std::mutex mutex_;
-  std::size_t max_threads_;
-  std::size_t turn_ = 0;
-  std::vector<Worker> workers_;
+  std::shared_ptr<State> state_;
 };
 
 }  // namespace sonic::net

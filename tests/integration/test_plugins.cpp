@@ -26,7 +26,7 @@ TEST_CASE("a client made inside a hidden-visibility plugin finds the program's t
 TEST_CASE("an inline callback of a plugin's request never runs inside the program's cancel()") {
   LoopbackServer server;
   ClientOptions options;
-  options.inline_callbacks = true;
+  options.callbacks = CallbackThread::Inline;
   Client client(server.url(), options);
   std::vector<float> input(4, 1.0f);
   std::atomic<bool> inside_cancel{false}, ran_inside{false};

@@ -197,11 +197,11 @@ TEST_CASE("fake: a model one server lacks goes to the one that has it") {
 
 TEST_CASE("fake: answers given inside infer_async still reach callbacks outside it") {
   FakeServer a("inline-a");
-  for (bool inline_callbacks : {false, true}) {
+  for (auto where : {CallbackThread::Network, CallbackThread::Pool, CallbackThread::Inline}) {
     ClientOptions options;
     options.endpoints = {a.url()};
     options.validate_inputs = false;
-    options.inline_callbacks = inline_callbacks;
+    options.callbacks = where;
     Client client(options);
     std::atomic<bool> inside{false}, ran_inside{false};
     const auto caller = std::this_thread::get_id();

@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "callback_option.hpp"
 #include "measure.hpp"
 #include "options.hpp"
 #include "report.hpp"
@@ -35,8 +36,8 @@ void usage(std::ostream& out) {
          "  --concurrency SWEEP    requests in flight: N, FROM:TO:xFACTOR or FROM:TO:+STEP (1)\n"
          "  --rate R               fixed rate of R requests/s instead (with --poisson: random\n"
          "                         exponential gaps)\n"
-         "  --inline-callbacks     completions run on the network thread, without waking a\n"
-         "                         callback thread (ClientOptions::inline_callbacks)\n"
+         "  --callbacks WHERE      where completions run (ClientOptions::callbacks): network\n"
+         "                         (the default), pool or inline\n"
          "  --streaming            send the requests on one stream (ModelStreamInfer) instead\n"
          "                         of a call each; a request's latency runs to its last\n"
          "                         response (decoupled models answer any number of times)\n"
@@ -58,10 +59,6 @@ Options parse(int argc, char** argv) {
     }
     if (flag == "--poisson") {
       o.poisson = true;
-      continue;
-    }
-    if (flag == "--inline-callbacks") {
-      o.inline_callbacks = true;
       continue;
     }
     if (flag == "--streaming") {
@@ -92,7 +89,11 @@ Options parse(int argc, char** argv) {
       o.stable_windows = std::max(1, std::atoi(value.c_str()));
     else if (flag == "--max-windows")
       o.max_windows = std::max(1, std::atoi(value.c_str()));
-    else if (flag == "--csv")
+    else if (flag == "--callbacks") {
+      auto where = bench::parse_callback_thread(value);
+      if (!where) usage_error("--callbacks takes " + std::string(bench::kCallbackThreadNames));
+      o.callbacks = *where;
+    } else if (flag == "--csv")
       o.csv = value;
     else if (flag == "--json")
       o.json = value;
@@ -207,7 +208,7 @@ Point measure_point(Client& client, const Options& o, const std::vector<NamedTen
 int main(int argc, char** argv) try {
   Options o = parse(argc, argv);
   ClientOptions client_options;
-  client_options.inline_callbacks = o.inline_callbacks;
+  client_options.callbacks = o.callbacks;
   Client client(o.url, client_options);
   auto inputs = inputs_for(client, o);
   const bool decoupled = is_decoupled(client, o.model);

@@ -26,10 +26,10 @@ struct Options {
   std::string model;
   std::vector<InputSpec> inputs;  ///< empty: from the model's metadata (dynamic dims -> 1)
   std::vector<int> concurrency{1};
-  double rate = 0;                ///< requests per second; > 0 selects the fixed-rate mode
-  bool poisson = false;           ///< exponential gaps between requests in fixed-rate mode
-  bool inline_callbacks = false;  ///< ClientOptions::inline_callbacks
-  bool streaming = false;         ///< requests on one stream (ModelStreamInfer)
+  double rate = 0;       ///< requests per second; > 0 selects the fixed-rate mode
+  bool poisson = false;  ///< exponential gaps between requests in fixed-rate mode
+  CallbackThread callbacks = CallbackThread::Network;  ///< ClientOptions::callbacks
+  bool streaming = false;  ///< requests on one stream (ModelStreamInfer)
   double warmup_s = 1;
   double window_s = 2;
   int window_requests = 0;  ///< > 0: windows end after this many requests instead

@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "sonic/cancel.hpp"
+#include "sonic/detail/callback_host.hpp"
 #include "sonic/detail/endpoint_pool.hpp"
 #include "sonic/detail/export.hpp"
 #include "sonic/detail/thread_pool.hpp"
@@ -45,7 +46,7 @@ struct CallbackContext {
     thread_local int depth = 0;
     return depth;
   }
-  /// Inline callbacks (ClientOptions::inline_callbacks) running on this thread.
+  /// Inline callbacks (CallbackThread::Inline) running on this thread.
   SONIC_EXPORT static int& inline_callbacks() {
     thread_local int depth = 0;
     return depth;
@@ -78,9 +79,8 @@ class ClientCore : public std::enable_shared_from_this<ClientCore> {
     /// On whichever thread decides it, even inside submit(): a promise (futures, the blocking
     /// API) does not mind.
     Direct,
-    /// A user callback: on the shared callback threads, or inline (ClientOptions::
-    /// inline_callbacks) unless the deciding thread is inside this request's submit() or
-    /// cancel().
+    /// A user callback, where ClientOptions::callbacks says; never inside this request's
+    /// submit() or cancel().
     Callback,
   };
 
@@ -206,6 +206,7 @@ class ClientCore : public std::enable_shared_from_this<ClientCore> {
     copy.failed = counters_.failed.load(std::memory_order_relaxed);
     copy.retries = counters_.retries.load(std::memory_order_relaxed);
     copy.fallbacks = counters_.fallbacks.load(std::memory_order_relaxed);
+    copy.slow_callbacks = counters_.slow_callbacks.load(std::memory_order_relaxed);
     for (std::size_t code = 0; code < copy.failures_by_code.size(); ++code) {
       copy.failures_by_code[code] =
           counters_.failures_by_code[code].load(std::memory_order_relaxed);
@@ -524,19 +525,41 @@ class ClientCore : public std::enable_shared_from_this<ClientCore> {
   // Hands the outcome to the caller, once.
   void deliver(const std::shared_ptr<Flight>& flight, Result<InferResult>&& result) {
     auto done = std::move(flight->done);
-    const auto me = std::this_thread::get_id();
-    bool inside_user_call = flight->submitting == me || flight->cancelling == me;
     if (flight->delivery == Delivery::Direct) {
       done(std::move(result));
       return delivered();
     }
-    if (options_.inline_callbacks && !inside_user_call) {
-      {
-        ScopedCount callback(CallbackContext::callbacks());
-        ScopedCount inline_callback(CallbackContext::inline_callbacks());
-        done(std::move(result));
+    switch (options_.callbacks) {
+      case CallbackThread::Network:
+        if (auto* host = CallbackHost::current();
+            host && !callbacks_moved_.load(std::memory_order_relaxed)) {
+          return host->run_later(
+              [this, done = std::move(done), result = std::move(result)]() mutable {
+                {
+                  ScopedCount callback(CallbackContext::callbacks());
+                  done(std::move(result));
+                }
+                // It held the network thread so long that the connections moved on: this
+                // client's callbacks are not the quick kind, give them threads of their own.
+                if (CallbackHost::current()->handed_off()) {
+                  counters_.slow_callbacks.fetch_add(1, std::memory_order_relaxed);
+                  callbacks_moved_.store(true, std::memory_order_relaxed);
+                }
+                delivered();
+              });
+        }
+        break;
+      case CallbackThread::Inline: {
+        const auto me = std::this_thread::get_id();
+        if (flight->submitting == me || flight->cancelling == me) break;
+        {
+          ScopedCount callback(CallbackContext::callbacks());
+          ScopedCount inline_callback(CallbackContext::inline_callbacks());
+          done(std::move(result));
+        }
+        return delivered();
       }
-      return delivered();
+      case CallbackThread::Pool: break;
     }
     callback_pool().post([this, done = std::move(done), result = std::move(result)]() mutable {
       {
@@ -566,7 +589,8 @@ class ClientCore : public std::enable_shared_from_this<ClientCore> {
 
   // What stats() reports; atomics, so that counting takes no lock on the request path.
   struct Counters {
-    std::atomic<std::uint64_t> requests{0}, succeeded{0}, failed{0}, retries{0}, fallbacks{0};
+    std::atomic<std::uint64_t> requests{0}, succeeded{0}, failed{0}, retries{0}, fallbacks{0},
+        slow_callbacks{0};
     std::array<std::atomic<std::uint64_t>, 17> failures_by_code{};
   };
 
@@ -578,6 +602,8 @@ class ClientCore : public std::enable_shared_from_this<ClientCore> {
   std::condition_variable all_delivered_;
   std::set<std::shared_ptr<Flight>> local_flights_;  // running on the CPU executor
   std::atomic<bool> local_mode_{false};
+  // A callback held a network thread past its budget: callbacks go to the callback threads.
+  std::atomic<bool> callbacks_moved_{false};
   std::map<std::string, CacheEntry> metadata_;
   Counters counters_;
   std::mt19937 random_;  // backoff jitter, guarded by mutex_
