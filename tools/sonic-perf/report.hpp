@@ -1,5 +1,5 @@
 // sonic-perf — the results: a table for the terminal, CSV and JSON for tools, and an SVG plot of
-// throughput against latency drawn here (no plotting dependency).
+// throughput against latency.
 #pragma once
 
 #include <algorithm>
@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "line_plot.hpp"
 #include "measure.hpp"
 
 namespace sonic::perf {
@@ -69,66 +70,16 @@ inline void write_json(const std::string& path, const std::string& url, const st
 /// Throughput (x) against p50 and p99 latency (y), one marker per point, labelled by its load.
 inline void write_svg(const std::string& path, const std::string& title,
                       const std::vector<Point>& points) {
-  const double width = 720, height = 440, left = 70, right = 20, top = 40, bottom = 50;
-  double max_x = 1, max_y = 1;
+  bench::PlotSeries p99{"p99", "#c0392b", {}, {}}, p50{"p50", "#2c7fb8", {}, {}};
   for (const auto& p : points) {
-    max_x = std::max(max_x, p.throughput);
-    max_y = std::max(max_y, p.p99_us / 1000);
+    p99.points.emplace_back(p.throughput, p.p99_us / 1000);
+    p99.labels.push_back(p.load);
+    p50.points.emplace_back(p.throughput, p.p50_us / 1000);
   }
-  max_x *= 1.1;
-  max_y *= 1.1;
-  auto x = [&](double v) { return left + v / max_x * (width - left - right); };
-  auto y = [&](double v) { return height - bottom - v / max_y * (height - top - bottom); };
-  std::ofstream out(path);
-  char buf[256];
-  out << "<svg xmlns='http://www.w3.org/2000/svg' width='" << width << "' height='" << height
-      << "' font-family='sans-serif' font-size='12'>\n<rect width='100%' height='100%' "
-         "fill='white'/>\n";
-  out << "<text x='" << left << "' y='22' font-size='14'>" << title << "</text>\n";
-  // Axes with five ticks each.
-  for (int i = 0; i <= 5; ++i) {
-    double vx = max_x * i / 5, vy = max_y * i / 5;
-    std::snprintf(buf, sizeof buf,
-                  "<line x1='%.1f' y1='%.1f' x2='%.1f' y2='%.1f' stroke='#ddd'/>"
-                  "<text x='%.1f' y='%.1f' text-anchor='middle'>%.0f</text>\n",
-                  x(vx), y(0), x(vx), y(max_y), x(vx), height - bottom + 18, vx);
-    out << buf;
-    std::snprintf(buf, sizeof buf,
-                  "<line x1='%.1f' y1='%.1f' x2='%.1f' y2='%.1f' stroke='#ddd'/>"
-                  "<text x='%.1f' y='%.1f' text-anchor='end'>%.2f</text>\n",
-                  x(0), y(vy), x(max_x), y(vy), left - 6, y(vy) + 4, vy);
-    out << buf;
+  if (!bench::write_line_plot(path, title, "throughput (inferences/s)", "latency (ms)",
+                              {p99, p50})) {
+    throw Error(StatusCode::Unavailable, "cannot write " + path);
   }
-  out << "<text x='" << (left + width - right) / 2 << "' y='" << height - 12
-      << "' text-anchor='middle'>throughput (inferences/s)</text>\n";
-  out << "<text transform='translate(16," << (top + height - bottom) / 2
-      << ") rotate(-90)' text-anchor='middle'>latency (ms)</text>\n";
-  auto series = [&](double Point::*field, const char* color, const char* name, double offset) {
-    std::string path_data;
-    for (const auto& p : points) {
-      std::snprintf(buf, sizeof buf, "%s%.1f,%.1f", path_data.empty() ? "M" : " L", x(p.throughput),
-                    y(p.*field / 1000));
-      path_data += buf;
-    }
-    out << "<path d='" << path_data << "' fill='none' stroke='" << color
-        << "' stroke-width='2'/>\n";
-    for (const auto& p : points) {
-      std::snprintf(buf, sizeof buf, "<circle cx='%.1f' cy='%.1f' r='3.5' fill='%s'/>\n",
-                    x(p.throughput), y(p.*field / 1000), color);
-      out << buf;
-    }
-    out << "<text x='" << width - right - 60 << "' y='" << top + offset << "' fill='" << color
-        << "'>" << name << "</text>\n";
-  };
-  series(&Point::p99_us, "#c0392b", "p99", 0);
-  series(&Point::p50_us, "#2c7fb8", "p50", 16);
-  for (const auto& p : points) {
-    std::snprintf(buf, sizeof buf, "<text x='%.1f' y='%.1f' font-size='10' fill='#555'>%s</text>\n",
-                  x(p.throughput) + 5, y(p.p99_us / 1000) - 6, p.load.c_str());
-    out << buf;
-  }
-  out << "</svg>\n";
-  if (!out) throw Error(StatusCode::Unavailable, "cannot write " + path);
 }
 
 }  // namespace sonic::perf

@@ -100,13 +100,14 @@ class ClientCore : public std::enable_shared_from_this<ClientCore> {
     std::atomic<std::thread::id> cancelling{};
     int attempts = 0;                  // only touched by the attempt chain
     std::size_t last_slot = SIZE_MAX;  // where the previous attempt went
-    std::optional<Error> not_found;    // an endpoint lacked the model
+    // Rare states live behind pointers: a client may hold 10,000 flights at once.
+    std::unique_ptr<Error> not_found;  // an endpoint lacked the model
 
     std::mutex mutex;  // guards the members below
     bool cancelled = false;
     std::shared_ptr<CancelSignal> attempt_stop;  // the attempt in flight
     int readers = 0;  // remote attempts in flight: their transports may read borrowed inputs
-    std::optional<Result<InferResult>> outcome;  // decided, held until readers == 0
+    std::unique_ptr<Result<InferResult>> outcome;  // decided, held until readers == 0
   };
 
   explicit ClientCore(ClientOptions options)
@@ -356,13 +357,10 @@ class ClientCore : public std::enable_shared_from_this<ClientCore> {
 
   // A reader is done with the inputs; the last one delivers an outcome decided meanwhile.
   void release_reader(const std::shared_ptr<Flight>& flight) {
-    std::optional<Result<InferResult>> outcome;
+    std::unique_ptr<Result<InferResult>> outcome;
     {
       std::lock_guard<std::mutex> lock(flight->mutex);
-      if (--flight->readers == 0 && flight->outcome) {
-        outcome = std::move(flight->outcome);
-        flight->outcome.reset();
-      }
+      if (--flight->readers == 0) outcome = std::move(flight->outcome);
     }
     if (outcome) deliver(flight, std::move(*outcome));
   }
@@ -386,7 +384,7 @@ class ClientCore : public std::enable_shared_from_this<ClientCore> {
       // Servers may host different models: remember that this one lacks it, and try the
       // others at once (pick() skips the endpoints known to lack the model).
       endpoints_->lacks_model(slot, model_key(flight->request));
-      flight->not_found = result.error();
+      flight->not_found = std::make_unique<Error>(result.error());
       return attempt(flight);
     }
     bool retry = (options_.retry.retryable(code) || attempt_timed_out) &&
@@ -509,7 +507,8 @@ class ClientCore : public std::enable_shared_from_this<ClientCore> {
     {
       std::lock_guard<std::mutex> lock(flight->mutex);
       if (flight->readers > 0) {
-        flight->outcome = std::move(result);  // the last reader delivers it
+        // The last reader delivers it.
+        flight->outcome = std::make_unique<Result<InferResult>>(std::move(result));
         stop = flight->attempt_stop;
         held = true;
       }

@@ -270,23 +270,25 @@ int ClientConnection::on_header(nghttp2_session*, const nghttp2_frame* frame,
     call->times.first_byte = Clock::now();
     int status = 0;
     for (char c : v) status = status * 10 + (c - '0');
-    call->http_status = status;
+    call->response_state().http_status = status;
   } else if (n == "content-type") {
     // Kept only when it is not gRPC's, for the error message (spares an allocation per call).
-    call->grpc_content_type = v.rfind("application/grpc", 0) == 0;
-    if (!call->grpc_content_type) call->content_type = std::string(v);
+    CallResponse& response = call->response_state();
+    response.grpc_content_type = v.rfind("application/grpc", 0) == 0;
+    if (!response.grpc_content_type) response.content_type = std::string(v);
   } else if (n == "grpc-status") {
-    call->grpc_status = protocol::parse_grpc_status(v);
+    call->response_state().grpc_status = protocol::parse_grpc_status(v);
   } else if (n == "grpc-message") {
-    call->grpc_message = protocol::percent_decode(v);
+    call->response_state().grpc_message = protocol::percent_decode(v);
   } else if (n == protocol::kStatusDetailsHeader) {
     if (auto details = protocol::base64_decode(v)) {
-      call->error_reason = protocol::reason_from_status_details(*details);
+      call->response_state().error_reason = protocol::reason_from_status_details(*details);
     }
   } else if (n == "grpc-encoding") {
     // How the answer's messages are compressed; one sonic does not know fails at its first
     // compressed message (INTERNAL), as the reader refuses what it cannot inflate.
-    call->reader.set_encoding(protocol::parse_encoding(v).value_or(Compression::None));
+    call->response_state().reader.set_encoding(
+        protocol::parse_encoding(v).value_or(Compression::None));
   }
   return 0;
 }
@@ -301,15 +303,15 @@ int ClientConnection::on_data_chunk(nghttp2_session* session, std::uint8_t, std:
     nghttp2_session_consume_stream(session, stream_id, len);
     return 0;
   }
-  auto ok = call->reader.feed(data, len);
+  auto ok = call->response_state().reader.feed(data, len);
   if (ok && call->on_message) {
-    auto& messages = call->reader.messages();
+    auto& messages = call->response->reader.messages();
     for (auto& message : messages) {
       auto hold = call->window->hold(message.byte_size());
       call->on_message(std::move(message), std::move(hold));
     }
     messages.clear();
-  } else if (ok && call->reader.messages().size() > 1) {
+  } else if (ok && call->response->reader.messages().size() > 1) {
     ok = Error(StatusCode::Internal, "server sent more than one message for a unary call");
   }
   if (!ok) {
@@ -381,7 +383,9 @@ int ClientConnection::on_stream_close(nghttp2_session*, std::int32_t stream_id,
   // REFUSED_STREAM means the server did not process the stream: more streams than its limit,
   // sent before its SETTINGS arrived, or a stream above the last one a GOAWAY said it would
   // process. Like gRPC, start it again transparently: here, or on a new connection after GOAWAY.
-  if (error_code == NGHTTP2_REFUSED_STREAM && !call->grpc_status && call->http_status == 0) {
+  const bool answered =
+      call->response && (call->response->grpc_status || call->response->http_status != 0);
+  if (error_code == NGHTTP2_REFUSED_STREAM && !answered) {
     if (!self->usable()) {
       if (self->hand_back(call)) return 0;
     } else if (call->refusals < ClientCall::kMaxRefusals) {
@@ -409,33 +413,35 @@ bool ClientConnection::hand_back(const std::shared_ptr<ClientCall>& call) {
 
 Result<ReceivedMessage> ClientConnection::outcome_of(ClientCall& call,
                                                      std::uint32_t h2_error) const {
-  if (call.grpc_status) {
-    StatusCode code = *call.grpc_status;
+  CallResponse& response = call.response_state();
+  if (response.grpc_status) {
+    StatusCode code = *response.grpc_status;
     if (code != StatusCode::Ok) {
-      return Error(code, call.grpc_message.empty() ? sonic::describe(code) : call.grpc_message,
-                   call.error_reason);
+      return Error(code,
+                   response.grpc_message.empty() ? sonic::describe(code) : response.grpc_message,
+                   response.error_reason);
     }
-    if (!call.reader.at_boundary()) {
+    protocol::MessageReader& reader = response.reader;
+    if (!reader.at_boundary()) {
       return Error(StatusCode::Internal,
                    "response from " + describe() + " ended inside a message (truncated)");
     }
     if (call.on_message) return ReceivedMessage{};  // a stream: its messages went as they came
-    if (call.reader.messages().size() != 1) {
+    if (reader.messages().size() != 1) {
       return Error(StatusCode::Internal, "expected one response message from " + describe() +
-                                             ", got " +
-                                             std::to_string(call.reader.messages().size()));
+                                             ", got " + std::to_string(reader.messages().size()));
     }
-    return std::move(call.reader.messages().front());
+    return std::move(reader.messages().front());
   }
   if (h2_error != NGHTTP2_NO_ERROR) return protocol::error_from_reset(h2_error);
-  if (call.http_status != 200 && call.http_status != 0) {
-    return Error(protocol::status_from_http(call.http_status),
-                 "HTTP status " + std::to_string(call.http_status) + " from " + describe() +
+  if (response.http_status != 200 && response.http_status != 0) {
+    return Error(protocol::status_from_http(response.http_status),
+                 "HTTP status " + std::to_string(response.http_status) + " from " + describe() +
                      " (not a gRPC response)");
   }
-  if (!call.grpc_content_type) {
+  if (!response.grpc_content_type) {
     return Error(StatusCode::Unknown, "not a gRPC server at " + describe() + " (content-type '" +
-                                          call.content_type + "')");
+                                          response.content_type + "')");
   }
   return Error(StatusCode::Internal,
                "server " + describe() + " closed the stream without a grpc-status");
@@ -450,7 +456,7 @@ void ClientConnection::complete(const std::shared_ptr<ClientCall>& call,
     // A write still reads the caller's tensors: answer once it no longer does. A healthy
     // connection finishes the write soon; a stalled one is closed, ending the write, by the
     // call's deadline or after net::kParkedGrace, whichever comes first.
-    call->parked = std::move(outcome);
+    call->parked = std::make_unique<Result<ReceivedMessage>>(std::move(outcome));
     parked_[call->body.get()] = call;
     auto release_by = std::min(call->deadline, Clock::now() + net::kParkedGrace);
     call->timer = std::make_unique<asio::steady_timer>(io_, release_by);
@@ -479,7 +485,8 @@ void ClientConnection::on_body_released(protocol::OutgoingBody& body) {
   if (it == parked_.end()) return;
   auto call = std::move(it->second);
   parked_.erase(it);
-  deliver(*call, std::move(*call->parked));
+  auto outcome = std::move(call->parked);
+  deliver(*call, std::move(*outcome));
 }
 
 void ClientConnection::on_connection_lost(const std::string& why) {

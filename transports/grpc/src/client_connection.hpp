@@ -40,6 +40,19 @@ struct CallTimes {
 
 /// One gRPC call: unary, or a stream's (on_message set). Everything but the constructor runs
 /// on the network thread.
+/// A call's answer as it comes: its headers, then its messages.
+struct CallResponse {
+  CallResponse(protocol::RawFieldPath raw_field, std::size_t max_message_bytes)
+      : reader(raw_field, max_message_bytes) {}
+  protocol::MessageReader reader;
+  int http_status = 0;
+  bool grpc_content_type = false;  ///< the answer's content-type is application/grpc[+...]
+  std::string content_type;        ///< the answer's content-type when it is not
+  std::optional<StatusCode> grpc_status;
+  std::string grpc_message;
+  std::string error_reason;  ///< from grpc-status-details-bin
+};
+
 struct ClientCall
     : net::BookEntry<ClientCall, detail::UniqueFunction<void(Result<protocol::ReceivedMessage>)>> {
   ClientCall(std::string method_name, std::shared_ptr<protocol::OutgoingBody> request_body,
@@ -49,8 +62,7 @@ struct ClientCall
         body(std::move(request_body)),
         deadline(call_deadline),
         response_raw_field(raw_field),
-        max_response_bytes(max_message_bytes),
-        reader(raw_field, max_message_bytes) {}
+        max_response_bytes(max_message_bytes) {}
 
   /// Times a call may be refused unprocessed and started again before it fails UNAVAILABLE.
   /// Each refusal proves the server did nothing with it, so starting again is safe; a server
@@ -62,13 +74,7 @@ struct ClientCall
   /// Forgets a refused attempt so that the call can start again on a new stream.
   void reset_for_retry() {
     stream_id = 0;
-    reader = protocol::MessageReader(response_raw_field, max_response_bytes);
-    http_status = 0;
-    content_type.clear();
-    grpc_content_type = false;
-    grpc_status.reset();
-    grpc_message.clear();
-    error_reason.clear();
+    response.reset();
     body->reserved = 0;
     body->piece_index = 0;
     body->piece_offset = 0;
@@ -101,18 +107,19 @@ struct ClientCall
   // Progress, owned by the connection.
   std::weak_ptr<ClientConnection> connection;  // the one it was last submitted to
   std::int32_t stream_id = 0;
-  protocol::MessageReader reader;
-  int http_status = 0;
-  bool grpc_content_type = false;  ///< the answer's content-type is application/grpc[+...]
-  std::string content_type;        ///< the answer's content-type when it is not
-  std::optional<StatusCode> grpc_status;
-  std::string grpc_message;
-  std::string error_reason;  ///< from grpc-status-details-bin
+  /// What the server answered so far, made when its first header or bytes come: a call still
+  /// waiting for its answer carries none (a client may hold 10,000 such calls).
+  CallResponse& response_state() {
+    if (!response)
+      response = std::make_unique<CallResponse>(response_raw_field, max_response_bytes);
+    return *response;
+  }
+  std::unique_ptr<CallResponse> response;
   std::unique_ptr<asio::steady_timer> timer;
   bool finished = false;
   int refusals = 0;  // times the server refused the stream unprocessed
   /// The outcome, held while a write still reads the request's borrowed bytes.
-  std::optional<Result<protocol::ReceivedMessage>> parked;
+  std::unique_ptr<Result<protocol::ReceivedMessage>> parked;
 };
 
 /// What shapes a connection (the client options that do): clients whose settings agree may

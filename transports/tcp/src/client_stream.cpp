@@ -118,7 +118,7 @@ void ClientStream::complete(const std::shared_ptr<TcpCall>& call, Result<Frame> 
     // A write still reads the caller's tensors: answer once it no longer does. A healthy
     // connection finishes the write soon; a stalled one is closed, ending the write, by the
     // call's deadline or after net::kParkedGrace, whichever comes first.
-    call->parked = std::move(outcome);
+    call->parked = std::make_unique<Result<protocol::tcp::Frame>>(std::move(outcome));
     parked_[call->id] = call;
     auto release_by = std::min(call->deadline, Clock::now() + net::kParkedGrace);
     call->timer = std::make_unique<asio::steady_timer>(io_, release_by);
@@ -148,7 +148,8 @@ void ClientStream::on_released(std::uint64_t id) {
   if (it == parked_.end()) return;
   auto call = std::move(it->second);
   parked_.erase(it);
-  deliver(*call, std::move(*call->parked));
+  auto outcome = std::move(call->parked);
+  deliver(*call, std::move(*outcome));
 }
 
 void ClientStream::shutdown(StatusCode code, const std::string& why) {

@@ -37,7 +37,7 @@ struct TcpCall
   std::weak_ptr<ClientStream> connection;  // the one it was submitted to
   std::unique_ptr<asio::steady_timer> timer;
   /// The outcome, held while a write still reads the request's borrowed bytes.
-  std::optional<Result<protocol::tcp::Frame>> parked;
+  std::unique_ptr<Result<protocol::tcp::Frame>> parked;
 };
 
 /// What shapes a connection: clients whose settings agree may share one.
