@@ -3,7 +3,8 @@
 # and memcpy for the data path, payloads from 64 B to 64 MiB at 1, 4 and 16 requests in flight,
 # with the client's and sonic-server's CPU per request; the client's instructions per request
 # (callgrind) and resident memory over a million requests; small requests again with inline
-# callbacks and --inline-models, and on one stream (--streaming). Results go to bench/results/
+# callbacks and --inline-models, with callbacks on a callback thread, and on one stream
+# (--streaming). Results go to bench/results/
 # (JSON per point, and summary.txt); about four minutes on 2 cores.
 #
 #   bench/suite.sh BUILD_DIR
@@ -148,6 +149,16 @@ start_server --inline-models
 header | tee -a "$summary"
 for inflight in 1 16; do
   point 64 16 "$inflight" "$results/perf-64B-c${inflight}-lean.json" --callbacks inline |
+    tee -a "$summary"
+done
+stop_server
+
+echo "== small requests, callbacks on a callback thread (--callbacks pool, the former default)"
+start_server
+{ echo; echo "client --callbacks pool:"; } >>"$summary"
+header | tee -a "$summary"
+for inflight in 1 16; do
+  point 64 16 "$inflight" "$results/perf-64B-c${inflight}-pool.json" --callbacks pool |
     tee -a "$summary"
 done
 stop_server
