@@ -143,34 +143,32 @@ echo "client resident memory, 64 B requests at 16 in flight: $(tail -n 1 "$resul
   tee -a "$summary"
 stop_server
 
+# 64 B at 1 and 16 in flight, sonic-perf given the extra options, under TITLE in the summary;
+# one JSON per point as perf-64B-cN-NAME.json.
+small_requests() {
+  local title=$1 name=$2
+  shift 2
+  { echo; echo "$title:"; } >>"$summary"
+  header | tee -a "$summary"
+  for inflight in 1 16; do
+    point 64 16 "$inflight" "$results/perf-64B-c${inflight}-$name.json" "$@" | tee -a "$summary"
+  done
+}
+
 echo "== the lean configuration: inline callbacks, server --inline-models"
 start_server --inline-models
-{ echo; echo "lean: client --callbacks inline, sonic-server --inline-models:"; } >>"$summary"
-header | tee -a "$summary"
-for inflight in 1 16; do
-  point 64 16 "$inflight" "$results/perf-64B-c${inflight}-lean.json" --callbacks inline |
-    tee -a "$summary"
-done
+small_requests "lean: client --callbacks inline, sonic-server --inline-models" lean \
+  --callbacks inline
 stop_server
 
 echo "== small requests, callbacks on a callback thread (--callbacks pool, the former default)"
 start_server
-{ echo; echo "client --callbacks pool:"; } >>"$summary"
-header | tee -a "$summary"
-for inflight in 1 16; do
-  point 64 16 "$inflight" "$results/perf-64B-c${inflight}-pool.json" --callbacks pool |
-    tee -a "$summary"
-done
+small_requests "client --callbacks pool" pool --callbacks pool
 stop_server
 
 echo "== small requests on one stream (sonic-perf --streaming, ModelStreamInfer)"
 start_server
-{ echo; echo "one stream (ModelStreamInfer), default options:"; } >>"$summary"
-header | tee -a "$summary"
-for inflight in 1 16; do
-  point 64 16 "$inflight" "$results/perf-64B-c${inflight}-stream.json" --streaming |
-    tee -a "$summary"
-done
+small_requests "one stream (ModelStreamInfer), default options" stream --streaming
 stop_server
 
 echo "== 4 MiB through shared memory (grpc+shm://): no payload through the kernel"

@@ -41,7 +41,6 @@ struct NetworkThreads::State : std::enable_shared_from_this<NetworkThreads::Stat
   std::thread watcher;  // started by the first callback
   std::condition_variable watcher_wake;
   std::atomic<bool> watcher_idle{true};
-  std::atomic<std::uint64_t> hand_offs{0};
 
   void start_runner(Lane& lane);  // mutex held
   void hand_off(Lane& lane);      // mutex held
@@ -131,7 +130,6 @@ void NetworkThreads::State::hand_off(Lane& lane) {
   lane.runner->replace();
   lane.runner->thread.detach();  // it leaves on its own once its callback returns
   start_runner(lane);
-  hand_offs.fetch_add(1, std::memory_order_relaxed);
 }
 
 void NetworkThreads::State::hand_off(const Runner& runner) {
@@ -248,10 +246,6 @@ std::shared_ptr<asio::io_context> NetworkThreads::next() {
 std::size_t NetworkThreads::size() const {
   std::lock_guard<std::mutex> lock(state_->mutex);
   return state_->lanes.size();
-}
-
-std::uint64_t NetworkThreads::hand_offs() const {
-  return state_->hand_offs.load(std::memory_order_relaxed);
 }
 
 }  // namespace sonic::net

@@ -8,7 +8,6 @@
 
 #include <chrono>
 #include <cstddef>
-#include <cstdint>
 #include <memory>
 
 #include "sonic/detail/export.hpp"
@@ -39,8 +38,6 @@ class SONIC_EXPORT NetworkThreads {
   std::shared_ptr<asio::io_context> next();
   /// Lanes started so far.
   std::size_t size() const;
-  /// Times a lane moved to a fresh thread because a callback held its thread.
-  std::uint64_t hand_offs() const;
 
   struct State;  // shared with the lanes' threads, which may outlive this object
 

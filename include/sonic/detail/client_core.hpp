@@ -534,10 +534,7 @@ class ClientCore : public std::enable_shared_from_this<ClientCore> {
             host && !callbacks_moved_.load(std::memory_order_relaxed)) {
           return host->run_later(
               [this, done = std::move(done), result = std::move(result)]() mutable {
-                {
-                  ScopedCount callback(CallbackContext::callbacks());
-                  done(std::move(result));
-                }
+                call_back(done, std::move(result));
                 // It held the network thread so long that the connections moved on: this
                 // client's callbacks are not the quick kind, give them threads of their own.
                 if (CallbackHost::current()->handed_off()) {
@@ -552,21 +549,23 @@ class ClientCore : public std::enable_shared_from_this<ClientCore> {
         const auto me = std::this_thread::get_id();
         if (flight->submitting == me || flight->cancelling == me) break;
         {
-          ScopedCount callback(CallbackContext::callbacks());
           ScopedCount inline_callback(CallbackContext::inline_callbacks());
-          done(std::move(result));
+          call_back(done, std::move(result));
         }
         return delivered();
       }
       case CallbackThread::Pool: break;
     }
     callback_pool().post([this, done = std::move(done), result = std::move(result)]() mutable {
-      {
-        ScopedCount callback(CallbackContext::callbacks());
-        done(std::move(result));
-      }
+      call_back(done, std::move(result));
       delivered();
     });
+  }
+
+  // Runs a user callback, the thread marked as inside one while it does.
+  static void call_back(Callback<InferResult>& done, Result<InferResult>&& result) {
+    ScopedCount callback(CallbackContext::callbacks());
+    done(std::move(result));
   }
 
   // One more outcome delivered. close() may be waiting for the last: touch nothing after.
