@@ -84,9 +84,16 @@ TEST_CASE("2000 requests from 4 threads complete once, right, on the network thr
         20000ms));
     CHECK(completions.ok == 2000);
     CHECK(wrong == 0);
-    // One endpoint, one connection, one network thread: every callback ran there.
-    CHECK(elsewhere == 0);
-    CHECK(completions.threads.size() == 1);
+    // One endpoint, one connection, one network thread: every callback ran there. Unless the
+    // watcher saw one held past its budget: a network thread descheduled for a millisecond
+    // mid-callback (a loaded machine) counts as held, and the client then uses the callback
+    // threads, which its statistics say. Inline callbacks never move.
+    if (client.stats().slow_callbacks == 0) {
+      CHECK(elsewhere == 0);
+      CHECK(completions.threads.size() == 1);
+    } else {
+      CHECK(where == CallbackThread::Network);
+    }
   }
 }
 
