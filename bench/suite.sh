@@ -45,8 +45,11 @@ if command -v iperf3 >/dev/null; then
   port=$((20000 + RANDOM % 20000))
   iperf3 -s -1 -B 127.0.0.1 -p "$port" >/dev/null 2>&1 &
   iperf_pid=$!
-  sleep 0.3
-  iperf3 -c 127.0.0.1 -p "$port" -t 3 -J >"$results/iperf3.json"
+  # The server listens a moment after it starts (longer on a busy machine): try a few times.
+  for _ in $(seq 20); do
+    sleep 0.2
+    iperf3 -c 127.0.0.1 -p "$port" -t 3 -J >"$results/iperf3.json" && break
+  done
   wait "$iperf_pid" 2>/dev/null || true
   iperf_pid=
   gbps=$(python3 -c "import json; d=json.load(open('$results/iperf3.json')); print('%.2f' % (d['end']['sum_received']['bits_per_second']/1e9))")
