@@ -9,6 +9,7 @@
 #include <memory>
 #include <string>
 #include <thread>
+#include <tuple>
 #include <vector>
 
 #include "child_server.hpp"
@@ -57,9 +58,10 @@ std::size_t settled_threads() {
 std::size_t sockets() { return count_entries("/proc/self/fd", "socket:"); }
 
 // 50 clients with two endpoints each, every one sending a request to each server through a
-// callback; returns {threads, sockets} added while they live.
-std::pair<std::size_t, std::size_t> fifty_clients(const std::string& a, const std::string& b,
-                                                  bool share) {
+// callback; returns {threads, sockets} added while they live, and whether a callback was held
+// past its budget on a network thread (see the test).
+std::tuple<std::size_t, std::size_t, bool> fifty_clients(const std::string& a, const std::string& b,
+                                                         bool share) {
   const auto threads_before = settled_threads(), sockets_before = sockets();
   std::vector<std::unique_ptr<Client>> clients;
   ClientOptions options;
@@ -77,12 +79,20 @@ std::pair<std::size_t, std::size_t> fifty_clients(const std::string& a, const st
     }
   }
   for (auto& answer : answers) CHECK(answer.get() == StatusCode::Ok);
-  auto added = std::make_pair(threads() - threads_before, sockets() - sockets_before);
+  bool slow = false;
+  for (auto& client : clients) slow = slow || client->stats().slow_callbacks > 0;
+  const std::size_t added_threads = threads() - threads_before;
+  const std::size_t added_sockets = sockets() - sockets_before;
   clients.clear();
   // The threads go with the last client (some finish on their own just after).
   CHECK(eventually([&] { return threads() <= threads_before; }, std::chrono::milliseconds(5000)));
-  return added;
+  return {added_threads, added_sockets, slow};
 }
+
+// 2 network threads, 1 timer, 1 watcher of the callbacks that run on the network threads. A
+// callback seen held (a slow machine, a descheduled thread) adds the callback thread its client
+// moves to, and for a moment the thread it leaves behind.
+std::size_t thread_bound(bool slow) { return slow ? 6 : 4; }
 
 }  // namespace
 
@@ -95,15 +105,15 @@ TEST_CASE("50 clients of 2 servers share one connection per server and a few thr
   const std::string url_a = "grpc://127.0.0.1:" + std::to_string(a.port());
   const std::string url_b = "grpc://127.0.0.1:" + std::to_string(b.port());
 
-  auto [shared_threads, shared_sockets] = fifty_clients(url_a, url_b, true);
+  auto [shared_threads, shared_sockets, shared_slow] = fifty_clients(url_a, url_b, true);
   MESSAGE("50 clients x 2 endpoints, shared: " << shared_threads << " threads, " << shared_sockets
                                                << " sockets");
   CHECK(shared_sockets == 2);
-  CHECK(shared_threads <= 4);  // 2 network threads, 1 timer, 1 for callbacks
+  CHECK(shared_threads <= thread_bound(shared_slow));
 
-  auto [own_threads, own_sockets] = fifty_clients(url_a, url_b, false);
+  auto [own_threads, own_sockets, own_slow] = fifty_clients(url_a, url_b, false);
   MESSAGE("50 clients x 2 endpoints, share_connections off: " << own_threads << " threads, "
                                                               << own_sockets << " sockets");
   CHECK(own_sockets == 100);
-  CHECK(own_threads <= 4);  // connections still spread over the same network threads
+  CHECK(own_threads <= thread_bound(own_slow));  // still the same network threads
 }
