@@ -251,6 +251,7 @@ Result<void> MessageReader::on_key() {
   field_ = static_cast<std::uint32_t>(varint_ >> 3);
   auto type = static_cast<std::uint8_t>(varint_ & 7);
   if (field_ == 0) return malformed("field number 0");
+  if ((varint_ >> 3) > wire::kMaxFieldNumber) return malformed("field number above 2^29 - 1");
   varint_ = 0;
   varint_shift_ = 0;
   switch (type) {
@@ -320,6 +321,14 @@ Result<void> MessageReader::consume(const std::uint8_t* data, std::size_t size) 
       size -= n;
       if (prefix_have_ == kPrefixBytes) {
         if (auto ok = begin_message(); !ok) return ok;
+        // The common case, a message whole in this chunk, is read a field at a time rather
+        // than a byte at a time: a small reply costs a tenth of the instructions.
+        const std::size_t body = message_left_;
+        if (state_ == State::FieldKey && !inflater_ && raw_field_.within == 0 && body <= size) {
+          if (auto ok = read_whole_body(data, body); !ok) return ok;
+          data += body;
+          size -= body;
+        }
       }
       continue;
     }
@@ -336,6 +345,44 @@ Result<void> MessageReader::consume(const std::uint8_t* data, std::size_t size) 
     data += n;
     size -= n;
   }
+  return {};
+}
+
+Result<void> MessageReader::read_whole_body(const std::uint8_t* data, std::size_t size) {
+  wire::Reader reader(data, size);
+  const std::uint8_t* envelope_run = data;  // fields that go to the envelope, not yet appended
+  auto append_run = [&](const std::uint8_t* end) {
+    if (end > envelope_run) {
+      envelope_append(envelope_run, static_cast<std::size_t>(end - envelope_run));
+    }
+  };
+  while (!reader.done()) {
+    const std::uint8_t* field_start = reader.position();
+    std::uint32_t field = 0;
+    wire::WireType type{};
+    if (!reader.tag(field, type)) return malformed("invalid field key");
+    if (field != raw_field_.field || type != wire::WireType::Len) {
+      if (!reader.skip(type)) return malformed("field runs past the message end");
+      continue;
+    }
+    append_run(field_start);
+    std::string_view payload;
+    if (!reader.bytes(payload)) return malformed("tensor field runs past the message end");
+    envelope_run = reader.position();
+    field_left_ = payload.size();
+    if (auto ok = begin_raw_field(); !ok) return ok;
+    if (raw_buffer_) {
+      std::memcpy(raw_buffer_.get(), payload.data(), payload.size());
+      held_ += payload.size();
+      unreported_ += payload.size();
+    }
+    current_.raw.push_back({std::move(raw_buffer_), raw_size_});
+    raw_buffer_.reset();
+  }
+  append_run(data + size);
+  field_left_ = 0;
+  message_left_ = 0;
+  finish_message();
   return {};
 }
 

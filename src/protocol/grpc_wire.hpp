@@ -199,6 +199,8 @@ class SONIC_EXPORT MessageReader {
   Result<void> consume(const std::uint8_t* data, std::size_t size);
   // Reads `size` bytes of the message body (never past its end).
   Result<void> consume_body(const std::uint8_t* data, std::size_t size);
+  // Reads a whole message body at once, a field at a time, as consume_body() would.
+  Result<void> read_whole_body(const std::uint8_t* data, std::size_t size);
   // Inflates `size` compressed bytes of the message under way and reads what they hold.
   Result<void> consume_compressed(const std::uint8_t* data, std::size_t size);
   Error inflated_past_limit() const;

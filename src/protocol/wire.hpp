@@ -12,6 +12,9 @@ namespace sonic::protocol::wire {
 
 enum class WireType : std::uint8_t { Varint = 0, Fixed64 = 1, Len = 2, Fixed32 = 5 };
 
+/// Protobuf's largest field number.
+inline constexpr std::uint64_t kMaxFieldNumber = (std::uint64_t{1} << 29) - 1;
+
 inline std::size_t varint_size(std::uint64_t value) {
   std::size_t n = 1;
   while (value >= 0x80) {
@@ -80,6 +83,8 @@ class Reader {
       : Reader(reinterpret_cast<const std::uint8_t*>(bytes.data()), bytes.size()) {}
 
   bool done() const { return p_ == end_; }
+  /// Where the next read starts.
+  const std::uint8_t* position() const { return p_; }
 
   bool varint(std::uint64_t& value) {
     value = 0;
@@ -97,7 +102,7 @@ class Reader {
     if (!varint(key)) return false;
     field = static_cast<std::uint32_t>(key >> 3);
     auto t = static_cast<std::uint8_t>(key & 7);
-    if (field == 0 || (key >> 3) > 0x1fffffff) return false;
+    if (field == 0 || (key >> 3) > kMaxFieldNumber) return false;
     if (t != 0 && t != 1 && t != 2 && t != 5) return false;  // groups are not used by KServe
     type = static_cast<WireType>(t);
     return true;

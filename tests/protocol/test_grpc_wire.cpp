@@ -135,6 +135,56 @@ TEST_CASE("hostile input is an error, never a crash or a huge allocation") {
   CHECK_FALSE(feed(1000, 0, std::string("\x00\x00\x00\x00\x03\x09\x01\x02", 8)).ok());
 }
 
+TEST_CASE("a message whole in one chunk reads as it does a byte at a time") {
+  // Whole messages take a field-at-a-time path; any doubt goes to the byte-wise reader, so
+  // both must agree on every outcome, good or bad.
+  using namespace sonic::protocol::wire;
+  std::string two_bytes_key;  // field 20: a key of two bytes
+  put_varint_field(two_bytes_key, 20, 1);
+  std::string empty_raw;
+  put_len_field(empty_raw, 7, "");
+  put_string_field(empty_raw, 1, "m");
+  const std::string messages[] = {
+      sample_message(std::string(3000, 'a'), "b"),
+      sample_message("", ""),
+      two_bytes_key,
+      empty_raw,
+      std::string("\x3a\x7f\x00", 3),              // a raw field longer than the message
+      std::string("\x0a\x05", 2),                  // a string field past the end
+      std::string("\x00\x00", 2),                  // field number zero
+      std::string("\x0b", 1),                      // a group
+      std::string("\x80\x80\x80\x80\x10\x01", 6),  // field number 2^29, above the largest
+      std::string("\x09\x01\x02", 3),              // a fixed64 cut short
+      std::string("\x08\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\x01", 12),  // varint > 10 bytes
+  };
+  for (const auto& message : messages) {
+    CAPTURE(message.size());
+    const std::string bytes = framed(message) + framed("");
+    MessageReader whole(7, 1 << 20), bytewise(7, 1 << 20);
+    auto whole_result =
+        whole.feed(reinterpret_cast<const std::uint8_t*>(bytes.data()), bytes.size());
+    sonic::Result<void> bytewise_result;
+    for (std::size_t i = 0; i < bytes.size() && bytewise_result.ok(); ++i) {
+      bytewise_result = bytewise.feed(reinterpret_cast<const std::uint8_t*>(bytes.data()) + i, 1);
+    }
+    REQUIRE(whole_result.code() == bytewise_result.code());
+    CHECK(whole_result.ok() == bytewise_result.ok());
+    REQUIRE(whole.messages().size() == bytewise.messages().size());
+    for (std::size_t m = 0; m < whole.messages().size(); ++m) {
+      const auto& a = whole.messages()[m];
+      const auto& b = bytewise.messages()[m];
+      CHECK(a.envelope == b.envelope);
+      REQUIRE(a.raw.size() == b.raw.size());
+      for (std::size_t r = 0; r < a.raw.size(); ++r) {
+        REQUIRE(a.raw[r].size == b.raw[r].size);
+        if (a.raw[r].size > 0) {
+          CHECK(std::memcmp(a.raw[r].data.get(), b.raw[r].data.get(), a.raw[r].size) == 0);
+        }
+      }
+    }
+  }
+}
+
 TEST_CASE("an outgoing body over the limit is refused before sending") {
   OutgoingBody body;
   std::string big(2000, 'x');
