@@ -16,12 +16,16 @@ The models:
                            em/track/none probabilities and a Michel-electron score
   edgeconv_torch           a ParticleNet-like EdgeConv network: 32 points of 7 features, a
                            k-nearest-neighbour graph rebuilt inside the model -> 5 classes
+  calibrated_energy_torch  energies times a gain, plus an offset when one is sent: an optional
+                           input (Optional[Tensor] = None in TorchScript, optional: true in
+                           its config)
   track_energy_onnx        a stateful model (sequence_batching): the hits of a track come one
                            request each, and each answer is the mean energy of the track's hits
                            so far; the sum and the count are Triton-style implicit state
 """
 import os
 import sys
+from typing import Optional
 
 import numpy as np
 import torch
@@ -203,6 +207,36 @@ def export_track_energy(out):
         f.write(TRACK_ENERGY_CONFIG)
 
 
+class CalibratedEnergy(nn.Module):
+    """energy * 2, plus `offset` when the request sends one (None when it leaves it out)."""
+
+    def forward(self, energy: torch.Tensor, offset: Optional[torch.Tensor] = None):
+        scaled = energy * 2.0
+        if offset is None:
+            return scaled
+        return scaled + offset
+
+
+CALIBRATED_ENERGY_CONFIG = """name: "calibrated_energy_torch"
+platform: "pytorch_libtorch"
+max_batch_size: 8
+input [
+  { name: "INPUT__0" data_type: TYPE_FP32 dims: [ 4 ] },
+  { name: "INPUT__1" data_type: TYPE_FP32 dims: [ 4 ] optional: true }
+]
+output [ { name: "OUTPUT__0" data_type: TYPE_FP32 dims: [ 4 ] } ]
+"""
+
+
+def export_calibrated_energy(out):
+    """Scripted, not traced: a trace would fix which branch the offset takes."""
+    model_dir = os.path.join(out, "repository", "calibrated_energy_torch")
+    os.makedirs(os.path.join(model_dir, "1"), exist_ok=True)
+    torch.jit.script(CalibratedEnergy()).save(os.path.join(model_dir, "1", "model.pt"))
+    with open(os.path.join(model_dir, "config.pbtxt"), "w") as f:
+        f.write(CALIBRATED_ENERGY_CONFIG)
+
+
 def main():
     if len(sys.argv) != 2:
         sys.exit(__doc__)
@@ -216,6 +250,7 @@ def main():
     export(out, "edgeconv", EdgeConv(), (torch.randn(BATCH, 32, 7, generator=generator),),
            ["points"], ["probabilities"], ["torch"])
     export_track_energy(out)
+    export_calibrated_energy(out)
     export_unsupported(out, "topk_onnx", TopTwo(), (torch.randn(BATCH, 16, generator=generator),))
     export_unsupported(out, "fixed_batch_onnx", FixedBatch(),
                        (torch.randn(BATCH, 16, generator=generator),))

@@ -48,6 +48,9 @@ struct Model {
   int max_batch_size = 0;  ///< 0: no batch dimension is implied
   std::vector<TensorMetadata> inputs;
   std::vector<TensorMetadata> outputs;
+  /// Inputs a request may leave out (Triton's `optional: true`), named as in `inputs`: the
+  /// model's function gets only those the request sent. The others are required.
+  std::vector<std::string> optional_inputs;
   ModelFunction compute;
   DecoupledFunction decoupled;
   /// Merge concurrent requests into one execution (needs max_batch_size > 0 and `compute`):
@@ -67,6 +70,10 @@ struct Model {
   std::string config;
 
   bool is_decoupled() const noexcept { return static_cast<bool>(decoupled); }
+  bool is_optional_input(const std::string& input) const {
+    return std::find(optional_inputs.begin(), optional_inputs.end(), input) !=
+           optional_inputs.end();
+  }
   ModelMetadata metadata() const { return {name, {version}, platform, inputs, outputs}; }
 };
 
@@ -778,13 +785,40 @@ class CpuExecutor {
   static Result<void> validate(const Entry& entry, const InferRequest& request) {
     const Model& model = entry.model;
     if (auto ok = validate_request(entry.metadata, request); !ok) return ok.error();
+    std::vector<std::string> missing;
     for (const auto& spec : model.inputs) {
-      if (!request.find_input(spec.name)) {
-        return Error(StatusCode::InvalidArgument,
-                     "model '" + model.name + "' needs input '" + spec.name + "'");
+      if (!request.find_input(spec.name) && !model.is_optional_input(spec.name)) {
+        missing.push_back(spec.name);
       }
     }
+    if (!missing.empty()) return missing_inputs(model, request, missing);
     return {};
+  }
+
+  // Triton's words for a request without all the required inputs (its core's request
+  // validation): "expected 3 inputs but got 1 inputs for model 'm'. Got input(s) ['INPUT0'],
+  // but missing required input(s) ['INPUT1','INPUT2']. Please provide all required input(s).",
+  // with "expected number of inputs between 3 and 4" when the model has optional inputs.
+  static Error missing_inputs(const Model& model, const InferRequest& request,
+                              const std::vector<std::string>& missing) {
+    auto quoted = [](const auto& names) {
+      std::string list;
+      for (const auto& name : names) list += (list.empty() ? "'" : ",'") + name + "'";
+      return "[" + list + "]";
+    };
+    std::vector<std::string> given;
+    for (const auto& input : request.inputs()) given.push_back(input.name);
+    const std::size_t all = model.inputs.size();
+    const std::size_t required = all - model.optional_inputs.size();
+    std::string expected = required == all
+                               ? "expected " + std::to_string(all) + " inputs"
+                               : "expected number of inputs between " + std::to_string(required) +
+                                     " and " + std::to_string(all);
+    return Error(StatusCode::InvalidArgument,
+                 expected + " but got " + std::to_string(given.size()) + " inputs for model '" +
+                     model.name + "'. Got input(s) " + quoted(given) +
+                     ", but missing required input(s) " + quoted(missing) +
+                     ". Please provide all required input(s).");
   }
 
   // The outputs the request asked for (all of them when it named none), in its order.

@@ -247,6 +247,7 @@ Result<Model> Repository::load(const std::string& name, const std::string& confi
   const bool batched = complete.max_batch_size > 0;
   for (const auto& t : complete.inputs) {
     model.inputs.push_back({t.name, *t.data_type, metadata_shape(t, batched)});
+    if (t.optional) model.optional_inputs.push_back(t.name);
   }
   for (const auto& t : complete.outputs) {
     model.outputs.push_back({t.name, *t.data_type, metadata_shape(t, batched)});

@@ -63,6 +63,23 @@ TEST_CASE("a model file alone is served, its config completed from the graph as 
   CHECK(model->outputs[0].name == "probabilities");
 }
 
+TEST_CASE("an optional input left out is refused, never run on the input of a request before") {
+  auto root = scratch_model("optional", "jet_mlp_onnx",
+                            "max_batch_size: 8 input { name: \"features\" data_type: TYPE_FP32 "
+                            "dims: [16] optional: true } output { name: \"probabilities\" "
+                            "data_type: TYPE_FP32 dims: [5] }");
+  auto executor = repository::executor_from_repository({root}, 1);
+  auto sent = executor->infer(
+      InferRequest("jet_mlp_onnx")
+          .input("features", Tensor::from_vector(std::vector<float>(16, 1), {1, 16})));
+  REQUIRE_MESSAGE(sent, sent.error().message());
+  // The net still holds that request's input; OpenCV cannot leave an input out.
+  auto left_out = executor->infer(InferRequest("jet_mlp_onnx"));
+  REQUIRE_FALSE(left_out);
+  CHECK(left_out.error().code() == StatusCode::InvalidArgument);
+  CHECK(left_out.error().message().find("runs every input of the graph") != std::string::npos);
+}
+
 TEST_CASE("a config that contradicts the graph is refused, naming both") {
   auto wrong_name =
       scratch_model("wrong_name", "jet_mlp_onnx",

@@ -195,6 +195,48 @@ TEST_CASE("batched models refuse a batch above max_batch_size with Triton's word
   CHECK(too_big.error().message() == "inference request batch-size must be <= 2 for 'm'");
 }
 
+TEST_CASE("optional inputs may be left out; missing required ones get Triton's words") {
+  Scratch repo("optional");
+  const std::string output = "output { name: \"OUTPUT0\" data_type: TYPE_FP32 dims: [-1] }";
+  repo.write("opt/config.pbtxt",
+             "input { name: \"INPUT0\" data_type: TYPE_FP32 dims: [-1] }"
+             "input { name: \"INPUT1\" data_type: TYPE_FP32 dims: [-1] optional: true }" +
+                 output);
+  repo.write("opt/1/model.scale", "3");
+  repo.write("req/config.pbtxt",
+             "input { name: \"INPUT0\" data_type: TYPE_FP32 dims: [-1] }"
+             "input { name: \"INPUT1\" data_type: TYPE_FP32 dims: [-1] }" +
+                 output);
+  repo.write("req/1/model.scale", "3");
+  repository::Repository repository({repo.root()});
+  auto optional = repository.load("opt");
+  auto required = repository.load("req");
+  REQUIRE_MESSAGE(optional, optional.error().message());
+  REQUIRE_MESSAGE(required, required.error().message());
+  CHECK(optional->optional_inputs == std::vector<std::string>{"INPUT1"});
+  auto executor = CpuExecutor::with_models({*optional, *required}, 1);
+  auto x = Tensor::from_vector(std::vector<float>{1, 2}, {2});
+
+  // Left out, the optional input never reaches the model.
+  auto without = executor->infer(InferRequest("opt").input("INPUT0", x));
+  REQUIRE_MESSAGE(without, without.error().message());
+  CHECK(without->output("OUTPUT0").as<float>()[1] == 6.0f);
+
+  // The messages are Triton's (its server's input validation tests quote them).
+  auto only_optional = executor->infer(InferRequest("opt").input("INPUT1", x));
+  REQUIRE_FALSE(only_optional);
+  CHECK(only_optional.error().code() == StatusCode::InvalidArgument);
+  CHECK(only_optional.error().message() ==
+        "expected number of inputs between 1 and 2 but got 1 inputs for model 'opt'. Got "
+        "input(s) ['INPUT1'], but missing required input(s) ['INPUT0']. Please provide all "
+        "required input(s).");
+  auto none = executor->infer(InferRequest("req"));
+  REQUIRE_FALSE(none);
+  CHECK(none.error().message() ==
+        "expected 2 inputs but got 0 inputs for model 'req'. Got input(s) [], but missing "
+        "required input(s) ['INPUT0','INPUT1']. Please provide all required input(s).");
+}
+
 TEST_CASE("an executor over a repository: states, load, unload, and one broken model") {
   Scratch repo("executor");
   repo.write("good/1/model.scale", "2");

@@ -88,3 +88,22 @@ TEST_CASE("configs the module contradicts are refused at load, saying how") {
   CHECK(load_error(wrong_type, "jet_mlp_torch").find("came out as Float, not FP64") !=
         std::string::npos);
 }
+
+TEST_CASE("an optional input is None to forward() when the request leaves it out") {
+  auto executor = repository::executor_from_repository({kModels + "/repository"}, 1);
+  auto energy = Tensor::from_vector(std::vector<float>{1, 2, 3, 4}, {1, 4});
+  auto offset = Tensor::from_vector(std::vector<float>{10, 20, 30, 40}, {1, 4});
+  auto scaled = executor->infer(InferRequest("calibrated_energy_torch").input("INPUT__0", energy));
+  REQUIRE_MESSAGE(scaled, scaled.error().message());
+  CHECK(scaled->output("OUTPUT__0").as<float>()[3] == 8.0f);
+  auto shifted = executor->infer(
+      InferRequest("calibrated_energy_torch").input("INPUT__0", energy).input("INPUT__1", offset));
+  REQUIRE_MESSAGE(shifted, shifted.error().message());
+  CHECK(shifted->output("OUTPUT__0").as<float>()[3] == 48.0f);
+  // A module whose argument cannot be None is refused at load rather than failing later.
+  auto not_optional = scratch_model(
+      "not_optional", "jet_mlp_torch",
+      "max_batch_size: 8 input { name: \"INPUT__0\" data_type: TYPE_FP32 dims: [16] "
+      "optional: true } output { name: \"OUTPUT__0\" data_type: TYPE_FP32 dims: [5] }");
+  CHECK(load_error(not_optional, "jet_mlp_torch").find("cannot be None") != std::string::npos);
+}

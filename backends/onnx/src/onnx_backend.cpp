@@ -34,6 +34,14 @@ using repository::TensorConfig;
 
 Error invalid(const std::string& what) { return Error(StatusCode::InvalidArgument, what); }
 
+// Triton's onnxruntime backend leaves an omitted optional input unbound, for ONNX Runtime to
+// use the graph's default; OpenCV's DNN module has no such notion and runs every graph input.
+Error missing_optional(const std::string& input) {
+  return invalid("input '" + input +
+                 "' is optional in the config, but the onnx backend (OpenCV's DNN module) "
+                 "runs every input of the graph: send it");
+}
+
 // OpenCV's description of a failure on one line (it spans several, with "> " prefixes, when
 // an importer error wraps a layer's): messages travel in one log line or gRPC status.
 std::string describe(const cv::Exception& e) {
@@ -266,7 +274,9 @@ class OnnxModel {
       try {
         for (std::size_t i = 0; i < config_.inputs.size(); ++i) {
           const auto* input = request.find_input(config_.inputs[i].name);
-          if (!input) continue;
+          // Only an optional input can be missing here; a net keeps the blob it was last
+          // given, so it must not run without it.
+          if (!input) return missing_optional(config_.inputs[i].name);
           net.setInput(input_mat(input->tensor, converted[i]), config_.inputs[i].name);
         }
         net.forward(outputs, output_names_);

@@ -103,8 +103,11 @@ class TorchModel {
   Result<void> bind() {
     auto schema = module_.get_method("forward").function().getSchema();
     std::vector<std::string> arguments;
+    std::vector<bool> takes_none;  // Optional[...]: an input the request may leave out
     for (const auto& argument : schema.arguments()) {
-      if (argument.name() != "self") arguments.push_back(argument.name());
+      if (argument.name() == "self") continue;
+      arguments.push_back(argument.name());
+      takes_none.push_back(argument.type()->kind() == c10::TypeKind::OptionalType);
     }
     if (config_.inputs.size() != arguments.size()) {
       return invalid("forward() takes " + std::to_string(arguments.size()) +
@@ -127,6 +130,15 @@ class TorchModel {
                        std::to_string(arguments.size()));
       }
     }
+    for (std::size_t i = 0; i < config_.inputs.size(); ++i) {
+      const std::size_t position = input_position_[i];
+      if (config_.inputs[i].optional && !takes_none[position]) {
+        return invalid("input '" + config_.inputs[i].name +
+                       "' is optional in the config, but forward()'s argument '" +
+                       arguments[position] +
+                       "' cannot be None (declare it Optional[Tensor] = None)");
+      }
+    }
     for (const auto& t : config_.inputs) {
       if (!t.data_type || !torch_type(*t.data_type)) {
         return invalid("input '" + t.name + "' has a type libtorch has no tensor of");
@@ -145,6 +157,11 @@ class TorchModel {
     for (std::size_t i = 0; i < config_.inputs.size(); ++i) {
       const TensorConfig& spec = config_.inputs[i];
       const auto* input = request.find_input(spec.name);
+      if (!input && spec.optional) {
+        // TorchScript's optional argument (`Optional[Tensor] = None`) is given None.
+        arguments[input_position_[i]] = c10::IValue();
+        continue;
+      }
       if (!input) return invalid("input '" + spec.name + "' is missing");
       const Tensor& tensor = input->tensor;
       std::vector<std::int64_t> shape(tensor.shape().begin(), tensor.shape().end());
