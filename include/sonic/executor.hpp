@@ -89,6 +89,14 @@ class ModelSource {
   /// replaces the model's own configuration for this load (Triton's RepositoryModelLoad
   /// "config" parameter: a ModelConfig as JSON).
   virtual Result<Model> load(const std::string& name, const std::string& config_json) const = 0;
+  /// Every version of the model to serve at once (its version policy's choice), the default
+  /// one (the highest) last; the same errors as load(). The executor loads models with this.
+  virtual Result<std::vector<Model>> load_versions(const std::string& name,
+                                                   const std::string& config_json) const {
+    auto model = load(name, config_json);
+    if (!model) return model.error();
+    return std::vector<Model>{std::move(*model)};
+  }
 };
 
 /// Runs registered models on a thread pool. Thread-safe. Statistics follow Triton's meaning so
@@ -106,27 +114,39 @@ class CpuExecutor {
     return executor;
   }
 
-  /// Registers a model; throws sonic::Error(AlreadyExists) for a taken name and
+  /// Registers a model, or another version of a registered one (requests that name no
+  /// version get the highest: numbers compare as numbers). Throws sonic::Error(AlreadyExists)
+  /// for a name and version taken, or a name a model source serves, and
   /// Error(InvalidArgument) for a model without exactly one function, or with a scheduling it
   /// cannot have.
   void add_model(Model model) {
     if (auto ok = check_functions(model); !ok) throw ok.error();
     std::lock_guard<std::mutex> lock(mutex_);
-    auto [it, inserted] = models_.try_emplace(model.name);
-    if (!inserted) {
-      throw Error(StatusCode::AlreadyExists, "model '" + model.name + "' is already registered");
+    auto it = models_.find(model.name);
+    if (it == models_.end()) {
+      std::string name = model.name;  // the entry takes the model
+      models_[name] = {make_entry(std::move(model), false)};
+      return;
     }
-    it->second = make_entry(std::move(model), false);
+    for (const auto& entry : it->second) {
+      if (entry->from_source || entry->model.version == model.version) {
+        throw Error(StatusCode::AlreadyExists, "model '" + model.name + "' version '" +
+                                                   model.version + "' is already registered");
+      }
+    }
+    add_version(it->second, make_entry(std::move(model), false));
   }
 
-  /// Whether a model (and version, unless empty) is registered and loaded.
+  /// Whether a model (and version, unless empty: its default version) is registered and
+  /// loaded.
   bool has_model(const std::string& name, const std::string& version = {}) const {
     return find(name, version).ok();
   }
 
-  /// Takes a model out of service (KServe RepositoryModelUnload): its requests fail with
-  /// UNAVAILABLE until load_model(). A model of the source is dropped (requests under way keep
-  /// it until they end). NOT_FOUND for a name neither registered nor in the source.
+  /// Takes a model, every version of it, out of service (KServe RepositoryModelUnload): its
+  /// requests fail with UNAVAILABLE until load_model(). A model of the source is dropped
+  /// (requests under way keep it until they end). NOT_FOUND for a name neither registered nor in
+  /// the source.
   Result<void> unload_model(const std::string& name) {
     if (in_source(name)) {
       std::lock_guard<std::mutex> lock(mutex_);
@@ -138,11 +158,11 @@ class CpuExecutor {
   }
 
   /// Puts a model in service (KServe RepositoryModelLoad): a model of the source is read again
-  /// from it, as Triton reloads a model from its repository (requests under way finish on the
-  /// version they started with); a registered one is put back. On failure the model stays out
-  /// of service and the error is its state's reason. `config_json`, for a model of the source:
-  /// a ModelConfig as JSON that replaces its own for this load; a registered model takes none
-  /// (INVALID_ARGUMENT).
+  /// from it, every version its policy selects, as Triton reloads a model from its repository
+  /// (requests under way finish on the version they started with); a registered one is put back. On
+  /// failure the model stays out of service and the error is its state's reason. `config_json`, for
+  /// a model of the source: a ModelConfig as JSON that replaces its own for this load; a registered
+  /// model takes none (INVALID_ARGUMENT).
   Result<void> load_model(const std::string& name, const std::string& config_json = {}) {
     if (!in_source(name)) {
       if (!config_json.empty()) {
@@ -165,19 +185,27 @@ class CpuExecutor {
   }
 
   /// Every model, registered or in the source, and its state: READY, or UNAVAILABLE with the
-  /// reason ("unloaded", or why it failed to load) (KServe RepositoryIndex).
+  /// reason ("unloaded", or why it failed to load) (KServe RepositoryIndex). As in Triton, a
+  /// model held in several versions has an entry for each, and one not held an entry with no
+  /// version.
   std::vector<ModelIndex> repository_index() const {
-    std::map<std::string, ModelIndex> index;
-    for (const auto& name : source_names()) index[name] = {name, "", "UNAVAILABLE", "unloaded"};
+    std::map<std::string, std::vector<ModelIndex>> index;
+    for (const auto& name : source_names()) index[name] = {{name, "", "UNAVAILABLE", "unloaded"}};
     std::lock_guard<std::mutex> lock(mutex_);
-    for (const auto& [name, reason] : states_) index[name] = {name, "", "UNAVAILABLE", reason};
-    for (const auto& [name, entry] : models_) {
-      const bool loaded = entry->loaded.load();
-      index[name] = {name, entry->model.version, loaded ? "READY" : "UNAVAILABLE",
-                     loaded ? "" : "unloaded"};
+    for (const auto& [name, reason] : states_) index[name] = {{name, "", "UNAVAILABLE", reason}};
+    for (const auto& [name, versions] : models_) {
+      auto& entries = index[name];
+      entries.clear();
+      for (const auto& entry : versions) {
+        const bool loaded = entry->loaded.load();
+        entries.push_back({name, entry->model.version, loaded ? "READY" : "UNAVAILABLE",
+                           loaded ? "" : "unloaded"});
+      }
     }
     std::vector<ModelIndex> all;
-    for (auto& [name, model] : index) all.push_back(std::move(model));
+    for (auto& [name, entries] : index) {
+      for (auto& entry : entries) all.push_back(std::move(entry));
+    }
     return all;
   }
 
@@ -185,7 +213,7 @@ class CpuExecutor {
   std::vector<std::string> model_names() const {
     std::lock_guard<std::mutex> lock(mutex_);
     std::vector<std::string> names;
-    for (const auto& [name, entry] : models_) names.push_back(name);
+    for (const auto& [name, versions] : models_) names.push_back(name);
     return names;
   }
 
@@ -205,6 +233,23 @@ class CpuExecutor {
   bool batches(const std::string& name, const std::string& version = {}) const {
     auto found = find(name, version);
     return found && (*found)->batcher != nullptr;
+  }
+
+  /// A model's metadata (KServe ModelMetadata): that of the version asked for (the default
+  /// one when empty), listing every version held and in service, as Triton lists its ready
+  /// versions.
+  Result<ModelMetadata> metadata(const std::string& name, const std::string& version = {}) const {
+    auto entry = find(name, version);
+    if (!entry) return entry.error();
+    ModelMetadata metadata = (*entry)->metadata;
+    metadata.versions.clear();
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (auto it = models_.find(name); it != models_.end()) {
+      for (const auto& e : it->second) {
+        if (e->loaded.load()) metadata.versions.push_back(e->model.version);
+      }
+    }
+    return metadata;
   }
 
   /// A model's definition; NOT_FOUND names what is missing.
@@ -348,7 +393,9 @@ class CpuExecutor {
   std::vector<ModelStatistics> all_statistics() const {
     std::lock_guard<std::mutex> lock(mutex_);
     std::vector<ModelStatistics> all;
-    for (const auto& [name, entry] : models_) all.push_back(snapshot(*entry));
+    for (const auto& [name, versions] : models_) {
+      for (const auto& entry : versions) all.push_back(snapshot(*entry));
+    }
     return all;
   }
 
@@ -431,7 +478,10 @@ class CpuExecutor {
   Result<void> set_loaded(const std::string& name, bool loaded) {
     auto entry = find(name, {}, Loaded::kEither);
     if (!entry) return entry.error();
-    (*entry)->loaded.store(loaded);
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (auto it = models_.find(name); it != models_.end()) {
+      for (const auto& version : it->second) version->loaded.store(loaded);
+    }
     return {};
   }
 
@@ -450,7 +500,7 @@ class CpuExecutor {
     {
       std::lock_guard<std::mutex> lock(mutex_);
       auto it = models_.find(name);
-      if (it != models_.end()) return it->second->from_source;
+      if (it != models_.end()) return it->second.back()->from_source;
       if (states_.count(name)) return true;
     }
     auto names = source_names();
@@ -706,17 +756,28 @@ class CpuExecutor {
       std::lock_guard<std::mutex> lock(mutex_);
       source = source_;
     }
-    auto model = source->load(name, config_json);
-    if (model) {
-      if (auto ok = check_functions(*model); !ok) model = ok.error();
+    auto models = source->load_versions(name, config_json);
+    if (models) {
+      for (const auto& model : *models) {
+        if (auto ok = check_functions(model); !ok) models = ok.error();
+        if (!models) break;
+      }
+    }
+    if (models && models->empty()) {
+      models = Error(StatusCode::Internal, "the model source gave no version of '" + name + "'");
+    }
+    // Every version is made before any is served: a model is in service whole or not at all.
+    Versions versions;
+    if (models) {
+      for (auto& model : *models) add_version(versions, make_entry(std::move(model), true));
     }
     std::lock_guard<std::mutex> lock(mutex_);
-    if (!model) {
+    if (!models) {
       models_.erase(name);
-      states_[name] = model.error().message();
-      return model.error();
+      states_[name] = models.error().message();
+      return models.error();
     }
-    models_[name] = make_entry(std::move(*model), true);
+    models_[name] = std::move(versions);
     states_.erase(name);
     return {};
   }
@@ -762,15 +823,45 @@ class CpuExecutor {
       if (listed > 0) message += ")";
       return Error(StatusCode::NotFound, message);
     }
-    if (!version.empty() && version != it->second->model.version) {
-      return Error(StatusCode::NotFound, "model '" + name + "' has no version '" + version +
-                                             "' (available: " + it->second->model.version + ")");
+    const Versions& versions = it->second;
+    std::shared_ptr<Entry> entry = version.empty() ? versions.back() : nullptr;
+    for (const auto& e : versions) {
+      if (!entry && e->model.version == version) entry = e;
     }
-    if (which == Loaded::kOnly && !it->second->loaded.load()) {
+    if (!entry) {
+      // Triton's words, and the versions there are.
+      std::string held;
+      for (const auto& e : versions) held += (held.empty() ? "" : ", ") + e->model.version;
+      return Error(StatusCode::NotFound, "Request for unknown model: '" + name + "' version " +
+                                             version + " is not found (versions here: " + held +
+                                             ")");
+    }
+    if (which == Loaded::kOnly && !entry->loaded.load()) {
       return Error(StatusCode::Unavailable,
                    "model '" + name + "' is unloaded (RepositoryModelLoad puts it back)");
     }
-    return it->second;
+    return entry;
+  }
+
+  // A model's versions, ordered as versions are: numbers by value, the highest (the default)
+  // last.
+  using Versions = std::vector<std::shared_ptr<Entry>>;
+
+  static bool version_before(const std::string& a, const std::string& b) {
+    auto is_number = [](const std::string& v) {
+      return !v.empty() &&
+             std::all_of(v.begin(), v.end(), [](char c) { return c >= '0' && c <= '9'; });
+    };
+    if (is_number(a) && is_number(b) && a.size() != b.size()) return a.size() < b.size();
+    return a < b;
+  }
+
+  static void add_version(Versions& versions, std::shared_ptr<Entry> entry) {
+    auto at =
+        std::upper_bound(versions.begin(), versions.end(), entry, [](const auto& x, const auto& y) {
+          return version_before(x->model.version, y->model.version);
+        });
+    versions.insert(at, std::move(entry));
   }
 
   static void count(Entry& entry, const InferRequest& request, bool succeeded,
@@ -857,7 +948,7 @@ class CpuExecutor {
 
  private:
   mutable std::mutex mutex_;
-  std::map<std::string, std::shared_ptr<Entry>> models_;
+  std::map<std::string, Versions> models_;
   std::map<std::string, std::string> states_;  // models of the source out of service, and why
   std::shared_ptr<const ModelSource> source_;
   bool load_on_demand_ = false;

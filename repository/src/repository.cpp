@@ -113,6 +113,102 @@ Shape metadata_shape(const TensorConfig& t, bool batched) {
   return shape;
 }
 
+// One version of a model: its directory under the model's `directory`, read with its backend.
+Result<Model> load_version(const std::string& name, const ModelConfig& config,
+                           const std::string& directory, const std::string& version) {
+  const fs::path version_directory = fs::path(directory) / version;
+  auto backend = find_backend(config, version_directory.string());
+  if (!backend) {
+    return Error(backend.error().code(), directory + ": " + backend.error().message());
+  }
+  const std::string file_name = config.default_model_filename.empty()
+                                    ? backend->default_model_filename
+                                    : config.default_model_filename;
+  const fs::path model_file = version_directory / file_name;
+  std::error_code error;
+  if (!fs::exists(model_file, error)) {
+    return invalid(model_file.string() + " does not exist (the " + backend->name +
+                   " backend reads " + file_name + " in each version directory)");
+  }
+  const std::string origin = directory + "/config.pbtxt";
+  // The backend loads and checks the model in its own shapes; clients use the config's dims.
+  ModelConfig for_backend = config;
+  Reshapes reshapes = take_reshapes(for_backend);
+  // A stateful model also takes the sequence batcher's control and state inputs and gives its
+  // state outputs: the backend sees them (unless it completes the lists from the model file),
+  // clients do not.
+  SequenceTensors sequence;
+  if (config.sequence_batching) {
+    sequence = sequence_tensors(*config.sequence_batching);
+    if (auto ok = check_not_listed(config, sequence, origin); !ok) return ok.error();
+    if (auto ok = check_sequence_batching(config, origin); !ok) return ok.error();
+    auto add = [](std::vector<TensorConfig>& list, const std::vector<TensorConfig>& more) {
+      if (!list.empty()) list.insert(list.end(), more.begin(), more.end());
+    };
+    add(for_backend.inputs, sequence.inputs);
+    add(for_backend.outputs, sequence.outputs);
+  }
+  auto loaded = backend->load(for_backend, model_file.string());
+  if (!loaded) {
+    return Error(loaded.error().code(), model_file.string() + ": " + loaded.error().message());
+  }
+  ModelConfig& complete = loaded->config;
+  restore_reshapes(complete, reshapes);
+  remove_sequence_tensors(complete, sequence);
+  if (complete.backend.empty()) complete.backend = backend->name;
+  if (complete.platform.empty() && !backend->platforms.empty()) {
+    complete.platform = backend->platforms.front();
+  }
+  if (auto ok = check_model_config(complete, origin); !ok) return ok.error();
+
+  Model model;
+  model.name = name;
+  model.version = version;
+  model.platform = complete.platform;
+  model.max_batch_size = complete.max_batch_size;
+  const bool batched = complete.max_batch_size > 0;
+  for (const auto& t : complete.inputs) {
+    model.inputs.push_back({t.name, *t.data_type, metadata_shape(t, batched)});
+    if (t.optional) model.optional_inputs.push_back(t.name);
+  }
+  for (const auto& t : complete.outputs) {
+    model.outputs.push_back({t.name, *t.data_type, metadata_shape(t, batched)});
+  }
+  model.config = serialize_model_config(complete);
+  model.instances = complete.instance_count();
+  if (complete.dynamic_batching && batched) {
+    sonic::DynamicBatching batching;
+    for (auto size : complete.dynamic_batching->preferred_batch_sizes) {
+      batching.preferred_batch_sizes.push_back(size);
+    }
+    const auto& configured = *complete.dynamic_batching;
+    batching.max_queue_delay = std::chrono::microseconds(configured.max_queue_delay_microseconds);
+    batching.priority_levels = configured.priority_levels;
+    batching.default_priority_level = configured.default_priority_level;
+    batching.default_queue_policy = queue_policy(configured.default_queue_policy);
+    for (const auto& [level, policy] : configured.priority_queue_policy) {
+      batching.priority_queue_policy[level] = queue_policy(policy);
+    }
+    model.dynamic_batching = std::move(batching);
+  }
+  if (complete.sequence_batching) {
+    auto batching = executor_sequence_batching(*complete.sequence_batching, directory);
+    if (!batching) return batching.error();
+    model.sequence_batching = std::move(*batching);
+  }
+  ModelFunction compute = apply_reshapes(std::move(loaded->compute), std::move(reshapes), batched);
+  if (batched) {
+    model.compute = [name, max = complete.max_batch_size, compute = std::move(compute)](
+                        const InferRequest& request) -> Result<std::vector<NamedTensor>> {
+      if (auto ok = check_batch(name, max, request); !ok) return ok.error();
+      return compute(request);
+    };
+  } else {
+    model.compute = std::move(compute);
+  }
+  return model;
+}
+
 }  // namespace
 
 Repository::Repository(std::vector<std::string> roots) : roots_(std::move(roots)) {}
@@ -182,6 +278,19 @@ Result<ModelConfig> Repository::config(const std::string& name,
 }
 
 Result<Model> Repository::load(const std::string& name, const std::string& config_json) const {
+  auto versions = load_selected(name, config_json, false);
+  if (!versions) return versions.error();
+  return std::move(versions->back());
+}
+
+Result<std::vector<Model>> Repository::load_versions(const std::string& name,
+                                                     const std::string& config_json) const {
+  return load_selected(name, config_json, true);
+}
+
+Result<std::vector<Model>> Repository::load_selected(const std::string& name,
+                                                     const std::string& config_json,
+                                                     bool every_version) const {
   auto directory = model_directory(name);
   if (!directory) return directory.error();
   auto config = this->config(name, config_json);
@@ -192,99 +301,14 @@ Result<Model> Repository::load(const std::string& name, const std::string& confi
                    ": no version directory its version_policy serves (a numbered "
                    "directory, such as 1/, holding the model file)");
   }
-  // The executor serves one version of a model: the highest the policy selects.
-  const std::string version = std::to_string(versions.back());
-  const fs::path version_directory = fs::path(*directory) / version;
-  auto backend = find_backend(*config, version_directory.string());
-  if (!backend) {
-    return Error(backend.error().code(), *directory + ": " + backend.error().message());
+  if (!every_version) versions.erase(versions.begin(), versions.end() - 1);
+  std::vector<Model> models;
+  for (auto version : versions) {
+    auto model = load_version(name, *config, *directory, std::to_string(version));
+    if (!model) return model.error();
+    models.push_back(std::move(*model));
   }
-  const std::string file_name = config->default_model_filename.empty()
-                                    ? backend->default_model_filename
-                                    : config->default_model_filename;
-  const fs::path model_file = version_directory / file_name;
-  std::error_code error;
-  if (!fs::exists(model_file, error)) {
-    return invalid(model_file.string() + " does not exist (the " + backend->name +
-                   " backend reads " + file_name + " in each version directory)");
-  }
-  const std::string origin = *directory + "/config.pbtxt";
-  // The backend loads and checks the model in its own shapes; clients use the config's dims.
-  ModelConfig for_backend = *config;
-  Reshapes reshapes = take_reshapes(for_backend);
-  // A stateful model also takes the sequence batcher's control and state inputs and gives its
-  // state outputs: the backend sees them (unless it completes the lists from the model file),
-  // clients do not.
-  SequenceTensors sequence;
-  if (config->sequence_batching) {
-    sequence = sequence_tensors(*config->sequence_batching);
-    if (auto ok = check_not_listed(*config, sequence, origin); !ok) return ok.error();
-    if (auto ok = check_sequence_batching(*config, origin); !ok) return ok.error();
-    auto add = [](std::vector<TensorConfig>& list, const std::vector<TensorConfig>& more) {
-      if (!list.empty()) list.insert(list.end(), more.begin(), more.end());
-    };
-    add(for_backend.inputs, sequence.inputs);
-    add(for_backend.outputs, sequence.outputs);
-  }
-  auto loaded = backend->load(for_backend, model_file.string());
-  if (!loaded) {
-    return Error(loaded.error().code(), model_file.string() + ": " + loaded.error().message());
-  }
-  ModelConfig& complete = loaded->config;
-  restore_reshapes(complete, reshapes);
-  remove_sequence_tensors(complete, sequence);
-  if (complete.backend.empty()) complete.backend = backend->name;
-  if (complete.platform.empty() && !backend->platforms.empty()) {
-    complete.platform = backend->platforms.front();
-  }
-  if (auto ok = check_model_config(complete, origin); !ok) return ok.error();
-
-  Model model;
-  model.name = name;
-  model.version = version;
-  model.platform = complete.platform;
-  model.max_batch_size = complete.max_batch_size;
-  const bool batched = complete.max_batch_size > 0;
-  for (const auto& t : complete.inputs) {
-    model.inputs.push_back({t.name, *t.data_type, metadata_shape(t, batched)});
-    if (t.optional) model.optional_inputs.push_back(t.name);
-  }
-  for (const auto& t : complete.outputs) {
-    model.outputs.push_back({t.name, *t.data_type, metadata_shape(t, batched)});
-  }
-  model.config = serialize_model_config(complete);
-  model.instances = complete.instance_count();
-  if (complete.dynamic_batching && batched) {
-    sonic::DynamicBatching batching;
-    for (auto size : complete.dynamic_batching->preferred_batch_sizes) {
-      batching.preferred_batch_sizes.push_back(size);
-    }
-    const auto& configured = *complete.dynamic_batching;
-    batching.max_queue_delay = std::chrono::microseconds(configured.max_queue_delay_microseconds);
-    batching.priority_levels = configured.priority_levels;
-    batching.default_priority_level = configured.default_priority_level;
-    batching.default_queue_policy = queue_policy(configured.default_queue_policy);
-    for (const auto& [level, policy] : configured.priority_queue_policy) {
-      batching.priority_queue_policy[level] = queue_policy(policy);
-    }
-    model.dynamic_batching = std::move(batching);
-  }
-  if (complete.sequence_batching) {
-    auto batching = executor_sequence_batching(*complete.sequence_batching, *directory);
-    if (!batching) return batching.error();
-    model.sequence_batching = std::move(*batching);
-  }
-  ModelFunction compute = apply_reshapes(std::move(loaded->compute), std::move(reshapes), batched);
-  if (batched) {
-    model.compute = [name, max = complete.max_batch_size, compute = std::move(compute)](
-                        const InferRequest& request) -> Result<std::vector<NamedTensor>> {
-      if (auto ok = check_batch(name, max, request); !ok) return ok.error();
-      return compute(request);
-    };
-  } else {
-    model.compute = std::move(compute);
-  }
-  return model;
+  return models;
 }
 
 std::shared_ptr<CpuExecutor> executor_from_repository(std::vector<std::string> roots,

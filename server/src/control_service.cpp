@@ -157,9 +157,13 @@ Result<std::string> answer_control(const ControlContext& context, std::string_vi
     if (!stats) return stats.error();
     return pc::encode_model_statistics({*stats});
   }
+  if (method == "ModelMetadata") {
+    auto metadata = executor.metadata(ref->name, ref->version);
+    if (!metadata) return metadata.error();
+    return pc::encode_model_metadata(*metadata);
+  }
   auto model = executor.model(ref->name, ref->version);
   if (!model) return model.error();
-  if (method == "ModelMetadata") return pc::encode_model_metadata((*model)->metadata());
   return pc::encode_model_config_response(model_config_of(**model));
 }
 

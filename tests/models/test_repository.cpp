@@ -115,6 +115,97 @@ TEST_CASE("the highest version its policy selects is served") {
   CHECK(none.error().message().find("no version directory") != std::string::npos);
 }
 
+TEST_CASE("several versions served at once, as their policy selects, each answering for itself") {
+  Scratch repo("several_versions");
+  for (const char* v : {"1", "2", "10"}) repo.write(std::string("m/") + v + "/model.scale", v);
+  auto executor = std::make_shared<CpuExecutor>(1);
+  executor->set_source(std::make_shared<repository::Repository>(std::vector{repo.root()}), false);
+  auto scaled = [&](const std::string& version) {
+    return executor->infer(InferRequest("m", version)
+                               .input("INPUT0", Tensor::from_vector(std::vector<float>{1}, {1})));
+  };
+  auto versions_in_index = [&] {
+    std::vector<std::string> versions;
+    for (const auto& entry : executor->repository_index()) {
+      if (entry.name == "m") versions.push_back(entry.version + ":" + entry.state);
+    }
+    return versions;
+  };
+
+  repo.write("m/config.pbtxt", "version_policy { all {} }");
+  REQUIRE(executor->load_model("m"));
+  // One index entry per version, as Triton lists them.
+  CHECK(versions_in_index() == std::vector<std::string>{"1:READY", "2:READY", "10:READY"});
+  for (const char* v : {"1", "2", "10"}) {
+    auto result = scaled(v);
+    REQUIRE_MESSAGE(result, result.error().message());
+    CHECK(result->model_version() == v);
+    CHECK(result->output("OUTPUT0").as<float>()[0] == std::stof(v));
+  }
+  auto latest = scaled("");  // no version named: the highest, numerically
+  REQUIRE(latest);
+  CHECK(latest->model_version() == "10");
+  auto missing = scaled("5");
+  REQUIRE_FALSE(missing);
+  CHECK(missing.error().code() == StatusCode::NotFound);
+  CHECK(missing.error().message() ==
+        "Request for unknown model: 'm' version 5 is not found (versions here: 1, 2, 10)");
+  auto metadata = executor->metadata("m");
+  REQUIRE(metadata);
+  CHECK(metadata->versions == std::vector<std::string>{"1", "2", "10"});
+  std::size_t statistics = 0;
+  for (const auto& s : executor->all_statistics()) statistics += s.name == "m" ? 1 : 0;
+  CHECK(statistics == 3);
+  CHECK(executor->statistics("m", "2")->inference_count == 1);
+
+  repo.write("m/config.pbtxt", "version_policy { latest { num_versions: 2 } }");
+  REQUIRE(executor->load_model("m"));
+  CHECK(versions_in_index() == std::vector<std::string>{"2:READY", "10:READY"});
+  CHECK_FALSE(scaled("1"));
+
+  REQUIRE(executor->unload_model("m"));
+  CHECK(versions_in_index() == std::vector<std::string>{":UNAVAILABLE"});
+  CHECK(scaled("2").error().code() == StatusCode::Unavailable);
+
+  // A version that cannot load keeps the model out of service whole, saying which.
+  repo.write("m/config.pbtxt", "version_policy { all {} }");
+  repo.write("m/2/model.scale", "not a number");
+  auto broken = executor->load_model("m");
+  REQUIRE_FALSE(broken);
+  CHECK(broken.error().message().find("m/2/model.scale") != std::string::npos);
+  CHECK_FALSE(scaled("10"));
+}
+
+TEST_CASE("registered models: a second version is added, a taken one refused") {
+  auto executor = std::make_shared<CpuExecutor>(1);
+  auto model = [](const std::string& version, float k) {
+    Model m;
+    m.name = "m";
+    m.version = version;
+    m.inputs = {{"INPUT0", DataType::Fp32, {-1}}};
+    m.outputs = {{"OUTPUT0", DataType::Fp32, {-1}}};
+    m.compute = [k](const InferRequest& request) -> Result<std::vector<NamedTensor>> {
+      std::vector<float> out;
+      for (float v : request.find_input("INPUT0")->tensor.as<float>()) out.push_back(v * k);
+      return std::vector<NamedTensor>{{"OUTPUT0", Tensor::from_vector(std::move(out), {1}), {}}};
+    };
+    return m;
+  };
+  executor->add_model(model("2", 2));
+  executor->add_model(model("1", 1));
+  CHECK_THROWS_AS(executor->add_model(model("2", 3)), Error);
+  auto result = executor->infer(
+      InferRequest("m").input("INPUT0", Tensor::from_vector(std::vector<float>{1}, {1})));
+  REQUIRE(result);
+  CHECK(result->output("OUTPUT0").as<float>()[0] == 2.0f);
+  CHECK(executor->has_model("m", "1"));
+  REQUIRE(executor->unload_model("m"));
+  CHECK_FALSE(executor->has_model("m", "1"));
+  CHECK_FALSE(executor->has_model("m", "2"));
+  REQUIRE(executor->load_model("m"));
+  CHECK(executor->has_model("m", "1"));
+}
+
 TEST_CASE("a config left out, or partial, is completed by the backend") {
   Scratch repo("complete");
   repo.write("m/1/model.scale", "3");

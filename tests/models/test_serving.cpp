@@ -89,6 +89,44 @@ TEST_CASE("ModelConfig and RepositoryIndex report the repository") {
   server.stop();
 }
 
+TEST_CASE("several versions over gRPC: metadata lists them, requests name one or get the highest") {
+  namespace fs = std::filesystem;
+  auto root = test::scratch_model(SONIC_TEST_SCRATCH, "versions", "jet_mlp_onnx", "model.onnx",
+                                  "max_batch_size: 8 version_policy { all {} }");
+  fs::copy(fs::path(root) / "jet_mlp_onnx" / "1", fs::path(root) / "jet_mlp_onnx" / "2");
+  auto executor = std::make_shared<CpuExecutor>(2);
+  executor->set_source(std::make_shared<repository::Repository>(std::vector<std::string>{root}),
+                       false);
+  REQUIRE(executor->load_model("jet_mlp_onnx"));
+  Server server(executor, local_options());
+  server.start();
+  Client client("grpc://127.0.0.1:" + std::to_string(server.port()));
+  CHECK(client.model_metadata("jet_mlp_onnx").versions == std::vector<std::string>{"1", "2"});
+  CHECK(client.model_ready("jet_mlp_onnx", "1"));
+  CHECK_FALSE(client.model_ready("jet_mlp_onnx", "3"));
+  std::vector<std::string> indexed;
+  for (const auto& model : client.repository_index()) indexed.push_back(model.version);
+  CHECK(indexed == std::vector<std::string>{"1", "2"});
+  for (const std::string version : {"1", "2", ""}) {
+    InferRequest request = reference_request(kCases[0]);
+    InferRequest versioned("jet_mlp_onnx", version);
+    for (const auto& input : request.inputs()) versioned.input(input.name, input.tensor);
+    InferResult result = client.infer_future(versioned).get();
+    INFO("version '" << version << "'");
+    CHECK(result.model_version() == (version.empty() ? "2" : version));
+    CHECK(compare_with_reference(kCases[0], std::move(result)) == "");
+  }
+  InferRequest unknown("jet_mlp_onnx", "3");
+  unknown.input("features", Tensor::from_vector(std::vector<float>(16), {1, 16}));
+  try {
+    client.infer(unknown);
+    FAIL("version 3 should not be found");
+  } catch (const Error& e) {
+    CHECK(e.code() == StatusCode::NotFound);
+  }
+  server.stop();
+}
+
 TEST_CASE("the server dies mid-run: every answer still comes, right, from the fallback") {
   auto server = std::make_unique<Server>(served_executor(), local_options());
   server->start();

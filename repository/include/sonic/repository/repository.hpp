@@ -26,11 +26,16 @@ class SONIC_EXPORT Repository final : public ModelSource {
   std::vector<std::string> model_names() const override;
 
   /// Reads the model's config.pbtxt (Triton's defaults where there is none: a model file
-  /// alone) or, when given, `config_json` instead (a ModelConfig as JSON), chooses the version
-  /// its policy selects (the highest one), and loads it with its backend. NOT_FOUND for a name
-  /// in no root; INVALID_ARGUMENT for a config or model to fix, naming the file; a name in two
-  /// roots is an error, as in Triton.
+  /// alone) or, when given, `config_json` instead (a ModelConfig as JSON), and loads the
+  /// highest version its policy selects with its backend. NOT_FOUND for a name in no root;
+  /// INVALID_ARGUMENT for a config or model to fix, naming the file; a name in two roots is an
+  /// error, as in Triton.
   Result<Model> load(const std::string& name, const std::string& config_json = {}) const override;
+
+  /// As load(), every version its policy selects (`latest { num_versions: N }`, `all`,
+  /// `specific`), ascending: what a server serves at once. One that fails fails them all.
+  Result<std::vector<Model>> load_versions(const std::string& name,
+                                           const std::string& config_json = {}) const override;
 
   /// The model's config as its config.pbtxt (or `config_json`) gives it, not yet completed by
   /// its backend.
@@ -40,6 +45,9 @@ class SONIC_EXPORT Repository final : public ModelSource {
   Result<std::string> model_directory(const std::string& name) const;
 
  private:
+  Result<std::vector<Model>> load_selected(const std::string& name, const std::string& config_json,
+                                           bool every_version) const;
+
   std::vector<std::string> roots_;
 };
 
