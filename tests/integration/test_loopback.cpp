@@ -368,6 +368,39 @@ TEST_CASE("the client respects the server's limit on concurrent streams") {
   CHECK(ok == 100);
 }
 
+TEST_CASE(
+    "calls over the server's stream limit wait in the client: deadlines and cancel still hold") {
+  ServerOptions options;
+  options.max_concurrent_streams = 2;
+  LoopbackServer server(options);
+  Client client(server.url());
+  std::vector<float> data(4, 2.f);
+  auto slow = [&] { return InferRequest(kSlowModel).input("INPUT0", Tensor::view(data, {2, 2})); };
+  // Two calls hold both streams for a second; what comes next waits for one.
+  auto first = client.infer_future(slow());
+  auto second = client.infer_future(slow());
+  std::this_thread::sleep_for(100ms);  // the server's SETTINGS, with its limit, have come
+  const auto sent = std::chrono::steady_clock::now();
+  auto hurried = client.infer_future(slow().timeout(100ms));
+  std::promise<StatusCode> cancelled;
+  auto handle =
+      client.infer_async(slow(), [&](Result<InferResult> r) { cancelled.set_value(r.code()); });
+  CHECK(handle.cancel());
+  auto patient = client.infer_future(slow());
+  // The waiting call ends at its own deadline, not when a stream frees a second later.
+  CHECK_THROWS_AS(hurried.get(), Error);
+  CHECK(std::chrono::steady_clock::now() - sent < 800ms);
+  CHECK(cancelled.get_future().get() == StatusCode::Cancelled);
+  // The ones that wait their turn are answered, in their turn.
+  CHECK(first.get().output("OUTPUT0").as<float>()[3] == 2.f);
+  CHECK(second.get().output("OUTPUT0").as<float>()[3] == 2.f);
+  CHECK(patient.get().output("OUTPUT0").as<float>()[3] == 2.f);
+  // The server saw at most its limit at once: nothing it refused was retried.
+  auto stats = client.model_statistics(kSlowModel);
+  REQUIRE(stats.size() == 1);
+  CHECK(stats[0].inference_count == 3);
+}
+
 TEST_CASE("keepalive pings on a busy connection do not disturb requests") {
   LoopbackServer server;
   ClientOptions options;

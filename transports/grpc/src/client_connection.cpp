@@ -121,11 +121,7 @@ void ClientConnection::on_connected() {
   state_ = State::Ready;
   if (events_.connected) events_.connected(std::string());
   start_reading();
-  auto waiting = std::move(waiting_);
-  waiting_.clear();
-  for (auto& call : waiting) {
-    if (!call->finished) start_stream(call);
-  }
+  start_waiting();
   flush();
   keepalive_.start(weak_from_this(), {[this] { return !streams_.empty() || !parked_.empty(); },
                                       [this] {
@@ -147,7 +143,8 @@ void ClientConnection::submit(std::shared_ptr<ClientCall> call) {
     case State::Idle:
     case State::Connecting: waiting_.push_back(std::move(call)); return;
     case State::Ready:
-      start_stream(call);
+      waiting_.push_back(std::move(call));  // behind those already waiting
+      start_waiting();
       flush();
       keepalive_.activity();
       return;
@@ -185,9 +182,37 @@ void ClientConnection::abandon(const std::shared_ptr<ClientCall>& call, Error wh
   if (call->stream_id > 0 && !lost_ && streams_.erase(call->stream_id) > 0) {
     // Tell the server to stop working on it; the stream's close event finds it gone.
     nghttp2_submit_rst_stream(session_, NGHTTP2_FLAG_NONE, call->stream_id, NGHTTP2_CANCEL);
+    start_waiting();
     flush();
   }
-  complete(call, std::move(why));
+  complete(call, std::move(why));  // one still waiting is skipped when its turn comes
+}
+
+bool ClientConnection::stream_free() const {
+  return streams_.size() <
+         nghttp2_session_get_remote_settings(session_, NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS);
+}
+
+void ClientConnection::start_waiting() {
+  if (state_ != State::Ready) return;
+  if (!usable()) {
+    // No new stream may start here (GOAWAY, or the connection is lost): calls that never
+    // reached the server start again elsewhere, or fail as safe to retry.
+    auto waiting = std::move(waiting_);
+    waiting_.clear();
+    for (auto& call : waiting) {
+      if (call->finished || hand_back(call)) continue;
+      complete(call, Error(StatusCode::Unavailable,
+                           "the connection to " + describe() +
+                               " takes no more calls; this one never reached the server"));
+    }
+    return;
+  }
+  while (!waiting_.empty() && stream_free()) {
+    auto call = std::move(waiting_.front());
+    waiting_.pop_front();
+    if (!call->finished) start_stream(call);
+  }
 }
 
 void ClientConnection::resume_call(const std::shared_ptr<ClientCall>& call) {
@@ -304,11 +329,11 @@ int ClientConnection::on_data_chunk(nghttp2_session* session, std::uint8_t, std:
     return 0;
   }
   auto ok = call->response_state().reader.feed(data, len);
-  if (ok && call->on_message) {
+  if (ok && call->stream) {
     auto& messages = call->response->reader.messages();
     for (auto& message : messages) {
-      auto hold = call->window->hold(message.byte_size());
-      call->on_message(std::move(message), std::move(hold));
+      auto hold = call->stream->window->hold(message.byte_size());
+      call->stream->on_message(std::move(message), std::move(hold));
     }
     messages.clear();
   } else if (ok && call->response->reader.messages().size() > 1) {
@@ -318,10 +343,11 @@ int ClientConnection::on_data_chunk(nghttp2_session* session, std::uint8_t, std:
     nghttp2_submit_rst_stream(session, NGHTTP2_FLAG_NONE, stream_id, NGHTTP2_CANCEL);
     self->streams_.erase(stream_id);
     self->complete(call, ok.error());
+    self->start_waiting();
     return 0;
   }
-  if (call->window && call->window->hold_back()) {
-    call->window_held_back += len;  // the server waits until the caller catches up
+  if (call->stream && call->stream->window->hold_back()) {
+    call->stream->window_held_back += len;  // the server waits until the caller catches up
   } else {
     nghttp2_session_consume_stream(session, stream_id, len);
   }
@@ -329,17 +355,22 @@ int ClientConnection::on_data_chunk(nghttp2_session* session, std::uint8_t, std:
 }
 
 void ClientConnection::reopen_window(const std::shared_ptr<ClientCall>& call) {
-  if (call->finished || call->stream_id <= 0 || lost_ || call->window_held_back == 0) return;
-  if (call->window->hold_back()) return;  // held again meanwhile: it says when to come back
-  nghttp2_session_consume_stream(session_, call->stream_id, call->window_held_back);
-  call->window_held_back = 0;
+  if (call->finished || call->stream_id <= 0 || lost_ || !call->stream) return;
+  StreamPart& stream = *call->stream;
+  if (stream.window_held_back == 0) return;
+  if (stream.window->hold_back()) return;  // held again meanwhile: it says when to come back
+  nghttp2_session_consume_stream(session_, call->stream_id, stream.window_held_back);
+  stream.window_held_back = 0;
   flush();
 }
 
 int ClientConnection::on_frame_recv(nghttp2_session*, const nghttp2_frame* frame, void* user_data) {
   auto* self = static_cast<ClientConnection*>(user_data);
   if (frame->hd.type == NGHTTP2_GOAWAY) {
-    self->goaway_ = true;  // streams above last_stream_id are closed with REFUSED_STREAM
+    self->goaway_ = true;   // streams above last_stream_id are closed with REFUSED_STREAM
+    self->start_waiting();  // hands the waiting calls back
+  } else if (frame->hd.type == NGHTTP2_SETTINGS && !(frame->hd.flags & NGHTTP2_FLAG_ACK)) {
+    self->start_waiting();  // the server's stream limit is known: it may allow more
   } else if (frame->hd.type == NGHTTP2_PING && (frame->hd.flags & NGHTTP2_FLAG_ACK)) {
     self->keepalive_.pong();
   }
@@ -375,33 +406,40 @@ int ClientConnection::on_stream_close(nghttp2_session*, std::int32_t stream_id,
                                       std::uint32_t error_code, void* user_data) {
   auto* self = static_cast<ClientConnection*>(user_data);
   auto it = self->streams_.find(stream_id);
-  if (it == self->streams_.end()) return 0;
-  auto call = std::move(it->second);
+  if (it != self->streams_.end()) {
+    auto call = std::move(it->second);
+    self->streams_.erase(it);
+    self->close_stream(call, error_code);
+  }
+  self->start_waiting();  // a slot under the server's stream limit is free
+  return 0;
+}
+
+void ClientConnection::close_stream(const std::shared_ptr<ClientCall>& call,
+                                    std::uint32_t error_code) {
   call->times.last_byte = Clock::now();
-  self->streams_.erase(it);
-  if (call->finished) return 0;
+  if (call->finished) return;
   // REFUSED_STREAM means the server did not process the stream: more streams than its limit,
   // sent before its SETTINGS arrived, or a stream above the last one a GOAWAY said it would
   // process. Like gRPC, start it again transparently: here, or on a new connection after GOAWAY.
   const bool answered =
       call->response && (call->response->grpc_status || call->response->http_status != 0);
   if (error_code == NGHTTP2_REFUSED_STREAM && !answered) {
-    if (!self->usable()) {
-      if (self->hand_back(call)) return 0;
+    if (!usable()) {
+      if (hand_back(call)) return;
     } else if (call->refusals < ClientCall::kMaxRefusals) {
       ++call->refusals;
       call->reset_for_retry();
-      self->start_stream(call);
-      return 0;
+      start_stream(call);
+      return;
     }
   }
-  self->complete(call, self->outcome_of(*call, error_code));
-  return 0;
+  complete(call, outcome_of(*call, error_code));
 }
 
 bool ClientConnection::hand_back(const std::shared_ptr<ClientCall>& call) {
   // A stream's body forgets what it sent: it cannot be sent again elsewhere.
-  if (!events_.restart || call->refusals >= ClientCall::kMaxRefusals || call->on_message) {
+  if (!events_.restart || call->refusals >= ClientCall::kMaxRefusals || call->stream) {
     return false;
   }
   ++call->refusals;
@@ -426,7 +464,7 @@ Result<ReceivedMessage> ClientConnection::outcome_of(ClientCall& call,
       return Error(StatusCode::Internal,
                    "response from " + describe() + " ended inside a message (truncated)");
     }
-    if (call.on_message) return ReceivedMessage{};  // a stream: its messages went as they came
+    if (call.stream) return ReceivedMessage{};  // a stream: its messages went as they came
     if (reader.messages().size() != 1) {
       return Error(StatusCode::Internal, "expected one response message from " + describe() +
                                              ", got " + std::to_string(reader.messages().size()));
@@ -451,7 +489,7 @@ void ClientConnection::complete(const std::shared_ptr<ClientCall>& call,
                                 Result<ReceivedMessage> outcome) {
   if (call->finished) return;
   call->finished = true;
-  if (call->window) call->window->detach();
+  if (call->stream) call->stream->window->detach();
   if (call->body && call->body->in_flight_writes > 0) {
     // A write still reads the caller's tensors: answer once it no longer does. A healthy
     // connection finishes the write soon; a stalled one is closed, ending the write, by the

@@ -53,6 +53,19 @@ struct CallResponse {
   std::string error_reason;  ///< from grpc-status-details-bin
 };
 
+/// What a stream's call has that a unary call does not.
+struct StreamPart {
+  /// Each response message as it completes, on the network thread, with the hold that keeps
+  /// its bytes counted in `window`; the call's `done` then gets its status, an empty message
+  /// when it is OK. A stream is never started again elsewhere.
+  detail::UniqueFunction<void(protocol::ReceivedMessage, std::shared_ptr<const void> hold)>
+      on_message;
+  /// Its flow control: received bytes go back to its HTTP/2 window only while the responses
+  /// its caller holds are under the window's limit.
+  std::shared_ptr<StreamWindow> window;
+  std::size_t window_held_back = 0;  ///< bytes received and not yet given back
+};
+
 struct ClientCall
     : net::BookEntry<ClientCall, detail::UniqueFunction<void(Result<protocol::ReceivedMessage>)>> {
   ClientCall(std::string method_name, std::shared_ptr<protocol::OutgoingBody> request_body,
@@ -93,16 +106,9 @@ struct ClientCall
   /// Runs exactly once on the network thread, while whoever calls it holds the call (so
   /// `times` may be read there).
   detail::UniqueFunction<void(Result<protocol::ReceivedMessage>)> done;
-  /// A stream's call (its body is open, more messages are appended to it): each response
-  /// message as it completes, on the network thread, with the hold that keeps its bytes
-  /// counted in `window`; `done` then gets the call's status, an empty message when it is OK.
-  /// A stream is never started again elsewhere.
-  detail::UniqueFunction<void(protocol::ReceivedMessage, std::shared_ptr<const void> hold)>
-      on_message;
-  /// A stream's flow control: received bytes go back to its HTTP/2 window only while the
-  /// responses its caller holds are under the window's limit.
-  std::shared_ptr<StreamWindow> window;
-  std::size_t window_held_back = 0;  ///< bytes received and not yet given back
+  /// Set for a stream's call (its body is open, more messages are appended to it); a unary
+  /// call, which a client may hold thousands of, carries none of this.
+  std::unique_ptr<StreamPart> stream;
 
   // Progress, owned by the connection.
   std::weak_ptr<ClientConnection> connection;  // the one it was last submitted to
@@ -165,6 +171,12 @@ class ClientConnection final : public net::H2Session {
   void on_connected();
   void connect_failed(const std::string& why);
   void start_stream(const std::shared_ptr<ClientCall>& call);
+  // Whether the server's stream limit leaves room for one more stream.
+  bool stream_free() const;
+  // Starts waiting calls while there is room; hands them back when the connection takes no
+  // more (GOAWAY). Runs on the network thread, inside nghttp2's callbacks too (the caller
+  // flushes).
+  void start_waiting();
   void arm_deadline(const std::shared_ptr<ClientCall>& call);
   Result<protocol::ReceivedMessage> outcome_of(ClientCall& call, std::uint32_t h2_error) const;
   void complete(const std::shared_ptr<ClientCall>& call, Result<protocol::ReceivedMessage> outcome);
@@ -184,6 +196,9 @@ class ClientConnection final : public net::H2Session {
                            std::size_t, void*);
   static int on_frame_recv(nghttp2_session*, const nghttp2_frame*, void*);
   static int on_stream_close(nghttp2_session*, std::int32_t, std::uint32_t, void*);
+  // A call's stream closed with `error_code`: its outcome, or a start again when the server
+  // refused it unprocessed.
+  void close_stream(const std::shared_ptr<ClientCall>& call, std::uint32_t error_code);
   static int on_frame_not_send(nghttp2_session*, const nghttp2_frame*, int, void*);
   static int on_frame_send(nghttp2_session*, const nghttp2_frame*, void*);
 
@@ -196,7 +211,12 @@ class ClientConnection final : public net::H2Session {
   bool goaway_ = false;
   net::Connector connector_;
   net::Keepalive keepalive_;
-  std::deque<std::shared_ptr<ClientCall>> waiting_;              // until connected
+  // Calls not yet started: until connected, then until the server's stream limit
+  // (SETTINGS_MAX_CONCURRENT_STREAMS) has room. Held here rather than submitted to nghttp2,
+  // which would keep a request's frame and headers (about 500 bytes) for each call over the
+  // limit; a call here costs its entry. One that finished meanwhile (its deadline, cancel())
+  // is skipped when its turn comes.
+  std::deque<std::shared_ptr<ClientCall>> waiting_;
   std::map<std::int32_t, std::shared_ptr<ClientCall>> streams_;  // open streams
   // Completed calls whose request bytes a write still reads, by body.
   std::unordered_map<protocol::OutgoingBody*, std::shared_ptr<ClientCall>> parked_;

@@ -144,15 +144,17 @@ std::unique_ptr<TransportStream> open_grpc_stream(
   // Undelivered responses hold up to one stream window; the window reopens on the network
   // thread once the caller dropped enough of them.
   std::weak_ptr<ClientCall> weak = call;
-  call->window = std::make_shared<StreamWindow>(held_bytes_limit, [channel, weak] {
+  call->stream = std::make_unique<StreamPart>();
+  call->stream->window = std::make_shared<StreamWindow>(held_bytes_limit, [channel, weak] {
     asio::post(channel->io(), [weak] {
       auto held = weak.lock();
       if (!held) return;
       if (auto connection = held->connection.lock()) connection->reopen_window(held);
     });
   });
-  call->on_message = [on_response = std::move(on_response)](protocol::ReceivedMessage message,
-                                                            std::shared_ptr<const void> hold) {
+  call->stream->on_message = [on_response = std::move(on_response)](
+                                 protocol::ReceivedMessage message,
+                                 std::shared_ptr<const void> hold) {
     StreamResponse response = to_response(std::move(message));
     response.window_hold = std::move(hold);
     on_response(std::move(response));
