@@ -1,6 +1,7 @@
 // ClientOptions::callbacks. Network (the default): callbacks run on the network thread after
 // its I/O, and one that runs long or blocks moves the connection to a fresh thread instead of
-// stalling it. Inline: callbacks run on the thread that completes the request, blocking calls
+// stalling it; that client's callbacks then run on the callback threads until they have been
+// quick for a while. Inline: callbacks run on the thread that completes the request, blocking calls
 // there fail instead of deadlocking. Whichever: never inside the user's own call, and a client
 // destroyed inside a callback finishes on another thread.
 #include <doctest/doctest.h>
@@ -215,12 +216,19 @@ TEST_CASE("a long network callback moves its connection on instead of stalling i
   CHECK(waited < kHold / 2);
   // Once the long callback returns, this client's callbacks run on the callback threads.
   released.get_future().wait();
-  REQUIRE(eventually([&] {
+  auto runs_on_network = [&] {
     std::promise<bool> on_network;
     client.infer_async(simple_request(3, 3),
                        [&](Result<InferResult>) { on_network.set_value(on_network_thread()); });
-    return !on_network.get_future().get();
-  }));
+    return on_network.get_future().get();
+  };
+  REQUIRE(eventually([&] { return !runs_on_network(); }));
+  CHECK(client.stats().slow_callbacks == 1);
+  // Quick ever since, for a second: they come back to the network thread (a thread that was
+  // only preempted must not cost a client the network thread for good).
+  const auto moved = std::chrono::steady_clock::now();
+  REQUIRE(eventually(runs_on_network, 10s));
+  CHECK(std::chrono::steady_clock::now() - moved >= 900ms);
 }
 
 TEST_CASE("a network callback may wait for the client: blocking calls and futures") {

@@ -539,7 +539,7 @@ class ClientCore : public std::enable_shared_from_this<ClientCore> {
                 // client's callbacks are not the quick kind, give them threads of their own.
                 if (CallbackHost::current()->handed_off()) {
                   counters_.slow_callbacks.fetch_add(1, std::memory_order_relaxed);
-                  callbacks_moved_.store(true, std::memory_order_relaxed);
+                  move_callbacks();
                 }
                 delivered();
               });
@@ -557,9 +557,42 @@ class ClientCore : public std::enable_shared_from_this<ClientCore> {
       case CallbackThread::Pool: break;
     }
     callback_pool().post([this, done = std::move(done), result = std::move(result)]() mutable {
-      call_back(done, std::move(result));
+      if (callbacks_moved_.load(std::memory_order_relaxed)) {
+        timed_call_back(done, std::move(result));
+      } else {
+        call_back(done, std::move(result));
+      }
       delivered();
     });
+  }
+
+  // A callback held its network thread too long: this client's callbacks go to the callback
+  // threads, until they have all been quick for a while (a thread preempted under load looks
+  // slow too, and must not cost a client the network thread for good). Each move doubles the
+  // while, so that a client whose callbacks are slow now and then settles on the pool.
+  void move_callbacks() {
+    const auto now = Clock::now().time_since_epoch().count();
+    const auto trial = trial_ns_.load(std::memory_order_relaxed);
+    trial_ns_.store(trial == 0 ? kFirstTrial.count() : std::min(2 * trial, kLongestTrial.count()),
+                    std::memory_order_relaxed);
+    quiet_since_ns_.store(now, std::memory_order_relaxed);
+    callbacks_moved_.store(true, std::memory_order_relaxed);
+  }
+
+  // A callback on the callback threads of a client whose callbacks moved there, timed: one as
+  // long as the network threads tolerate starts the trial again; once they have been quick for
+  // the trial, later callbacks run on the network thread again.
+  void timed_call_back(Callback<InferResult>& done, Result<InferResult>&& result) {
+    const auto started = Clock::now();
+    call_back(done, std::move(result));
+    const auto finished = Clock::now();
+    const auto now = finished.time_since_epoch().count();
+    if (finished - started >= kQuickCallback) {
+      quiet_since_ns_.store(now, std::memory_order_relaxed);
+    } else if (now - quiet_since_ns_.load(std::memory_order_relaxed) >=
+               trial_ns_.load(std::memory_order_relaxed)) {
+      callbacks_moved_.store(false, std::memory_order_relaxed);
+    }
   }
 
   // Runs a user callback, the thread marked as inside one while it does.
@@ -600,8 +633,16 @@ class ClientCore : public std::enable_shared_from_this<ClientCore> {
   std::condition_variable all_delivered_;
   std::set<std::shared_ptr<Flight>> local_flights_;  // running on the CPU executor
   std::atomic<bool> local_mode_{false};
-  // A callback held a network thread past its budget: callbacks go to the callback threads.
+  // A callback held a network thread past its budget: callbacks go to the callback threads,
+  // since quiet_since_ns_ (steady clock) all quick, until that lasts trial_ns_ (move_callbacks).
   std::atomic<bool> callbacks_moved_{false};
+  std::atomic<std::int64_t> quiet_since_ns_{0};
+  std::atomic<std::int64_t> trial_ns_{0};
+  // What the network threads tolerate of a callback (their watcher's tick), and how long a
+  // moved client's callbacks must stay under it to go back: first, and at most.
+  static constexpr std::chrono::nanoseconds kQuickCallback = std::chrono::milliseconds(1);
+  static constexpr std::chrono::nanoseconds kFirstTrial = std::chrono::seconds(1);
+  static constexpr std::chrono::nanoseconds kLongestTrial = std::chrono::seconds(64);
   std::map<std::string, CacheEntry> metadata_;
   Counters counters_;
   std::mt19937 random_;  // backoff jitter, guarded by mutex_
