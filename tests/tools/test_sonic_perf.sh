@@ -45,4 +45,25 @@ set +e
 "$perf" --url "grpc://127.0.0.1:$port" --model simple --concurrency 4:1:x2 2>"$work/err"; rc=$?
 set -e
 [ $rc -eq 2 ] && grep -q "bad sweep" "$work/err" || fail "bad sweep: rc=$rc"
-echo "sonic-perf: 6 passed, 0 failed"
+
+# The server dies 1 s into a sweep that would take 20 s: the sweep stops, the failures are in
+# the table's "failed" column, the first error is named, and the exit status is 1.
+stop_server
+serve "$server"
+"$perf" --url "grpc://127.0.0.1:$port" --model simple --concurrency 1:8:x2 --warmup 0.1 \
+  --window 0.5 --max-windows 10 --stable-windows 10 >"$work/table" 2>"$work/progress" &
+perf_pid=$!
+sleep 1
+kill "$pid"
+started=$SECONDS
+set +e
+wait "$perf_pid"; rc=$?
+set -e
+[ $rc -eq 1 ] || fail "a dead server: exit status $rc, not 1: $(cat "$work/progress")"
+(( SECONDS - started < 8 )) || fail "the sweep went on after the server died"
+grep -q "failed" "$work/table" || fail "no failed column: $(cat "$work/table")"
+awk 'NR > 1 && $4 > 0 { found = 1 } END { exit !found }' "$work/table" ||
+  fail "no failures counted: $(cat "$work/table")"
+grep -q "stopping the sweep" "$work/progress" && grep -q "UNAVAILABLE" "$work/progress" ||
+  fail "the error is not named: $(cat "$work/progress")"
+echo "sonic-perf: 7 passed, 0 failed"

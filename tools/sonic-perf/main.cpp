@@ -46,7 +46,10 @@ void usage(std::ostream& out) {
          "  --window-requests N    requests per window\n"
          "  --stability F          windows agree when throughput and p99 are within F (0.10)\n"
          "  --stable-windows N     ... over the last N windows (3); at most --max-windows (10)\n"
-         "  --csv FILE  --json FILE  --plot FILE.svg\n";
+         "  --csv FILE  --json FILE  --plot FILE.svg\n"
+         "Windows with failures are never stable; a window in which every request failed ends\n"
+         "its point and the sweep. Exit status: 0 every request answered, 1 some failed (the\n"
+         "table's failed column; the first error is printed), 2 usage or setup error.\n";
 }
 
 Options parse(int argc, char** argv) {
@@ -159,17 +162,28 @@ Point measure_point(Client& client, const Options& o, const std::vector<NamedTen
                            0, failures);
   long sent = static_cast<long>(warmup.size()) + failures;  // what the server saw, all told
   std::vector<Point> windows;
+  bool unanswered = false;
   for (int w = 0; w < o.max_windows; ++w) {
     auto before = Counters::now(client, o.model);
     auto until = before.at + std::chrono::duration_cast<Clock::duration>(
                                  std::chrono::duration<double>(o.window_s));
-    auto latencies = driver.run(until, o.window_requests, failures);
+    std::string first_error;
+    auto latencies = driver.run(until, o.window_requests, failures, &first_error);
     windows.push_back(
         summarize(std::move(latencies), failures, before, Counters::now(client, o.model)));
-    const Point& last = windows.back();
+    Point& last = windows.back();
+    last.first_error = std::move(first_error);
     sent += last.requests;
     std::fprintf(stderr, "  window %d: %.1f infer/s, p99 %.0f us%s\n", w + 1, last.throughput,
                  last.p99_us, last.failures ? " (with failures)" : "");
+    if (last.failures == last.requests) {
+      // Nothing is answered any more (the server went away, the model was unloaded): more
+      // windows would only measure errors.
+      std::fprintf(stderr, "  no answer in window %d%s%s\n", w + 1,
+                   last.first_error.empty() ? "" : ": ", last.first_error.c_str());
+      unanswered = true;
+      break;
+    }
     if (stable(windows, o.stable_windows, o.stability)) break;
   }
   // The point: the last stable_windows windows, merged by their medians.
@@ -188,6 +202,7 @@ Point measure_point(Client& client, const Options& o, const std::vector<NamedTen
     p.requests += w.requests;
     p.failures += w.failures;
     p.seconds += w.seconds;
+    if (p.first_error.empty()) p.first_error = w.first_error;
   }
   for (auto field :
        {&Point::throughput, &Point::p50_us, &Point::p90_us, &Point::p99_us, &Point::client_cpu_us,
@@ -196,6 +211,7 @@ Point measure_point(Client& client, const Options& o, const std::vector<NamedTen
   }
   for (const auto& w : last) p.max_us = std::max(p.max_us, w.max_us);
   p.stable = stable(windows, o.stable_windows, o.stability);
+  p.unanswered = unanswered;
   p.concurrency = concurrency;
   p.rate = rate;
   p.load = rate > 0 ? "rate " + std::to_string(static_cast<int>(rate)) + "/s"
@@ -209,6 +225,9 @@ int main(int argc, char** argv) try {
   Options o = parse(argc, argv);
   ClientOptions client_options;
   client_options.callbacks = o.callbacks;
+  // The statistics read around each window: a server that went away must not hold a window
+  // open for the default ten seconds.
+  client_options.control_timeout = std::chrono::seconds(1);
   Client client(o.url, client_options);
   auto inputs = inputs_for(client, o);
   const bool decoupled = is_decoupled(client, o.model);
@@ -225,16 +244,27 @@ int main(int argc, char** argv) try {
       std::fprintf(stderr, "sonic-perf: %s with %d in flight%s\n", o.model.c_str(), c,
                    o.streaming ? " on a stream" : "");
       points.push_back(measure_point(client, o, inputs, decoupled, c, 0));
+      if (points.back().unanswered) {
+        std::fprintf(stderr, "sonic-perf: stopping the sweep: no request is answered\n");
+        break;
+      }
     }
   }
   print_table(points);
   if (!o.csv.empty()) write_csv(o.csv, points);
   if (!o.json.empty()) write_json(o.json, o.url, o.model, points);
   if (!o.plot.empty()) write_svg(o.plot, o.model + " at " + o.url, points);
+  // Exit codes: 0 every request answered, 1 some failed (the table's "failed" column, and the
+  // first error below), 2 a usage error or nothing could be measured.
+  int failed_points = 0;
   for (const auto& p : points) {
-    if (p.failures) return 1;
+    if (p.failures == 0 && !p.unanswered) continue;
+    if (failed_points++ == 0) {
+      std::fprintf(stderr, "sonic-perf: %ld of %ld requests failed at %s, the first with: %s\n",
+                   p.failures, p.requests, p.load.c_str(), p.first_error.c_str());
+    }
   }
-  return 0;
+  return failed_points > 0 ? 1 : 0;
 } catch (const std::exception& e) {
   std::cerr << "sonic-perf: " << e.what() << '\n';
   return 2;

@@ -36,6 +36,8 @@ struct Point {
   double wire_bytes = 0;     ///< per request, both directions, through the network interfaces
   double server_queue_us = 0, server_compute_us = 0;  ///< per request, from ModelStatistics
   bool stable = false;
+  std::string first_error;  ///< of the first request that failed, when one did
+  bool unanswered = false;  ///< its last window had no answer: the sweep stops there
 };
 
 /// A snapshot of the counters a window subtracts.
@@ -84,8 +86,10 @@ class LoadDriver {
         poisson_(poisson) {}
 
   /// Runs load until `until` (or `requests` completions when > 0); returns the latencies (µs)
-  /// and failures of what completed meanwhile. Waits for the requests it started.
-  std::vector<double> run(Clock::time_point until, long requests, long& failures) {
+  /// and failures of what completed meanwhile, and the first failure's error when one failed.
+  /// Waits for the requests it started.
+  std::vector<double> run(Clock::time_point until, long requests, long& failures,
+                          std::string* first_error = nullptr) {
     Window window(until, requests);
     if (rate_ > 0) {
       paced(window);
@@ -98,6 +102,7 @@ class LoadDriver {
     std::unique_lock<std::mutex> lock(window.mutex);
     window.changed.wait(lock, [&] { return window.in_flight == 0; });
     failures = window.failures;
+    if (first_error) *first_error = window.first_error;
     return std::move(window.latencies);
   }
 
@@ -112,6 +117,7 @@ class LoadDriver {
     std::vector<double> latencies;
     long failures = 0, completed = 0;
     int in_flight = 0;
+    std::string first_error;
 
     // Counts a request in when the window wants more; call with `mutex` held. A completing
     // request that is replaced keeps its count (`replacing`).
@@ -137,7 +143,7 @@ class LoadDriver {
         if (r) {
           window.latencies.push_back(us);
         } else {
-          ++window.failures;
+          if (window.failures++ == 0) window.first_error = r.error().what();
         }
         ++window.completed;
         if (!chained || !window.wants_more(true)) {
@@ -204,9 +210,14 @@ inline Point summarize(std::vector<double> latencies, long failures, const Count
 }
 
 /// Whether the last `count` windows agree within `tolerance` on throughput and p99.
+/// Whether the last `count` windows agree within `tolerance` (and none had a failure: a rate
+/// of errors is not a measurement).
 inline bool stable(const std::vector<Point>& windows, int count, double tolerance) {
   if (static_cast<int>(windows.size()) < count) return false;
   auto first = windows.end() - count;
+  if (std::any_of(first, windows.end(), [](const Point& p) { return p.failures > 0; })) {
+    return false;
+  }
   auto within = [&](auto field) {
     auto [lo, hi] = std::minmax_element(
         first, windows.end(), [&](const Point& a, const Point& b) { return field(a) < field(b); });

@@ -14,12 +14,12 @@
 namespace sonic::perf {
 
 inline void print_table(const std::vector<Point>& points) {
-  std::printf("%-16s %10s %9s %9s %9s %9s %9s %11s %10s %10s %6s\n", "load", "infer/s", "p50 us",
-              "p90 us", "p99 us", "max us", "cpu us", "wire B/req", "srv queue", "srv comp",
-              "stable");
+  std::printf("%-16s %10s %8s %9s %9s %9s %9s %9s %11s %10s %10s %6s\n", "load", "infer/s",
+              "failed", "p50 us", "p90 us", "p99 us", "max us", "cpu us", "wire B/req", "srv queue",
+              "srv comp", "stable");
   for (const auto& p : points) {
-    std::printf("%-16s %10.1f %9.0f %9.0f %9.0f %9.0f %9.1f %11.0f %10.1f %10.1f %6s\n",
-                p.load.c_str(), p.throughput, p.p50_us, p.p90_us, p.p99_us, p.max_us,
+    std::printf("%-16s %10.1f %8ld %9.0f %9.0f %9.0f %9.0f %9.1f %11.0f %10.1f %10.1f %6s\n",
+                p.load.c_str(), p.throughput, p.failures, p.p50_us, p.p90_us, p.p99_us, p.max_us,
                 p.client_cpu_us, p.wire_bytes, p.server_queue_us, p.server_compute_us,
                 p.stable ? "yes" : "no");
   }
