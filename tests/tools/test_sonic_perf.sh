@@ -46,6 +46,26 @@ set +e
 set -e
 [ $rc -eq 2 ] && grep -q "bad sweep" "$work/err" || fail "bad sweep: rc=$rc"
 
+# Numbers are read whole or refused (2abc is not 2, 0 is not 1), a list is a sweep, and an output
+# file that cannot be written is refused before measuring, not after.
+for bad in "--concurrency 2abc" "--concurrency 0" "--window -1" "--rate 1e999" "--max-windows 1.5"; do
+  set +e
+  # shellcheck disable=SC2086
+  "$perf" --url "grpc://127.0.0.1:$port" --model simple $bad 2>"$work/err"; rc=$?
+  set -e
+  [ $rc -eq 2 ] && grep -q -- "${bad%% *} takes" "$work/err" || fail "$bad: rc=$rc $(cat "$work/err")"
+done
+"$perf" --url "grpc://127.0.0.1:$port" --model simple --concurrency 1,2,4 "${quick[@]}" \
+  >"$work/table" 2>"$work/progress" || fail "list: $(cat "$work/progress")"
+[ "$(grep -c '^concurrency' "$work/table")" -eq 3 ] || fail "1,2,4 is 3 points: $(cat "$work/table")"
+started=$SECONDS
+set +e
+"$perf" --url "grpc://127.0.0.1:$port" --model simple --concurrency 1:64:x2 \
+  --csv "$work/missing/c.csv" 2>"$work/err"; rc=$?
+set -e
+[ $rc -eq 2 ] && grep -q "does not exist" "$work/err" && (( SECONDS - started < 3 )) ||
+  fail "an unwritable --csv: rc=$rc $(cat "$work/err")"
+
 # The server dies 1 s into a sweep that would take 20 s: the sweep stops, the failures are in
 # the table's "failed" column, the first error is named, and the exit status is 1.
 stop_server
@@ -66,4 +86,4 @@ awk 'NR > 1 && $4 > 0 { found = 1 } END { exit !found }' "$work/table" ||
   fail "no failures counted: $(cat "$work/table")"
 grep -q "stopping the sweep" "$work/progress" && grep -q "UNAVAILABLE" "$work/progress" ||
   fail "the error is not named: $(cat "$work/progress")"
-echo "sonic-perf: 7 passed, 0 failed"
+echo "sonic-perf: 10 passed, 0 failed"

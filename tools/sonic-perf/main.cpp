@@ -33,7 +33,8 @@ void usage(std::ostream& out) {
          "                         grpc://127.0.0.1:8001)\n"
          "  --input SPEC           NAME:DTYPE:D0,D1,...[:random|zero|sparse] or NAME=FILE.npy;\n"
          "                         repeat per input (default: from the model's metadata)\n"
-         "  --concurrency SWEEP    requests in flight: N, FROM:TO:xFACTOR or FROM:TO:+STEP (1)\n"
+         "  --concurrency SWEEP    requests in flight: N, N,M,..., FROM:TO:xFACTOR or\n"
+         "                         FROM:TO:+STEP (1)\n"
          "  --rate R               fixed rate of R requests/s instead (with --poisson: random\n"
          "                         exponential gaps)\n"
          "  --callbacks WHERE      where completions run (ClientOptions::callbacks): network\n"
@@ -48,8 +49,9 @@ void usage(std::ostream& out) {
          "  --stable-windows N     ... over the last N windows (3); at most --max-windows (10)\n"
          "  --csv FILE  --json FILE  --plot FILE.svg\n"
          "Windows with failures are never stable; a window in which every request failed ends\n"
-         "its point and the sweep. Exit status: 0 every request answered, 1 some failed (the\n"
-         "table's failed column; the first error is printed), 2 usage or setup error.\n";
+         "its point and the sweep. Exit status: 0 every request answered; 1 some failed (the\n"
+         "table's failed column; the first error is printed) or the run could not go on (no\n"
+         "server, a file that cannot be written); 2 a mistake on the command line.\n";
 }
 
 Options parse(int argc, char** argv) {
@@ -79,19 +81,19 @@ Options parse(int argc, char** argv) {
     else if (flag == "--concurrency")
       o.concurrency = parse_sweep(value);
     else if (flag == "--rate")
-      o.rate = std::atof(value.c_str());
+      o.rate = parse_positive(flag, value);
     else if (flag == "--warmup")
-      o.warmup_s = std::atof(value.c_str());
+      o.warmup_s = parse_positive(flag, value, true);
     else if (flag == "--window")
-      o.window_s = std::max(0.05, std::atof(value.c_str()));
+      o.window_s = std::max(0.05, parse_positive(flag, value));
     else if (flag == "--window-requests")
-      o.window_requests = std::atoi(value.c_str());
+      o.window_requests = parse_count(flag, value);
     else if (flag == "--stability")
-      o.stability = std::atof(value.c_str());
+      o.stability = parse_positive(flag, value);
     else if (flag == "--stable-windows")
-      o.stable_windows = std::max(1, std::atoi(value.c_str()));
+      o.stable_windows = parse_count(flag, value);
     else if (flag == "--max-windows")
-      o.max_windows = std::max(1, std::atoi(value.c_str()));
+      o.max_windows = parse_count(flag, value);
     else if (flag == "--callbacks") {
       auto where = bench::parse_callback_thread(value);
       if (!where) usage_error("--callbacks takes " + std::string(bench::kCallbackThreadNames));
@@ -106,6 +108,9 @@ Options parse(int argc, char** argv) {
       usage_error("unknown option " + flag);
   }
   if (o.model.empty()) usage_error("--model is required");
+  check_writable("--csv", o.csv);
+  check_writable("--json", o.json);
+  check_writable("--plot", o.plot);
   return o;
 }
 
@@ -265,7 +270,10 @@ int main(int argc, char** argv) try {
     }
   }
   return failed_points > 0 ? 1 : 0;
-} catch (const std::exception& e) {
+} catch (const UsageError& e) {
   std::cerr << "sonic-perf: " << e.what() << '\n';
   return 2;
+} catch (const std::exception& e) {
+  std::cerr << "sonic-perf: " << e.what() << '\n';
+  return 1;
 }

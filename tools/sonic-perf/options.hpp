@@ -3,8 +3,14 @@
 
 #include <sonic/sonic.hpp>
 
+#include <unistd.h>
+
+#include <cerrno>
+#include <cmath>
 #include <cstdlib>
+#include <filesystem>
 #include <random>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -39,8 +45,13 @@ struct Options {
   std::string csv, json, plot;
 };
 
+/// A mistake on the command line: exit status 2, where a failure while running is 1.
+struct UsageError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
 [[noreturn]] inline void usage_error(const std::string& message) {
-  throw Error(StatusCode::InvalidArgument, message + " (see sonic-perf --help)");
+  throw UsageError(message + " (see sonic-perf --help)");
 }
 
 inline DataType parse_dtype(const std::string& text) {
@@ -92,22 +103,74 @@ inline InputSpec parse_input(const std::string& text) {
 }
 
 /// "8", "1:64:x2" (1, 2, 4, ... 64) or "4:16:+4" (4, 8, 12, 16).
+/// A whole number of at least `least` for `flag`, all of `text` (\"2abc\" and \"0\" are refused,
+/// not read as 2 and 1).
+inline int parse_count(const std::string& flag, const std::string& text, int least = 1) {
+  char* end = nullptr;
+  errno = 0;
+  long value = std::strtol(text.c_str(), &end, 10);
+  if (text.empty() || *end || errno == ERANGE || value < least || value > 1'000'000) {
+    usage_error(flag + " takes a whole number from " + std::to_string(least) +
+                " to 1000000, not '" + text + "'");
+  }
+  return static_cast<int>(value);
+}
+
+/// A number of seconds (or any positive quantity) for `flag`: finite, above zero, or at least
+/// zero when `zero_allowed`.
+inline double parse_positive(const std::string& flag, const std::string& text,
+                             bool zero_allowed = false) {
+  char* end = nullptr;
+  double value = std::strtod(text.c_str(), &end);
+  if (text.empty() || *end || !std::isfinite(value) || value < 0 || (value == 0 && !zero_allowed)) {
+    usage_error(flag + " takes a number " + (zero_allowed ? "of at least 0" : "above 0") +
+                ", not '" + text + "'");
+  }
+  return value;
+}
+
+/// N, a list N,M,... or a sweep FROM:TO:xFACTOR / FROM:TO:+STEP.
 inline std::vector<int> parse_sweep(const std::string& text) {
+  const std::string flag = "--concurrency";
   auto first = text.find(':');
-  if (first == std::string::npos) return {std::max(1, std::atoi(text.c_str()))};
+  if (first == std::string::npos) {
+    std::vector<int> values;
+    std::size_t at = 0;
+    for (;;) {
+      std::size_t comma = text.find(',', at);
+      values.push_back(parse_count(flag, text.substr(at, comma - at)));
+      if (comma == std::string::npos) return values;
+      at = comma + 1;
+    }
+  }
   auto second = text.find(':', first + 1);
   if (second == std::string::npos || second + 2 > text.size())
-    usage_error("bad sweep '" + text + "'");
-  int from = std::max(1, std::atoi(text.substr(0, first).c_str()));
-  int to = std::atoi(text.substr(first + 1, second - first - 1).c_str());
+    usage_error("bad sweep '" + text + "': use FROM:TO:xFACTOR or FROM:TO:+STEP");
+  int from = parse_count(flag, text.substr(0, first));
+  int to = parse_count(flag, text.substr(first + 1, second - first - 1));
   char op = text[second + 1];
-  int step = std::atoi(text.substr(second + 2).c_str());
+  int step = parse_count(flag, text.substr(second + 2));
   if ((op != 'x' && op != '+') || step < (op == 'x' ? 2 : 1) || to < from) {
     usage_error("bad sweep '" + text + "': use FROM:TO:xFACTOR or FROM:TO:+STEP");
   }
   std::vector<int> values;
   for (int v = from; v <= to; v = op == 'x' ? v * step : v + step) values.push_back(v);
   return values;
+}
+
+/// Refuses an output file whose folder does not exist or cannot be written, before a sweep
+/// that may last minutes rather than after it.
+inline void check_writable(const std::string& flag, const std::string& path) {
+  if (path.empty()) return;
+  std::filesystem::path folder = std::filesystem::path(path).parent_path();
+  if (folder.empty()) folder = ".";
+  std::error_code error;
+  if (!std::filesystem::is_directory(folder, error)) {
+    usage_error(flag + " " + path + ": the folder " + folder.string() + " does not exist");
+  }
+  if (::access(folder.c_str(), W_OK) != 0) {
+    usage_error(flag + " " + path + ": the folder " + folder.string() + " is not writable");
+  }
 }
 
 /// The tensor an input spec describes (a .npy file, or generated data).

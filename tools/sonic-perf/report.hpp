@@ -3,8 +3,11 @@
 #pragma once
 
 #include <algorithm>
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <fstream>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -36,7 +39,7 @@ inline void write_csv(const std::string& path, const std::vector<Point>& points)
         << p.server_queue_us << ',' << p.server_compute_us << ',' << (p.stable ? "true" : "false")
         << '\n';
   }
-  if (!out) throw Error(StatusCode::Unavailable, "cannot write " + path);
+  if (!out) throw std::runtime_error("cannot write " + path + ": " + std::strerror(errno));
 }
 
 inline void write_json(const std::string& path, const std::string& url, const std::string& model,
@@ -64,7 +67,7 @@ inline void write_json(const std::string& path, const std::string& url, const st
         << ",\"stable\":" << (p.stable ? "true" : "false") << "}";
   }
   out << "]}\n";
-  if (!out) throw Error(StatusCode::Unavailable, "cannot write " + path);
+  if (!out) throw std::runtime_error("cannot write " + path + ": " + std::strerror(errno));
 }
 
 /// Throughput (x) against p50 and p99 latency (y), one marker per point, labelled by its load.
@@ -78,7 +81,7 @@ inline void write_svg(const std::string& path, const std::string& title,
   }
   if (!bench::write_line_plot(path, title, "throughput (inferences/s)", "latency (ms)",
                               {p99, p50})) {
-    throw Error(StatusCode::Unavailable, "cannot write " + path);
+    throw std::runtime_error("cannot write " + path + ": " + std::strerror(errno));
   }
 }
 
