@@ -36,6 +36,11 @@ done
 "$perf" --url "grpc://127.0.0.1:$port" --model simple --rate 200 --poisson "${quick[@]}" \
   >"$work/table" 2>"$work/progress" || fail "rate mode: $(cat "$work/progress")"
 grep -q "^rate 200/s" "$work/table" || fail "rate mode table: $(cat "$work/table")"
+# A rate beyond what the server answers is not a stable measurement.
+"$perf" --url "grpc://127.0.0.1:$port" --model simple --rate 1000000 "${quick[@]}" \
+  >"$work/table" 2>"$work/progress" || fail "rate 1000000: $(cat "$work/progress")"
+grep -q "overloaded" "$work/progress" && grep -q "^rate 1000000/s .* no$" "$work/table" ||
+  fail "an overloaded rate called stable: $(cat "$work/table" "$work/progress")"
 
 set +e
 "$perf" --url "grpc://127.0.0.1:$port" --concurrency 1 2>"$work/err"; rc=$?
@@ -86,4 +91,4 @@ awk 'NR > 1 && $4 > 0 { found = 1 } END { exit !found }' "$work/table" ||
   fail "no failures counted: $(cat "$work/table")"
 grep -q "stopping the sweep" "$work/progress" && grep -q "UNAVAILABLE" "$work/progress" ||
   fail "the error is not named: $(cat "$work/progress")"
-echo "sonic-perf: 10 passed, 0 failed"
+echo "sonic-perf: 11 passed, 0 failed"

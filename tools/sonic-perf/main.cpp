@@ -216,6 +216,13 @@ Point measure_point(Client& client, const Options& o, const std::vector<NamedTen
   }
   for (const auto& w : last) p.max_us = std::max(p.max_us, w.max_us);
   p.stable = stable(windows, o.stable_windows, o.stability);
+  if (rate > 0 && p.throughput < (1 - o.stability) * rate) {
+    // Answers slower than asked pile up in flight: the latencies grow without bound and say
+    // nothing of the server at that rate.
+    std::fprintf(stderr, "  overloaded: %.0f answers/s for %.0f requests/s asked\n", p.throughput,
+                 rate);
+    p.stable = false;
+  }
   p.unanswered = unanswered;
   p.concurrency = concurrency;
   p.rate = rate;
