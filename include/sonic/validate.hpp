@@ -42,12 +42,19 @@ inline Result<void> check_headers(const std::vector<std::pair<std::string, std::
   return {};
 }
 
-/// Checks what needs no model knowledge: a model name, unique input names, and bytes that fit
-/// each input's shape and datatype (unless a shared_memory_region parameter says where they
-/// are). Errors are INVALID_ARGUMENT and name the tensor.
+/// Checks what needs no model knowledge: a model name, a timeout that is not negative, unique
+/// input names, and bytes that fit each input's shape and datatype (unless a
+/// shared_memory_region parameter says where they are). Errors are INVALID_ARGUMENT and name
+/// the tensor.
 inline Result<void> check_request(const InferRequest& request) {
   if (request.model_name().empty()) {
     return Error(StatusCode::InvalidArgument, "request has no model name");
+  }
+  if (request.timeout().count() < 0) {
+    // Zero already means the client's default; a negative one is a mistake, not "no limit".
+    return Error(StatusCode::InvalidArgument,
+                 "request timeout of " + std::to_string(request.timeout().count()) +
+                     " us is negative (zero means ClientOptions::default_timeout)");
   }
   if (auto ok = check_headers(request.headers()); !ok) return ok;
   const auto& inputs = request.inputs();

@@ -122,6 +122,12 @@ TEST_CASE("requests are validated against model metadata, naming the tensor") {
                           .output("X"));
   CHECK_FALSE(output.ok());
   CHECK_FALSE(sonic::check_request(sonic::InferRequest("")).ok());
+  // A negative timeout is a mistake, never "no deadline".
+  auto negative =
+      sonic::check_request(sonic::InferRequest("m").timeout(std::chrono::milliseconds(-5)));
+  CHECK(negative.code() == sonic::StatusCode::InvalidArgument);
+  CHECK(negative.error().message().find("negative") != std::string::npos);
+  CHECK(sonic::check_request(sonic::InferRequest("m").timeout(std::chrono::microseconds(0))).ok());
 }
 
 TEST_CASE("metadata headers are checked before they reach the wire") {
