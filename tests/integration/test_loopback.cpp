@@ -1,6 +1,9 @@
 // End to end over loopback: values, sizes, concurrency, control calls.
 #include <doctest/doctest.h>
 
+#include <malloc.h>
+
+#include <algorithm>
 #include <atomic>
 #include <cstring>
 #include <future>
@@ -11,11 +14,13 @@
 #include <vector>
 
 #include "compression_checks.hpp"
+#include "eventually.hpp"
 #include "example_model_checks.hpp"
 #include "expect_error.hpp"
 #include "loopback_server.hpp"
 #include "model_control_checks.hpp"
 #include "request_option_checks.hpp"
+#include "sanitizers.hpp"
 #include "stream_checks.hpp"
 #include "thread_probe.hpp"
 
@@ -399,6 +404,60 @@ TEST_CASE(
   auto stats = client.model_statistics(kSlowModel);
   REQUIRE(stats.size() == 1);
   CHECK(stats[0].inference_count == 3);
+}
+
+TEST_CASE("calls that end while waiting for a stream are let go at once, their inputs too") {
+  // A server that keeps its only stream busy must not make the client hold every call that
+  // timed out waiting behind it: neither the caller's tensors nor the call and its encoded
+  // request (heap measured with glibc's counters, which a sanitizer's allocator bypasses).
+  std::promise<void> release;
+  std::shared_future<void> released = release.get_future().share();
+  Model held = models::identity("held_fp32", DataType::Fp32);
+  held.compute = [released, identity = held.compute](const InferRequest& request) {
+    released.wait();  // holds the server's only stream until the test lets go
+    return identity(request);
+  };
+  auto executor = test_executor();
+  executor->add_model(held);
+  ServerOptions options;
+  options.max_concurrent_streams = 1;
+  LoopbackServer server(executor, options);
+  Client client(server.url());
+  std::vector<float> data(4, 2.f);
+  auto busy =
+      client.infer_future(InferRequest("held_fp32").input("INPUT0", Tensor::view(data, {2, 2})));
+  std::this_thread::sleep_for(100ms);  // the server's SETTINGS, with its limit, have come
+  [[maybe_unused]] const std::size_t heap_before = mallinfo2().uordblks;
+#ifdef SONIC_TEST_SANITIZED
+  constexpr int kWaiting = 2000;
+#else
+  constexpr int kWaiting = 20000;
+#endif
+  std::vector<std::weak_ptr<const void>> inputs;
+  std::atomic<int> timed_out{0};
+  for (int i = 0; i < kWaiting; ++i) {
+    // 2000 bytes: copied into each call's encoded request.
+    auto bytes = std::make_shared<std::vector<float>>(500, 1.f);
+    inputs.push_back(bytes);
+    const void* at = bytes->data();
+    client.infer_async(InferRequest("held_fp32")
+                           .input("INPUT0", Tensor::from_shared(DataType::Fp32, {1, 500},
+                                                                std::move(bytes), at, 2000))
+                           .timeout(50ms),
+                       [&](Result<InferResult> r) {
+                         if (r.code() == StatusCode::DeadlineExceeded) ++timed_out;
+                       });
+  }
+  REQUIRE(eventually([&] { return timed_out.load() == kWaiting; }, 30s));
+  // The stream is still busy, and the calls behind it hold nothing.
+  CHECK(std::all_of(inputs.begin(), inputs.end(), [](const auto& w) { return w.expired(); }));
+#ifndef SONIC_TEST_SANITIZED
+  const std::size_t heap_after = mallinfo2().uordblks;
+  const std::size_t grown = heap_after > heap_before ? heap_after - heap_before : 0;
+  CHECK_MESSAGE(grown < 8u << 20, grown, " bytes still held for ", kWaiting, " ended calls");
+#endif
+  release.set_value();
+  CHECK(busy.get().output("OUTPUT0").as<float>()[3] == 2.f);
 }
 
 TEST_CASE("keepalive pings on a busy connection do not disturb requests") {

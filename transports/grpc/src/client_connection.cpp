@@ -185,7 +185,19 @@ void ClientConnection::abandon(const std::shared_ptr<ClientCall>& call, Error wh
     start_waiting();
     flush();
   }
-  complete(call, std::move(why));  // one still waiting is skipped when its turn comes
+  complete(call, std::move(why));
+  if (call->stream_id <= 0) forget_finished_waiting();
+}
+
+void ClientConnection::forget_finished_waiting() {
+  // Each call that ended while waiting is counted; once they are half the queue, the queue is
+  // swept. A server that keeps its streams busy then holds at most about as many ended calls
+  // as live ones, and each sweep is paid for by the ends that made it.
+  if (++finished_waiting_ * 2 <= waiting_.size()) return;
+  waiting_.erase(std::remove_if(waiting_.begin(), waiting_.end(),
+                                [](const auto& waiting) { return waiting->finished; }),
+                 waiting_.end());
+  finished_waiting_ = 0;
 }
 
 bool ClientConnection::stream_free() const {

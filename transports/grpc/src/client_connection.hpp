@@ -177,6 +177,9 @@ class ClientConnection final : public net::H2Session {
   // more (GOAWAY). Runs on the network thread, inside nghttp2's callbacks too (the caller
   // flushes).
   void start_waiting();
+  // A waiting call ended (deadline, cancel()): sweeps the ended ones out of the queue once
+  // they are half of it.
+  void forget_finished_waiting();
   void arm_deadline(const std::shared_ptr<ClientCall>& call);
   Result<protocol::ReceivedMessage> outcome_of(ClientCall& call, std::uint32_t h2_error) const;
   void complete(const std::shared_ptr<ClientCall>& call, Result<protocol::ReceivedMessage> outcome);
@@ -215,8 +218,9 @@ class ClientConnection final : public net::H2Session {
   // (SETTINGS_MAX_CONCURRENT_STREAMS) has room. Held here rather than submitted to nghttp2,
   // which would keep a request's frame and headers (about 500 bytes) for each call over the
   // limit; a call here costs its entry. One that finished meanwhile (its deadline, cancel())
-  // is skipped when its turn comes.
+  // is skipped when its turn comes, or swept out before then (forget_finished_waiting).
   std::deque<std::shared_ptr<ClientCall>> waiting_;
+  std::size_t finished_waiting_ = 0;  // calls that ended while in waiting_, since its last sweep
   std::map<std::int32_t, std::shared_ptr<ClientCall>> streams_;  // open streams
   // Completed calls whose request bytes a write still reads, by body.
   std::unordered_map<protocol::OutgoingBody*, std::shared_ptr<ClientCall>> parked_;
