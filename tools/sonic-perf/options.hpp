@@ -5,8 +5,6 @@
 
 #include <unistd.h>
 
-#include <cerrno>
-#include <cmath>
 #include <cstdlib>
 #include <filesystem>
 #include <random>
@@ -15,6 +13,7 @@
 #include <vector>
 
 #include "npy.hpp"
+#include "number_option.hpp"
 
 namespace sonic::perf {
 
@@ -103,30 +102,27 @@ inline InputSpec parse_input(const std::string& text) {
 }
 
 /// "8", "1:64:x2" (1, 2, 4, ... 64) or "4:16:+4" (4, 8, 12, 16).
-/// A whole number of at least `least` for `flag`, all of `text` (\"2abc\" and \"0\" are refused,
+/// A whole number of at least `least` for `flag`, all of `text` ("2abc" and "0" are refused,
 /// not read as 2 and 1).
 inline int parse_count(const std::string& flag, const std::string& text, int least = 1) {
-  char* end = nullptr;
-  errno = 0;
-  long value = std::strtol(text.c_str(), &end, 10);
-  if (text.empty() || *end || errno == ERANGE || value < least || value > 1'000'000) {
+  auto value = tools::whole_number(text);
+  if (!value || *value < least || *value > 1'000'000) {
     usage_error(flag + " takes a whole number from " + std::to_string(least) +
                 " to 1000000, not '" + text + "'");
   }
-  return static_cast<int>(value);
+  return static_cast<int>(*value);
 }
 
 /// A number of seconds (or any positive quantity) for `flag`: finite, above zero, or at least
 /// zero when `zero_allowed`.
 inline double parse_positive(const std::string& flag, const std::string& text,
                              bool zero_allowed = false) {
-  char* end = nullptr;
-  double value = std::strtod(text.c_str(), &end);
-  if (text.empty() || *end || !std::isfinite(value) || value < 0 || (value == 0 && !zero_allowed)) {
+  auto value = tools::finite_number(text);
+  if (!value || *value < 0 || (*value == 0 && !zero_allowed)) {
     usage_error(flag + " takes a number " + (zero_allowed ? "of at least 0" : "above 0") +
                 ", not '" + text + "'");
   }
-  return value;
+  return *value;
 }
 
 /// N, a list N,M,... or a sweep FROM:TO:xFACTOR / FROM:TO:+STEP.

@@ -20,6 +20,8 @@
 #include <string_view>
 #include <vector>
 
+#include "number_option.hpp"
+
 namespace {
 
 // A request's tensors are allocated on a network thread and freed where its answer is written,
@@ -141,10 +143,9 @@ unsigned long long parse_size(std::string_view flag, const char* text) {
 }
 
 std::chrono::milliseconds parse_seconds(std::string_view flag, const char* text) {
-  char* end = nullptr;
-  double value = std::strtod(text, &end);
-  if (!*text || *end || !(value >= 0) || value > 1e7) bad_option(flag, "seconds (0 or more)", text);
-  return std::chrono::milliseconds(static_cast<long long>(value * 1000));
+  auto value = sonic::tools::finite_number(text);
+  if (!value || *value < 0 || *value > 1e7) bad_option(flag, "seconds (0 or more)", text);
+  return std::chrono::milliseconds(static_cast<long long>(*value * 1000));
 }
 
 // One line per model, as tritonserver prints its model table: READY, or why not.
