@@ -283,6 +283,11 @@ Result<void> MessageReader::begin_raw_field() {
   return {};
 }
 
+MessageReader::Destination MessageReader::tensor_destination() const {
+  if (state_ != State::FieldPayload || !raw_buffer_ || inflater_) return {};
+  return {raw_buffer_.get() + (raw_size_ - field_left_), field_left_, raw_buffer_};
+}
+
 Result<void> MessageReader::end_field() {
   if (pending_raw_key_) {
     pending_raw_key_ = false;
@@ -421,8 +426,10 @@ Result<void> MessageReader::consume_body(const std::uint8_t* data, std::size_t s
     if (state_ == State::FieldPayload || state_ == State::FieldFixed) {
       std::size_t n = std::min(field_left_, size);
       if (raw_buffer_) {
-        const std::size_t at = raw_size_ - field_left_;
-        std::memcpy(raw_buffer_.get() + at, data, n);
+        // Bytes read in place (tensor_destination) need no copy; bytes read there that belong
+        // elsewhere in it may overlap their place.
+        std::uint8_t* place = raw_buffer_.get() + (raw_size_ - field_left_);
+        if (place != data) std::memmove(place, data, n);
         held_ += n;
         unreported_ += n;
       } else if (!pending_raw_key_) {

@@ -185,6 +185,20 @@ class SONIC_EXPORT MessageReader {
   /// Drops the message under way (its bytes stop being held) and takes nothing more.
   void abandon() noexcept;
 
+  /// Where the next bytes fed go when they are the rest of a tensor being received: `data` is
+  /// the part of its buffer still to fill (`size` bytes), `hold` keeps that buffer alive. A
+  /// socket may read those bytes straight there and then feed() them from there: the reader
+  /// sees them in place and copies nothing. Bytes that land there and turn out to belong
+  /// elsewhere are still read correctly (feed() moves what is not in place), and the buffer
+  /// outlives the read through `hold` even when the message is abandoned meanwhile. Empty
+  /// (`size` 0) between tensors, and for compressed messages or ones waiting for admission.
+  struct Destination {
+    std::uint8_t* data = nullptr;
+    std::size_t size = 0;
+    std::shared_ptr<void> hold;
+  };
+  Destination tensor_destination() const;
+
  private:
   enum class State {
     Prefix,

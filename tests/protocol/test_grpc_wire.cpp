@@ -11,6 +11,7 @@
 #include <string>
 
 #include "body_bytes.hpp"
+#include "protocol/compression.hpp"
 #include "protocol/wire.hpp"
 
 using namespace std::chrono_literals;
@@ -82,6 +83,66 @@ TEST_CASE("raw fields are split into their own aligned buffers, whatever the chu
       CHECK(m.envelope == expected);
     }
   }
+}
+
+TEST_CASE("a tensor's rest read in place is taken without a copy, and misplaced bytes still fit") {
+  std::string raw_a(100000, 'a'), raw_b(5000, 'b');
+  for (std::size_t i = 0; i < raw_a.size(); ++i) raw_a[i] = static_cast<char>('a' + i % 26);
+  const std::string bytes = framed(sample_message(raw_a, raw_b));
+  const auto* wire = reinterpret_cast<const std::uint8_t*>(bytes.data());
+  const std::size_t tensor_start = bytes.find(raw_a.substr(0, 64));
+  REQUIRE(tensor_start != std::string::npos);
+
+  MessageReader reader(7, 1 << 20);
+  CHECK(reader.tensor_destination().size == 0);  // nothing begun
+  const std::size_t head = tensor_start + 1000;  // the envelope and the tensor's first bytes
+  REQUIRE(reader.feed(wire, head).ok());
+  MessageReader::Destination place = reader.tensor_destination();
+  REQUIRE(place.size == raw_a.size() - 1000);
+
+  SUBCASE("bytes read where they go") {
+    // The socket writes the next 40,000 bytes there, and they are fed from there.
+    std::memcpy(place.data, wire + head, 40000);
+    REQUIRE(reader.feed(place.data, 40000).ok());
+    CHECK(reader.tensor_destination().data == place.data + 40000);
+    REQUIRE(reader.feed(wire + head + 40000, bytes.size() - head - 40000).ok());
+  }
+  SUBCASE("bytes read there that belong a little further on") {
+    // A read that was expected to be the tensor's next bytes brought something else first
+    // (a frame header, say): what does belong to the tensor overlaps its place.
+    std::memcpy(place.data + 9, wire + head, 30000);
+    REQUIRE(reader.feed(place.data + 9, 30000).ok());
+    REQUIRE(reader.feed(wire + head + 30000, bytes.size() - head - 30000).ok());
+  }
+  SUBCASE("the message abandoned: the held buffer stays writable") {
+    auto hold = std::move(place.hold);
+    reader.abandon();
+    std::memset(place.data, 0, place.size);  // ASan: no use after free
+    CHECK(hold.use_count() == 1);
+    return;
+  }
+  REQUIRE(reader.messages().size() == 1);
+  const auto& message = reader.messages()[0];
+  REQUIRE(message.raw.size() == 2);
+  CHECK(std::string(reinterpret_cast<const char*>(message.raw[0].data.get()),
+                    message.raw[0].size) == raw_a);
+  CHECK(std::string(reinterpret_cast<const char*>(message.raw[1].data.get()),
+                    message.raw[1].size) == raw_b);
+}
+
+TEST_CASE("no place to read into for a compressed message") {
+  const std::string message = sample_message(std::string(100000, 'c'), "x");
+  OutgoingBody plain;
+  plain.append_owned(message);
+  REQUIRE(plain.finish(1 << 30).ok());
+  auto compressed = sonic::protocol::compress_message(plain, sonic::Compression::Gzip, 1);
+  REQUIRE(compressed.get() != nullptr);
+  const std::string bytes = body_bytes(*compressed);
+  MessageReader reader(7, 1 << 20);
+  reader.set_encoding(sonic::Compression::Gzip);
+  REQUIRE(reader.feed(reinterpret_cast<const std::uint8_t*>(bytes.data()), bytes.size() - 10).ok());
+  CHECK(reader.mid_message());
+  CHECK(reader.tensor_destination().size == 0);
 }
 
 TEST_CASE("without a raw field the envelope is the whole message") {

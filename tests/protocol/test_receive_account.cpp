@@ -120,8 +120,9 @@ TEST_CASE("a message the account does not admit waits, its bytes kept, until adm
   const std::string wire_bytes = prefixed(request_body(2, 3000));
   REQUIRE(feed(reader, wire_bytes.substr(0, 1000)));
   CHECK(reader.waiting_admission());
-  CHECK(reader.kept_bytes() == 995);  // everything after the 5-byte prefix
-  CHECK(account->held() == 995);      // kept bytes are memory too
+  CHECK(reader.kept_bytes() == 995);             // everything after the 5-byte prefix
+  CHECK(account->held() == 995);                 // kept bytes are memory too
+  CHECK(reader.tensor_destination().size == 0);  // nothing may be read into place meanwhile
   REQUIRE(reader.retry_admission());
   CHECK_FALSE(*reader.retry_admission());
   account->open = true;
