@@ -132,15 +132,13 @@ class GrpcConnection final : public net::H2Session {
     nghttp2_session_callbacks_set_on_begin_headers_callback(callbacks,
                                                             &GrpcConnection::on_begin_headers);
     nghttp2_session_callbacks_set_on_header_callback(callbacks, &GrpcConnection::on_header);
-    nghttp2_session_callbacks_set_on_data_chunk_recv_callback(callbacks,
-                                                              &GrpcConnection::on_data_chunk);
     nghttp2_session_callbacks_set_on_frame_recv_callback(callbacks, &GrpcConnection::on_frame_recv);
     nghttp2_session_callbacks_set_on_frame_send_callback(callbacks, &GrpcConnection::on_frame_send);
     nghttp2_session_callbacks_set_on_stream_close_callback(callbacks,
                                                            &GrpcConnection::on_stream_close);
     nghttp2_option* option = nullptr;
     nghttp2_option_new(&option);
-    // Flow control is ours: streams get window as memory allows (see on_data_chunk).
+    // Flow control is ours: streams get window as memory allows (see on_data).
     nghttp2_option_set_no_auto_window_update(option, 1);
     int rv = nghttp2_session_server_new2(&session_, callbacks, this, option);
     nghttp2_option_del(option);
@@ -380,9 +378,20 @@ class GrpcConnection final : public net::H2Session {
     return 0;
   }
 
-  static int on_data_chunk(nghttp2_session* session, std::uint8_t, std::int32_t stream_id,
-                           const std::uint8_t* data, std::size_t len, void* user_data) {
-    auto* self = static_cast<GrpcConnection*>(user_data);
+  const protocol::OutgoingBody* sending_body(std::int32_t stream_id) override {
+    const ServerStream* stream = find(stream_id);
+    return stream ? stream->response.get() : nullptr;
+  }
+
+  protocol::MessageReader::Destination read_destination(std::int32_t stream_id) override {
+    const ServerStream* stream = find(stream_id);
+    if (!stream || stream->error || stream->answered || !stream->reader) return {};
+    return stream->reader->tensor_destination();
+  }
+
+  int on_data(std::int32_t stream_id, const std::uint8_t* data, std::size_t len) override {
+    nghttp2_session* session = session_;
+    GrpcConnection* self = this;
     self->activity_.last_read = WatchClock::now();
     // The connection's window never waits: streams do, each in its own window.
     nghttp2_session_consume_connection(session, len);

@@ -75,6 +75,23 @@ class SONIC_EXPORT H2Session : public std::enable_shared_from_this<H2Session> {
   /// Closes the connection and reports it lost (once).
   void fail(const std::string& why);
 
+  /// A chunk of `stream_id`'s DATA, valid during the call (nghttp2's on_data_chunk_recv).
+  /// Returns 0, or an nghttp2 error code that ends the connection.
+  virtual int on_data(std::int32_t stream_id, const std::uint8_t* data, std::size_t size) = 0;
+  /// Where the rest of `stream_id`'s DATA would be copied to anyway, when that is known (the
+  /// tensor its message is filling): the next read goes straight there, and feeds the session
+  /// from there (see protocol::MessageReader::tensor_destination).
+  virtual protocol::MessageReader::Destination read_destination(std::int32_t stream_id) {
+    (void)stream_id;
+    return {};
+  }
+
+  /// The body `stream_id` sends (the one its body_provider() was made for), or null.
+  virtual const protocol::OutgoingBody* sending_body(std::int32_t stream_id) {
+    (void)stream_id;
+    return nullptr;
+  }
+
   /// The connection failed (peer closed, reset, protocol error); called once.
   virtual void on_connection_lost(const std::string& why) = 0;
   /// A body's borrowed bytes are no longer referenced by any pending write.
@@ -103,12 +120,23 @@ class SONIC_EXPORT H2Session : public std::enable_shared_from_this<H2Session> {
                        std::size_t length, nghttp2_data_source* source, void* user_data);
   static int on_begin_frame(nghttp2_session* session, const nghttp2_frame_hd* header,
                             void* user_data);
+  static ssize_t data_frame_bytes(nghttp2_session* session, std::uint8_t frame_type,
+                                  std::int32_t stream_id, std::int32_t session_window,
+                                  std::int32_t stream_window, std::uint32_t peer_max_frame,
+                                  void* user_data);
+  static int on_data_chunk(nghttp2_session* session, std::uint8_t flags, std::int32_t stream_id,
+                           const std::uint8_t* data, std::size_t size, void* user_data);
 
   GatherWriter writer_;
   std::chrono::steady_clock::time_point last_write_ = std::chrono::steady_clock::now();
   SocketReader socket_reader_;
   std::size_t frames_read_ = 0;  // frames in the read under way (see kManyFrames)
   std::size_t next_read_bytes_;
+  // The frame being received, or last received: its stream, and when it is unpadded DATA,
+  // its payload's length and what of it is still to come.
+  std::int32_t data_stream_ = 0;
+  std::size_t data_frame_bytes_ = 0;
+  std::size_t data_left_ = 0;
   bool receiving_ = false;  // inside nghttp2_session_mem_recv
 };
 

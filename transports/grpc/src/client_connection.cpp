@@ -90,8 +90,6 @@ void ClientConnection::on_connected() {
   nghttp2_session_callbacks_new(&callbacks);
   install_common_callbacks(callbacks);
   nghttp2_session_callbacks_set_on_header_callback(callbacks, &ClientConnection::on_header);
-  nghttp2_session_callbacks_set_on_data_chunk_recv_callback(callbacks,
-                                                            &ClientConnection::on_data_chunk);
   nghttp2_session_callbacks_set_on_frame_recv_callback(callbacks, &ClientConnection::on_frame_recv);
   nghttp2_session_callbacks_set_on_stream_close_callback(callbacks,
                                                          &ClientConnection::on_stream_close);
@@ -102,7 +100,7 @@ void ClientConnection::on_connected() {
   nghttp2_option_new(&option);
   // Until the server's SETTINGS arrive, assume gRPC's customary limit rather than "unlimited".
   nghttp2_option_set_peer_max_concurrent_streams(option, 100);
-  // Received bytes go back to the windows as they are consumed (on_data_chunk): a stream's
+  // Received bytes go back to the windows as they are consumed (on_data): a stream's
   // only while its caller keeps up (StreamWindow).
   nghttp2_option_set_no_auto_window_update(option, 1);
   int rv = nghttp2_session_client_new2(&session_, callbacks, this, option);
@@ -330,9 +328,9 @@ int ClientConnection::on_header(nghttp2_session*, const nghttp2_frame* frame,
   return 0;
 }
 
-int ClientConnection::on_data_chunk(nghttp2_session* session, std::uint8_t, std::int32_t stream_id,
-                                    const std::uint8_t* data, std::size_t len, void* user_data) {
-  auto* self = static_cast<ClientConnection*>(user_data);
+int ClientConnection::on_data(std::int32_t stream_id, const std::uint8_t* data, std::size_t len) {
+  nghttp2_session* session = session_;
+  ClientConnection* self = this;
   // The connection's window never waits: a stream that does waits in its own.
   nghttp2_session_consume_connection(session, len);
   auto call = self->find(stream_id);
@@ -364,6 +362,17 @@ int ClientConnection::on_data_chunk(nghttp2_session* session, std::uint8_t, std:
     nghttp2_session_consume_stream(session, stream_id, len);
   }
   return 0;
+}
+
+protocol::MessageReader::Destination ClientConnection::read_destination(std::int32_t stream_id) {
+  auto call = find(stream_id);
+  if (!call || call->finished || !call->response) return {};
+  return call->response->reader.tensor_destination();
+}
+
+const protocol::OutgoingBody* ClientConnection::sending_body(std::int32_t stream_id) {
+  auto call = find(stream_id);
+  return call ? call->body.get() : nullptr;
 }
 
 void ClientConnection::reopen_window(const std::shared_ptr<ClientCall>& call) {

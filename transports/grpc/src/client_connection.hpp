@@ -192,11 +192,12 @@ class ClientConnection final : public net::H2Session {
 
   void on_connection_lost(const std::string& why) override;
   void on_body_released(protocol::OutgoingBody& body) override;
+  int on_data(std::int32_t stream_id, const std::uint8_t* data, std::size_t len) override;
+  protocol::MessageReader::Destination read_destination(std::int32_t stream_id) override;
+  const protocol::OutgoingBody* sending_body(std::int32_t stream_id) override;
 
   static int on_header(nghttp2_session*, const nghttp2_frame*, const std::uint8_t*, std::size_t,
                        const std::uint8_t*, std::size_t, std::uint8_t, void*);
-  static int on_data_chunk(nghttp2_session*, std::uint8_t, std::int32_t, const std::uint8_t*,
-                           std::size_t, void*);
   static int on_frame_recv(nghttp2_session*, const nghttp2_frame*, void*);
   static int on_stream_close(nghttp2_session*, std::int32_t, std::uint32_t, void*);
   // A call's stream closed with `error_code`: its outcome, or a start again when the server
