@@ -142,6 +142,57 @@ TEST_CASE("fake: with every endpoint down the CPU fallback answers; one log line
         }) == 1);
 }
 
+TEST_CASE("fake: a result from the CPU fallback says how long its local attempt took") {
+  FakeServer a("fallback-timing");
+  ClientOptions options;
+  options.endpoints = {a.url()};
+  options.retry.max_attempts = 1;
+  options.fallback = CpuExecutor::with_models(models::builtin(), 1);
+  Client client(options);
+  a.set_down(true);
+  const auto before = std::chrono::steady_clock::now();
+  InferResult result = client.infer(simple_request(20, 22));
+  const auto elapsed = std::chrono::steady_clock::now() - before;
+  REQUIRE(result.executed_on() == ExecutedOn::Local);
+  CHECK(result.timing().total > std::chrono::nanoseconds(0));
+  CHECK(result.timing().total <= elapsed);
+  CHECK(result.timing().total >= result.timing().server_compute);
+}
+
+TEST_CASE("fake: when the fallback lacks the model, the error says so and what to do") {
+  FakeServer a("fallback-lacks");
+  ClientOptions options;
+  options.endpoints = {a.url()};
+  options.retry.max_attempts = 1;
+  options.validate_inputs = false;
+  options.fallback = CpuExecutor::with_models(models::builtin(), 1);
+  Client client(options);
+  a.set_down(true);
+  try {
+    client.infer(InferRequest("no_such_model")
+                     .input("INPUT0", Tensor::from_vector(std::vector<float>(4, 1.f), {1, 4})));
+    FAIL("the request should have failed");
+  } catch (const Error& e) {
+    CHECK(e.code() == StatusCode::Unavailable);
+    const std::string message = e.message();
+    CHECK_MESSAGE(message.find("the CPU fallback did not run: it has no model 'no_such_model'") !=
+                      std::string::npos,
+                  message);
+    CHECK_MESSAGE(message.find("load it into the fallback executor") != std::string::npos, message);
+  }
+  // Without a fallback, nothing is said of one.
+  ClientOptions plain;
+  plain.endpoints = {a.url()};
+  plain.retry.max_attempts = 1;
+  Client without(plain);
+  try {
+    without.infer(simple_request(1, 1));
+    FAIL("the request should have failed");
+  } catch (const Error& e) {
+    CHECK(e.message().find("CPU fallback") == std::string::npos);
+  }
+}
+
 TEST_CASE("fake: a held call is cancelled, reset, or times out, exactly once each") {
   FakeServer a("held-a");
   ClientOptions options;

@@ -409,6 +409,16 @@ class ClientCore : public std::enable_shared_from_this<ClientCore> {
     if (server_side && local_model_serves(flight->request) && Clock::now() < flight->deadline) {
       return run_locally(flight, error.message());
     }
+    if (server_side && options_.fallback && !local_model_serves(flight->request)) {
+      // A user who configured a fallback expects it to have answered: say why it did not.
+      const InferRequest& request = flight->request;
+      std::string model = "'" + request.model_name() + "'";
+      if (!request.model_version().empty()) model += " version " + request.model_version();
+      error = Error(error.code(),
+                    error.message() + "; the CPU fallback did not run: it has no model " + model +
+                        " (load it into the fallback executor, or give it a repository)",
+                    error.reason());
+    }
     finish(flight, std::move(error));
   }
 
@@ -441,21 +451,27 @@ class ClientCore : public std::enable_shared_from_this<ClientCore> {
     if (!local_mode_.exchange(true)) {
       log(LogLevel::Warning, "running requests on the CPU executor: " + reason);
     }
+    const Clock::time_point started = Clock::now();
     InferRequest own = with_owned_inputs(flight->request);
     release_reader(flight);
     // The executor may answer after the client is gone: it holds the core weakly.
-    options_.fallback->infer_async(std::move(own),
-                                   [weak = weak_from_this(), flight](Result<InferResult> result) {
-                                     auto self = weak.lock();
-                                     if (!self) return;
-                                     {
-                                       std::lock_guard<std::mutex> lock(self->mutex_);
-                                       if (self->local_flights_.erase(flight) == 0)
-                                         return;  // close() completed it
-                                     }
-                                     if (result) result->set_executed_on(ExecutedOn::Local);
-                                     self->finish(flight, std::move(result));
-                                   });
+    options_.fallback->infer_async(
+        std::move(own), [weak = weak_from_this(), flight, started](Result<InferResult> result) {
+          auto self = weak.lock();
+          if (!self) return;
+          {
+            std::lock_guard<std::mutex> lock(self->mutex_);
+            if (self->local_flights_.erase(flight) == 0) return;  // close() completed it
+          }
+          if (result) {
+            result->set_executed_on(ExecutedOn::Local);
+            // The local attempt, end to end: the copy of the inputs, the executor's queue and
+            // the model (whose own figures the executor reports as server_queue and
+            // server_compute).
+            result->timing().total = Clock::now() - started;
+          }
+          self->finish(flight, std::move(result));
+        });
   }
 
   void arm_latency_budget(const std::shared_ptr<Flight>& flight) {
