@@ -102,6 +102,26 @@ TEST_CASE("no server listening is UNAVAILABLE within 1 s") {
   CHECK_THROWS_AS(client.server_live(), Error);
 }
 
+TEST_CASE("with two dead endpoints, the error names both and what each said") {
+  LoopbackSocket first(false), second(false);  // bound, not listening: connects are refused
+  ClientOptions options;
+  options.endpoints = {first.url(), second.url()};
+  options.retry.initial_backoff = 0ms;
+  Client client(options);
+  try {
+    (void)client.infer(simple_request(1, 2).timeout(2s));
+    FAIL("must throw");
+  } catch (const Error& e) {
+    CHECK(e.code() == StatusCode::Unavailable);
+    const std::string message = e.message();
+    CHECK_MESSAGE(message.find("none of the 2 endpoints tried answered") != std::string::npos,
+                  message);
+    CHECK_MESSAGE(message.find(first.url()) != std::string::npos, message);
+    CHECK_MESSAGE(message.find(second.url()) != std::string::npos, message);
+    CHECK_MESSAGE(message.find("Connection refused") != std::string::npos, message);
+  }
+}
+
 TEST_CASE("after a failed connection attempt, the next waits its backoff and requests fail fast") {
   LoopbackSocket reserved(false);  // bound, not listening: connects are refused
   ClientOptions options;

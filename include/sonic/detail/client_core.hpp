@@ -102,6 +102,9 @@ class ClientCore : public std::enable_shared_from_this<ClientCore> {
     std::size_t last_slot = SIZE_MAX;  // where the previous attempt went
     // Rare states live behind pointers: a client may hold 10,000 flights at once.
     std::unique_ptr<Error> not_found;  // an endpoint lacked the model
+    // Why each endpoint tried so far was unavailable, in order (endpoint slot, message): when
+    // every attempt fails, the error names them all, not only the last.
+    std::unique_ptr<std::vector<std::pair<std::size_t, std::string>>> unavailable;
 
     std::mutex mutex;  // guards the members below
     bool cancelled = false;
@@ -380,6 +383,7 @@ class ClientCore : public std::enable_shared_from_this<ClientCore> {
       return finish(flight, std::move(result));
     }
     if (flight->completed) return;  // decided elsewhere (a cancel, a local run): nothing to try
+    if (code == StatusCode::Unavailable) remember_unavailable(*flight, slot, result.error());
     if (code == StatusCode::NotFound && endpoints_->active() > 1) {
       // Servers may host different models: remember that this one lacks it, and try the
       // others at once (pick() skips the endpoints known to lack the model).
@@ -400,8 +404,46 @@ class ClientCore : public std::enable_shared_from_this<ClientCore> {
     give_up(flight, result.error());
   }
 
+  static void remember_unavailable(Flight& flight, std::size_t slot, const Error& error) {
+    if (!flight.unavailable) {
+      flight.unavailable = std::make_unique<std::vector<std::pair<std::size_t, std::string>>>();
+    }
+    for (auto& [seen, message] : *flight.unavailable) {
+      if (seen == slot) {
+        message = error.message();  // the latest word from that endpoint
+        return;
+      }
+    }
+    flight.unavailable->emplace_back(slot, error.message());
+  }
+
+  // The last error, or when more than one endpoint was unavailable, one naming each of them.
+  Error with_every_endpoint(const Flight& flight, Error error) const {
+    if (error.code() != StatusCode::Unavailable || !flight.unavailable ||
+        flight.unavailable->size() < 2) {
+      return error;
+    }
+    std::string message;
+    bool listed = false;
+    for (const auto& entry : *flight.unavailable)
+      listed = listed || entry.second == error.message();
+    if (!listed) message = error.message() + "; ";  // "all ejected", say
+    message +=
+        "none of the " + std::to_string(flight.unavailable->size()) + " endpoints tried answered:";
+    for (const auto& [slot, why] : *flight.unavailable) {
+      const std::string url = endpoints_->url(slot);
+      message += ' ';
+      // Transports name the endpoint in their messages; add it where one did not.
+      if (!url.empty() && why.find(url) == std::string::npos) message += url + ": ";
+      message += why + ';';
+    }
+    message.pop_back();
+    return Error(error.code(), std::move(message), error.reason());
+  }
+
   // Remote attempts are over: the CPU executor if it can help, else the error.
   void give_up(const std::shared_ptr<Flight>& flight, Error error) {
+    error = with_every_endpoint(*flight, std::move(error));
     bool server_side =
         error.code() == StatusCode::Unavailable || error.code() == StatusCode::DeadlineExceeded ||
         error.code() == StatusCode::NotFound || error.code() == StatusCode::Unimplemented ||

@@ -181,6 +181,12 @@ class EndpointPool : public std::enable_shared_from_this<EndpointPool> {
     return n;
   }
 
+  /// The URL of `slot` (empty once vacant).
+  std::string url(std::size_t slot) const {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return slot < slots_.size() ? slots_[slot]->url : std::string();
+  }
+
   /// Statistics of the endpoints that exist now (draining ones included).
   std::vector<EndpointStats> stats() const {
     std::lock_guard<std::mutex> lock(mutex_);
