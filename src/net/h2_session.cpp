@@ -60,6 +60,7 @@ ssize_t H2Session::data_frame_bytes(nghttp2_session*, std::uint8_t, std::int32_t
 int H2Session::on_begin_frame(nghttp2_session*, const nghttp2_frame_hd* header, void* user_data) {
   auto* self = static_cast<H2Session*>(user_data);
   ++self->frames_read_;
+  self->peer_framed_ = true;
   // nghttp2 hands an unpadded DATA frame's payload over as it arrives, in order: counting the
   // chunks tells where the frame ends. Padding would hide it, so it is left to nghttp2.
   const bool unpadded_data =
@@ -196,6 +197,10 @@ void H2Session::on_read(ReadResult read) {
                                                : read.error.message());
   }
   if (read.size > 0) {
+    if (!peer_framed_ && peer_first_bytes_.empty()) {
+      peer_first_bytes_.assign(reinterpret_cast<const char*>(read.data),
+                               std::min<std::size_t>(read.size, 32));
+    }
     // nghttp2 must not be asked to send from inside its receive callbacks: flush() waits.
     receiving_ = true;
     frames_read_ = 0;

@@ -70,6 +70,11 @@ class SONIC_EXPORT H2Session : public std::enable_shared_from_this<H2Session> {
   /// Moves whatever nghttp2 wants to send into the socket; call after submitting anything.
   /// Inside nghttp2's receive callbacks it does nothing: the read loop flushes afterwards.
   void flush();
+  /// Whether the peer has sent a valid HTTP/2 frame yet.
+  bool peer_framed() const noexcept { return peer_framed_; }
+  /// The first bytes the peer sent (at most 32), for telling what it speaks when not HTTP/2.
+  const std::string& peer_first_bytes() const noexcept { return peer_first_bytes_; }
+
   /// Closes the socket; outstanding operations end with operation_aborted.
   void close_socket();
   /// Closes the connection and reports it lost (once).
@@ -137,6 +142,8 @@ class SONIC_EXPORT H2Session : public std::enable_shared_from_this<H2Session> {
   std::int32_t data_stream_ = 0;
   std::size_t data_frame_bytes_ = 0;
   std::size_t data_left_ = 0;
+  bool peer_framed_ = false;
+  std::string peer_first_bytes_;
   bool receiving_ = false;  // inside nghttp2_session_mem_recv
 };
 

@@ -274,11 +274,38 @@ TEST_CASE("a peer that is not a gRPC server produces an error, not a hang") {
   Client client(listener.url(), options);
   auto start = std::chrono::steady_clock::now();
   auto future = client.infer_future(simple_request(1, 1).timeout(5s));
-  StatusCode code = code_of(future);
-  CHECK(code != StatusCode::Ok);
-  CHECK(code != StatusCode::DeadlineExceeded);
+  try {
+    future.get();
+    FAIL("must throw");
+  } catch (const Error& e) {
+    CHECK(e.code() == StatusCode::Unavailable);
+    // Triton's HTTP port instead of its gRPC port: the error says which mistake it is.
+    const std::string message = e.message();
+    CHECK_MESSAGE(message.find("answered in HTTP/1") != std::string::npos, message);
+    CHECK_MESSAGE(message.find("HTTP/1.1 400 Bad Request") != std::string::npos, message);
+    CHECK_MESSAGE(message.find("gRPC on 8001") != std::string::npos, message);
+  }
   CHECK(ms_since(start) < 2000);
   peer.join();
+}
+
+TEST_CASE("grpc:// pointed at sonic-server's tcp:// port says it is not a gRPC port") {
+  ServerOptions server_options;
+  server_options.tcp_port = 0;
+  LoopbackServer server(server_options);
+  ClientOptions options;
+  options.retry.max_attempts = 1;
+  options.validate_inputs = false;
+  Client client("grpc://127.0.0.1:" + std::to_string(server.tcp_port()), options);
+  try {
+    (void)client.infer(simple_request(1, 1).timeout(5s));
+    FAIL("must throw");
+  } catch (const Error& e) {
+    CHECK(e.code() == StatusCode::Unavailable);
+    const std::string message = e.message();
+    CHECK_MESSAGE(message.find("did not answer in HTTP/2") != std::string::npos, message);
+    CHECK_MESSAGE(message.find("use the tcp:// scheme there") != std::string::npos, message);
+  }
 }
 
 TEST_CASE("a request larger than max_message_bytes is refused before sending") {

@@ -557,8 +557,30 @@ void ClientConnection::on_connection_lost(const std::string& why) {
   auto waiting = std::move(waiting_);
   waiting_.clear();
   Error error(StatusCode::Unavailable, "connection to " + describe() + " lost: " + why);
+  if (!peer_framed()) error = Error(StatusCode::Unavailable, not_a_grpc_server(why));
   for (auto& [id, call] : streams) complete(call, error);
   for (auto& call : waiting) complete(call, error);
+}
+
+std::string ClientConnection::not_a_grpc_server(const std::string& why) const {
+  const std::string& first = peer_first_bytes();
+  const std::string where = describe();
+  if (first.empty()) {
+    return "connection to " + where + " closed before the server said anything (" + why +
+           "): is it a gRPC server, and does it accept more connections?";
+  }
+  const std::string line = first.substr(0, first.find_first_of("\r\n"));
+  const bool text =
+      std::all_of(line.begin(), line.end(), [](char c) { return c >= 0x20 && c < 0x7f; });
+  if (text && !line.empty()) {
+    // An HTTP/1 server (a status line, or a bare error page): Triton serves HTTP/REST on 8000
+    // and gRPC on 8001, and pointing grpc:// at the first is the classic mistake.
+    return where + " answered in HTTP/1 or plain text (\"" + line +
+           "\"), not HTTP/2: it is not a gRPC port (Triton serves HTTP on 8000 and gRPC on 8001 "
+           "by default)";
+  }
+  return where + " did not answer in HTTP/2 (" + why +
+         "): it is not a gRPC port (sonic-server's tcp:// port, say: use the tcp:// scheme there)";
 }
 
 void ClientConnection::shutdown(StatusCode code, const std::string& why) {

@@ -191,6 +191,9 @@ class ClientConnection final : public net::H2Session {
   bool hand_back(const std::shared_ptr<ClientCall>& call);
 
   void on_connection_lost(const std::string& why) override;
+  // The error for a connection lost before the server sent any HTTP/2 frame: what it seems to
+  // be instead, and what to do.
+  std::string not_a_grpc_server(const std::string& why) const;
   void on_body_released(protocol::OutgoingBody& body) override;
   int on_data(std::int32_t stream_id, const std::uint8_t* data, std::size_t len) override;
   protocol::MessageReader::Destination read_destination(std::int32_t stream_id) override;
