@@ -57,6 +57,7 @@ inline Result<Endpoint> parse_endpoint(std::string_view url) {
   }
   if (!rest.empty() && rest.back() == '/') rest.remove_suffix(1);
   std::string_view port_text;
+  bool port_given = false;  // a ':' after the host: a port must follow
   if (!rest.empty() && rest.front() == '[') {
     auto close = rest.find(']');
     if (close == std::string_view::npos) {
@@ -69,19 +70,27 @@ inline Result<Endpoint> parse_endpoint(std::string_view url) {
         return Error(StatusCode::InvalidArgument, "endpoint '" + ep.url + "': junk after host");
       }
       port_text = rest.substr(1);
+      port_given = true;
     }
   } else {
     auto colon = rest.rfind(':');
     ep.host = std::string(rest.substr(0, colon));
-    if (colon != std::string_view::npos) port_text = rest.substr(colon + 1);
+    if (colon != std::string_view::npos) {
+      port_text = rest.substr(colon + 1);
+      port_given = true;
+    }
   }
   if (ep.host.empty()) {
     return Error(StatusCode::InvalidArgument,
                  "endpoint '" + ep.url + "' has no host; expected scheme://host:port");
   }
-  if (port_text.empty()) {
+  if (!port_given) {
     ep.port = 8001;
     return ep;
+  }
+  if (port_text.empty()) {  // "host:" (an unset variable in a script, say)
+    return Error(StatusCode::InvalidArgument,
+                 "endpoint '" + ep.url + "' has an empty port; expected scheme://host:port");
   }
   unsigned long port = 0;
   for (char c : port_text) {

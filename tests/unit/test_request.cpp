@@ -58,8 +58,8 @@ TEST_CASE("endpoint URLs parse with defaults and reject junk") {
   CHECK(bare.scheme == "grpc");
   CHECK(bare.port == 8001);
   CHECK(sonic::parse_endpoint("tcp+zstd://gpu.example.org:8010").value().scheme == "tcp+zstd");
-  for (const char* bad :
-       {"grpc://", "grpc://host:0", "grpc://host:70000", "grpc://host:8x", "grpc://[::1"}) {
+  for (const char* bad : {"grpc://", "grpc://host:0", "grpc://host:70000", "grpc://host:8x",
+                          "grpc://[::1", "grpc://host:", "grpc://[::1]:"}) {
     CAPTURE(bad);
     auto r = sonic::parse_endpoint(bad);
     CHECK_FALSE(r.ok());
