@@ -390,21 +390,19 @@ class GrpcConnection final : public net::H2Session {
   }
 
   int on_data(std::int32_t stream_id, const std::uint8_t* data, std::size_t len) override {
-    nghttp2_session* session = session_;
-    GrpcConnection* self = this;
-    self->activity_.last_read = WatchClock::now();
+    activity_.last_read = WatchClock::now();
     // The connection's window never waits: streams do, each in its own window.
-    nghttp2_session_consume_connection(session, len);
-    ServerStream* stream = self->find(stream_id);
+    nghttp2_session_consume_connection(session_, len);
+    ServerStream* stream = find(stream_id);
     if (!stream || stream->error || stream->answered) {
-      nghttp2_session_consume_stream(session, stream_id, len);  // ignored, held nowhere
+      nghttp2_session_consume_stream(session_, stream_id, len);  // ignored, held nowhere
       return 0;
     }
-    stream->last_data = self->activity_.last_read;
+    stream->last_data = activity_.last_read;
     if (!stream->reader) {
       bool infer = stream->method == "ModelInfer" || stream->streaming();
       stream->reader.emplace(infer ? protocol::kRawInputField : 0,
-                             self->context_->options.max_message_bytes, self->budget_);
+                             context_->options.max_message_bytes, budget_);
       // Known: refusal() answered an unknown one when the headers came.
       stream->reader->set_encoding(
           protocol::parse_encoding(stream->encoding).value_or(Compression::None));
@@ -418,12 +416,12 @@ class GrpcConnection final : public net::H2Session {
     }
     if (stream->error) {
       // Answer at once and ignore the rest of the stream: nothing more is buffered for it.
-      nghttp2_session_consume_stream(session, stream_id, len);
-      self->end_with_error(stream_id, *stream->error);
+      nghttp2_session_consume_stream(session_, stream_id, len);
+      end_with_error(stream_id, *stream->error);
       return 0;
     }
-    if (stream->streaming()) self->take_stream_messages(stream_id, *stream);
-    self->account_window(stream_id, *stream, len, stream->reader->kept_bytes() - kept_before);
+    if (stream->streaming()) take_stream_messages(stream_id, *stream);
+    account_window(stream_id, *stream, len, stream->reader->kept_bytes() - kept_before);
     return 0;
   }
 

@@ -35,13 +35,13 @@ void H2Session::install_common_callbacks(nghttp2_session_callbacks* callbacks) {
   nghttp2_session_callbacks_set_send_data_callback(callbacks, &H2Session::send_body);
   nghttp2_session_callbacks_set_on_begin_frame_callback(callbacks, &H2Session::on_begin_frame);
   nghttp2_session_callbacks_set_on_data_chunk_recv_callback(callbacks, &H2Session::on_data_chunk);
-  nghttp2_session_callbacks_set_data_source_read_length_callback(callbacks,
-                                                                 &H2Session::data_frame_bytes);
+  nghttp2_session_callbacks_set_data_source_read_length_callback(
+      callbacks, &H2Session::next_data_frame_length);
 }
 
-ssize_t H2Session::data_frame_bytes(nghttp2_session*, std::uint8_t, std::int32_t stream_id,
-                                    std::int32_t session_window, std::int32_t stream_window,
-                                    std::uint32_t peer_max_frame, void* user_data) {
+ssize_t H2Session::next_data_frame_length(nghttp2_session*, std::uint8_t, std::int32_t stream_id,
+                                          std::int32_t session_window, std::int32_t stream_window,
+                                          std::uint32_t peer_max_frame, void* user_data) {
   std::int64_t bytes =
       std::min<std::int64_t>({session_window, stream_window, peer_max_frame, kMaxDataFrameBytes});
   if (bytes > kDefaultDataFrameBytes) {

@@ -125,10 +125,10 @@ class SONIC_EXPORT H2Session : public std::enable_shared_from_this<H2Session> {
                        std::size_t length, nghttp2_data_source* source, void* user_data);
   static int on_begin_frame(nghttp2_session* session, const nghttp2_frame_hd* header,
                             void* user_data);
-  static ssize_t data_frame_bytes(nghttp2_session* session, std::uint8_t frame_type,
-                                  std::int32_t stream_id, std::int32_t session_window,
-                                  std::int32_t stream_window, std::uint32_t peer_max_frame,
-                                  void* user_data);
+  static ssize_t next_data_frame_length(nghttp2_session* session, std::uint8_t frame_type,
+                                        std::int32_t stream_id, std::int32_t session_window,
+                                        std::int32_t stream_window, std::uint32_t peer_max_frame,
+                                        void* user_data);
   static int on_data_chunk(nghttp2_session* session, std::uint8_t flags, std::int32_t stream_id,
                            const std::uint8_t* data, std::size_t size, void* user_data);
 

@@ -329,13 +329,11 @@ int ClientConnection::on_header(nghttp2_session*, const nghttp2_frame* frame,
 }
 
 int ClientConnection::on_data(std::int32_t stream_id, const std::uint8_t* data, std::size_t len) {
-  nghttp2_session* session = session_;
-  ClientConnection* self = this;
   // The connection's window never waits: a stream that does waits in its own.
-  nghttp2_session_consume_connection(session, len);
-  auto call = self->find(stream_id);
+  nghttp2_session_consume_connection(session_, len);
+  auto call = find(stream_id);
   if (!call || call->finished) {
-    nghttp2_session_consume_stream(session, stream_id, len);
+    nghttp2_session_consume_stream(session_, stream_id, len);
     return 0;
   }
   auto ok = call->response_state().reader.feed(data, len);
@@ -350,16 +348,16 @@ int ClientConnection::on_data(std::int32_t stream_id, const std::uint8_t* data, 
     ok = Error(StatusCode::Internal, "server sent more than one message for a unary call");
   }
   if (!ok) {
-    nghttp2_submit_rst_stream(session, NGHTTP2_FLAG_NONE, stream_id, NGHTTP2_CANCEL);
-    self->streams_.erase(stream_id);
-    self->complete(call, ok.error());
-    self->start_waiting();
+    nghttp2_submit_rst_stream(session_, NGHTTP2_FLAG_NONE, stream_id, NGHTTP2_CANCEL);
+    streams_.erase(stream_id);
+    complete(call, ok.error());
+    start_waiting();
     return 0;
   }
   if (call->stream && call->stream->window->hold_back()) {
     call->stream->window_held_back += len;  // the server waits until the caller catches up
   } else {
-    nghttp2_session_consume_stream(session, stream_id, len);
+    nghttp2_session_consume_stream(session_, stream_id, len);
   }
   return 0;
 }
