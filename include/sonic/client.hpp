@@ -230,10 +230,15 @@ class Client {
   /// sent on it are answered through `on_response`, once each by most models and any number
   /// of times by a decoupled one (repeat_int32, a token generator), so that many small
   /// requests share one call and a decoupled model can answer at all. Throws sonic::Error:
-  /// UNIMPLEMENTED from a transport without streams (tcp://).
+  /// UNIMPLEMENTED from a transport without streams (tcp://). Destroying the client cancels
+  /// its open streams (their wait() says CANCELLED); their objects may outlive it.
   InferStream open_stream(StreamCallback on_response, StreamOptions options = {}) {
-    return InferStream(core_->control_transport(), std::move(on_response), options,
-                       core_->shared_callback_pool());
+    InferStream::Opener open = [core = core_](Deadline deadline,
+                                              std::function<void(StreamResponse)> deliver,
+                                              Callback<void> done) {
+      return core->open_stream(deadline, std::move(deliver), std::move(done));
+    };
+    return InferStream(open, std::move(on_response), options, core_->shared_callback_pool());
   }
 
   /// Any other method of inference.GRPCInferenceService ("TraceSetting", "LogSettings", ...):

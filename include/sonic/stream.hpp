@@ -123,12 +123,16 @@ class StreamDelivery {
 /// another. Every function is thread-safe.
 class InferStream {
  public:
-  InferStream(std::shared_ptr<Transport> transport, StreamCallback on_response,
-              const StreamOptions& options, std::shared_ptr<detail::ThreadPool> callbacks)
-      : transport_(std::move(transport)),
-        delivery_(std::make_shared<detail::StreamDelivery>(std::move(on_response),
+  /// How a stream's call is opened: Transport::open_stream's arguments, and its stream,
+  /// shared so that its client can cancel it when it is destroyed first.
+  using Opener = std::function<Result<std::shared_ptr<TransportStream>>(
+      Deadline, std::function<void(StreamResponse)>, Callback<void>)>;
+
+  InferStream(const Opener& open, StreamCallback on_response, const StreamOptions& options,
+              std::shared_ptr<detail::ThreadPool> callbacks)
+      : delivery_(std::make_shared<detail::StreamDelivery>(std::move(on_response),
                                                            std::move(callbacks))) {
-    auto opened = transport_->open_stream(
+    auto opened = open(
         deadline_after(options.timeout),
         [delivery = delivery_](StreamResponse response) {
           detail::StreamDelivery::push(delivery, std::move(response));
@@ -180,9 +184,8 @@ class InferStream {
   bool ended() const { return delivery_->ended(); }
 
  private:
-  std::shared_ptr<Transport> transport_;  // outlives stream_
   std::shared_ptr<detail::StreamDelivery> delivery_;
-  std::unique_ptr<TransportStream> stream_;
+  std::shared_ptr<TransportStream> stream_;
 };
 
 }  // namespace sonic

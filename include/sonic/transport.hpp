@@ -226,7 +226,8 @@ class Transport {
   /// Opens a ModelStreamInfer call: requests sent on it are answered through `on_response`,
   /// then `done` gets how the call ended (OK once the client closed its side and the server
   /// answered everything; the server's status, a lost connection, the deadline, CANCELLED).
-  /// Neither runs inside this call. A transport without streams answers UNIMPLEMENTED.
+  /// Neither runs inside this call. A transport without streams answers UNIMPLEMENTED. The
+  /// stream holds what it needs (connection, buffers), not the transport: it may outlive it.
   virtual Result<std::unique_ptr<TransportStream>> open_stream(
       Deadline deadline, std::function<void(StreamResponse)> on_response, Callback<void> done) {
     (void)deadline;

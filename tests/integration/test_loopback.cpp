@@ -325,6 +325,30 @@ TEST_CASE("streams over gRPC: in order, decoupled, errors in-band, cancel") {
   test::check_streams(client);
 }
 
+TEST_CASE("a client destroyed before its streams returns at once and ends the open ones") {
+  LoopbackServer server;
+  auto client = std::make_unique<Client>(server.url());
+  auto ended = client->open_stream([](StreamResponse) {});
+  REQUIRE(ended.send(test::simple_on_stream(1, "done")).ok());
+  ended.close();
+  REQUIRE(ended.wait().ok());
+  std::atomic<int> answered{0};
+  auto open = client->open_stream([&](StreamResponse) { ++answered; });
+  REQUIRE(open.send(test::simple_on_stream(2, "answered")).ok());
+  REQUIRE(test::eventually([&] { return answered.load() == 1; }));
+
+  // Destroyed on another thread, so that a client that waits for its streams' objects fails
+  // this test instead of hanging it.
+  auto destroyed = std::make_shared<std::promise<void>>();
+  std::thread([client = std::move(client), destroyed]() mutable {
+    client.reset();
+    destroyed->set_value();
+  }).detach();
+  REQUIRE(destroyed->get_future().wait_for(10s) == std::future_status::ready);
+  CHECK(!open.wait().ok());  // the open stream ended with its client
+  CHECK(open.send(test::simple_on_stream(3, "late")).code() == StatusCode::FailedPrecondition);
+}
+
 TEST_CASE("gRPC compression: requests gzip and deflate, answers as the server chooses") {
   SUBCASE("answers as they are (the default)") {
     LoopbackServer server;

@@ -132,11 +132,17 @@ class ClientCore : public std::enable_shared_from_this<ClientCore> {
   /// (Client hands it to another thread then).
   void close() {
     std::set<std::shared_ptr<Flight>> local;
+    std::vector<std::weak_ptr<TransportStream>> streams;
     {
       std::lock_guard<std::mutex> lock(mutex_);
       if (closing_) return;
       closing_ = true;  // from now on nothing is retried or scheduled
       local.swap(local_flights_);
+      streams.swap(streams_);
+    }
+    // Open streams end with their client (CANCELLED), whoever still holds their objects.
+    for (const auto& weak : streams) {
+      if (auto stream = weak.lock()) stream->cancel();
     }
     // Destroying the transports completes their calls with CANCELLED; retries waiting on the
     // timer run now and end the same way; local runs are abandoned (they own their inputs).
@@ -155,6 +161,27 @@ class ClientCore : public std::enable_shared_from_this<ClientCore> {
   std::shared_ptr<ThreadPool> shared_callback_pool() {
     callback_pool();
     return callbacks_;
+  }
+
+  /// Opens a stream (Transport::open_stream) on the control transport, to be cancelled when
+  /// this core closes. The stream holds what it needs of its transport, not the transport: a
+  /// stream object kept past the client does not hold up its destruction.
+  Result<std::shared_ptr<TransportStream>> open_stream(
+      Deadline deadline, std::function<void(StreamResponse)> on_response, Callback<void> done) {
+    auto opened =
+        control_transport()->open_stream(deadline, std::move(on_response), std::move(done));
+    if (!opened) return opened.error();
+    std::shared_ptr<TransportStream> stream = std::move(*opened);
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (closing_) {
+      stream->cancel();
+      return stream;
+    }
+    streams_.erase(std::remove_if(streams_.begin(), streams_.end(),
+                                  [](const auto& weak) { return weak.expired(); }),
+                   streams_.end());
+    streams_.push_back(stream);
+    return stream;
   }
 
   /// The transport for control calls: the first endpoint in rotation. Held only for the call.
@@ -689,7 +716,8 @@ class ClientCore : public std::enable_shared_from_this<ClientCore> {
   // Submitted requests whose outcome has not been delivered; close() waits for 0.
   std::atomic<std::size_t> undelivered_{0};
   std::condition_variable all_delivered_;
-  std::set<std::shared_ptr<Flight>> local_flights_;  // running on the CPU executor
+  std::set<std::shared_ptr<Flight>> local_flights_;      // running on the CPU executor
+  std::vector<std::weak_ptr<TransportStream>> streams_;  // open_stream's, for close()
   std::atomic<bool> local_mode_{false};
   // A callback held a network thread past its budget: callbacks go to the callback threads,
   // since quiet_since_ns_ (steady clock) all quick, until that lasts trial_ns_ (move_callbacks).
