@@ -12,15 +12,11 @@
 
 namespace sonic::test {
 
-inline std::string identity_name(DataType type) {
-  return std::string("identity_") + std::string(to_string(type));
-}
+using models::identity_name;
 
+/// sonic-server's models, among them an identity of every datatype.
 inline std::shared_ptr<CpuExecutor> identity_executor() {
-  auto executor = CpuExecutor::with_models(models::builtin(), 4);
-  for (DataType type : kAllDataTypes)
-    executor->add_model(models::identity(identity_name(type), type));
-  return executor;
+  return CpuExecutor::with_models(models::builtin(), 4);
 }
 
 /// `n` elements of `type` with distinct values (strings for BYTES), seeded by `seed`.

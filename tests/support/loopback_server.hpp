@@ -20,7 +20,6 @@ inline constexpr std::chrono::milliseconds kSlowDelay{1000};
 inline std::shared_ptr<CpuExecutor> test_executor(std::size_t threads = 4) {
   auto executor = CpuExecutor::with_models(models::builtin(), threads);
   executor->add_model(models::identity(kSlowModel, DataType::Fp32, kSlowDelay));
-  executor->add_model(models::identity("identity_bytes", DataType::Bytes));
   executor->add_model(models::identity("paced_fp32", DataType::Fp32, std::chrono::milliseconds(5)));
   return executor;
 }

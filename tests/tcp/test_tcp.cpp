@@ -154,11 +154,11 @@ TEST_CASE("control calls over tcp: health, metadata, config, statistics, unknown
   Client client(server.url("tcp"));
   CHECK(client.server_live());
   CHECK(client.server_ready());
-  CHECK(client.model_ready("identity_FP32"));
+  CHECK(client.model_ready("identity_fp32"));
   CHECK_FALSE(client.model_ready("nope"));
   CHECK(client.server_metadata().name == "sonic-server");
-  CHECK(client.model_metadata("identity_FP32").inputs.at(0).name == "INPUT0");
-  CHECK(client.model_config("identity_FP32").find("identity_FP32") != std::string::npos);
+  CHECK(client.model_metadata("identity_fp32").inputs.at(0).name == "INPUT0");
+  CHECK(client.model_config("identity_fp32").find("identity_fp32") != std::string::npos);
   CHECK_FALSE(client.model_statistics().empty());
   try {
     (void)client.infer(InferRequest("nope").input("INPUT0", sample(DataType::Fp32, 4, 1)));

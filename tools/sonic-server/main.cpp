@@ -47,8 +47,9 @@ void usage(std::ostream& out) {
   if (backends.empty()) backends = "none (built without OpenCV DNN and libtorch)";
   out << R"(usage: sonic-server [OPTION]...
 Serves the models of Triton model repositories, or without one sonic's built-in models
-(simple, identity_fp32, and Triton's examples simple_string, simple_identity,
-simple_sequence), over KServe v2 gRPC, Triton-compatible.
+(simple, identity_fp32 and an identity_<type> of every other datatype, and Triton's
+examples simple_string, simple_identity, simple_sequence), over KServe v2 gRPC,
+Triton-compatible.
 
   --host ADDR        address to listen on (default 127.0.0.1; 0.0.0.0 for all)
   --port N           gRPC port (default 8001; 0 picks a free port)

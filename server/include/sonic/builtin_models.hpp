@@ -50,15 +50,33 @@ inline Model identity(std::string name, DataType type, std::chrono::milliseconds
   return m;
 }
 
-/// FP32 identity over [-1,-1], used for payload-size sweeps.
-inline Model identity_fp32() { return identity("identity_fp32", DataType::Fp32); }
+/// The built-in identity of a datatype: identity_<datatype in lower case> (identity_bool,
+/// identity_uint8, ..., identity_fp32, ..., identity_bytes).
+inline std::string identity_name(DataType type) {
+  std::string name = "identity_";
+  for (const char* c = to_string(type); *c; ++c) {
+    name += static_cast<char>(*c >= 'A' && *c <= 'Z' ? *c - 'A' + 'a' : *c);
+  }
+  return name;
+}
 
-/// The models sonic-server hosts by default: simple, identity_fp32, and Triton's example
-/// models simple_string, simple_identity, simple_sequence and repeat_int32
-/// (example_models.hpp).
+/// An identity of every datatype (identity_name()): clients in any language check each
+/// datatype's round trip against them.
+inline std::vector<Model> identities() {
+  std::vector<Model> all;
+  for (DataType type : kAllDataTypes) all.push_back(identity(identity_name(type), type));
+  return all;
+}
+
+/// The models sonic-server hosts by default: simple, the identities (identity_fp32 and one of
+/// every other datatype), and Triton's example models simple_string, simple_identity,
+/// simple_sequence and repeat_int32 (example_models.hpp).
 inline std::vector<Model> builtin() {
-  return {simple(),          identity_fp32(),   simple_string(),
-          simple_identity(), simple_sequence(), repeat_int32()};
+  std::vector<Model> all = {simple(), simple_string(), simple_identity(), simple_sequence(),
+                            repeat_int32()};
+  // identity_fp32 serves payload-size sweeps (sonic-perf, the benchmarks) too.
+  for (Model& identity : identities()) all.push_back(std::move(identity));
+  return all;
 }
 
 }  // namespace sonic::models
