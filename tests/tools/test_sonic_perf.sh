@@ -42,6 +42,15 @@ grep -q "^rate 200/s" "$work/table" || fail "rate mode table: $(cat "$work/table
 grep -q "overloaded" "$work/progress" && grep -q "^rate 1000000/s .* no$" "$work/table" ||
   fail "an overloaded rate called stable: $(cat "$work/table" "$work/progress")"
 
+# Blocking calls, a thread per request in flight (perf_analyzer's sync mode).
+"$perf" --url "grpc://127.0.0.1:$port" --model simple --sync --concurrency 1,4 "${quick[@]}" \
+  >"$work/table" 2>"$work/progress" || fail "--sync: $(cat "$work/progress")"
+[ "$(grep -c '^concurrency [14] ' "$work/table")" -eq 2 ] || fail "--sync table: $(cat "$work/table")"
+set +e
+"$perf" --url "grpc://127.0.0.1:$port" --model simple --sync --rate 100 2>"$work/err"; rc=$?
+set -e
+[ $rc -eq 2 ] && grep -q "not with --streaming or --rate" "$work/err" || fail "--sync --rate: rc=$rc"
+
 set +e
 "$perf" --url "grpc://127.0.0.1:$port" --concurrency 1 2>"$work/err"; rc=$?
 set -e
@@ -91,4 +100,4 @@ awk 'NR > 1 && $4 > 0 { found = 1 } END { exit !found }' "$work/table" ||
   fail "no failures counted: $(cat "$work/table")"
 grep -q "stopping the sweep" "$work/progress" && grep -q "UNAVAILABLE" "$work/progress" ||
   fail "the error is not named: $(cat "$work/progress")"
-echo "sonic-perf: 11 passed, 0 failed"
+echo "sonic-perf: 12 passed, 0 failed"

@@ -21,6 +21,7 @@
 #include "options.hpp"
 #include "report.hpp"
 #include "stream_sender.hpp"
+#include "sync_sender.hpp"
 
 namespace {
 
@@ -42,6 +43,8 @@ void usage(std::ostream& out) {
          "  --streaming            send the requests on one stream (ModelStreamInfer) instead\n"
          "                         of a call each; a request's latency runs to its last\n"
          "                         response (decoupled models answer any number of times)\n"
+         "  --sync                 blocking infer() calls, a thread per request in flight\n"
+         "                         (perf_analyzer's default mode) instead of infer_async\n"
          "  --warmup S             seconds of load before measuring each point (1)\n"
          "  --window S             seconds per measurement window (2), or\n"
          "  --window-requests N    requests per window\n"
@@ -68,6 +71,10 @@ Options parse(int argc, char** argv) {
     }
     if (flag == "--streaming") {
       o.streaming = true;
+      continue;
+    }
+    if (flag == "--sync") {
+      o.sync = true;
       continue;
     }
     if (i + 1 >= argc) usage_error("option " + flag + " needs a value");
@@ -108,6 +115,9 @@ Options parse(int argc, char** argv) {
       usage_error("unknown option " + flag);
   }
   if (o.model.empty()) usage_error("--model is required");
+  if (o.sync && (o.streaming || o.rate > 0)) {
+    usage_error("--sync runs a blocking call per thread: not with --streaming or --rate");
+  }
   check_writable("--csv", o.csv);
   check_writable("--json", o.json);
   check_writable("--plot", o.plot);
@@ -151,6 +161,7 @@ Point measure_point(Client& client, const Options& o, const std::vector<NamedTen
     return request;
   };
   std::optional<StreamSender> stream;
+  std::optional<SyncSender> blocking;
   LoadDriver::Send send = [&client](InferRequest request, Callback<InferResult> done) {
     client.infer_async(std::move(request), std::move(done));
   };
@@ -158,6 +169,11 @@ Point measure_point(Client& client, const Options& o, const std::vector<NamedTen
     stream.emplace(client, decoupled);
     send = [&stream](InferRequest request, Callback<InferResult> done) {
       stream->send(std::move(request), std::move(done));
+    };
+  } else if (o.sync) {
+    blocking.emplace(client, concurrency);
+    send = [&blocking](InferRequest request, Callback<InferResult> done) {
+      blocking->send(std::move(request), std::move(done));
     };
   }
   LoadDriver driver(std::move(send), make, concurrency, rate, o.poisson);

@@ -35,6 +35,7 @@ struct Options {
   bool poisson = false;  ///< exponential gaps between requests in fixed-rate mode
   CallbackThread callbacks = CallbackThread::Network;  ///< ClientOptions::callbacks
   bool streaming = false;  ///< requests on one stream (ModelStreamInfer)
+  bool sync = false;       ///< blocking infer() calls, a thread per request in flight
   double warmup_s = 1;
   double window_s = 2;
   int window_requests = 0;  ///< > 0: windows end after this many requests instead
