@@ -32,6 +32,9 @@ if(TARGET sonic_tcp)
   sonic_pkg_config(sonic-tcp "sonic's tcp:// and tcp+zstd:// transports" sonic
     "-L\${libdir} -lsonic_tcp")
 endif()
+if(TARGET sonic_c)
+  sonic_pkg_config(sonic-c "sonic's C API (sonic.h)" "" "-L\${libdir} -lsonic_c")
+endif()
 if(TARGET sonic_server)
   sonic_pkg_config(sonic-server "sonic's inference server library" sonic
     "-L\${libdir} -lsonic_server")

@@ -1,0 +1,174 @@
+/* sonic — the C API: sonic's client (transports, retries, endpoint ejection, CPU fallback) for
+ * programs and frameworks written in C, Fortran (ISO_C_BINDING), Julia (ccall), Go (cgo) or
+ * anything else that calls C. Link -lsonic_c (pkg-config sonic-c, CMake sonic::c).
+ *
+ * Ownership, in one place:
+ *   - Every object a *_create function gives is the caller's, freed by its *_destroy (NULL is
+ *     accepted and ignored). A result handed to a callback is the callback's to destroy.
+ *   - Strings and tensors a result returns live as long as that result.
+ *   - Strings passed in are copied before the call returns.
+ *   - Input bytes added with SONIC_BORROW stay the caller's: keep them valid and unchanged
+ *     until every inference that sends the request has completed (sonic_client_infer returned,
+ *     the callback of sonic_client_infer_async ran). SONIC_COPY copies them at once.
+ * Errors: functions return SONIC_OK (0) or a gRPC status code; sonic_last_error() then says
+ * why, on the calling thread. No C++ exception crosses this interface.
+ * Threads: a client may be used from any number of threads at once; a request or a result by
+ * one thread at a time.
+ */
+#ifndef SONIC_H
+#define SONIC_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(__GNUC__) || defined(__clang__)
+#define SONIC_C_API __attribute__((visibility("default")))
+#else
+#define SONIC_C_API
+#endif
+
+/** Status codes: gRPC's, so that a server's code arrives unchanged. */
+typedef enum sonic_code {
+  SONIC_OK = 0,
+  SONIC_CANCELLED = 1,
+  SONIC_UNKNOWN = 2,
+  SONIC_INVALID_ARGUMENT = 3,
+  SONIC_DEADLINE_EXCEEDED = 4,
+  SONIC_NOT_FOUND = 5,
+  SONIC_ALREADY_EXISTS = 6,
+  SONIC_PERMISSION_DENIED = 7,
+  SONIC_RESOURCE_EXHAUSTED = 8,
+  SONIC_FAILED_PRECONDITION = 9,
+  SONIC_ABORTED = 10,
+  SONIC_OUT_OF_RANGE = 11,
+  SONIC_UNIMPLEMENTED = 12,
+  SONIC_INTERNAL = 13,
+  SONIC_UNAVAILABLE = 14,
+  SONIC_DATA_LOSS = 15,
+  SONIC_UNAUTHENTICATED = 16
+} sonic_code;
+
+/** Tensor element types (KServe v2). Elements are little-endian, rows major. */
+typedef enum sonic_datatype {
+  SONIC_BOOL = 0,
+  SONIC_UINT8 = 1,
+  SONIC_UINT16 = 2,
+  SONIC_UINT32 = 3,
+  SONIC_UINT64 = 4,
+  SONIC_INT8 = 5,
+  SONIC_INT16 = 6,
+  SONIC_INT32 = 7,
+  SONIC_INT64 = 8,
+  SONIC_FP16 = 9,
+  SONIC_BF16 = 10,
+  SONIC_FP32 = 11,
+  SONIC_FP64 = 12,
+  SONIC_BYTES = 13 /**< each element: a 4-byte little-endian length, then that many bytes */
+} sonic_datatype;
+
+/** How sonic_request_add_input takes the bytes. */
+typedef enum sonic_ownership {
+  SONIC_BORROW = 0, /**< no copy: the caller keeps them valid until the inferences completed */
+  SONIC_COPY = 1    /**< copied now */
+} sonic_ownership;
+
+typedef struct sonic_client sonic_client;
+typedef struct sonic_request sonic_request;
+typedef struct sonic_result sonic_result;
+
+/** Client settings; sonic_client_options_init fills the defaults. */
+typedef struct sonic_client_options {
+  double timeout_seconds;          /**< per request; 0 (the default): no limit */
+  int max_attempts;                /**< attempts per request, the first included (3) */
+  const char* fallback_repository; /**< a Triton model repository run in-process when no
+                                        server can (its backends must be linked); NULL: none */
+  size_t fallback_threads;         /**< threads of that fallback (1) */
+} sonic_client_options;
+
+/** A tensor of a result: views into it, valid while the result lives. */
+typedef struct sonic_tensor {
+  sonic_datatype datatype;
+  const int64_t* shape;
+  size_t rank;
+  const void* data;
+  size_t byte_size;
+} sonic_tensor;
+
+/** Called once per sonic_client_infer_async, never inside it, on one of sonic's threads:
+ * `result` (the callback's to destroy) holds the outputs or the error. Keep it short; do not
+ * call sonic_client_destroy on its own client from it. */
+typedef void (*sonic_callback)(sonic_result* result, void* user_data);
+
+/** Why the last failed call on this thread failed ("" if none); valid until the next call. */
+SONIC_C_API const char* sonic_last_error(void);
+/** The gRPC name of a code: "UNAVAILABLE". */
+SONIC_C_API const char* sonic_code_name(sonic_code code);
+/** The version of the library, "major.minor.patch". */
+SONIC_C_API const char* sonic_version(void);
+
+SONIC_C_API void sonic_client_options_init(sonic_client_options* options);
+/** A client of `url_count` endpoint URLs ("grpc://host:port", "tcp://host:port", ...);
+ * `options` may be NULL for the defaults. Connects lazily: a bad URL fails here, an absent
+ * server on the first request. */
+SONIC_C_API sonic_code sonic_client_create(const char* const* urls, size_t url_count,
+                                           const sonic_client_options* options,
+                                           sonic_client** client);
+/** Completes requests in flight with SONIC_CANCELLED (their callbacks run before it returns)
+ * and frees the client. */
+SONIC_C_API void sonic_client_destroy(sonic_client* client);
+/** Sets *ready to 1 when the server is ready for inference, 0 otherwise. */
+SONIC_C_API sonic_code sonic_client_server_ready(sonic_client* client, int* ready);
+/** Sends a request and waits: on SONIC_OK, *result holds its outputs. The request is left as
+ * it was and may be sent again. */
+SONIC_C_API sonic_code sonic_client_infer(sonic_client* client, const sonic_request* request,
+                                          sonic_result** result);
+/** Sends a request; `callback` runs once with its result, never inside this call. SONIC_OK
+ * means it was sent: its failures, including a request the server refuses, reach the
+ * callback. */
+SONIC_C_API sonic_code sonic_client_infer_async(sonic_client* client,
+                                                const sonic_request* request,
+                                                sonic_callback callback, void* user_data);
+/** The client's counters as JSON (requests, retries, fallbacks, failures, endpoints): a
+ * string to free with sonic_string_free. NULL on failure. */
+SONIC_C_API char* sonic_client_stats_json(sonic_client* client);
+SONIC_C_API void sonic_string_free(char* string);
+
+/** A request for `model` (version: NULL or "" for the server's choice); NULL on failure. */
+SONIC_C_API sonic_request* sonic_request_create(const char* model, const char* version);
+SONIC_C_API void sonic_request_destroy(sonic_request* request);
+/** Adds an input of `rank` dimensions. The bytes must fit the shape and datatype
+ * (SONIC_INVALID_ARGUMENT otherwise). */
+SONIC_C_API sonic_code sonic_request_add_input(sonic_request* request, const char* name,
+                                               sonic_datatype datatype, const int64_t* shape,
+                                               size_t rank, const void* data, size_t byte_size,
+                                               sonic_ownership ownership);
+/** Asks for one output by name; without any, all outputs come back. */
+SONIC_C_API sonic_code sonic_request_add_output(sonic_request* request, const char* name);
+/** The time the request may take, from sending to its result; 0: the client's default. */
+SONIC_C_API sonic_code sonic_request_set_timeout(sonic_request* request, double seconds);
+/** An id the server echoes back. */
+SONIC_C_API sonic_code sonic_request_set_id(sonic_request* request, const char* id);
+
+/** SONIC_OK for a result with outputs, else the code of its error. */
+SONIC_C_API sonic_code sonic_result_code(const sonic_result* result);
+/** The error's message, "" for a success. */
+SONIC_C_API const char* sonic_result_error(const sonic_result* result);
+SONIC_C_API size_t sonic_result_output_count(const sonic_result* result);
+/** The name of output `index` (0 .. count-1); NULL past the end. */
+SONIC_C_API const char* sonic_result_output_name(const sonic_result* result, size_t index);
+/** The output `name`: SONIC_NOT_FOUND (the message lists the outputs) when there is none. */
+SONIC_C_API sonic_code sonic_result_output(const sonic_result* result, const char* name,
+                                           sonic_tensor* tensor);
+/** 1 when the result was computed in-process by the fallback, 0 when by a server. */
+SONIC_C_API int sonic_result_executed_locally(const sonic_result* result);
+SONIC_C_API void sonic_result_destroy(sonic_result* result);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* SONIC_H */

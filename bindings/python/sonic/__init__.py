@@ -1,0 +1,87 @@
+"""sonic: inference as a service from Python, over sonic's C++ client.
+
+    import numpy as np, sonic
+    client = sonic.Client("grpc://127.0.0.1:8001")
+    out = client.infer("identity_fp32", {"INPUT0": np.ones((1, 16), np.float32)})
+    print(out["OUTPUT0"])
+
+The same client as C++: its transports (grpc://, grpc+shm://, tcp://, tcp+zstd://), retries,
+endpoint ejection, the CPU fallback and its statistics. Arrays pass without copies where they
+are C-contiguous; the GIL is released while sonic sends and waits.
+"""
+
+import asyncio
+import atexit
+import json
+import weakref
+
+from . import _backends
+from . import _sonic
+from ._errors import *  # noqa: F401,F403 (the exception classes)
+from ._errors import __all__ as _error_names
+from ._types import (InferFuture, InferInput, InferRequestedOutput, InferResult,
+                     StreamResponse)
+
+__version__ = _sonic.__version__
+
+_open_clients = weakref.WeakSet()
+
+
+class Client(_sonic.Client):
+    """A client of one or more endpoints ("grpc://host:port", or a list: requests balance over
+    them, failing ones are ejected and retried elsewhere). Thread-safe: share one per process.
+
+    Keyword options (durations in seconds): timeout (per request; default none), max_attempts
+    (3), retry_on (["UNAVAILABLE"]), per_attempt_timeout, control_timeout (10),
+    connect_timeout (3), compression (None, "gzip", "deflate"), headers ({name: value}),
+    validate_inputs (True), fallback_repository (a Triton model repository, or a list, whose
+    models run in-process when no server can), fallback_threads (1), fallback_latency_budget,
+    eject_after (3), keepalive_interval (60), max_message_bytes, shm_pool_bytes,
+    share_connections (True), network_threads, callback_threads (1: they run stream
+    callbacks), log (a callable(level, message)). sonic.client_option_names() lists them.
+
+    infer(model, inputs, outputs=None, timeout=None, *, version="", request_id="",
+    parameters=None, headers=None) -> InferResult; `inputs` is {name: numpy array} or a list
+    of sonic.InferInput, `outputs` a list of names or sonic.InferRequestedOutput. Raises
+    sonic.Error subclasses: sonic.Unavailable, sonic.InvalidArgument, ...
+    """
+
+    def __init__(self, url, **options):
+        if "fallback_repository" in options:
+            _backends.load_backends()
+        super().__init__(url, **options)
+        _open_clients.add(self)
+
+    def stats(self):
+        """This client's counters: requests, retries, fallbacks, failures by code, and per
+        endpoint its load, failures and ejections."""
+        return json.loads(self._stats_json())
+
+    async def ainfer(self, model, inputs, outputs=None, timeout=None, **request):
+        """infer() for asyncio: awaits the result without blocking the event loop. Cancelling
+        the task cancels the request on the wire."""
+        return await asyncio.wrap_future(
+            self.infer_async(model, inputs, outputs, timeout, **request))
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+        return False
+
+
+def client_option_names():
+    """The keyword options Client accepts."""
+    return list(_sonic.client_option_names())
+
+
+@atexit.register
+def _close_open_clients():
+    # Before the interpreter goes: a client closed later could still owe callbacks that need it.
+    for client in list(_open_clients):
+        client.close()
+
+
+__all__ = ["Client", "InferFuture", "InferInput", "InferRequestedOutput", "InferResult",
+           "StreamResponse", "client_option_names"] + list(_error_names)

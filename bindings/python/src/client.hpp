@@ -1,0 +1,61 @@
+// sonic Python bindings — sonic.Client and sonic.Stream over the C++ client.
+#pragma once
+
+#include <pybind11/pybind11.h>
+
+#include <memory>
+
+#include "convert.hpp"
+#include "sonic/client.hpp"
+
+namespace sonic::python {
+
+namespace py = pybind11;
+
+/// A stream of Client.open_stream: responses go to a Python callable on sonic's callback
+/// threads, with the GIL taken for each.
+class PyStream {
+ public:
+  PyStream(Client& client, py::object callback, py::handle timeout);
+  /// Cancels the stream unless it ended; waits (without the GIL) until its callback no longer
+  /// runs.
+  ~PyStream();
+
+  /// Sends a request; inputs are copied, so the arrays are free again when it returns. Raises
+  /// sonic.Error as Client.infer would for a request it refuses.
+  void send(const RequestArguments& arguments);
+  void close();
+  void cancel();
+  /// Blocks, without the GIL, until the stream ended; raises why unless it ended well.
+  void wait();
+
+ private:
+  InferStream& stream();
+
+  std::unique_ptr<InferStream> stream_;
+};
+
+/// sonic.Client's C++ half. Every blocking call releases the GIL while it waits, and so does
+/// sending; async completions take the GIL on sonic's callback threads.
+class PyClient {
+ public:
+  PyClient(py::handle urls, const py::kwargs& options);
+  ~PyClient();
+
+  /// Completes requests still in flight with CANCELLED and closes connections; later calls
+  /// raise sonic.FailedPrecondition. Idempotent.
+  void close();
+
+  py::object infer(const RequestArguments& arguments);
+  /// A concurrent.futures.Future (sonic._types.InferFuture, whose cancel() cancels the
+  /// request on the wire) completed on a callback thread with the InferResult or the
+  /// sonic.Error.
+  py::object infer_async(const RequestArguments& arguments);
+
+  Client& client();
+
+ private:
+  std::unique_ptr<Client> client_;
+};
+
+}  // namespace sonic::python

@@ -1,0 +1,208 @@
+// sonic Python bindings — ClientOptions from keyword arguments.
+#include "options.hpp"
+
+#include "convert.hpp"
+
+#include <pybind11/stl.h>
+
+#include <chrono>
+#include <cmath>
+#include <functional>
+#include <utility>
+
+#include "sonic/repository/repository.hpp"
+
+namespace sonic::python {
+
+namespace {
+
+using std::chrono::milliseconds;
+
+[[noreturn]] void out_of_range(const char* what, const std::string& why) {
+  throw Error(StatusCode::InvalidArgument, std::string(what) + ": " + why);
+}
+
+milliseconds milliseconds_of(py::handle seconds, const char* what) {
+  return std::chrono::duration_cast<milliseconds>(microseconds_from_seconds(seconds, what));
+}
+
+std::size_t count_of(py::handle value, const char* what) {
+  auto count = value.cast<long long>();
+  if (count < 0) out_of_range(what, "must not be negative");
+  return static_cast<std::size_t>(count);
+}
+
+Compression compression_of(py::handle value) {
+  if (value.is_none()) return Compression::None;
+  auto name = value.cast<std::string>();
+  if (name == "none" || name == "identity") return Compression::None;
+  if (name == "gzip") return Compression::Gzip;
+  if (name == "deflate") return Compression::Deflate;
+  out_of_range("compression", "'" + name + "' is not one of None, 'gzip', 'deflate'");
+}
+
+StatusCode status_code_of(py::handle value) {
+  if (py::isinstance<py::str>(value)) {
+    auto name = value.cast<std::string>();
+    for (int code = 0; code <= 16; ++code) {
+      if (name == to_string(static_cast<StatusCode>(code))) return static_cast<StatusCode>(code);
+    }
+    out_of_range("retry_on", "'" + name + "' is not a status code name");
+  }
+  auto code = value.cast<int>();  // an int, or a sonic.StatusCode
+  if (code < 1 || code > 16)
+    out_of_range("retry_on", std::to_string(code) + " is not an error code");
+  return static_cast<StatusCode>(code);
+}
+
+/// Messages from sonic's threads, handed to a Python callable with the GIL taken. A failing
+/// callable is reported as unraisable rather than thrown into sonic.
+LogHook log_hook_of(py::handle callable) {
+  auto target = std::shared_ptr<py::object>(
+      new py::object(py::reinterpret_borrow<py::object>(callable)), [](py::object* held) {
+        Gil gil;
+        delete held;
+      });
+  return [target](LogLevel level, const std::string& message) {
+    if (!Py_IsInitialized()) return;
+    Gil gil;
+    try {
+      (*target)(to_string(level), message);
+    } catch (py::error_already_set& failure) {
+      failure.discard_as_unraisable("sonic log callback");
+    }
+  };
+}
+
+struct Fallback {
+  std::vector<std::string> roots;
+  std::size_t threads = 1;
+};
+
+using Setter = std::function<void(ClientOptions&, Fallback&, py::handle)>;
+
+const std::vector<std::pair<const char*, Setter>>& setters() {
+  static const std::vector<std::pair<const char*, Setter>> table = {
+      {"timeout", [](ClientOptions& o, Fallback&,
+                     py::handle v) { o.default_timeout = milliseconds_of(v, "timeout"); }},
+      {"control_timeout",
+       [](ClientOptions& o, Fallback&, py::handle v) {
+         o.control_timeout = milliseconds_of(v, "control_timeout");
+       }},
+      {"connect_timeout",
+       [](ClientOptions& o, Fallback&, py::handle v) {
+         o.connect_timeout = milliseconds_of(v, "connect_timeout");
+       }},
+      {"max_attempts",
+       [](ClientOptions& o, Fallback&, py::handle v) {
+         o.retry.max_attempts = v.cast<int>();
+         if (o.retry.max_attempts < 1) out_of_range("max_attempts", "must be at least 1");
+       }},
+      {"retry_on",
+       [](ClientOptions& o, Fallback&, py::handle v) {
+         o.retry.retryable_codes.clear();
+         for (py::handle code : v) o.retry.retryable_codes.push_back(status_code_of(code));
+       }},
+      {"per_attempt_timeout",
+       [](ClientOptions& o, Fallback&, py::handle v) {
+         o.retry.per_attempt_timeout = milliseconds_of(v, "per_attempt_timeout");
+       }},
+      {"compression",
+       [](ClientOptions& o, Fallback&, py::handle v) { o.compression.grpc = compression_of(v); }},
+      {"zstd_level",
+       [](ClientOptions& o, Fallback&, py::handle v) { o.compression.zstd_level = v.cast<int>(); }},
+      {"headers",
+       [](ClientOptions& o, Fallback&, py::handle v) {
+         for (auto item : v.cast<py::dict>()) {
+           o.headers.emplace_back(item.first.cast<std::string>(), item.second.cast<std::string>());
+         }
+       }},
+      {"validate_inputs",
+       [](ClientOptions& o, Fallback&, py::handle v) { o.validate_inputs = v.cast<bool>(); }},
+      {"share_connections",
+       [](ClientOptions& o, Fallback&, py::handle v) { o.share_connections = v.cast<bool>(); }},
+      {"network_threads", [](ClientOptions& o, Fallback&,
+                             py::handle v) { o.network_threads = count_of(v, "network_threads"); }},
+      {"callback_threads",
+       [](ClientOptions& o, Fallback&, py::handle v) {
+         o.callback_threads = std::max<std::size_t>(1, count_of(v, "callback_threads"));
+       }},
+      {"keepalive_interval",
+       [](ClientOptions& o, Fallback&, py::handle v) {
+         o.keepalive_interval = milliseconds_of(v, "keepalive_interval");
+       }},
+      {"max_message_bytes",
+       [](ClientOptions& o, Fallback&, py::handle v) {
+         o.max_message_bytes = count_of(v, "max_message_bytes");
+       }},
+      {"shm_pool_bytes",
+       [](ClientOptions& o, Fallback&, py::handle v) {
+         o.shared_memory.pool_bytes = count_of(v, "shm_pool_bytes");
+       }},
+      {"eject_after", [](ClientOptions& o, Fallback&,
+                         py::handle v) { o.breaker.failures_to_eject = v.cast<int>(); }},
+      {"fallback_repository",
+       [](ClientOptions&, Fallback& f, py::handle v) {
+         if (py::isinstance<py::str>(v)) {
+           f.roots = {v.cast<std::string>()};
+         } else {
+           for (py::handle root : v) f.roots.push_back(py::str(root).cast<std::string>());
+         }
+       }},
+      {"fallback_threads",
+       [](ClientOptions&, Fallback& f, py::handle v) {
+         f.threads = std::max<std::size_t>(1, count_of(v, "fallback_threads"));
+       }},
+      {"fallback_latency_budget",
+       [](ClientOptions& o, Fallback&, py::handle v) {
+         o.fallback_latency_budget = milliseconds_of(v, "fallback_latency_budget");
+       }},
+      {"log", [](ClientOptions& o, Fallback&, py::handle v) { o.log = log_hook_of(v); }},
+  };
+  return table;
+}
+
+}  // namespace
+
+std::chrono::microseconds microseconds_from_seconds(py::handle seconds, const char* what) {
+  if (seconds.is_none()) return std::chrono::microseconds{0};
+  double value = seconds.cast<double>();
+  if (!(value >= 0) || value > 1e9) out_of_range(what, "must be a number of seconds, 0 or more");
+  return std::chrono::microseconds(static_cast<std::int64_t>(std::llround(value * 1e6)));
+}
+
+const std::vector<const char*>& client_option_names() {
+  static const std::vector<const char*> names = [] {
+    std::vector<const char*> all;
+    for (const auto& [name, set] : setters()) all.push_back(name);
+    return all;
+  }();
+  return names;
+}
+
+ClientOptions client_options(std::vector<std::string> urls, const py::kwargs& options) {
+  ClientOptions result;
+  result.endpoints = std::move(urls);
+  Fallback fallback;
+  for (auto item : options) {
+    auto name = item.first.cast<std::string>();
+    const Setter* set = nullptr;
+    for (const auto& [known, setter] : setters()) {
+      if (name == known) set = &setter;
+    }
+    if (!set) {
+      std::string known;
+      for (const char* each : client_option_names())
+        known += std::string(known.empty() ? "" : ", ") + each;
+      throw py::type_error("Client() got an unexpected keyword argument '" + name +
+                           "' (options: " + known + ")");
+    }
+    (*set)(result, fallback, item.second);
+  }
+  if (!fallback.roots.empty()) {
+    result.fallback = repository::executor_from_repository(fallback.roots, fallback.threads);
+  }
+  return result;
+}
+
+}  // namespace sonic::python

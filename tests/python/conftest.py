@@ -1,0 +1,87 @@
+"""Fixtures of the Python binding tests: a sonic-server on loopback ports it picks, stopped at
+the end of the session. The build (tests/python/CMakeLists.txt) sets SONIC_SERVER,
+SONIC_TEST_MODELS and PYTHONPATH (the build tree's package)."""
+
+import os
+import re
+import subprocess
+import tempfile
+import time
+
+import pytest
+
+
+class Server:
+    """A sonic-server child: `grpc` and `tcp` are its URLs."""
+
+    def __init__(self, *options):
+        self.log = tempfile.NamedTemporaryFile(prefix="sonic-server-", suffix=".log")
+        self.process = subprocess.Popen(
+            [os.environ["SONIC_SERVER"], "--host", "127.0.0.1", "--port", "0",
+             "--tcp-port", "0", *options],
+            stdout=self.log, stderr=subprocess.STDOUT)
+        deadline = time.monotonic() + 20
+        grpc = tcp = None
+        while time.monotonic() < deadline and not (grpc and tcp):
+            text = open(self.log.name).read()
+            grpc = re.search(r"^sonic-server listening on .*:(\d+)$", text, re.M)
+            tcp = re.search(r"^sonic-server tcp listening on .*:(\d+)$", text, re.M)
+            if self.process.poll() is not None:
+                break
+            time.sleep(0.05)
+        if not (grpc and tcp):
+            self.stop()
+            raise RuntimeError("sonic-server did not start: " + open(self.log.name).read())
+        self.grpc = "grpc://127.0.0.1:%s" % grpc.group(1)
+        self.tcp = "tcp://127.0.0.1:%s" % tcp.group(1)
+        self.shm = "grpc+shm://127.0.0.1:%s" % grpc.group(1)
+
+    def stop(self):
+        if self.process.poll() is None:
+            self.process.terminate()
+            try:
+                self.process.wait(10)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+        self.log.close()
+
+
+@pytest.fixture(scope="session")
+def server():
+    started = Server()
+    yield started
+    started.stop()
+
+
+@pytest.fixture(scope="session")
+def models():
+    """The generated Triton repository (jet_mlp_onnx, ...), or a skip when not generated."""
+    path = os.environ.get("SONIC_TEST_MODELS")
+    if not path or not os.path.isdir(os.path.join(path, "repository")):
+        pytest.skip("no generated model repository (SONIC_TEST_MODELS)")
+    return os.path.join(path, "repository")
+
+
+@pytest.fixture
+def dead_url():
+    """A loopback URL where nothing listens: a port bound and closed again."""
+    import socket
+    probe = socket.socket()
+    probe.bind(("127.0.0.1", 0))
+    port = probe.getsockname()[1]
+    probe.close()
+    return "grpc://127.0.0.1:%d" % port
+
+
+@pytest.fixture
+def silent_url():
+    """A loopback URL whose listener never answers: connections open (the kernel completes
+    them), requests go out, and nothing comes back, so a request lasts until it is cancelled
+    or its deadline passes."""
+    import socket
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(16)
+    yield "grpc://127.0.0.1:%d" % listener.getsockname()[1]
+    listener.close()

@@ -1,0 +1,116 @@
+"""Futures, asyncio, streams, and many requests from many Python threads at once."""
+
+import asyncio
+import concurrent.futures
+
+import numpy as np
+import pytest
+
+import sonic
+
+
+@pytest.fixture(scope="module")
+def client(server):
+    with sonic.Client(server.grpc) as c:
+        yield c
+
+
+def simple_inputs(value):
+    a = np.full((1, 16), value, np.int32)
+    return {"INPUT0": a, "INPUT1": np.ones((1, 16), np.int32)}
+
+
+def test_infer_async_is_a_concurrent_future(client):
+    futures = [client.infer_async("simple", simple_inputs(i)) for i in range(64)]
+    assert all(isinstance(f, concurrent.futures.Future) for f in futures)
+    for i, future in enumerate(futures):
+        np.testing.assert_array_equal(future.result(10)["OUTPUT0"], np.full((1, 16), i + 1))
+
+
+def test_an_async_failure_is_the_futures_exception(client):
+    future = client.infer_async("no_such_model", {"INPUT0": np.ones((1, 2), np.float32)})
+    assert isinstance(future.exception(10), sonic.NotFound)
+
+
+def test_cancelling_the_future_cancels_the_request(silent_url):
+    with sonic.Client(silent_url, validate_inputs=False) as silent:
+        future = silent.infer_async("identity_fp32", {"INPUT0": np.ones((1, 4), np.float32)})
+        assert future.cancel()
+        assert future.cancelled()
+        with pytest.raises(concurrent.futures.CancelledError):
+            future.result(1)
+        assert silent.stats()["failures_by_code"] == {"CANCELLED": 1}
+
+
+def test_the_inputs_of_an_async_request_stay_alive_until_it_completes(client):
+    future = client.infer_async("identity_fp32", {"INPUT0": np.arange(1024, dtype=np.float32)
+                                                  .reshape(1, 1024)})
+    # Nothing else holds the array: the request does.
+    np.testing.assert_array_equal(future.result(10)["OUTPUT0"],
+                                  np.arange(1024, dtype=np.float32).reshape(1, 1024))
+
+
+def test_asyncio(client):
+    async def many():
+        return await asyncio.gather(*(client.ainfer("simple", simple_inputs(i))
+                                      for i in range(100)))
+    results = asyncio.run(many())
+    for i, result in enumerate(results):
+        assert result["OUTPUT0"][0, 0] == i + 1
+
+
+def test_cancelling_an_asyncio_task(silent_url):
+    async def cancelled(client):
+        task = asyncio.ensure_future(
+            client.ainfer("identity_fp32", {"INPUT0": np.ones((1, 4), np.float32)}))
+        await asyncio.sleep(0.05)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+
+    with sonic.Client(silent_url, validate_inputs=False) as silent:
+        asyncio.run(asyncio.wait_for(cancelled(silent), 2))
+        assert silent.stats()["failures_by_code"] == {"CANCELLED": 1}
+
+
+def test_a_thousand_concurrent_requests_from_python_threads(client):
+    def one(i):
+        result = client.infer("simple", simple_inputs(i % 1000))
+        return int(result["OUTPUT0"][0, 0])
+
+    with concurrent.futures.ThreadPoolExecutor(max_workers=32) as pool:
+        answers = list(pool.map(one, range(1000)))
+    assert answers == [i % 1000 + 1 for i in range(1000)]
+    in_flight = [client.infer_async("simple", simple_inputs(i)) for i in range(1000)]
+    assert [int(f.result(30)["OUTPUT0"][0, 0]) for f in in_flight] == list(range(1, 1001))
+
+
+def test_a_stream_of_a_decoupled_model(client):
+    responses = []
+    with client.open_stream(responses.append) as stream:
+        stream.send("repeat_int32", {"IN": np.array([7, 8, 9], np.int32),
+                                     "DELAY": np.zeros(3, np.uint32),
+                                     "WAIT": np.zeros(1, np.uint32)}, request_id="r1",
+                    parameters={"triton_enable_empty_final_response": True})
+    # Leaving the block closed the stream and waited for every response.
+    values = [int(r.result["OUT"][0]) for r in responses if r.result]
+    assert values == [7, 8, 9]
+    assert all(r.request_id == "r1" and r.error is None for r in responses)
+    assert [r.final for r in responses] == [False, False, False, True]
+
+
+def test_a_client_closed_before_its_stream_ends_it(server):
+    client = sonic.Client(server.grpc)
+    stream = client.open_stream(lambda response: None)
+    client.close()
+    with pytest.raises(sonic.Cancelled):
+        stream.wait()
+
+
+def test_leaving_a_stream_waits_for_its_answers(client):
+    responses = []
+    with client.open_stream(responses.append) as stream:
+        stream.send("simple", {"INPUT0": np.ones((1, 16), np.int32),
+                               "INPUT1": np.ones((1, 16), np.int32)}, request_id="ok")
+    assert [r.request_id for r in responses] == ["ok"]
+    assert responses[0].result["OUTPUT0"][0, 0] == 2
