@@ -6,6 +6,7 @@
 // Link a transport for the URL scheme you use (sonic::grpc for grpc://).
 #pragma once
 
+#include "sonic/callback.hpp"
 #include "sonic/cancel.hpp"
 #include "sonic/client.hpp"
 #include "sonic/error.hpp"

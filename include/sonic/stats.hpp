@@ -52,6 +52,10 @@ struct ClientStats {
   /// then moved its connections on; after the first, the client's callbacks run on the
   /// callback threads.
   std::uint64_t slow_callbacks = 0;
+  /// Exceptions that escaped a completion callback. sonic catches them (a network or callback
+  /// thread must go on serving every other request) and logs each at LogLevel::Error; the
+  /// request counts as delivered. Use forward_exceptions() to hand them to your framework.
+  std::uint64_t callback_exceptions = 0;
   std::array<std::uint64_t, 17> failures_by_code{};  ///< indexed by StatusCode
   std::vector<EndpointStats> endpoints;
 
@@ -70,6 +74,7 @@ struct ClientStats {
     field("retries", retries);
     field("fallbacks", fallbacks);
     field("slow_callbacks", slow_callbacks);
+    field("callback_exceptions", callback_exceptions);
     out += "\"failures_by_code\":{";
     bool first = true;
     for (std::size_t code = 0; code < failures_by_code.size(); ++code) {

@@ -11,6 +11,8 @@
 #include <memory>
 #include <mutex>
 #include <set>
+#include <stdexcept>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -122,6 +124,72 @@ TEST_CASE("callbacks never run inside infer_async or cancel(), wherever they run
     inside_call = false;
     CHECK_FALSE(cancelled_inside.get_future().get());
   }
+}
+
+TEST_CASE("an exception thrown by a callback is caught, counted and logged, wherever it runs") {
+  LoopbackServer server;
+  for (CallbackThread where : kEveryPlace) {
+    CAPTURE(static_cast<int>(where));
+    auto options = options_for(where);
+    std::mutex mutex;
+    std::vector<std::string> errors;
+    options.log = [&](LogLevel level, const std::string& message) {
+      std::lock_guard<std::mutex> lock(mutex);
+      if (level == LogLevel::Error) errors.push_back(message);
+    };
+    Client client(server.url(), options);
+    std::atomic<int> threw{0};
+    for (int i = 0; i < 3; ++i) {
+      client.infer_async(simple_request(i, 1), [&](Result<InferResult>) {
+        ++threw;
+        throw std::runtime_error("the module failed");
+      });
+    }
+    REQUIRE(eventually([&] { return client.stats().callback_exceptions == 3; }));
+    CHECK(threw == 3);
+    {
+      std::lock_guard<std::mutex> lock(mutex);
+      REQUIRE(errors.size() == 3);
+      CHECK(errors[0].find("the module failed") != std::string::npos);
+    }
+    // The threads that ran them go on serving.
+    CHECK(client.infer(simple_request(3, 4)).output("OUTPUT0").as<std::int32_t>()[0] == 7);
+    std::promise<int> next;
+    client.infer_async(simple_request(5, 6), [&](Result<InferResult> r) {
+      next.set_value(r->output("OUTPUT0").as<std::int32_t>()[0]);
+    });
+    CHECK(next.get_future().get() == 11);
+  }
+}
+
+TEST_CASE("forward_exceptions hands a callback's exception to the framework") {
+  LoopbackServer server;
+  Client client(server.url());
+  std::promise<std::exception_ptr> forwarded;
+  client.infer_async(simple_request(1, 1), forward_exceptions<InferResult>(
+                                               [](Result<InferResult> r) {
+                                                 if (r) throw std::logic_error("bad event");
+                                               },
+                                               [&](std::exception_ptr e) {
+                                                 forwarded.set_value(e);
+                                               }));
+  auto thrown = forwarded.get_future().get();
+  REQUIRE(thrown);
+  CHECK_THROWS_WITH_AS(std::rethrow_exception(thrown), "bad event", std::logic_error);
+  CHECK(client.stats().callback_exceptions == 0);
+
+  // A failed request as the exception a framework's waiting task is resumed with.
+  std::promise<std::exception_ptr> failed;
+  client.infer_async(InferRequest("no_such_model"),
+                     [&](Result<InferResult> r) { failed.set_value(exception_of(r)); });
+  auto error = failed.get_future().get();
+  REQUIRE(error);
+  try {
+    std::rethrow_exception(error);
+  } catch (const Error& e) {
+    CHECK(e.code() == StatusCode::NotFound);
+  }
+  CHECK(exception_of(Result<int>(3)) == nullptr);
 }
 
 TEST_CASE("a blocking call inside an inline callback fails with FAILED_PRECONDITION") {

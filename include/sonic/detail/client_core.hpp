@@ -238,6 +238,7 @@ class ClientCore : public std::enable_shared_from_this<ClientCore> {
     copy.retries = counters_.retries.load(std::memory_order_relaxed);
     copy.fallbacks = counters_.fallbacks.load(std::memory_order_relaxed);
     copy.slow_callbacks = counters_.slow_callbacks.load(std::memory_order_relaxed);
+    copy.callback_exceptions = counters_.callback_exceptions.load(std::memory_order_relaxed);
     for (std::size_t code = 0; code < copy.failures_by_code.size(); ++code) {
       copy.failures_by_code[code] =
           counters_.failures_by_code[code].load(std::memory_order_relaxed);
@@ -680,10 +681,29 @@ class ClientCore : public std::enable_shared_from_this<ClientCore> {
     }
   }
 
-  // Runs a user callback, the thread marked as inside one while it does.
-  static void call_back(Callback<InferResult>& done, Result<InferResult>&& result) {
+  // Runs a user callback, the thread marked as inside one while it does. What it throws stops
+  // here: escaping into a network thread would end the process (or that thread, and with it
+  // every request it serves), so it is counted and logged instead (ClientStats).
+  void call_back(Callback<InferResult>& done, Result<InferResult>&& result) {
     ScopedCount callback(CallbackContext::callbacks());
-    done(std::move(result));
+    try {
+      done(std::move(result));
+    } catch (...) {
+      counters_.callback_exceptions.fetch_add(1, std::memory_order_relaxed);
+      log(LogLevel::Error, "a completion callback threw (" + what_of(std::current_exception()) +
+                               "): sonic caught it; callbacks must not throw (see "
+                               "sonic::forward_exceptions)");
+    }
+  }
+
+  static std::string what_of(const std::exception_ptr& thrown) {
+    try {
+      std::rethrow_exception(thrown);
+    } catch (const std::exception& e) {
+      return e.what();
+    } catch (...) {
+      return "not a std::exception";
+    }
   }
 
   // One more outcome delivered. close() may be waiting for the last: touch nothing after.
@@ -706,7 +726,7 @@ class ClientCore : public std::enable_shared_from_this<ClientCore> {
   // What stats() reports; atomics, so that counting takes no lock on the request path.
   struct Counters {
     std::atomic<std::uint64_t> requests{0}, succeeded{0}, failed{0}, retries{0}, fallbacks{0},
-        slow_callbacks{0};
+        slow_callbacks{0}, callback_exceptions{0};
     std::array<std::atomic<std::uint64_t>, 17> failures_by_code{};
   };
 
