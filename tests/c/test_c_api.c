@@ -74,6 +74,9 @@ static void test_errors(sonic_client* client) {
   CHECK(strstr(sonic_last_error(), "INPUT0") != NULL);
   CHECK(sonic_request_add_input(request, "INPUT0", (sonic_datatype)99, shape, 2, values, 16,
                                 SONIC_COPY) == SONIC_INVALID_ARGUMENT);
+  CHECK(sonic_request_add_input(request, "INPUT0", SONIC_FP32, shape, 2, values, 16,
+                                (sonic_ownership)-1) == SONIC_INVALID_ARGUMENT);
+  CHECK(strcmp(sonic_code_name((sonic_code)-5), "UNKNOWN") == 0);
   CHECK(sonic_request_add_input(NULL, "INPUT0", SONIC_FP32, shape, 2, values, 16,
                                 SONIC_COPY) == SONIC_INVALID_ARGUMENT);
   sonic_request_destroy(request);

@@ -6,6 +6,7 @@
 #include <cstring>
 #include <new>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "sonic/repository/repository.hpp"
@@ -61,6 +62,17 @@ sonic_code null_argument(const char* name) {
   return fail(sonic::StatusCode::InvalidArgument, std::string(name) + " is NULL");
 }
 
+/// The number a C caller passed as an enum. A C program may pass any int there; in C++, loading
+/// an enum object whose value lies outside its enumerators' range is undefined, so the bits are
+/// read as the integer they are.
+template <typename Enum>
+long long number_of(const Enum& value) {
+  std::underlying_type_t<Enum> raw;
+  static_assert(sizeof raw == sizeof value);
+  std::memcpy(&raw, &value, sizeof raw);
+  return static_cast<long long>(raw);
+}
+
 sonic_result* new_result(sonic::Result<sonic::InferResult> outcome) {
   auto* result = new sonic_result;
   if (!outcome) result->error = outcome.error().message();
@@ -75,7 +87,7 @@ extern "C" {
 const char* sonic_last_error(void) { return last_error.c_str(); }
 
 const char* sonic_code_name(sonic_code code) {
-  return sonic::to_string(sonic::status_code_from_int(code));
+  return sonic::to_string(sonic::status_code_from_int(number_of(code)));
 }
 
 const char* sonic_version(void) { return sonic::kVersion; }
@@ -201,14 +213,21 @@ sonic_code sonic_request_add_input(sonic_request* request, const char* name,
     if (!name) return null_argument("name");
     if (!shape && rank > 0) return null_argument("shape");
     if (!data && byte_size > 0) return null_argument("data");
-    if (datatype < SONIC_BOOL || datatype > SONIC_BYTES) {
+    const long long type_number = number_of(datatype);
+    if (type_number < SONIC_BOOL || type_number > SONIC_BYTES) {
       return fail(sonic::StatusCode::InvalidArgument,
-                  "input '" + std::string(name) + "': datatype " + std::to_string(datatype) +
+                  "input '" + std::string(name) + "': datatype " + std::to_string(type_number) +
                       " is not a sonic_datatype");
     }
-    auto type = static_cast<sonic::DataType>(datatype);
+    const long long copy = number_of(ownership);
+    if (copy != SONIC_BORROW && copy != SONIC_COPY) {
+      return fail(sonic::StatusCode::InvalidArgument,
+                  "input '" + std::string(name) + "': ownership " + std::to_string(copy) +
+                      " is neither SONIC_BORROW nor SONIC_COPY");
+    }
+    auto type = static_cast<sonic::DataType>(type_number);
     sonic::Shape dims(shape, shape + rank);
-    sonic::Tensor tensor = ownership == SONIC_COPY
+    sonic::Tensor tensor = copy == SONIC_COPY
                                ? sonic::Tensor::copy_bytes(type, dims, data, byte_size)
                                : sonic::Tensor::view_bytes(type, dims, data, byte_size);
     if (auto fits = tensor.check(); !fits) {
