@@ -166,13 +166,12 @@ TEST_CASE("forward_exceptions hands a callback's exception to the framework") {
   LoopbackServer server;
   Client client(server.url());
   std::promise<std::exception_ptr> forwarded;
-  client.infer_async(simple_request(1, 1), forward_exceptions<InferResult>(
-                                               [](Result<InferResult> r) {
-                                                 if (r) throw std::logic_error("bad event");
-                                               },
-                                               [&](std::exception_ptr e) {
-                                                 forwarded.set_value(e);
-                                               }));
+  client.infer_async(simple_request(1, 1),
+                     forward_exceptions<InferResult>(
+                         [](Result<InferResult> r) {
+                           if (r) throw std::logic_error("bad event");
+                         },
+                         [&](std::exception_ptr e) { forwarded.set_value(e); }));
   auto thrown = forwarded.get_future().get();
   REQUIRE(thrown);
   CHECK_THROWS_WITH_AS(std::rethrow_exception(thrown), "bad event", std::logic_error);
