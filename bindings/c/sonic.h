@@ -129,8 +129,7 @@ SONIC_C_API sonic_code sonic_client_infer(sonic_client* client, const sonic_requ
 /** Sends a request; `callback` runs once with its result, never inside this call. SONIC_OK
  * means it was sent: its failures, including a request the server refuses, reach the
  * callback. */
-SONIC_C_API sonic_code sonic_client_infer_async(sonic_client* client,
-                                                const sonic_request* request,
+SONIC_C_API sonic_code sonic_client_infer_async(sonic_client* client, const sonic_request* request,
                                                 sonic_callback callback, void* user_data);
 /** The client's counters as JSON (requests, retries, fallbacks, failures, endpoints): a
  * string to free with sonic_string_free. NULL on failure. */

@@ -11,13 +11,13 @@
 
 static int failures = 0;
 
-#define CHECK(condition)                                                             \
-  do {                                                                               \
-    if (!(condition)) {                                                              \
+#define CHECK(condition)                                                                \
+  do {                                                                                  \
+    if (!(condition)) {                                                                 \
       fprintf(stderr, "%s:%d: CHECK(%s) failed (last error: %s)\n", __FILE__, __LINE__, \
-              #condition, sonic_last_error());                                       \
-      ++failures;                                                                    \
-    }                                                                                \
+              #condition, sonic_last_error());                                          \
+      ++failures;                                                                       \
+    }                                                                                   \
   } while (0)
 
 static sonic_request* simple_request(int32_t* a, int32_t* b) {
@@ -77,13 +77,13 @@ static void test_errors(sonic_client* client) {
   CHECK(sonic_request_add_input(request, "INPUT0", SONIC_FP32, shape, 2, values, 16,
                                 (sonic_ownership)-1) == SONIC_INVALID_ARGUMENT);
   CHECK(strcmp(sonic_code_name((sonic_code)-5), "UNKNOWN") == 0);
-  CHECK(sonic_request_add_input(NULL, "INPUT0", SONIC_FP32, shape, 2, values, 16,
-                                SONIC_COPY) == SONIC_INVALID_ARGUMENT);
+  CHECK(sonic_request_add_input(NULL, "INPUT0", SONIC_FP32, shape, 2, values, 16, SONIC_COPY) ==
+        SONIC_INVALID_ARGUMENT);
   sonic_request_destroy(request);
 
   request = sonic_request_create("no_such_model", NULL);
-  CHECK(sonic_request_add_input(request, "INPUT0", SONIC_FP32, shape, 2, values, 16,
-                                SONIC_COPY) == SONIC_OK);
+  CHECK(sonic_request_add_input(request, "INPUT0", SONIC_FP32, shape, 2, values, 16, SONIC_COPY) ==
+        SONIC_OK);
   sonic_result* result = NULL;
   CHECK(sonic_client_infer(client, request, &result) == SONIC_NOT_FOUND);
   CHECK(result == NULL && strstr(sonic_last_error(), "no_such_model") != NULL);
@@ -95,13 +95,14 @@ static void test_errors(sonic_client* client) {
 }
 
 static void test_every_datatype(sonic_client* client) {
-  static const char* names[] = {"bool", "uint8", "uint16", "uint32", "uint64", "int8", "int16",
-                                "int32", "int64", "fp16", "bf16", "fp32", "fp64"};
+  static const char* names[] = {"bool",  "uint8", "uint16", "uint32", "uint64", "int8", "int16",
+                                "int32", "int64", "fp16",   "bf16",   "fp32",   "fp64"};
   static const size_t sizes[] = {1, 1, 2, 4, 8, 1, 2, 4, 8, 2, 2, 4, 8};
   for (int type = SONIC_BOOL; type <= SONIC_FP64; ++type) {
     unsigned char bytes[6 * 8];
     size_t byte_size = 6 * sizes[type];
-    for (size_t i = 0; i < byte_size; ++i) bytes[i] = (unsigned char)(type == SONIC_BOOL ? i % 2 : i * 7);
+    for (size_t i = 0; i < byte_size; ++i)
+      bytes[i] = (unsigned char)(type == SONIC_BOOL ? i % 2 : i * 7);
     char model[32];
     snprintf(model, sizeof model, "identity_%s", names[type]);
     int64_t shape[2] = {2, 3};
@@ -129,8 +130,8 @@ static void test_every_datatype(sonic_client* client) {
   const unsigned char strings[] = {3, 0, 0, 0, 'a', 'b', 'c', 0, 0, 0, 0};
   int64_t shape[2] = {1, 2};
   sonic_request* request = sonic_request_create("identity_bytes", NULL);
-  CHECK(sonic_request_add_input(request, "INPUT0", SONIC_BYTES, shape, 2, strings,
-                                sizeof strings, SONIC_BORROW) == SONIC_OK);
+  CHECK(sonic_request_add_input(request, "INPUT0", SONIC_BYTES, shape, 2, strings, sizeof strings,
+                                SONIC_BORROW) == SONIC_OK);
   sonic_result* result = NULL;
   CHECK(sonic_client_infer(client, request, &result) == SONIC_OK);
   sonic_tensor out;
