@@ -2,6 +2,7 @@
  * errors with codes and messages, ownership, and the fallback.
  *   test_c_api GRPC_URL DEAD_URL [MODEL_REPOSITORY]
  * Exits 0 when every check passed; prints each failed check. */
+#include <math.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -79,6 +80,16 @@ static void test_errors(sonic_client* client) {
   CHECK(strcmp(sonic_code_name((sonic_code)-5), "UNKNOWN") == 0);
   CHECK(sonic_request_add_input(NULL, "INPUT0", SONIC_FP32, shape, 2, values, 16, SONIC_COPY) ==
         SONIC_INVALID_ARGUMENT);
+  /* Durations past int64's microseconds, or NaN, are refused, not converted. */
+  CHECK(sonic_request_set_timeout(request, 1e300) == SONIC_INVALID_ARGUMENT);
+  CHECK(sonic_request_set_timeout(request, NAN) == SONIC_INVALID_ARGUMENT);
+  CHECK(sonic_request_set_timeout(request, -1) == SONIC_INVALID_ARGUMENT);
+  CHECK(sonic_request_set_timeout(request, 2.5) == SONIC_OK);
+  sonic_client_options options;
+  sonic_client_options_init(&options);
+  options.timeout_seconds = 1e300;
+  const char* good_url = "grpc://127.0.0.1:1";
+  CHECK(sonic_client_create(&good_url, 1, &options, &bad) == SONIC_INVALID_ARGUMENT);
   sonic_request_destroy(request);
 
   request = sonic_request_create("no_such_model", NULL);

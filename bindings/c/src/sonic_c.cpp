@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <new>
+#include <optional>
 #include <string>
 #include <type_traits>
 #include <vector>
@@ -73,6 +74,13 @@ long long number_of(const Enum& value) {
   return static_cast<long long>(raw);
 }
 
+/// A duration a C caller gave in seconds: 0 to a billion seconds. Nothing for a negative
+/// number, NaN or more (converting a double past int64's range is undefined).
+std::optional<std::chrono::microseconds> duration_of(double seconds) {
+  if (!(seconds >= 0 && seconds <= 1e9)) return std::nullopt;
+  return std::chrono::microseconds(static_cast<std::int64_t>(seconds * 1e6));
+}
+
 sonic_result* new_result(sonic::Result<sonic::InferResult> outcome) {
   auto* result = new sonic_result;
   if (!outcome) result->error = outcome.error().message();
@@ -116,11 +124,13 @@ sonic_code sonic_client_create(const char* const* urls, size_t url_count,
       if (!urls[i]) return null_argument("a URL");
       config.endpoints.emplace_back(urls[i]);
     }
-    if (given.timeout_seconds < 0) {
-      return fail(sonic::StatusCode::InvalidArgument, "timeout_seconds is negative");
+    auto timeout = duration_of(given.timeout_seconds);
+    if (!timeout) {
+      return fail(
+          sonic::StatusCode::InvalidArgument,
+          "timeout_seconds must be 0 to 1e9 seconds, not " + std::to_string(given.timeout_seconds));
     }
-    config.default_timeout =
-        std::chrono::milliseconds(static_cast<std::int64_t>(given.timeout_seconds * 1000));
+    config.default_timeout = std::chrono::duration_cast<std::chrono::milliseconds>(*timeout);
     if (given.max_attempts < 1) {
       return fail(sonic::StatusCode::InvalidArgument, "max_attempts must be at least 1");
     }
@@ -250,8 +260,12 @@ sonic_code sonic_request_add_output(sonic_request* request, const char* name) {
 sonic_code sonic_request_set_timeout(sonic_request* request, double seconds) {
   return guarded([&] {
     if (!request) return null_argument("request");
-    if (!(seconds >= 0)) return fail(sonic::StatusCode::InvalidArgument, "negative timeout");
-    request->request.timeout(std::chrono::microseconds(static_cast<std::int64_t>(seconds * 1e6)));
+    auto timeout = duration_of(seconds);
+    if (!timeout) {
+      return fail(sonic::StatusCode::InvalidArgument,
+                  "a timeout must be 0 to 1e9 seconds, not " + std::to_string(seconds));
+    }
+    request->request.timeout(*timeout);
     return SONIC_OK;
   });
 }
