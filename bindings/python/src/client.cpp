@@ -29,13 +29,13 @@ std::vector<std::string> urls_of(py::handle urls) {
 }
 
 py::object& future_type() {
-  static auto* type = new py::object(py::module_::import("sonic._types").attr("InferFuture"));
-  return *type;
+  static py::object& type = package_attribute("sonic._types", "InferFuture");
+  return type;
 }
 
 py::object& stream_response_type() {
-  static auto* type = new py::object(py::module_::import("sonic._types").attr("StreamResponse"));
-  return *type;
+  static py::object& type = package_attribute("sonic._types", "StreamResponse");
+  return type;
 }
 
 /// What an infer_async call holds until its callback ran: the future to complete and the

@@ -7,14 +7,12 @@
 
 namespace sonic::python {
 
-namespace {
-
-/// An attribute of the pure-Python half of the package (sonic._types), looked up once per
-/// process with the GIL held and kept for the life of the process.
 py::object& package_attribute(const char* module, const char* name) {
   auto* found = new py::object(py::module_::import(module).attr(name));
   return *found;
 }
+
+namespace {
 
 py::object& infer_result_type() {
   static py::object& type = package_attribute("sonic._types", "InferResult");

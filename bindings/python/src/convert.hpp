@@ -25,6 +25,11 @@ struct RequestArguments {
   py::handle headers;     ///< {name: str}, or None
 };
 
+/// An attribute of the pure-Python half of the package ("sonic._types", "InferFuture"). Each
+/// call imports: callers keep the result in a function-local static (made with the GIL held),
+/// which lives as long as the process, since results may be built until its last moment.
+py::object& package_attribute(const char* module, const char* name);
+
 /// The request `arguments` describe; its borrowed inputs point into the arrays appended to
 /// `keep_alive`. Throws sonic::Error(INVALID_ARGUMENT) or TypeError for a value it cannot send.
 InferRequest build_request(const RequestArguments& arguments, KeepAlive& keep_alive);
