@@ -7,7 +7,7 @@
 
 The same client as C++: its transports (grpc://, grpc+shm://, tcp://, tcp+zstd://), retries,
 endpoint ejection, the CPU fallback and its statistics. Arrays pass without copies where they
-are C-contiguous; the GIL is released while sonic sends and waits.
+are C-contiguous; the GIL is released while sonic waits and while it hands over large requests.
 """
 
 import asyncio
