@@ -10,6 +10,9 @@
 #include <utility>
 #include <vector>
 
+#include "sonic/detail/cancellable.hpp"
+#include "sonic/detail/chunked_call.hpp"
+#include "sonic/detail/client_batcher.hpp"
 #include "sonic/detail/client_core.hpp"
 #include "sonic/error.hpp"
 #include "sonic/metadata.hpp"
@@ -63,6 +66,7 @@ class RequestHandle {
   /// false when it had completed already, was cancelled before, or its client is gone.
   /// Thread-safe; may be called from any thread, callbacks included.
   bool cancel() const {
+    if (auto other = other_.lock()) return other->cancel();
     auto core = core_.lock();
     auto flight = flight_.lock();
     return core && flight && core->cancel(flight);
@@ -73,9 +77,11 @@ class RequestHandle {
   RequestHandle(std::weak_ptr<detail::ClientCore> core,
                 std::weak_ptr<detail::ClientCore::Flight> flight)
       : core_(std::move(core)), flight_(std::move(flight)) {}
+  explicit RequestHandle(std::weak_ptr<detail::Cancellable> other) : other_(std::move(other)) {}
 
   std::weak_ptr<detail::ClientCore> core_;
   std::weak_ptr<detail::ClientCore::Flight> flight_;
+  std::weak_ptr<detail::Cancellable> other_;  // a batched part, a chunked call
 };
 
 /// A connection to an inference server, shared safely by any number of threads.
@@ -97,16 +103,22 @@ class Client {
       : Client(with_url(url, std::move(options))) {}
   /// A client configured by options (options.endpoints must name at least one URL).
   explicit Client(ClientOptions options)
-      : core_(std::make_shared<detail::ClientCore>(std::move(options))) {}
+      : core_(std::make_shared<detail::ClientCore>(std::move(options))) {
+    if (!core_->options().batching.empty()) {
+      batching_ = std::make_shared<detail::ClientBatching>(core_, core_->options());
+    }
+  }
 
   ~Client() {
     if (!core_) return;
     if (detail::CallbackContext::in_callback()) {
       // Closing waits for callbacks, this thread's included: let another thread do it.
-      std::thread([core = std::move(core_)] { core->close(); }).detach();
+      std::thread([core = std::move(core_), batching = std::move(batching_)] {
+        close(*core, batching.get());
+      }).detach();
       return;
     }
-    core_->close();
+    close(*core_, batching_.get());
   }
 
   Client(Client&&) noexcept = default;
@@ -127,11 +139,10 @@ class Client {
   /// after its I/O), by the request's deadline at the latest. Errors found before sending (bad
   /// inputs) arrive the same way, on a callback thread. Borrowed input tensors must stay valid
   /// until `done` runs: sonic reads them until then, and never after. The handle cancels it.
+  /// A model named in ClientOptions::batching may have the request merged with others (its
+  /// borrowed inputs are then copied into the merged request and not read after).
   RequestHandle infer_async(InferRequest request, Callback<InferResult> done) {
-    Deadline deadline = core_->request_deadline(request);
-    auto flight = core_->submit(std::move(request), deadline, std::move(done),
-                                detail::ClientCore::Delivery::Callback);
-    return RequestHandle(core_, flight);
+    return start(std::move(request), std::move(done), detail::ClientCore::Delivery::Callback);
   }
 
   /// Sends a request; the future holds the result or throws sonic::Error from get(). The
@@ -139,9 +150,8 @@ class Client {
   std::future<InferResult> infer_future(InferRequest request) {
     auto promise = std::make_shared<std::promise<InferResult>>();
     auto future = promise->get_future();
-    Deadline deadline = core_->request_deadline(request);
-    core_->submit(
-        std::move(request), deadline,
+    start(
+        std::move(request),
         [promise](Result<InferResult> result) {
           if (result) {
             promise->set_value(std::move(*result));
@@ -151,6 +161,30 @@ class Client {
         },
         detail::ClientCore::Delivery::Direct);
     return future;
+  }
+
+  /// Sends a request with a large batch (ProtoDUNE's 55,000 patches of one event, say) as
+  /// chunks of rows along the first dimension of its inputs, at most options.max_in_flight at
+  /// once, and joins the chunks' outputs in order: `done` runs once, with one result as if the
+  /// model had taken the whole batch, or with the first error (naming the chunk and its rows;
+  /// the chunks still in flight are then cancelled). The chunks borrow the request's inputs
+  /// without copying them: borrowed inputs must stay valid until `done` runs. The request's
+  /// timeout bounds the whole call. `done` runs as infer_async's callbacks do; the handle
+  /// cancels every chunk.
+  RequestHandle infer_chunked_async(InferRequest request, ChunkOptions options,
+                                    Callback<InferResult> done) {
+    Deadline deadline = core_->request_deadline(request);
+    auto call = std::make_shared<detail::ChunkedCall>(core_, std::move(request), deadline, options,
+                                                      std::move(done));
+    call->start();
+    return RequestHandle(std::weak_ptr<detail::Cancellable>(call));
+  }
+
+  /// infer_chunked_async, waiting for its result (throws sonic::Error).
+  InferResult infer_chunked(InferRequest request, ChunkOptions options = {}) {
+    return detail::call_sync<InferResult>([&](Callback<InferResult> done) {
+      infer_chunked_async(std::move(request), options, std::move(done));
+    });
   }
 
   /// Whether the server is live. Throws sonic::Error when it cannot be asked.
@@ -256,15 +290,39 @@ class Client {
 
   /// Counters of this client (requests, retries, fallbacks, failures by code, per-endpoint
   /// load and latency); ClientStats::to_json() gives them as JSON.
-  ClientStats stats() const { return core_->stats(); }
+  ClientStats stats() const {
+    ClientStats stats = core_->stats();
+    if (batching_) batching_->add_counters(stats);
+    return stats;
+  }
 
  private:
+  RequestHandle start(InferRequest request, Callback<InferResult> done,
+                      detail::ClientCore::Delivery delivery) {
+    Deadline deadline = core_->request_deadline(request);
+    if (auto* model = batching_ ? batching_->find(request) : nullptr) {
+      if (auto rows = model->rows_for(request)) {
+        auto part = model->add(std::move(request), deadline, std::move(done), *rows);
+        return RequestHandle(std::weak_ptr<detail::Cancellable>(part));
+      }
+    }
+    auto flight = core_->submit(std::move(request), deadline, std::move(done), delivery);
+    return RequestHandle(core_, flight);
+  }
+
+  // Queued batches first: their requests end with CANCELLED like those in flight.
+  static void close(detail::ClientCore& core, detail::ClientBatching* batching) {
+    if (batching) batching->close();
+    core.close();
+  }
+
   static ClientOptions with_url(const std::string& url, ClientOptions options) {
     options.endpoints.insert(options.endpoints.begin(), url);
     return options;
   }
 
   std::shared_ptr<detail::ClientCore> core_;
+  std::shared_ptr<detail::ClientBatching> batching_;  // with ClientOptions::batching
 };
 
 }  // namespace sonic

@@ -4,7 +4,9 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -93,6 +95,54 @@ struct Resolution {
   Resolver resolver;
 };
 
+/// Ragged ("many requests") batching: requests whose inputs differ in shape merge too. Each
+/// input of the merged request holds the requests' elements one after the other as a 1-D
+/// tensor, and one more input says where each request's elements end: what Triton gives a
+/// model under ragged batching (inputs with allow_ragged_batch concatenated into 1-D tensors,
+/// and a BATCH_ACCUMULATED_ELEMENT_COUNT batch input). The model answers with one row per
+/// request along the first dimension of each output.
+struct RaggedBatching {
+  /// The INT32 input, shape [requests], that holds for each request the element count of
+  /// `source_input` in it and in every request before it ([3, 7, 12] for 3, 4 and 5).
+  std::string accumulated_count_input;
+  /// The input whose elements are counted; empty: each request's first input.
+  std::string source_input;
+};
+
+/// Client-side batching of one model's requests (ClientOptions::batching): concurrent requests
+/// from any threads merge into one request along the batch (first) dimension, which is sent
+/// once, and each gets its rows of the answer and its own callback. Triton's dynamic batcher
+/// merges on the server; merging before the wire also saves the messages, headers and
+/// per-request work of both sides. Requests merge when they agree on everything but their
+/// inputs' bytes and batch sizes: model version, input names, datatypes and shapes past the
+/// first dimension (any shapes, when ragged), requested outputs, parameters (none), headers
+/// and compression; one that does not waits for the next batch. The merged request has the
+/// earliest deadline of its parts. When it fails for a reason that one part may cause (an
+/// invalid input, an error of the model), each part is sent again alone, so that each gets
+/// its own verdict; UNAVAILABLE, DEADLINE_EXCEEDED or CANCELLED answer every part.
+struct BatchingOptions {
+  /// Most rows (requests, when ragged) in one merged request; 0: the model's max_batch_size
+  /// from its configuration, asked once. Until that answer, and for a model without a batch
+  /// dimension, requests go one by one.
+  std::int64_t max_batch = 0;
+  /// How long the first request of a batch waits for others; a full batch goes at once.
+  std::chrono::microseconds max_delay{500};
+  /// Merge requests whose shapes differ (see RaggedBatching); off by default.
+  std::optional<RaggedBatching> ragged;
+};
+
+/// How Client::infer_chunked splits one request with a large batch.
+struct ChunkOptions {
+  /// Rows (first-dimension entries) per chunk; 0: chosen from target_chunk_bytes, and at most
+  /// the model's max_batch_size when its configuration gives one.
+  std::int64_t rows = 0;
+  /// With rows == 0: the input bytes one chunk should carry. A few MiB keep a GPU busy while
+  /// the next chunk travels, and let a 2 Gbit link carry one in tens of milliseconds.
+  std::size_t target_chunk_bytes = std::size_t{8} << 20;
+  /// Chunks sent and not yet answered, at most.
+  std::size_t max_in_flight = 4;
+};
+
 /// How a Client connects and behaves. Every field has a default that suits a grid job talking
 /// to a Triton-like server; change only what you need.
 struct ClientOptions {
@@ -162,6 +212,9 @@ struct ClientOptions {
   /// connection stays on one). Threads start as connections need them; the pool grows to the
   /// largest number any client of the process asked for. Zero: 2.
   std::size_t network_threads = 0;
+
+  /// Client-side batching, by model name: opt-in, models not named here go one by one.
+  std::map<std::string, BatchingOptions> batching;
 
   /// Check inputs against the model's metadata (fetched once per model and cached) before
   /// sending, so that mistakes fail at once with INVALID_ARGUMENT instead of on the server.

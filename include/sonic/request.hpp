@@ -137,6 +137,21 @@ class InferRequest {
     return std::move(header(std::move(name), std::move(value)));
   }
 
+  /// A copy of this request with other inputs; everything else (model, id, outputs,
+  /// parameters, timeout, compression, headers) stays. For requests made of parts of others:
+  /// chunks of a large batch, requests merged into one.
+  InferRequest with_inputs(std::vector<NamedTensor> inputs) const {
+    InferRequest copy(model_, version_);
+    copy.id_ = id_;
+    copy.inputs_ = std::move(inputs);
+    copy.outputs_ = outputs_;
+    copy.parameters_ = parameters_;
+    copy.timeout_ = timeout_;
+    copy.compression_ = compression_;
+    copy.headers_ = headers_;
+    return copy;
+  }
+
   const std::string& model_name() const noexcept { return model_; }
   const std::string& model_version() const noexcept { return version_; }
   const std::string& request_id() const noexcept { return id_; }

@@ -43,7 +43,13 @@ struct EndpointStats {
 
 /// Cumulative counters of a client.
 struct ClientStats {
-  std::uint64_t requests = 0;   ///< requests accepted by infer / infer_async / infer_future
+  /// Requests sent through the client's request path (infer / infer_async / infer_future):
+  /// a merged request of client-side batching counts once, a chunk of infer_chunked once each.
+  std::uint64_t requests = 0;
+  /// Callers' requests that client-side batching merged (ClientOptions::batching), and the
+  /// merged requests it sent for them: their ratio is the batch it achieved.
+  std::uint64_t batched_requests = 0;
+  std::uint64_t merged_requests = 0;
   std::uint64_t succeeded = 0;  ///< completed with a result (remote or local)
   std::uint64_t failed = 0;     ///< completed with an error
   std::uint64_t retries = 0;    ///< attempts after the first
@@ -69,6 +75,8 @@ struct ClientStats {
       if (comma) out += ',';
     };
     field("requests", requests);
+    field("batched_requests", batched_requests);
+    field("merged_requests", merged_requests);
     field("succeeded", succeeded);
     field("failed", failed);
     field("retries", retries);

@@ -229,6 +229,61 @@ class ClientCore : public std::enable_shared_from_this<ClientCore> {
     return cancelled_now;
   }
 
+  /// Announces an outcome decided outside of submit()'s flights (a part of a batched request, a
+  /// request sent in chunks), to be handed over later by run_callback() or hand_over(): close()
+  /// waits for it as for any request's.
+  void expect_outcome() { undelivered_.fetch_add(1, std::memory_order_relaxed); }
+
+  /// Hands an announced outcome to its callback as submit()'s are handed over: where
+  /// ClientOptions::callbacks says, never on this thread when `inside_callers_call` (the
+  /// caller's own infer or cancel call is under way on it), what the callback throws caught
+  /// and counted.
+  void hand_over(Callback<InferResult> done, Result<InferResult>&& result,
+                 bool inside_callers_call) {
+    switch (options_.callbacks) {
+      case CallbackThread::Network:
+        if (auto* host = CallbackHost::current();
+            host && !callbacks_moved_.load(std::memory_order_relaxed)) {
+          return host->run_later(
+              [this, done = std::move(done), result = std::move(result)]() mutable {
+                call_back(done, std::move(result));
+                // It held the network thread so long that the connections moved on: this
+                // client's callbacks are not the quick kind, give them threads of their own.
+                if (CallbackHost::current()->handed_off()) {
+                  counters_.slow_callbacks.fetch_add(1, std::memory_order_relaxed);
+                  move_callbacks();
+                }
+                delivered();
+              });
+        }
+        break;
+      case CallbackThread::Inline:
+        if (inside_callers_call) break;
+        {
+          ScopedCount inline_callback(CallbackContext::inline_callbacks());
+          call_back(done, std::move(result));
+        }
+        return delivered();
+      case CallbackThread::Pool: break;
+    }
+    callback_pool().post([this, done = std::move(done), result = std::move(result)]() mutable {
+      if (callbacks_moved_.load(std::memory_order_relaxed)) {
+        timed_call_back(done, std::move(result));
+      } else {
+        call_back(done, std::move(result));
+      }
+      delivered();
+    });
+  }
+
+  /// Runs an announced outcome's callback here and now, for code that already runs where
+  /// callbacks belong (inside the callback of the request that decided it); what it throws is
+  /// caught and counted.
+  void run_callback(Callback<InferResult>& done, Result<InferResult>&& result) {
+    call_back(done, std::move(result));
+    delivered();
+  }
+
   /// A snapshot of the counters.
   ClientStats stats() const {
     ClientStats copy;
@@ -614,42 +669,9 @@ class ClientCore : public std::enable_shared_from_this<ClientCore> {
       done(std::move(result));
       return delivered();
     }
-    switch (options_.callbacks) {
-      case CallbackThread::Network:
-        if (auto* host = CallbackHost::current();
-            host && !callbacks_moved_.load(std::memory_order_relaxed)) {
-          return host->run_later(
-              [this, done = std::move(done), result = std::move(result)]() mutable {
-                call_back(done, std::move(result));
-                // It held the network thread so long that the connections moved on: this
-                // client's callbacks are not the quick kind, give them threads of their own.
-                if (CallbackHost::current()->handed_off()) {
-                  counters_.slow_callbacks.fetch_add(1, std::memory_order_relaxed);
-                  move_callbacks();
-                }
-                delivered();
-              });
-        }
-        break;
-      case CallbackThread::Inline: {
-        const auto me = std::this_thread::get_id();
-        if (flight->submitting == me || flight->cancelling == me) break;
-        {
-          ScopedCount inline_callback(CallbackContext::inline_callbacks());
-          call_back(done, std::move(result));
-        }
-        return delivered();
-      }
-      case CallbackThread::Pool: break;
-    }
-    callback_pool().post([this, done = std::move(done), result = std::move(result)]() mutable {
-      if (callbacks_moved_.load(std::memory_order_relaxed)) {
-        timed_call_back(done, std::move(result));
-      } else {
-        call_back(done, std::move(result));
-      }
-      delivered();
-    });
+    const auto me = std::this_thread::get_id();
+    hand_over(std::move(done), std::move(result),
+              flight->submitting == me || flight->cancelling == me);
   }
 
   // A callback held its network thread too long: this client's callbacks go to the callback

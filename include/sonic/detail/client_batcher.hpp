@@ -1,0 +1,428 @@
+// sonic — client-side batching: concurrent requests of one model merged into one wire request
+// along the batch dimension, the answer split back, each caller answered on its own.
+#pragma once
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <limits>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "sonic/detail/batch_rows.hpp"
+#include "sonic/detail/cancellable.hpp"
+#include "sonic/detail/client_core.hpp"
+#include "sonic/detail/timer_queue.hpp"
+#include "sonic/error.hpp"
+#include "sonic/options.hpp"
+#include "sonic/request.hpp"
+#include "sonic/transport.hpp"
+
+namespace sonic::detail {
+
+class ModelBatcher;
+
+/// A caller's request inside client-side batching, from infer_async to its callback.
+struct BatchedPart final : Cancellable, std::enable_shared_from_this<BatchedPart> {
+  BatchedPart(std::weak_ptr<ModelBatcher> b, InferRequest r, Deadline d, Callback<InferResult> cb,
+              std::int64_t n)
+      : batcher(std::move(b)), request(std::move(r)), deadline(d), done(std::move(cb)), rows(n) {}
+  inline bool cancel() override;  // RequestHandle::cancel()
+
+  std::weak_ptr<ModelBatcher> batcher;
+  InferRequest request;
+  Deadline deadline;
+  Callback<InferResult> done;
+  std::int64_t rows;                   // of the merged request: its batch, or 1 when ragged
+  std::atomic<bool> completed{false};  // its callback is decided
+  std::mutex mutex;                    // guards `alone`
+  std::shared_ptr<ClientCore::Flight> alone;  // sent again by itself after a merged failure
+};
+
+/// The batching of one model's requests. Every part's callback runs once, through the core
+/// (where ClientOptions::callbacks says); a part's borrowed inputs are read until it is merged
+/// (copied) or, when sent again alone, until that request completes. Thread-safe.
+class ModelBatcher : public std::enable_shared_from_this<ModelBatcher> {
+ public:
+  ModelBatcher(std::shared_ptr<ClientCore> core, std::string model, BatchingOptions options)
+      : core_(std::move(core)), model_(std::move(model)), options_(std::move(options)) {
+    if (options_.max_batch > 0) max_batch_ = options_.max_batch;
+  }
+
+  /// The rows a request would take in a merged batch, or none when it must go alone: the model
+  /// cannot batch (yet: its configuration is being asked for), the request carries parameters
+  /// or shared-memory inputs, or its batch fills a merged request by itself.
+  std::optional<std::int64_t> rows_for(const InferRequest& request) {
+    const std::int64_t max_batch = known_max_batch();
+    if (max_batch <= 1 || request.inputs().empty() || !request.parameters().empty()) {
+      return std::nullopt;
+    }
+    for (const auto& input : request.inputs()) {
+      if (!input.parameters.empty() || input.tensor.shape().empty()) return std::nullopt;
+    }
+    if (options_.ragged) {
+      if (!source_of(request)) return std::nullopt;
+      return 1;
+    }
+    auto batch = batch_of(request);
+    if (!batch || *batch < 1 || *batch >= max_batch) return std::nullopt;
+    return batch;
+  }
+
+  /// Queues a request that rows_for() accepted; `done` runs once, never inside this call.
+  std::shared_ptr<BatchedPart> add(InferRequest request, Deadline deadline,
+                                   Callback<InferResult> done, std::int64_t rows) {
+    core_->expect_outcome();
+    auto part = std::make_shared<BatchedPart>(weak_from_this(), std::move(request), deadline,
+                                              std::move(done), rows);
+    std::vector<Merged> ready;
+    bool closed;
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      closed = closed_;
+      if (!closed) {
+        if (!open_.empty() && (!compatible(*open_.front(), *part) ||
+                               open_rows_ + rows > max_batch_)) {
+          ready.push_back(merge_open());
+        }
+        open_.push_back(part);
+        open_rows_ += rows;
+        if (open_rows_ >= max_batch_) {
+          ready.push_back(merge_open());
+        } else if (open_.size() == 1) {
+          timers_->schedule(this, Clock::now() + options_.max_delay,
+                            [weak = weak_from_this(), generation = generation_] {
+                              if (auto self = weak.lock()) self->flush(generation);
+                            });
+        }
+      }
+    }
+    if (closed) {
+      complete(*part, Error(StatusCode::Cancelled, "the client was destroyed"), true);
+      return part;
+    }
+    for (auto& merged : ready) send(std::move(merged));
+    return part;
+  }
+
+  /// Cancels a part (RequestHandle::cancel).
+  bool cancel(const std::shared_ptr<BatchedPart>& part) {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      auto it = std::find(open_.begin(), open_.end(), part);
+      if (it != open_.end()) {
+        open_rows_ -= part->rows;
+        open_.erase(it);
+      }
+    }
+    std::shared_ptr<ClientCore::Flight> alone;
+    {
+      std::lock_guard<std::mutex> lock(part->mutex);
+      alone = part->alone;
+    }
+    if (alone) return core_->cancel(alone);
+    // Queued (now removed) or merged (its bytes copied): nothing reads its inputs any more.
+    return complete(*part, Error(StatusCode::Cancelled, "the request was cancelled by the caller"),
+                    true);
+  }
+
+  /// Adds this model's counters to a client's.
+  void add_counters(ClientStats& stats) const {
+    stats.batched_requests += batched_.load(std::memory_order_relaxed);
+    stats.merged_requests += merged_.load(std::memory_order_relaxed);
+  }
+
+  /// Fails the queued requests with CANCELLED and takes no more; merged ones end with the
+  /// core's requests.
+  void close() {
+    std::vector<std::shared_ptr<BatchedPart>> queued;
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      closed_ = true;
+      queued.swap(open_);
+      open_rows_ = 0;
+      ++generation_;
+    }
+    timers_->run_now(this);
+    for (auto& part : queued) {
+      complete(*part, Error(StatusCode::Cancelled, "the client was destroyed"), true);
+    }
+  }
+
+ private:
+  // A merged request and the parts it answers, in order.
+  struct Merged {
+    InferRequest request{""};
+    Deadline deadline;
+    std::vector<std::shared_ptr<BatchedPart>> parts;
+    std::int64_t rows = 0;
+  };
+
+  std::int64_t known_max_batch() {
+    std::int64_t known = max_batch_.load(std::memory_order_acquire);
+    if (known >= 0) return known;
+    const auto now = Clock::now().time_since_epoch().count();
+    auto last = last_ask_ns_.load(std::memory_order_relaxed);
+    if (now - last >= kAskAgain.count() &&
+        last_ask_ns_.compare_exchange_strong(last, now, std::memory_order_relaxed)) {
+      ask_max_batch();
+    }
+    return -1;
+  }
+
+  // Asks the model's configuration for its max_batch_size; requests go one by one meanwhile.
+  void ask_max_batch() {
+    std::shared_ptr<Transport> transport;
+    try {
+      transport = core_->control_transport();
+    } catch (const Error&) {
+      return;  // the client is closing
+    }
+    transport->model_config_async(
+        model_, {}, core_->control_deadline(),
+        [weak = weak_from_this()](Result<std::string> config) {
+          auto self = weak.lock();
+          if (!self || !config) return;  // asked again after kAskAgain
+          if (auto max_batch = config_max_batch_size(*config)) self->max_batch_ = *max_batch;
+        });
+  }
+
+  const std::string* source_of(const InferRequest& request) const {
+    const std::string& wanted = options_.ragged->source_input;
+    if (wanted.empty()) return &request.inputs().front().name;
+    return request.find_input(wanted) ? &wanted : nullptr;
+  }
+
+  // Whether two requests can share a merged request.
+  bool compatible(const BatchedPart& a, const BatchedPart& b) const {
+    const InferRequest& x = a.request;
+    const InferRequest& y = b.request;
+    if (x.model_version() != y.model_version() || x.inputs().size() != y.inputs().size() ||
+        x.headers() != y.headers() || x.compression() != y.compression() ||
+        x.outputs().size() != y.outputs().size()) {
+      return false;
+    }
+    for (std::size_t i = 0; i < x.outputs().size(); ++i) {
+      if (x.outputs()[i].name != y.outputs()[i].name ||
+          x.outputs()[i].parameters != y.outputs()[i].parameters) {
+        return false;
+      }
+    }
+    for (std::size_t i = 0; i < x.inputs().size(); ++i) {
+      const Tensor& s = x.inputs()[i].tensor;
+      const Tensor& t = y.inputs()[i].tensor;
+      if (x.inputs()[i].name != y.inputs()[i].name || s.dtype() != t.dtype()) return false;
+      if (!options_.ragged && !std::equal(s.shape().begin() + 1, s.shape().end(),
+                                          t.shape().begin() + 1, t.shape().end())) {
+        return false;
+      }
+    }
+    return true;
+  }
+
+  void flush(std::uint64_t generation) {
+    std::optional<Merged> ready;
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      if (generation != generation_ || open_.empty()) return;  // sent full, or closed
+      ready = merge_open();
+    }
+    send(std::move(*ready));
+  }
+
+  // The open batch as one request (its parts' inputs copied: nothing reads theirs after this),
+  // and a fresh open batch. Called under mutex_, so that a cancel() finds a part either queued
+  // or copied.
+  Merged merge_open() {
+    Merged merged;
+    merged.parts.swap(open_);
+    merged.rows = open_rows_;
+    open_rows_ = 0;
+    ++generation_;
+    if (merged.parts.size() == 1) return merged;  // sent as it is: nothing to merge
+    const InferRequest& first = merged.parts.front()->request;
+    std::vector<NamedTensor> inputs;
+    std::vector<const Tensor*> pieces(merged.parts.size());
+    for (std::size_t i = 0; i < first.inputs().size(); ++i) {
+      for (std::size_t p = 0; p < merged.parts.size(); ++p) {
+        pieces[p] = &merged.parts[p]->request.inputs()[i].tensor;
+      }
+      inputs.push_back({first.inputs()[i].name, join_rows(pieces, options_.ragged.has_value()), {}});
+    }
+    if (options_.ragged) {
+      std::vector<std::int32_t> accumulated;
+      std::int64_t sum = 0;
+      for (const auto& part : merged.parts) {
+        const Tensor& source = part->request.find_input(*source_of(part->request))->tensor;
+        sum += static_cast<std::int64_t>(element_count(source.shape()).value_or(0));
+        accumulated.push_back(static_cast<std::int32_t>(sum));
+      }
+      const auto count = static_cast<std::int64_t>(accumulated.size());
+      inputs.push_back({options_.ragged->accumulated_count_input,
+                        Tensor::from_vector(std::move(accumulated), {count}),
+                        {}});
+    }
+    merged.request = first.with_inputs(std::move(inputs)).id({});
+    merged.deadline = Deadline::max();
+    for (const auto& part : merged.parts) merged.deadline = std::min(merged.deadline, part->deadline);
+    return merged;
+  }
+
+  void send(Merged merged) {
+    if (merged.parts.size() == 1) return send_alone(merged.parts.front());
+    batched_.fetch_add(merged.parts.size(), std::memory_order_relaxed);
+    merged_.fetch_add(1, std::memory_order_relaxed);
+    auto parts = std::make_shared<std::vector<std::shared_ptr<BatchedPart>>>(std::move(merged.parts));
+    const std::int64_t rows = merged.rows;
+    core_->submit(
+        std::move(merged.request), merged.deadline,
+        [self = shared_from_this(), parts, rows](Result<InferResult> result) {
+          self->answer(*parts, rows, std::move(result));
+        },
+        ClientCore::Delivery::Callback);
+  }
+
+  // The merged request's outcome, handed to each part; runs as the merged request's callback.
+  void answer(std::vector<std::shared_ptr<BatchedPart>>& parts, std::int64_t rows,
+              Result<InferResult> result) {
+    if (!result) return answer_error(parts, result.error());
+    const InferResult& merged = *result;
+    // Each output's row boundaries; ragged outputs have one row per request.
+    const std::int64_t expected = options_.ragged ? static_cast<std::int64_t>(parts.size()) : rows;
+    std::vector<std::vector<std::size_t>> offsets;
+    for (const auto& output : merged.outputs()) {
+      auto bounds = row_offsets(output.tensor, expected);
+      if (!bounds) {
+        return answer_error(
+            parts, Error(StatusCode::Internal,
+                         "client-side batching of model '" + model_ + "': output '" +
+                             output.name + "' of the merged request has shape " +
+                             to_string(output.tensor.shape()) + ", not " +
+                             std::to_string(expected) +
+                             " rows: the model does not answer along the batch dimension; "
+                             "turn batching off for it (ClientOptions::batching)"),
+            false);
+      }
+      offsets.push_back(std::move(*bounds));
+    }
+    std::int64_t first_row = 0;
+    for (auto& part : parts) {
+      const std::int64_t count = options_.ragged ? 1 : part->rows;
+      std::vector<NamedTensor> outputs;
+      for (std::size_t o = 0; o < merged.outputs().size(); ++o) {
+        const auto& output = merged.outputs()[o];
+        outputs.push_back(
+            {output.name, detail::rows_of(output.tensor, offsets[o], first_row, count), output.parameters});
+      }
+      first_row += count;
+      InferResult own(merged.model_name(), merged.model_version(), part->request.request_id(),
+                      std::move(outputs), merged.parameters());
+      own.set_executed_on(merged.executed_on());
+      own.timing() = merged.timing();
+      if (!part->completed.exchange(true)) core_->run_callback(part->done, std::move(own));
+    }
+  }
+
+  // A failure of the merged request. One that a single part may have caused is asked again of
+  // each part alone (`retry_alone`), so that each gets its own verdict; any other ends them all.
+  void answer_error(std::vector<std::shared_ptr<BatchedPart>>& parts, const Error& error,
+                    bool retry_alone = true) {
+    const StatusCode code = error.code();
+    const bool everyone = code == StatusCode::Unavailable ||
+                          code == StatusCode::DeadlineExceeded || code == StatusCode::Cancelled;
+    if (everyone || !retry_alone || parts.size() == 1) {
+      for (auto& part : parts) {
+        if (!part->completed.exchange(true)) core_->run_callback(part->done, Error(error));
+      }
+      return;
+    }
+    for (auto& part : parts) send_alone(part);
+  }
+
+  void send_alone(const std::shared_ptr<BatchedPart>& part) {
+    // Under the part's mutex, so that a cancel() sees the request it must stop; its outcome is
+    // handed over off this thread (a callback may cancel, which takes the mutex).
+    std::lock_guard<std::mutex> lock(part->mutex);
+    if (part->completed) return;  // cancelled meanwhile
+    part->alone = core_->submit(
+        part->request, part->deadline,
+        [self = shared_from_this(), part](Result<InferResult> result) {
+          self->complete(*part, std::move(result), true);
+        },
+        ClientCore::Delivery::Direct);
+  }
+
+  // Decides a part's outcome unless it was decided; true when this call did.
+  bool complete(BatchedPart& part, Result<InferResult>&& result, bool inside_callers_call) {
+    if (part.completed.exchange(true)) return false;
+    core_->hand_over(std::move(part.done), std::move(result), inside_callers_call);
+    return true;
+  }
+
+  static constexpr std::chrono::nanoseconds kAskAgain = std::chrono::seconds(5);
+
+  std::shared_ptr<ClientCore> core_;
+  const std::string model_;
+  const BatchingOptions options_;
+  std::shared_ptr<TimerQueue> timers_ = TimerQueue::shared();
+  // The most rows per merged request: options' or the model configuration's; -1 until known.
+  std::atomic<std::int64_t> max_batch_{-1};
+  std::atomic<std::int64_t> last_ask_ns_{std::numeric_limits<std::int64_t>::min() / 2};
+  std::atomic<std::uint64_t> batched_{0}, merged_{0};  // ClientStats
+  std::mutex mutex_;  // guards the members below
+  std::vector<std::shared_ptr<BatchedPart>> open_;  // waiting to be merged, in order
+  std::int64_t open_rows_ = 0;
+  std::uint64_t generation_ = 0;  // of the open batch, for its delay timer
+  bool closed_ = false;
+};
+
+bool BatchedPart::cancel() {
+  auto owner = batcher.lock();
+  return owner && owner->cancel(shared_from_this());
+}
+
+/// The batchers of a client's models, made as ClientOptions::batching names them.
+class ClientBatching {
+ public:
+  ClientBatching(const std::shared_ptr<ClientCore>& core, const ClientOptions& options) {
+    for (const auto& [model, batching] : options.batching) {
+      if (batching.ragged && batching.max_batch <= 0) {
+        throw Error(StatusCode::InvalidArgument,
+                    "ragged batching of model '" + model +
+                        "' needs max_batch: a model that takes ragged inputs has no batch "
+                        "dimension in its configuration to ask");
+      }
+      if (batching.ragged && batching.ragged->accumulated_count_input.empty()) {
+        throw Error(StatusCode::InvalidArgument,
+                    "ragged batching of model '" + model +
+                        "' needs accumulated_count_input: the input that tells the model where "
+                        "each request's elements end");
+      }
+      models_.emplace(model, std::make_shared<ModelBatcher>(core, model, batching));
+    }
+  }
+
+  /// The batcher of a request's model, or nullptr when it is not batched.
+  ModelBatcher* find(const InferRequest& request) const {
+    auto it = models_.find(request.model_name());
+    return it == models_.end() ? nullptr : it->second.get();
+  }
+
+  void close() {
+    for (auto& [model, batcher] : models_) batcher->close();
+  }
+
+  void add_counters(ClientStats& stats) const {
+    for (const auto& [model, batcher] : models_) batcher->add_counters(stats);
+  }
+
+ private:
+  std::map<std::string, std::shared_ptr<ModelBatcher>, std::less<>> models_;
+};
+
+}  // namespace sonic::detail
