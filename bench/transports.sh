@@ -16,14 +16,12 @@ for program in "$server" "$bench"; do
 done
 
 log=$(mktemp)
-netns=sonic-bench-$$
 cleanup() {
   [[ -n ${server_pid:-} ]] && kill "$server_pid" 2>/dev/null && wait "$server_pid" 2>/dev/null
-  ip netns del "$netns" 2>/dev/null || true
-  ip link del sonic-b0-$$ 2>/dev/null || true
   rm -f "$log"
 }
 trap cleanup EXIT
+source "$(dirname "$0")/limited_link.sh"
 
 # Starts sonic-server (prefix: a command to run it in, e.g. ip netns exec) and reads its ports.
 start_server() {
@@ -55,22 +53,11 @@ start_server 127.0.0.1
 stop_server
 
 echo
-echo "== 1 Gbit link (veth + tc tbf rate 1gbit) to a server in network namespace $netns"
-if [[ $(id -u) -ne 0 ]] || ! command -v ip >/dev/null || ! command -v tc >/dev/null ||
-   ! ip netns add "$netns" 2>/dev/null; then
+echo "== 1 Gbit link (veth + tc tbf rate 1gbit) to a server in a network namespace"
+if ! make_limited_link 1gbit; then
   echo "skipped: creating a network namespace needs root with ip and tc (iproute2)"
   exit 0
 fi
-veth=sonic-b0-$$
-ip link add "$veth" type veth peer name sonic-b1-$$
-ip link set sonic-b1-$$ netns "$netns"
-ip addr add 10.231.0.1/30 dev "$veth"
-ip link set "$veth" up
-ip netns exec "$netns" ip addr add 10.231.0.2/30 dev sonic-b1-$$
-ip netns exec "$netns" ip link set sonic-b1-$$ up
-ip netns exec "$netns" ip link set lo up
-tc qdisc add dev "$veth" root tbf rate 1gbit burst 256kb latency 50ms
-ip netns exec "$netns" tc qdisc add dev sonic-b1-$$ root tbf rate 1gbit burst 256kb latency 50ms
-start_server 10.231.0.2 ip netns exec "$netns"
+start_server 10.231.0.2 "${in_netns[@]}"
 "$bench" --grpc "10.231.0.2:$grpc_port" --tcp "10.231.0.2:$tcp_port" --server-pid "$server_pid" \
   --interface "$veth" "$@"

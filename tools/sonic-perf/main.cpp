@@ -45,6 +45,10 @@ void usage(std::ostream& out) {
          "                         response (decoupled models answer any number of times)\n"
          "  --sync                 blocking infer() calls, a thread per request in flight\n"
          "                         (perf_analyzer's default mode) instead of infer_async\n"
+         "  --client-batch N       merge concurrent requests into one of at most N rows before\n"
+         "                         sending (client-side batching; 0: the model's\n"
+         "                         max_batch_size)\n"
+         "  --batch-delay US       how long a client-side batch waits to fill (500)\n"
          "  --warmup S             seconds of load before measuring each point (1)\n"
          "  --window S             seconds per measurement window (2), or\n"
          "  --window-requests N    requests per window\n"
@@ -101,6 +105,10 @@ Options parse(int argc, char** argv) {
       o.stable_windows = parse_count(flag, value);
     else if (flag == "--max-windows")
       o.max_windows = parse_count(flag, value);
+    else if (flag == "--client-batch")
+      o.client_batch = parse_count(flag, value, 0);
+    else if (flag == "--batch-delay")
+      o.batch_delay_us = parse_count(flag, value, 0);
     else if (flag == "--callbacks") {
       auto where = bench::parse_callback_thread(value);
       if (!where) usage_error("--callbacks takes " + std::string(bench::kCallbackThreadNames));
@@ -256,6 +264,12 @@ int main(int argc, char** argv) try {
   // The statistics read around each window: a server that went away must not hold a window
   // open for the default ten seconds.
   client_options.control_timeout = std::chrono::seconds(1);
+  if (o.client_batch) {
+    BatchingOptions batching;
+    batching.max_batch = *o.client_batch;
+    batching.max_delay = std::chrono::microseconds(o.batch_delay_us);
+    client_options.batching[o.model] = batching;
+  }
   Client client(o.url, client_options);
   auto inputs = inputs_for(client, o);
   const bool decoupled = is_decoupled(client, o.model);
@@ -279,6 +293,17 @@ int main(int argc, char** argv) try {
     }
   }
   print_table(points);
+  if (o.client_batch) {
+    const ClientStats stats = client.stats();
+    std::fprintf(stderr,
+                 "sonic-perf: client-side batching merged %llu requests into %llu (%.1f per "
+                 "merged request)\n",
+                 static_cast<unsigned long long>(stats.batched_requests),
+                 static_cast<unsigned long long>(stats.merged_requests),
+                 stats.merged_requests ? static_cast<double>(stats.batched_requests) /
+                                             static_cast<double>(stats.merged_requests)
+                                       : 0.0);
+  }
   if (!o.csv.empty()) write_csv(o.csv, points);
   if (!o.json.empty()) write_json(o.json, o.url, o.model, points);
   if (!o.plot.empty()) write_svg(o.plot, o.model + " at " + o.url, points);

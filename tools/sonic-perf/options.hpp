@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <random>
 #include <stdexcept>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -36,6 +37,10 @@ struct Options {
   CallbackThread callbacks = CallbackThread::Network;  ///< ClientOptions::callbacks
   bool streaming = false;  ///< requests on one stream (ModelStreamInfer)
   bool sync = false;       ///< blocking infer() calls, a thread per request in flight
+  /// Client-side batching of the model (ClientOptions::batching): most rows per merged
+  /// request (0: the model's max_batch_size), and how long a batch waits to fill.
+  std::optional<int> client_batch;
+  int batch_delay_us = 500;
   double warmup_s = 1;
   double window_s = 2;
   int window_requests = 0;  ///< > 0: windows end after this many requests instead
