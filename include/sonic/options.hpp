@@ -137,8 +137,8 @@ struct ChunkOptions {
   /// the model's max_batch_size when its configuration gives one.
   std::int64_t rows = 0;
   /// With rows == 0: the input bytes one chunk should carry. A few MiB keep a GPU busy while
-  /// the next chunk travels, and let a 2 Gbit link carry one in tens of milliseconds.
-  std::size_t target_chunk_bytes = std::size_t{8} << 20;
+  /// the next chunk travels (bench/chunked.sh: 0.5 to 5 MB chunks did best, loopback and 1 Gbit).
+  std::size_t target_chunk_bytes = std::size_t{2} << 20;
   /// Chunks sent and not yet answered, at most.
   std::size_t max_in_flight = 4;
 };
