@@ -16,6 +16,7 @@
 #include "sonic/compression.hpp"
 #include "sonic/error.hpp"
 #include "sonic/retry.hpp"
+#include "sonic/routing.hpp"
 #include "sonic/stats.hpp"
 
 namespace sonic {
@@ -162,6 +163,9 @@ struct ClientOptions {
   RetryPolicy retry;
   /// Ejection of failing endpoints and their return.
   CircuitBreaker breaker;
+  /// Which endpoint a request goes to: discovery of the models each one has, preferred
+  /// endpoints, balancing, pinned models.
+  Routing routing;
   /// Runs a request in-process when no endpoint can: all ejected, attempts spent on
   /// server-side failures, or the model unknown to the servers. Only models registered in it
   /// fall back; the result says where it ran (InferResult::executed_on()).

@@ -59,6 +59,14 @@ class InferRequest {
   InferRequest&& output(std::string name, Parameters parameters = {}) && {
     return std::move(output(std::move(name), std::move(parameters)));
   }
+  /// The model version to run; empty (the default) lets the server choose (the highest).
+  InferRequest& version(std::string model_version) & {
+    version_ = std::move(model_version);
+    return *this;
+  }
+  InferRequest&& version(std::string model_version) && {
+    return std::move(version(std::move(model_version)));
+  }
   /// A request id the server echoes back in its response.
   InferRequest& id(std::string request_id) & {
     id_ = std::move(request_id);

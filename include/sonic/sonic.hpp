@@ -15,6 +15,7 @@
 #include "sonic/options.hpp"
 #include "sonic/request.hpp"
 #include "sonic/retry.hpp"
+#include "sonic/routing.hpp"
 #include "sonic/stats.hpp"
 #include "sonic/tensor.hpp"
 #include "sonic/transport.hpp"

@@ -28,6 +28,8 @@ struct FakeServer::State {
   std::map<std::size_t, Error> failures;  // by call number
   bool down = false;
   bool holding = false;
+  std::optional<Error> refuse_index;  // RepositoryIndex's answer instead of the models
+  std::size_t index_calls = 0;
   std::size_t calls = 0, cancelled = 0, probes = 0;
   std::vector<std::shared_ptr<HeldCall>> held;
 
@@ -145,6 +147,16 @@ class FakeTransport final : public protocol::ControlCalls {
     if (method == "ServerReady" || method == "ServerLive")
       return done(protocol::encode_flag(!down));
     if (down) return done(Error(StatusCode::Unavailable, "fake server '" + name_ + "' is down"));
+    if (method == "RepositoryIndex") {
+      std::optional<Error> refusal;
+      {
+        std::lock_guard<std::mutex> lock(state->mutex);
+        ++state->index_calls;
+        refusal = state->refuse_index;
+      }
+      if (refusal) return done(std::move(*refusal));
+      return done(protocol::encode_repository_index(state->executor->repository_index()));
+    }
     auto ref = protocol::decode_model_ref(request);
     if (!ref) return done(ref.error());
     if (method == "ModelReady") {
@@ -192,6 +204,16 @@ std::shared_ptr<CpuExecutor> FakeServer::default_executor() {
 void FakeServer::fail_call(std::size_t n, Error error) {
   std::lock_guard<std::mutex> lock(state_->mutex);
   state_->failures.insert_or_assign(state_->calls + n, std::move(error));
+}
+
+void FakeServer::refuse_discovery(std::optional<Error> error) {
+  std::lock_guard<std::mutex> lock(state_->mutex);
+  state_->refuse_index = std::move(error);
+}
+
+std::size_t FakeServer::discovery_calls() const {
+  std::lock_guard<std::mutex> lock(state_->mutex);
+  return state_->index_calls;
 }
 
 void FakeServer::set_down(bool down) {

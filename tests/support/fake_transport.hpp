@@ -14,6 +14,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -42,6 +43,11 @@ class FakeServer {
   void fail_call(std::size_t n, Error error);
   /// Every inference call fails UNAVAILABLE, and ServerReady answers false, until set_down(false).
   void set_down(bool down);
+  /// RepositoryIndex (model discovery) fails with `error` (a proxy refusing an overloaded
+  /// pool, say) until refuse_discovery(std::nullopt); otherwise it lists the executor's models.
+  void refuse_discovery(std::optional<Error> error);
+  /// RepositoryIndex calls received.
+  std::size_t discovery_calls() const;
   /// Inference calls wait (for release(), reset() or their deadline) until hold(false).
   void hold(bool on = true);
   /// Answers every waiting call.

@@ -305,6 +305,7 @@ class ClientCore : public std::enable_shared_from_this<ClientCore> {
  private:
   void start(const std::shared_ptr<Flight>& flight) {
     if (auto ok = check_request(flight->request); !ok) return finish(flight, ok.error());
+    if (auto ok = apply_pin(flight->request); !ok) return finish(flight, ok.error());
     if (options_.fallback_latency_budget.count() > 0 && local_model_serves(flight->request)) {
       arm_latency_budget(flight);
     }
@@ -354,6 +355,38 @@ class ClientCore : public std::enable_shared_from_this<ClientCore> {
         });
   }
 
+  // A pinned model's version (ClientOptions::routing.pins) for a request that names none; a
+  // request that names another one is refused.
+  Result<void> apply_pin(InferRequest& request) const {
+    if (options_.routing.pins.empty()) return {};
+    auto pin = options_.routing.pins.find(request.model_name());
+    if (pin == options_.routing.pins.end() || pin->second.version.empty()) return {};
+    if (request.model_version().empty()) {
+      request.version(pin->second.version);
+    } else if (request.model_version() != pin->second.version) {
+      return Error(StatusCode::FailedPrecondition,
+                   "model '" + request.model_name() + "' is pinned to version " +
+                       pin->second.version + " (ClientOptions::routing.pins); the request asks "
+                       "for version " + request.model_version());
+    }
+    return {};
+  }
+
+  // An answer from another version than the pinned one (a server that ignored the version it
+  // was asked for) is not the model the job expects.
+  Result<void> check_pin(const InferRequest& request, const InferResult& result) const {
+    if (options_.routing.pins.empty()) return {};
+    auto pin = options_.routing.pins.find(request.model_name());
+    if (pin == options_.routing.pins.end() || pin->second.version.empty() ||
+        result.model_version().empty() || result.model_version() == pin->second.version) {
+      return {};
+    }
+    return Error(StatusCode::FailedPrecondition,
+                 "model '" + request.model_name() + "' is pinned to version " +
+                     pin->second.version + ", but the server answered from version " +
+                     result.model_version());
+  }
+
   static std::string model_key(const InferRequest& request) {
     return request.model_name() + '\0' + request.model_version();
   }
@@ -393,13 +426,15 @@ class ClientCore : public std::enable_shared_from_this<ClientCore> {
                            "deadline passed before an attempt could be made"));
       return release_reader(flight);
     }
-    auto picked = endpoints_->pick(flight->last_slot, model_key(flight->request));
+    const std::string key = model_key(flight->request);
+    auto picked = endpoints_->pick(flight->last_slot, key);
     if (!picked) {
-      give_up(flight, flight->not_found ? *flight->not_found
-                                        : Error(StatusCode::Unavailable,
-                                                "no endpoint available: all " +
-                                                    std::to_string(endpoints_->active()) +
-                                                    " are ejected after failures"));
+      // The endpoints are still reporting a pinned model's configuration: ask again shortly.
+      if (endpoints_->awaiting_discovery(key) &&
+          try_later(flight, Clock::now() + kDiscoveryWait)) {
+        return release_reader(flight);
+      }
+      give_up(flight, flight->not_found ? *flight->not_found : no_endpoint(key));
       return release_reader(flight);
     }
     std::size_t slot = picked->slot;
@@ -433,6 +468,28 @@ class ClientCore : public std::enable_shared_from_this<ClientCore> {
         });
   }
 
+  // Why no endpoint may take a request now.
+  Error no_endpoint(const std::string& key) const {
+    const std::string why = endpoints_->why_unservable(key);
+    if (why.empty()) {
+      return Error(StatusCode::Unavailable, "no endpoint available: all " +
+                                                std::to_string(endpoints_->active()) +
+                                                " are ejected after failures");
+    }
+    const std::string model = key.substr(0, key.find('\0'));
+    return Error(StatusCode::Unavailable,
+                 "no endpoint may serve model '" + model + "' now: " + why);
+  }
+
+  // Schedules another attempt at `at` unless that is past the request's deadline or the client
+  // is closing; true when scheduled.
+  bool try_later(const std::shared_ptr<Flight>& flight, Clock::time_point at) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (at >= flight->deadline || closing_) return false;
+    timers_->schedule(this, at, [this, flight] { attempt(flight); });
+    return true;
+  }
+
   // A new reader of the request's inputs, unless its outcome is decided.
   static bool acquire_reader(Flight& flight) {
     std::lock_guard<std::mutex> lock(flight.mutex);
@@ -461,6 +518,9 @@ class ClientCore : public std::enable_shared_from_this<ClientCore> {
     bool server_failure = code == StatusCode::Unavailable || attempt_timed_out;
     endpoints_->record(slot, result.ok(), server_failure, Clock::now() - started);
     if (result) {
+      if (auto pinned = check_pin(flight->request, *result); !pinned) {
+        return finish(flight, pinned.error());
+      }
       if (local_mode_.exchange(false))
         log(LogLevel::Info, "servers answer again: requests go remote");
       return finish(flight, std::move(result));
@@ -471,18 +531,19 @@ class ClientCore : public std::enable_shared_from_this<ClientCore> {
       // Servers may host different models: remember that this one lacks it, and try the
       // others at once (pick() skips the endpoints known to lack the model).
       endpoints_->lacks_model(slot, model_key(flight->request));
+      endpoints_->rediscover_soon();
       flight->not_found = std::make_unique<Error>(result.error());
       return attempt(flight);
     }
     bool retry = (options_.retry.retryable(code) || attempt_timed_out) &&
                  flight->attempts < options_.retry.max_attempts;
     if (retry) {
-      std::lock_guard<std::mutex> lock(mutex_);
-      auto at = Clock::now() + options_.retry.backoff(flight->attempts + 1, random_);
-      if (at < flight->deadline && !closing_) {
-        timers_->schedule(this, at, [this, flight] { attempt(flight); });
-        return;
+      Clock::time_point at;
+      {
+        std::lock_guard<std::mutex> lock(mutex_);
+        at = Clock::now() + options_.retry.backoff(flight->attempts + 1, random_);
       }
+      if (try_later(flight, at)) return;
     }
     give_up(flight, result.error());
   }
@@ -769,6 +830,9 @@ class ClientCore : public std::enable_shared_from_this<ClientCore> {
   // What the network threads tolerate of a callback (their watcher's tick), and how long a
   // moved client's callbacks must stay under it to go back: first, and at most.
   static constexpr std::chrono::nanoseconds kQuickCallback = std::chrono::milliseconds(1);
+  // How long a request waits for the endpoints to report a pinned model's configuration before
+  // it looks again.
+  static constexpr std::chrono::milliseconds kDiscoveryWait{5};
   static constexpr std::chrono::nanoseconds kFirstTrial = std::chrono::seconds(1);
   static constexpr std::chrono::nanoseconds kLongestTrial = std::chrono::seconds(64);
   std::map<std::string, CacheEntry> metadata_;

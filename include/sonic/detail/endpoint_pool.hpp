@@ -8,7 +8,9 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <random>
 #include <set>
+#include <string_view>
 #include <string>
 #include <thread>
 #include <utility>
@@ -61,6 +63,7 @@ class EndpointPool : public std::enable_shared_from_this<EndpointPool> {
   /// constructor).
   void start() {
     if (!names_.empty()) schedule_lookup();
+    if (discovering()) discover();
   }
 
   /// Stops probing and looking up, then destroys every transport: their calls in flight
@@ -87,32 +90,115 @@ class EndpointPool : public std::enable_shared_from_this<EndpointPool> {
     }
   }
 
-  /// The healthy endpoint with the fewest attempts in flight that is not known to lack `model`,
-  /// avoiding `avoid` when another qualifies (ties rotate). Counts the attempt as outstanding
-  /// until record(). Nothing when no endpoint qualifies.
+  /// An endpoint in rotation for `model` (a model key: name, '\0', version): not known to
+  /// lack it, listing it when discovery has heard from it, reporting the pinned configuration,
+  /// among the model's preferred endpoints while one qualifies, chosen as
+  /// ClientOptions::routing.balancing says. `avoid` (where the previous attempt failed) only
+  /// when nothing else may take it: when discovery's lists leave nothing else, an endpoint that
+  /// does not list the model is tried (the lists may be out of date; they are asked again).
+  /// Counts the attempt as outstanding until record(). Nothing when no endpoint qualifies.
   std::optional<Pick> pick(std::size_t avoid, const std::string& model) {
-    std::lock_guard<std::mutex> lock(mutex_);
-    if (closed_ || slots_.empty()) return std::nullopt;
-    const std::size_t n = slots_.size();
-    const auto now = Clock::now();
     std::size_t best = kNone;
-    auto better = [&](std::size_t i) {
-      if (best == kNone) return true;
-      if ((i == avoid) != (best == avoid)) return best == avoid;
-      return slots_[i]->stats.outstanding < slots_[best]->stats.outstanding;
-    };
-    // Start the scan one further each time, so that ties rotate over the endpoints.
-    std::size_t start = rotation_++ % n;
-    for (std::size_t k = 0; k < n; ++k) {
-      std::size_t i = (start + k) % n;
-      const Slot& s = *slots_[i];
-      if (s.state == State::Active && !s.ejected && !s.lacks(model, now) && better(i)) best = i;
+    std::shared_ptr<Transport> transport;
+    bool stale = false;
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      if (closed_ || slots_.empty()) return std::nullopt;
+      const Candidates candidates{*this, split_key(model), Clock::now()};
+      // Takes the choice of a pass unless the one before found an endpoint other than `avoid`.
+      auto pass = [&](auto eligible) {
+        if (best != kNone && best != avoid) return false;
+        const std::size_t found = choose(avoid, eligible);
+        if (found == kNone || (found == avoid && best != kNone)) return false;
+        best = found;
+        return found != avoid;
+      };
+      auto preferred = options_.routing.preferred.find(std::string(candidates.ref.name));
+      if (preferred != options_.routing.preferred.end()) {
+        const auto& urls = preferred->second;
+        pass([&](const Slot& s) {
+          return candidates.qualifies(s, false, false) &&
+                 std::find(urls.begin(), urls.end(), s.url) != urls.end();
+        });
+      }
+      pass([&](const Slot& s) { return candidates.qualifies(s, false, false); });
+      stale = pass([&](const Slot& s) { return candidates.qualifies(s, false, true); });
+      // Every endpoint refused discovery: without a fallback, trying one beats refusing the
+      // request outright (as the last endpoint stays in rotation after failures).
+      if (!options_.fallback) pass([&](const Slot& s) { return candidates.qualifies(s, true, true); });
+      if (best != kNone) {
+        auto& stats = slots_[best]->stats;
+        ++stats.outstanding;
+        ++stats.attempts;
+        transport = slots_[best]->transport;
+      }
     }
+    if (stale) rediscover_soon();
     if (best == kNone) return std::nullopt;
-    auto& stats = slots_[best]->stats;
-    ++stats.outstanding;
-    ++stats.attempts;
-    return Pick{best, slots_[best]->transport};
+    return Pick{best, std::move(transport)};
+  }
+
+  /// Whether a request for `model` that found no endpoint should wait a moment: an endpoint in
+  /// rotation has not yet reported the configuration of a model pinned to a checksum.
+  bool awaiting_discovery(const std::string& model) const {
+    std::lock_guard<std::mutex> lock(mutex_);
+    const ModelRef ref = split_key(model);
+    const std::string* checksum = pinned_checksum(ref.name);
+    if (closed_ || !checksum) return false;
+    for (const auto& slot : slots_) {
+      if (slot->state == State::Active && !slot->ejected &&
+          slot->config_checked.count(std::string(ref.name)) == 0) {
+        return true;
+      }
+    }
+    return false;
+  }
+
+  /// Why no endpoint may serve `model`, endpoint by endpoint, for an error message; empty when
+  /// routing has nothing to say (no discovery, no pin).
+  std::string why_unservable(const std::string& model) const {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (!discovering()) return {};
+    const ModelRef ref = split_key(model);
+    const std::string name(ref.name);
+    const std::string* checksum = pinned_checksum(ref.name);
+    std::string out;
+    for (const auto& slot : slots_) {
+      if (slot->state != State::Active) continue;
+      std::string why;
+      if (slot->ejected) {
+        why = "ejected after failures";
+      } else if (slot->refused_discovery) {
+        why = "refused model discovery (" + slot->refusal + ")";
+      } else if (slot->ready_models && !lists(*slot->ready_models, ref)) {
+        why = "does not list the model as ready";
+      } else if (checksum) {
+        auto it = slot->config_checked.find(name);
+        if (it == slot->config_checked.end()) {
+          why = "has not reported its configuration yet";
+        } else if (it->second != *checksum) {
+          why = "configuration checksum " + it->second + ", pinned " + *checksum;
+        }
+      }
+      if (why.empty()) continue;
+      out += (out.empty() ? "" : "; ") + slot->url + ": " + why;
+    }
+    return out;
+  }
+
+  /// A NOT_FOUND: asks every endpoint for its models again soon (at most once a second).
+  void rediscover_soon() {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      if (closed_ || !discovering() || rediscover_scheduled_) return;
+      const auto now = Clock::now();
+      if (now - last_discovery_ < std::chrono::seconds(1)) return;
+      rediscover_scheduled_ = true;
+    }
+    std::weak_ptr<EndpointPool> weak = weak_from_this();
+    timers_.schedule(this, Clock::now(), [weak] {
+      if (auto pool = weak.lock()) pool->discover(false);
+    });
   }
 
   /// The outcome of an attempt picked from `slot`: breaker bookkeeping and statistics.
@@ -127,8 +213,10 @@ class EndpointPool : public std::enable_shared_from_this<EndpointPool> {
       --e.outstanding;
       if (ok) {
         ++e.successes;
-        e.latency_ns += static_cast<std::uint64_t>(
+        const auto ns = static_cast<double>(
             std::chrono::duration_cast<std::chrono::nanoseconds>(latency).count());
+        e.latency_ns += static_cast<std::uint64_t>(ns);
+        s.recent_latency_ns = s.recent_latency_ns == 0 ? ns : 0.8 * s.recent_latency_ns + 0.2 * ns;
         s.consecutive_failures = 0;
         return;
       }
@@ -215,6 +303,14 @@ class EndpointPool : public std::enable_shared_from_this<EndpointPool> {
     bool probing = false;
     Clock::time_point rest_until{};
     std::map<std::string, Clock::time_point> missing_models;  // model key -> recheck time
+    double recent_latency_ns = 0;  // moving average of successful attempts' latency
+    // Discovery (ClientOptions::routing): the models it listed ready (name -> versions), once it
+    // answered; whether it refused the last question, and why; for pinned models, the checksum
+    // of the configuration it reported ("" when it reported none).
+    std::optional<std::map<std::string, std::set<std::string>, std::less<>>> ready_models;
+    bool refused_discovery = false;
+    std::string refusal;
+    std::map<std::string, std::string> config_checked;
 
     bool lacks(const std::string& model, Clock::time_point now) const {
       auto it = missing_models.find(model);
@@ -230,6 +326,215 @@ class EndpointPool : public std::enable_shared_from_this<EndpointPool> {
 
   void log(LogLevel level, const std::string& message) const {
     if (options_.log) options_.log(level, message);
+  }
+
+  // A model key's parts.
+  struct ModelRef {
+    std::string_view name, version;
+  };
+  static ModelRef split_key(std::string_view key) {
+    const auto zero = key.find('\0');
+    if (zero == std::string_view::npos) return {key, {}};
+    return {key.substr(0, zero), key.substr(zero + 1)};
+  }
+
+  // Whether a repository index lists the model (the version too, when both say one).
+  static bool lists(const std::map<std::string, std::set<std::string>, std::less<>>& ready,
+                    const ModelRef& ref) {
+    auto it = ready.find(ref.name);
+    if (it == ready.end()) return false;
+    if (ref.version.empty() || it->second.count({}) != 0) return true;
+    return it->second.count(std::string(ref.version)) != 0;
+  }
+
+  // Guarded by mutex_ (options_ is fixed).
+  bool discovering() const {
+    if (options_.routing.discovery_interval.count() > 0) return true;
+    for (const auto& [model, pin] : options_.routing.pins) {
+      if (!pin.config_checksum.empty()) return true;
+    }
+    return false;
+  }
+  const std::string* pinned_checksum(std::string_view model) const {
+    auto it = options_.routing.pins.find(std::string(model));
+    return it == options_.routing.pins.end() || it->second.config_checksum.empty()
+               ? nullptr
+               : &it->second.config_checksum;
+  }
+
+  // What qualifies an endpoint for a model now. Used under mutex_.
+  struct Candidates {
+    const EndpointPool& pool;
+    ModelRef ref;
+    Clock::time_point now;
+    bool qualifies(const Slot& s, bool despite_refusal, bool despite_index) const {
+      if (s.state != State::Active || s.ejected) return false;
+      if (s.refused_discovery && !despite_refusal) return false;
+      if (!s.missing_models.empty()) {
+        std::string key(ref.name);
+        key += '\0';
+        key += ref.version;
+        if (s.lacks(key, now)) return false;
+      }
+      if (!despite_index && s.ready_models && !lists(*s.ready_models, ref)) return false;
+      if (const std::string* checksum = pool.pinned_checksum(ref.name)) {
+        auto it = s.config_checked.find(std::string(ref.name));
+        if (it == s.config_checked.end() || it->second != *checksum) return false;
+      }
+      return true;
+    }
+  };
+
+  // Of the slots `eligible` accepts: with LeastOutstanding the one with the fewest attempts in
+  // flight (ties rotate), with PowerOfTwoChoices the better-looking of two drawn at random;
+  // `avoid` only when no other qualifies. kNone when none qualifies. Under mutex_.
+  template <typename Eligible>
+  std::size_t choose(std::size_t avoid, Eligible&& eligible) {
+    const std::size_t n = slots_.size();
+    if (options_.routing.balancing == Balancing::PowerOfTwoChoices) {
+      // Two distinct eligible slots, drawn uniformly (reservoir sampling in one pass).
+      std::size_t first = kNone, second = kNone, seen = 0, avoided = kNone;
+      for (std::size_t i = 0; i < n; ++i) {
+        if (!eligible(*slots_[i])) continue;
+        if (i == avoid) {
+          avoided = i;
+          continue;
+        }
+        ++seen;
+        if (seen == 1) {
+          first = i;
+        } else if (seen == 2) {
+          second = i;
+        } else {
+          std::uniform_int_distribution<std::size_t> draw(0, seen - 1);
+          const std::size_t at = draw(random_);
+          if (at == 0) first = i;
+          else if (at == 1) second = i;
+        }
+      }
+      if (first == kNone) return avoided;
+      if (second == kNone) return first;
+      return load_score(*slots_[second]) < load_score(*slots_[first]) ? second : first;
+    }
+    std::size_t best = kNone;
+    auto better = [&](std::size_t i) {
+      if (best == kNone) return true;
+      if ((i == avoid) != (best == avoid)) return best == avoid;
+      return slots_[i]->stats.outstanding < slots_[best]->stats.outstanding;
+    };
+    // Start the scan one further each time, so that ties rotate over the endpoints.
+    const std::size_t start = rotation_++ % n;
+    for (std::size_t k = 0; k < n; ++k) {
+      const std::size_t i = (start + k) % n;
+      if (eligible(*slots_[i]) && better(i)) best = i;
+    }
+    return best;
+  }
+
+  // How long a new request would take there, roughly: the requests in flight, and this one,
+  // times the recent latency (one that has not answered yet counts as fast, to be tried).
+  static double load_score(const Slot& s) {
+    return static_cast<double>(s.stats.outstanding + 1) *
+           (s.recent_latency_ns > 0 ? s.recent_latency_ns : 1.0);
+  }
+
+  // Asks every active endpoint for its ready models (and, for models pinned to a checksum, for
+  // their configuration), then schedules the next round. `periodic`: the round the interval
+  // schedules (a rediscovery after a NOT_FOUND does not schedule another).
+  void discover(bool periodic = true) {
+    std::vector<std::pair<std::size_t, std::shared_ptr<Transport>>> asked;
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      if (closed_) return;
+      last_discovery_ = Clock::now();
+      if (!periodic) rediscover_scheduled_ = false;
+      for (std::size_t i = 0; i < slots_.size(); ++i) {
+        if (slots_[i]->state == State::Active) asked.emplace_back(i, slots_[i]->transport);
+      }
+    }
+    for (auto& [i, transport] : asked) {
+      Transport* which = transport.get();
+      transport->repository_index_async(
+          true, Clock::now() + options_.control_timeout,
+          [this, i = i, which](Result<std::vector<ModelIndex>> index) {
+            on_index(i, which, std::move(index));
+          });
+    }
+    asked.clear();  // hold no transport past the calls (close() waits for them to be let go)
+    if (periodic && options_.routing.discovery_interval.count() > 0) {
+      std::lock_guard<std::mutex> lock(mutex_);
+      if (closed_) return;
+      std::weak_ptr<EndpointPool> weak = weak_from_this();
+      timers_.schedule(this, Clock::now() + options_.routing.discovery_interval, [weak] {
+        if (auto pool = weak.lock()) pool->discover();
+      });
+    }
+  }
+
+  void on_index(std::size_t i, Transport* which, Result<std::vector<ModelIndex>> index) {
+    std::vector<std::string> to_check;  // pinned models it lists, whose configuration to ask
+    std::shared_ptr<Transport> transport;
+    std::string message;
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      Slot& s = *slots_[i];
+      if (closed_ || s.state != State::Active || s.transport.get() != which) return;
+      if (!index && index.code() == StatusCode::Unimplemented) {
+        // A server without the repository extension: nothing learned, nothing held against it.
+        s.refused_discovery = false;
+      } else if (!index) {
+        if (!s.refused_discovery) {
+          message = "endpoint " + s.url + " refused model discovery (" +
+                    index.error().message() + "): no requests until it answers";
+        }
+        s.refused_discovery = true;
+        s.refusal = index.error().message();
+      } else {
+        if (s.refused_discovery) message = "endpoint " + s.url + " answers model discovery again";
+        s.refused_discovery = false;
+        std::map<std::string, std::set<std::string>, std::less<>> ready;
+        for (const auto& model : *index) {
+          if (model.state.empty() || model.state == "READY") ready[model.name].insert(model.version);
+        }
+        for (const auto& [model, pin] : options_.routing.pins) {
+          if (!pin.config_checksum.empty() && lists(ready, ModelRef{model, pin.version})) {
+            to_check.push_back(model);
+          }
+        }
+        s.ready_models = std::move(ready);
+        transport = s.transport;
+      }
+    }
+    if (!message.empty()) log(LogLevel::Warning, message);
+    for (const auto& model : to_check) {
+      const std::string& version = options_.routing.pins.at(model).version;
+      transport->model_config_async(
+          model, version, Clock::now() + options_.control_timeout,
+          [this, i, which, model](Result<std::string> config) {
+            on_config(i, which, model, std::move(config));
+          });
+    }
+  }
+
+  void on_config(std::size_t i, Transport* which, const std::string& model,
+                 Result<std::string> config) {
+    std::string message;
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      Slot& s = *slots_[i];
+      if (closed_ || s.state != State::Active || s.transport.get() != which) return;
+      const std::string checksum = config ? model_config_checksum(*config) : std::string();
+      const std::string& pinned = options_.routing.pins.at(model).config_checksum;
+      auto it = s.config_checked.find(model);
+      const bool changed = it == s.config_checked.end() || it->second != checksum;
+      s.config_checked[model] = checksum;
+      if (changed && checksum != pinned) {
+        message = "endpoint " + s.url + " reports model '" + model + "' with " +
+                  (config ? "configuration checksum " + checksum : "no configuration (" + config.error().message() + ")") +
+                  ", not the pinned " + pinned + ": it gets no requests for it";
+      }
+    }
+    if (!message.empty()) log(LogLevel::Warning, message);
   }
 
   Result<std::shared_ptr<Transport>> make_transport(const Endpoint& endpoint) const {
@@ -254,6 +559,11 @@ class EndpointPool : public std::enable_shared_from_this<EndpointPool> {
     slot.ejected = false;
     slot.probing = false;
     slot.missing_models.clear();
+    slot.recent_latency_ns = 0;
+    slot.ready_models.reset();
+    slot.refused_discovery = false;
+    slot.refusal.clear();
+    slot.config_checked.clear();
   }
 
   std::size_t in_rotation() const {  // guarded by mutex_
@@ -469,7 +779,10 @@ class EndpointPool : public std::enable_shared_from_this<EndpointPool> {
   std::condition_variable lookups_done_;  // a name's lookup finished (looking_up cleared)
   bool closed_ = false;
   bool probe_scheduled_ = false;
+  bool rediscover_scheduled_ = false;
+  Clock::time_point last_discovery_{};
   std::size_t rotation_ = 0;
+  std::mt19937 random_{std::random_device{}()};  // PowerOfTwoChoices draws
   std::vector<Name> names_;                   // fixed after construction (looking_up: mutex_)
   std::vector<std::unique_ptr<Slot>> slots_;  // fixed after construction; contents: mutex_
 };
