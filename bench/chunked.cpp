@@ -55,14 +55,22 @@ Config parse(int argc, char** argv) {
       std::exit(2);
     }
     const std::string value = argv[++i];
-    if (flag == "--url") c.url = value;
-    else if (flag == "--model") c.model = value;
-    else if (flag == "--input") c.input = value;
-    else if (flag == "--row-shape") c.row_shape = numbers(value);
-    else if (flag == "--rows") c.rows = std::stoll(value);
-    else if (flag == "--chunks") c.chunks = numbers(value);
-    else if (flag == "--in-flight") c.in_flight = numbers(value);
-    else if (flag == "--rounds") c.rounds = std::stoi(value);
+    if (flag == "--url")
+      c.url = value;
+    else if (flag == "--model")
+      c.model = value;
+    else if (flag == "--input")
+      c.input = value;
+    else if (flag == "--row-shape")
+      c.row_shape = numbers(value);
+    else if (flag == "--rows")
+      c.rows = std::stoll(value);
+    else if (flag == "--chunks")
+      c.chunks = numbers(value);
+    else if (flag == "--in-flight")
+      c.in_flight = numbers(value);
+    else if (flag == "--rounds")
+      c.rounds = std::stoi(value);
     else {
       std::cerr << "sonic-chunk-bench: unknown option " << flag << '\n';
       std::exit(2);
@@ -87,9 +95,7 @@ int main(int argc, char** argv) try {
   ClientOptions options;
   options.default_timeout = std::chrono::minutes(10);
   Client client(c.url, options);
-  auto request = [&] {
-    return InferRequest(c.model).input(c.input, Tensor::view(patches, shape));
-  };
+  auto request = [&] { return InferRequest(c.model).input(c.input, Tensor::view(patches, shape)); };
 
   // Each configuration, in the order of a round.
   struct Way {
@@ -104,8 +110,8 @@ int main(int argc, char** argv) try {
       ChunkOptions chunk;
       chunk.rows = rows;
       chunk.max_in_flight = static_cast<std::size_t>(flight);
-      ways.push_back({std::to_string(rows) + " rows x " + std::to_string(flight) + " in flight",
-                      chunk, {}});
+      ways.push_back(
+          {std::to_string(rows) + " rows x " + std::to_string(flight) + " in flight", chunk, {}});
     }
   }
   ways.push_back({"automatic (ChunkOptions{})", ChunkOptions{}, {}});

@@ -50,18 +50,4 @@ compare() {
   done
 }
 
-echo "== loopback: identity_fp32, 64 B requests, $concurrency in flight, medians of $rounds rounds, $(nproc) cores"
-start_server "$server" "$work/server.log"
-compare "grpc://127.0.0.1:$port"
-kill "$server_pid"; wait "$server_pid" 2>/dev/null || true; server_pid=
-
-echo
-echo "== 1 Gbit link (veth + tc tbf) to a server in a network namespace"
-if ! make_limited_link 1gbit; then
-  echo "skipped: creating a network namespace needs root with ip and tc (iproute2)"
-  exit 0
-fi
-server_host=10.231.0.2
-server_prefix=("${in_netns[@]}")
-start_server "$server" "$work/server.log"
-compare "grpc://10.231.0.2:$port"
+loopback_then_link "loopback: identity_fp32, 64 B requests, $concurrency in flight, medians of $rounds rounds, $(nproc) cores" compare

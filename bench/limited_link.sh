@@ -29,3 +29,27 @@ cleanup_link() {
   ip netns del "$netns" 2>/dev/null || true
   ip link del "$veth" 2>/dev/null || true
 }
+
+# loopback_then_link TITLE COMMAND [SERVER OPTIONS...]: starts sonic-server ($server, with
+# start_server from start_server.sh) on loopback and runs COMMAND URL under "== TITLE", then
+# the same with the server behind a 1 Gbit link in a network namespace (skipped, saying so,
+# without root).
+loopback_then_link() {
+  local title=$1 command=$2
+  shift 2
+  echo "== $title"
+  start_server "$server" "$work/server.log" "$@"
+  "$command" "grpc://127.0.0.1:$port"
+  kill "$server_pid"; wait "$server_pid" 2>/dev/null || true; server_pid=
+
+  echo
+  echo "== 1 Gbit link (veth + tc tbf) to a server in a network namespace"
+  if ! make_limited_link 1gbit; then
+    echo "skipped: creating a network namespace needs root with ip and tc (iproute2)"
+    return 0
+  fi
+  server_host=10.231.0.2
+  server_prefix=("${in_netns[@]}")
+  start_server "$server" "$work/server.log" "$@"
+  "$command" "grpc://10.231.0.2:$port"
+}

@@ -1,6 +1,9 @@
 #!/usr/bin/env bash
 # The demo: starts sonic-server on a free loopback port, sends the `simple` model a request with
-# the example client, prints the outputs and round-trip latencies, and stops the server.
+# the example client, prints the outputs and round-trip latencies, and stops the server; then
+# the mini-workflow (examples/workflow/run.sh): a ProtoDUNE-like job with its CNN on its own
+# CPU, as a service, and as a service whose server is killed halfway, and how many such jobs
+# one server takes.
 #   scripts/demo.sh [BUILD_DIR]   (default: build)
 set -euo pipefail
 build=${1:-build}
@@ -24,3 +27,11 @@ done
 
 echo "sonic-server is listening on 127.0.0.1:$port"
 "$client" "grpc://127.0.0.1:$port"
+kill $pid 2>/dev/null; wait $pid 2>/dev/null || true
+
+if [ -x "$build/examples/workflow/protodune_job" ]; then
+  echo
+  "$(dirname "$0")/../examples/workflow/run.sh" "$build"
+else
+  echo "demo: the mini-workflow needs the ONNX backend (libopencv-dnn-dev); it was not built"
+fi

@@ -42,7 +42,7 @@ struct Settings {
   int patches = 64;   // 48x48 patches per event
   double preprocess_ms = 2;
   double other_ms = 0;  // CPU work of the event's other modules, which need no inference
-  int fail_every = 0;  // every K-th event sends a request the server refuses
+  int fail_every = 0;   // every K-th event sends a request the server refuses
   bool blocking = false;
 };
 
@@ -135,13 +135,14 @@ class MichelTagger {
     // it throws (a missing output, say) goes to the framework with the event, not to sonic.
     // The patches are borrowed: the event keeps them until the callback has run.
     Event* e = &event;
-    client_.infer_chunked_async(std::move(request), sonic::ChunkOptions{},
-                        sonic::forward_exceptions<sonic::InferResult>(
-                            [this, e](sonic::Result<sonic::InferResult> result) {
-                              unpack(*e, result.value());  // throws sonic::Error on failure
-                              e->waiting->done_waiting(nullptr);
-                            },
-                            [e](std::exception_ptr error) { e->waiting->done_waiting(error); }));
+    client_.infer_chunked_async(
+        std::move(request), sonic::ChunkOptions{},
+        sonic::forward_exceptions<sonic::InferResult>(
+            [this, e](sonic::Result<sonic::InferResult> result) {
+              unpack(*e, result.value());  // throws sonic::Error on failure
+              e->waiting->done_waiting(nullptr);
+            },
+            [e](std::exception_ptr error) { e->waiting->done_waiting(error); }));
   }
 
   // Back on a framework thread with the answer, or with what went wrong.
@@ -171,8 +172,8 @@ class MichelTagger {
     std::mt19937 random(static_cast<unsigned>(event.id));
     std::uniform_real_distribution<float> uniform(0, 1);
     event.patches.resize(static_cast<std::size_t>(settings_.patches) * 48 * 48);
-    const auto until = Clock::now() + std::chrono::microseconds(
-                                          static_cast<long>(settings_.preprocess_ms * 1000));
+    const auto until =
+        Clock::now() + std::chrono::microseconds(static_cast<long>(settings_.preprocess_ms * 1000));
     std::size_t i = 0;
     do {
       for (int k = 0; k < 256; ++k, ++i) event.patches[i % event.patches.size()] = uniform(random);
@@ -205,15 +206,24 @@ Settings parse(int argc, char** argv) {
       std::exit(flag == "-h" || flag == "--help" ? 0 : 2);
     }
     const std::string value = argv[++i];
-    if (flag == "--url") s.url = value;
-    else if (flag == "--model") s.model = value;
-    else if (flag == "--events") s.events = std::stoi(value);
-    else if (flag == "--in-flight") s.in_flight = std::stoi(value);
-    else if (flag == "--threads") s.threads = std::stoi(value);
-    else if (flag == "--patches") s.patches = std::stoi(value);
-    else if (flag == "--preprocess-ms") s.preprocess_ms = std::stod(value);
-    else if (flag == "--other-ms") s.other_ms = std::stod(value);
-    else if (flag == "--fail-every") s.fail_every = std::stoi(value);
+    if (flag == "--url")
+      s.url = value;
+    else if (flag == "--model")
+      s.model = value;
+    else if (flag == "--events")
+      s.events = std::stoi(value);
+    else if (flag == "--in-flight")
+      s.in_flight = std::stoi(value);
+    else if (flag == "--threads")
+      s.threads = std::stoi(value);
+    else if (flag == "--patches")
+      s.patches = std::stoi(value);
+    else if (flag == "--preprocess-ms")
+      s.preprocess_ms = std::stod(value);
+    else if (flag == "--other-ms")
+      s.other_ms = std::stod(value);
+    else if (flag == "--fail-every")
+      s.fail_every = std::stoi(value);
     else {
       std::cerr << "event_loop: unknown option " << flag << '\n';
       std::exit(2);
@@ -227,9 +237,9 @@ Settings parse(int argc, char** argv) {
 int main(int argc, char** argv) try {
   const Settings settings = parse(argc, argv);
   sonic::Client client(settings.url);
-  client.infer(sonic::InferRequest(settings.model)  // warm-up: connection and model
-                   .input("patch", sonic::Tensor::from_vector(std::vector<float>(48 * 48),
-                                                              {1, 1, 48, 48})));
+  client.infer(
+      sonic::InferRequest(settings.model)  // warm-up: connection and model
+          .input("patch", sonic::Tensor::from_vector(std::vector<float>(48 * 48), {1, 1, 48, 48})));
   MichelTagger tagger(client, settings);
   ThreadTime time;
   tbb::task_arena arena(settings.threads);
@@ -269,16 +279,18 @@ int main(int argc, char** argv) try {
   const double wall = std::chrono::duration<double>(Clock::now() - started).count();
 
   const double capacity_us = wall * 1e6 * settings.threads;
-  std::printf("%s: %d events (%d failed) in %.2f s: %.1f events/s, %d in flight, %d framework "
-              "threads\n",
-              settings.blocking ? "blocking infer_chunked()" : "infer_chunked_async (ExternalWork)",
-              tagger.produced() + tagger.failed(), tagger.failed(), wall,
-              settings.events / wall, settings.in_flight, settings.threads);
-  std::printf("  framework threads: %.0f %% on CPU work, %.0f %% inside tasks off CPU "
-              "(blocked, or preempted), %.0f %% free for other work\n",
-              100.0 * static_cast<double>(time.cpu_us) / capacity_us,
-              100.0 * static_cast<double>(time.task_us - time.cpu_us) / capacity_us,
-              100.0 * (1 - static_cast<double>(time.task_us) / capacity_us));
+  std::printf(
+      "%s: %d events (%d failed) in %.2f s: %.1f events/s, %d in flight, %d framework "
+      "threads\n",
+      settings.blocking ? "blocking infer_chunked()" : "infer_chunked_async (ExternalWork)",
+      tagger.produced() + tagger.failed(), tagger.failed(), wall, settings.events / wall,
+      settings.in_flight, settings.threads);
+  std::printf(
+      "  framework threads: %.0f %% on CPU work, %.0f %% inside tasks off CPU "
+      "(blocked, or preempted), %.0f %% free for other work\n",
+      100.0 * static_cast<double>(time.cpu_us) / capacity_us,
+      100.0 * static_cast<double>(time.task_us - time.cpu_us) / capacity_us,
+      100.0 * (1 - static_cast<double>(time.task_us) / capacity_us));
   std::printf("  sum of Michel scores %.3f; client callbacks that threw: %llu\n", tagger.total(),
               static_cast<unsigned long long>(client.stats().callback_exceptions));
   return tagger.failed() > 0 && settings.fail_every == 0 ? 1 : 0;

@@ -109,20 +109,18 @@ class Client {
     }
   }
 
-  ~Client() {
-    if (!core_) return;
-    if (detail::CallbackContext::in_callback()) {
-      // Closing waits for callbacks, this thread's included: let another thread do it.
-      std::thread([core = std::move(core_), batching = std::move(batching_)] {
-        close(*core, batching.get());
-      }).detach();
-      return;
-    }
-    close(*core_, batching_.get());
-  }
+  ~Client() { release(); }
 
   Client(Client&&) noexcept = default;
-  Client& operator=(Client&&) noexcept = default;
+  /// Ends this client's requests (as its destruction does), then takes the other's place.
+  Client& operator=(Client&& other) noexcept {
+    if (this != &other) {
+      release();
+      core_ = std::move(other.core_);
+      batching_ = std::move(other.batching_);
+    }
+    return *this;
+  }
   Client(const Client&) = delete;
   Client& operator=(const Client&) = delete;
 
@@ -173,17 +171,15 @@ class Client {
   /// cancels every chunk.
   RequestHandle infer_chunked_async(InferRequest request, ChunkOptions options,
                                     Callback<InferResult> done) {
-    Deadline deadline = core_->request_deadline(request);
-    auto call = std::make_shared<detail::ChunkedCall>(core_, std::move(request), deadline, options,
-                                                      std::move(done));
-    call->start();
-    return RequestHandle(std::weak_ptr<detail::Cancellable>(call));
+    return start_chunked(std::move(request), options, std::move(done),
+                         detail::ClientCore::Delivery::Callback);
   }
 
   /// infer_chunked_async, waiting for its result (throws sonic::Error).
   InferResult infer_chunked(InferRequest request, ChunkOptions options = {}) {
     return detail::call_sync<InferResult>([&](Callback<InferResult> done) {
-      infer_chunked_async(std::move(request), options, std::move(done));
+      start_chunked(std::move(request), options, std::move(done),
+                    detail::ClientCore::Delivery::Direct);
     });
   }
 
@@ -263,7 +259,8 @@ class Client {
   /// Opens a stream (Triton's ModelStreamInfer) to the first endpoint in rotation: requests
   /// sent on it are answered through `on_response`, once each by most models and any number
   /// of times by a decoupled one (repeat_int32, a token generator), so that many small
-  /// requests share one call and a decoupled model can answer at all. Throws sonic::Error:
+  /// requests share one call and a decoupled model can answer at all. What `on_response`
+  /// throws is caught, counted and logged as a request callback's is. Throws sonic::Error:
   /// UNIMPLEMENTED from a transport without streams (tcp://). Destroying the client cancels
   /// its open streams (their wait() says CANCELLED); their objects may outlive it.
   InferStream open_stream(StreamCallback on_response, StreamOptions options = {}) {
@@ -272,7 +269,10 @@ class Client {
                                               Callback<void> done) {
       return core->open_stream(deadline, std::move(deliver), std::move(done));
     };
-    return InferStream(open, std::move(on_response), options, core_->shared_callback_pool());
+    return InferStream(open, std::move(on_response), options, core_->shared_callback_pool(),
+                       [weak = std::weak_ptr<detail::ClientCore>(core_)](std::exception_ptr e) {
+                         if (auto core = weak.lock()) core->callback_threw(e);
+                       });
   }
 
   /// Any other method of inference.GRPCInferenceService ("TraceSetting", "LogSettings", ...):
@@ -302,12 +302,36 @@ class Client {
     Deadline deadline = core_->request_deadline(request);
     if (auto* model = batching_ ? batching_->find(request) : nullptr) {
       if (auto rows = model->rows_for(request)) {
-        auto part = model->add(std::move(request), deadline, std::move(done), *rows);
+        auto part = model->add(std::move(request), deadline, std::move(done), delivery, *rows);
         return RequestHandle(std::weak_ptr<detail::Cancellable>(part));
       }
     }
     auto flight = core_->submit(std::move(request), deadline, std::move(done), delivery);
     return RequestHandle(core_, flight);
+  }
+
+  RequestHandle start_chunked(InferRequest request, ChunkOptions options,
+                              Callback<InferResult> done, detail::ClientCore::Delivery delivery) {
+    Deadline deadline = core_->request_deadline(request);
+    auto call = std::make_shared<detail::ChunkedCall>(core_, std::move(request), deadline, options,
+                                                      std::move(done), delivery);
+    call->start();
+    return RequestHandle(std::weak_ptr<detail::Cancellable>(call));
+  }
+
+  // Ends every request of this client, on another thread when this one runs one of its
+  // callbacks (closing waits for them all, this thread's included).
+  void release() {
+    if (!core_) return;
+    if (detail::CallbackContext::in_callback()) {
+      std::thread([core = std::move(core_), batching = std::move(batching_)] {
+        close(*core, batching.get());
+      }).detach();
+      return;
+    }
+    close(*core_, batching_.get());
+    core_.reset();
+    batching_.reset();
   }
 
   // Queued batches first: their requests end with CANCELLED like those in flight.

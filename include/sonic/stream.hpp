@@ -5,6 +5,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <deque>
+#include <exception>
 #include <functional>
 #include <memory>
 #include <mutex>
@@ -36,8 +37,10 @@ namespace detail {
 /// and one at a time, then its end. Thread-safe.
 class StreamDelivery {
  public:
-  StreamDelivery(StreamCallback callback, std::shared_ptr<ThreadPool> pool)
-      : callback_(std::move(callback)), pool_(std::move(pool)) {}
+  /// `threw` gets what the callback throws (it must not throw itself).
+  StreamDelivery(StreamCallback callback, std::shared_ptr<ThreadPool> pool,
+                 std::function<void(std::exception_ptr)> threw)
+      : callback_(std::move(callback)), pool_(std::move(pool)), threw_(std::move(threw)) {}
 
   static void push(const std::shared_ptr<StreamDelivery>& self, StreamResponse response) {
     std::lock_guard<std::mutex> lock(self->mutex_);
@@ -92,7 +95,13 @@ class StreamDelivery {
       StreamResponse next = std::move(queue_.front());
       queue_.pop_front();
       lock.unlock();
-      callback_(std::move(next));
+      // What escapes the callback stops here, as a request callback's does: escaping into a
+      // callback thread would end the process.
+      try {
+        callback_(std::move(next));
+      } catch (...) {
+        if (threw_) threw_(std::current_exception());
+      }
       lock.lock();
     }
     draining_ = false;
@@ -105,6 +114,7 @@ class StreamDelivery {
 
   StreamCallback callback_;
   std::shared_ptr<ThreadPool> pool_;
+  std::function<void(std::exception_ptr)> threw_;
   mutable std::mutex mutex_;
   std::condition_variable ended_changed_;
   std::deque<StreamResponse> queue_;
@@ -128,10 +138,12 @@ class InferStream {
   using Opener = std::function<Result<std::shared_ptr<TransportStream>>(
       Deadline, std::function<void(StreamResponse)>, Callback<void>)>;
 
+  /// `threw` gets what `on_response` throws (Client counts and logs it).
   InferStream(const Opener& open, StreamCallback on_response, const StreamOptions& options,
-              std::shared_ptr<detail::ThreadPool> callbacks)
-      : delivery_(std::make_shared<detail::StreamDelivery>(std::move(on_response),
-                                                           std::move(callbacks))) {
+              std::shared_ptr<detail::ThreadPool> callbacks,
+              std::function<void(std::exception_ptr)> threw = {})
+      : delivery_(std::make_shared<detail::StreamDelivery>(
+            std::move(on_response), std::move(callbacks), std::move(threw))) {
     auto opened = open(
         deadline_after(options.timeout),
         [delivery = delivery_](StreamResponse response) {

@@ -321,3 +321,18 @@ TEST_CASE("a network callback may wait for the client: blocking calls and future
   });
   CHECK(future_sum.get_future().get() == 11);
 }
+
+TEST_CASE("a stream callback that throws is caught and counted; the stream goes on") {
+  LoopbackServer server;
+  Client client(server.url());
+  std::atomic<int> calls{0};
+  auto stream = client.open_stream([&](StreamResponse) {
+    ++calls;
+    throw std::runtime_error("the module failed");
+  });
+  for (int i = 0; i < 5; ++i) REQUIRE(stream.send(simple_request(i, 1)).ok());
+  stream.close();
+  CHECK(stream.wait().ok());
+  CHECK(calls == 5);
+  CHECK(client.stats().callback_exceptions == 5);
+}

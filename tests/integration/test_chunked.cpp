@@ -35,7 +35,13 @@ Model plus_one(int max_batch_size, std::shared_ptr<Seen> seen) {
   m.max_batch_size = max_batch_size;
   m.inputs = {{"INPUT0", DataType::Fp32, {-1, 8}}};
   m.outputs = {{"OUTPUT0", DataType::Fp32, {-1, 8}}, {"INDEX", DataType::Int64, {-1}}};
-  m.compute = [seen](const InferRequest& request) -> Result<std::vector<NamedTensor>> {
+  m.compute = [seen,
+               max_batch_size](const InferRequest& request) -> Result<std::vector<NamedTensor>> {
+    // As repository models (and Triton) refuse a batch past the configuration's.
+    const std::int64_t batch = request.find_input("INPUT0")->tensor.shape().front();
+    if (max_batch_size > 0 && batch > max_batch_size) {
+      return Error(StatusCode::InvalidArgument, "batch past max_batch_size");
+    }
     const int now = ++seen->running;
     int most = seen->most.load();
     while (now > most && !seen->most.compare_exchange_weak(most, now)) {
@@ -45,19 +51,21 @@ Model plus_one(int max_batch_size, std::shared_ptr<Seen> seen) {
     auto values = in.as<float>();
     const std::int64_t rows = in.shape().front();
     // Earlier chunks sleep longer: up to 20 ms for the first.
-    std::this_thread::sleep_for(std::chrono::microseconds(
-        std::max<std::int64_t>(0, 20'000 - static_cast<std::int64_t>(values.size() ? values[0] : 0))));
+    std::this_thread::sleep_for(std::chrono::microseconds(std::max<std::int64_t>(
+        0, 20'000 - static_cast<std::int64_t>(values.size() ? values[0] : 0))));
     std::vector<float> out(values.size());
     std::vector<std::int64_t> index(static_cast<std::size_t>(rows));
     for (std::size_t i = 0; i < values.size(); ++i) out[i] = values[i] + 1;
-    for (std::int64_t r = 0; r < rows; ++r) index[static_cast<std::size_t>(r)] =
-        static_cast<std::int64_t>(values[static_cast<std::size_t>(r) * 8]);
+    for (std::int64_t r = 0; r < rows; ++r)
+      index[static_cast<std::size_t>(r)] =
+          static_cast<std::int64_t>(values[static_cast<std::size_t>(r) * 8]);
     --seen->running;
     if (std::any_of(values.begin(), values.end(), [](float v) { return v < 0; })) {
       return Error(StatusCode::InvalidArgument, "negative input");
     }
-    return std::vector<NamedTensor>{{"OUTPUT0", Tensor::from_vector(std::move(out), in.shape()), {}},
-                                    {"INDEX", Tensor::from_vector(std::move(index), {rows}), {}}};
+    return std::vector<NamedTensor>{
+        {"OUTPUT0", Tensor::from_vector(std::move(out), in.shape()), {}},
+        {"INDEX", Tensor::from_vector(std::move(index), {rows}), {}}};
   };
   return m;
 }
@@ -84,7 +92,8 @@ ChunkOptions chunks_of(std::int64_t rows, std::size_t in_flight) {
 
 }  // namespace
 
-TEST_CASE("a large batch comes back whole and in order, with a bounded number of chunks in flight") {
+TEST_CASE(
+    "a large batch comes back whole and in order, with a bounded number of chunks in flight") {
   auto seen = std::make_shared<Seen>();
   auto server = server_with(plus_one(0, seen));
   Client client(server->url());
@@ -186,5 +195,36 @@ TEST_CASE("inputs that disagree on their batch are refused before anything is se
     CHECK(e.code() == StatusCode::InvalidArgument);
     CHECK(std::string(e.message()).find("first (batch) dimension") != std::string::npos);
   }
+  CHECK(seen->executions == 0);
+}
+
+TEST_CASE("automatic chunks fit the fallback's model when the server cannot be asked") {
+  auto seen = std::make_shared<Seen>();
+  ClientOptions options;
+  options.fallback = CpuExecutor::with_models({plus_one(64, seen)}, 2);
+  Client client("grpc://127.0.0.1:1", options);  // nothing listens: every chunk runs locally
+  auto values = rows_of_values(1000);
+  auto result = client.infer_chunked(
+      InferRequest("plus_one").input("INPUT0", Tensor::view(values, {1000, 8})));
+  CHECK(result.executed_on() == ExecutedOn::Local);
+  CHECK(seen->executions == 16);  // ceil(1000 / 64)
+  CHECK(result.output("OUTPUT0").as<float>()[7999] == 8000.0f);
+}
+
+TEST_CASE("a chunked request cancelled before its chunk size is known sends nothing") {
+  auto seen = std::make_shared<Seen>();
+  auto server = server_with(plus_one(64, seen));
+  Client client(server->url());
+  for (int i = 0; i < 20; ++i) {
+    auto values = std::make_unique<std::vector<float>>(rows_of_values(500));
+    std::promise<Result<InferResult>> done;
+    auto handle = client.infer_chunked_async(
+        InferRequest("plus_one").input("INPUT0", Tensor::view(*values, {500, 8})), ChunkOptions{},
+        [&](Result<InferResult> r) { done.set_value(std::move(r)); });
+    handle.cancel();
+    CHECK(done.get_future().get().code() == StatusCode::Cancelled);
+    values.reset();  // freed once the callback ran: nothing may read it now
+  }
+  std::this_thread::sleep_for(100ms);
   CHECK(seen->executions == 0);
 }

@@ -58,7 +58,8 @@ Model doubler(const std::string& name, int max_batch_size, std::shared_ptr<Execu
       if (values[i] < 0) return Error(StatusCode::InvalidArgument, "negative input");
       out[i] = 2 * values[i];
     }
-    return std::vector<NamedTensor>{{"OUTPUT0", Tensor::from_vector(std::move(out), in.shape()), {}}};
+    return std::vector<NamedTensor>{
+        {"OUTPUT0", Tensor::from_vector(std::move(out), in.shape()), {}}};
   };
   return m;
 }
@@ -86,7 +87,8 @@ Model ragged_sum(std::shared_ptr<Executions> seen) {
       sums.push_back(sum);
     }
     const auto rows = static_cast<std::int64_t>(sums.size());
-    return std::vector<NamedTensor>{{"OUTPUT0", Tensor::from_vector(std::move(sums), {rows, 1}), {}}};
+    return std::vector<NamedTensor>{
+        {"OUTPUT0", Tensor::from_vector(std::move(sums), {rows, 1}), {}}};
   };
   return m;
 }
@@ -251,9 +253,8 @@ TEST_CASE("max_batch 0 takes the model's max_batch_size from its configuration")
   Client client(server->url(), batching("doubler", 0, 20ms));
   // Until the configuration's answer, requests go one by one; after it, merged, never past 8.
   for (int round = 0; round < 20 && client.stats().merged_requests == 0; ++round) {
-    auto results = send_concurrently(client, 24, 4, [](int i) {
-      return rows_request("doubler", static_cast<float>(i));
-    });
+    auto results = send_concurrently(
+        client, 24, 4, [](int i) { return rows_request("doubler", static_cast<float>(i)); });
     for (auto& r : results) REQUIRE(r.ok());
   }
   CHECK(client.stats().merged_requests > 0);
@@ -267,10 +268,11 @@ TEST_CASE("a queued request can be cancelled; the client's end cancels the rest"
   {
     Client client(server->url(), batching("doubler", 64, 10s));
     std::atomic<int> calls{0};
-    RequestHandle handle = client.infer_async(rows_request("doubler", 1), [&](Result<InferResult> r) {
-      ++calls;
-      cancelled.set_value(std::move(r));
-    });
+    RequestHandle handle =
+        client.infer_async(rows_request("doubler", 1), [&](Result<InferResult> r) {
+          ++calls;
+          cancelled.set_value(std::move(r));
+        });
     const auto start = std::chrono::steady_clock::now();
     CHECK(handle.cancel());
     CHECK_FALSE(handle.cancel());
@@ -291,13 +293,13 @@ TEST_CASE("a model that does not answer along the batch dimension fails the merg
   fixed.inputs = {{"INPUT0", DataType::Fp32, {-1, 4}}};
   fixed.outputs = {{"OUTPUT0", DataType::Fp32, {1}}};
   fixed.compute = [](const InferRequest&) -> Result<std::vector<NamedTensor>> {
-    return std::vector<NamedTensor>{{"OUTPUT0", Tensor::from_vector(std::vector<float>{1}, {1}), {}}};
+    return std::vector<NamedTensor>{
+        {"OUTPUT0", Tensor::from_vector(std::vector<float>{1}, {1}), {}}};
   };
   auto server = server_with({fixed});
   Client client(server->url(), batching("fixed", 8, 30ms));
-  auto results = send_concurrently(client, 4, 4, [](int i) {
-    return rows_request("fixed", static_cast<float>(i));
-  });
+  auto results = send_concurrently(
+      client, 4, 4, [](int i) { return rows_request("fixed", static_cast<float>(i)); });
   // Four requests sent at once wait together for 30 ms: at least two share a batch, whose
   // parts all fail; a request that ended up alone is sent as it is and succeeds.
   int merged_failures = 0;
@@ -308,4 +310,112 @@ TEST_CASE("a model that does not answer along the batch dimension fails the merg
     ++merged_failures;
   }
   CHECK(merged_failures >= 2);
+}
+
+TEST_CASE("a blocking call on a batched model from a callback on the only callback thread") {
+  auto seen = std::make_shared<Executions>();
+  auto server = server_with({doubler("doubler", 64, seen)});
+  ClientOptions options = batching("doubler", 8, 1ms);
+  options.callbacks = CallbackThread::Pool;
+  options.callback_threads = 1;
+  Client client(server->url(), options);
+  // The inner call's answer must not queue behind the callback that waits for it.
+  std::promise<float> inner;
+  client.infer_async(rows_request("doubler", 1), [&](Result<InferResult>) {
+    try {
+      inner.set_value(client.infer(rows_request("doubler", 5)).output("OUTPUT0").as<float>()[0]);
+    } catch (const Error&) {
+      inner.set_value(-1);
+    }
+  });
+  auto answer = inner.get_future();
+  REQUIRE(answer.wait_for(10s) == std::future_status::ready);
+  CHECK(answer.get() == 10.0f);
+}
+
+TEST_CASE("cancelled requests are never read after their callback, whichever path they were on") {
+  auto seen = std::make_shared<Executions>();
+  auto server = server_with({doubler("doubler", 64, seen)});
+  Client client(server->url(), batching("doubler", 4, std::chrono::microseconds(0)));
+  // Each request's inputs are freed as soon as its callback ran (AddressSanitizer sees a read
+  // after that); cancels race with merging, sending alone, and answers.
+  for (int i = 0; i < 300; ++i) {
+    auto values = std::make_unique<std::vector<float>>(4, static_cast<float>(i));
+    std::promise<void> done;
+    auto handle =
+        client.infer_async(InferRequest("doubler").input("INPUT0", Tensor::view(*values, {1, 4})),
+                           [&](Result<InferResult>) { done.set_value(); });
+    if (i % 3 != 2) handle.cancel();
+    done.get_future().get();
+    values.reset();
+  }
+  CHECK(client.stats().requests <= 300);
+}
+
+TEST_CASE("one request's short deadline does not fail the requests merged with it") {
+  auto seen = std::make_shared<Executions>();
+  Model slow = doubler("slow_doubler", 64, seen);
+  auto compute = slow.compute;
+  slow.compute = [compute](const InferRequest& request) {
+    std::this_thread::sleep_for(100ms);
+    return compute(request);
+  };
+  auto server = server_with({slow});
+  Client client(server->url(), batching("slow_doubler", 64, 30ms));
+  auto results = send_concurrently(client, 6, 3, [](int i) {
+    auto request = rows_request("slow_doubler", static_cast<float>(i));
+    request.timeout(i == 0 ? 40ms : 5s);
+    return request;
+  });
+  CHECK(results[0].code() == StatusCode::DeadlineExceeded);
+  for (int i = 1; i < 6; ++i) {
+    CAPTURE(i);
+    CHECK(results[static_cast<std::size_t>(i)].ok());
+  }
+}
+
+TEST_CASE("a failure no single request causes is not asked again part by part") {
+  auto calls = std::make_shared<std::atomic<int>>(0);
+  Model full;
+  full.name = "full";
+  full.max_batch_size = 64;
+  full.inputs = {{"INPUT0", DataType::Fp32, {-1, 4}}};
+  full.outputs = {{"OUTPUT0", DataType::Fp32, {-1, 4}}};
+  full.compute = [calls](const InferRequest&) -> Result<std::vector<NamedTensor>> {
+    ++*calls;
+    return Error(StatusCode::ResourceExhausted, "no memory left on the device");
+  };
+  auto server = server_with({full});
+  Client client(server->url(), batching("full", 64, 30ms));
+  auto results = send_concurrently(
+      client, 8, 4, [](int i) { return rows_request("full", static_cast<float>(i)); });
+  for (auto& r : results) CHECK(r.code() == StatusCode::ResourceExhausted);
+  CHECK(*calls == static_cast<int>(client.stats().requests));  // no resends beside the merged
+  CHECK(client.stats().batched_requests > 0);
+}
+
+TEST_CASE("requests with tensor or output parameters are never merged") {
+  auto seen = std::make_shared<Executions>();
+  auto server = server_with({doubler("doubler", 64, seen)});
+  Client client(server->url(), batching("doubler", 64, 20ms));
+  auto results = send_concurrently(client, 6, 3, [](int i) {
+    return rows_request("doubler", static_cast<float>(i))
+        .output("OUTPUT0", {{"binary_data", true}});
+  });
+  for (auto& r : results) CHECK(r.ok());
+  CHECK(client.stats().batched_requests == 0);
+}
+
+TEST_CASE("moving another client into one ends the requests it had queued") {
+  auto seen = std::make_shared<Executions>();
+  auto server = server_with({doubler("doubler", 64, seen)});
+  Client client(server->url(), batching("doubler", 64, 10s));
+  std::promise<Result<InferResult>> queued;
+  client.infer_async(rows_request("doubler", 1),
+                     [&](Result<InferResult> r) { queued.set_value(std::move(r)); });
+  client = Client(server->url());
+  auto outcome = queued.get_future();
+  REQUIRE(outcome.wait_for(5s) == std::future_status::ready);
+  CHECK(outcome.get().code() == StatusCode::Cancelled);
+  CHECK(client.infer(rows_request("doubler", 2)).output("OUTPUT0").as<float>()[0] == 4.0f);
 }

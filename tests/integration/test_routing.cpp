@@ -68,14 +68,15 @@ TEST_CASE("a NOT_FOUND makes discovery ask again at once") {
   LoopbackServer a(here, {}), b(there, {});
   ClientOptions options;
   options.endpoints = {a.url(), b.url()};
-  options.routing.discovery_interval = std::chrono::hours(1);  // only the first round, and on demand
+  options.routing.discovery_interval =
+      std::chrono::hours(1);  // only the first round, and on demand
   Client client(options);
   std::this_thread::sleep_for(200ms);
   send_simple(client, 5);
   REQUIRE(here->unload_model("simple").ok());
   there->add_model(models::simple());
   std::this_thread::sleep_for(1100ms);  // rediscovery is rate-limited to one a second
-  send_simple(client, 1);  // NOT_FOUND at a, answered by b, and discovery asks again
+  send_simple(client, 1);               // NOT_FOUND at a, answered by b, and discovery asks again
   REQUIRE(eventually([&] {
     const auto before = attempts(client, 0);
     send_simple(client, 5);
@@ -165,4 +166,25 @@ TEST_CASE("a pinned configuration keeps requests off servers that report another
     CHECK(e.code() == StatusCode::Unavailable);
   }
   CHECK(attempts(client, 0) == 0);
+}
+
+TEST_CASE("a pinned model no endpoint serves fails within the control timeout, naming why") {
+  Model other = models::simple();
+  other.max_batch_size = 8;
+  auto wrong = server_of({other});
+  auto without = server_of({work(0ms)});
+  ClientOptions options;
+  options.endpoints = {wrong->url(), without->url()};
+  options.routing.pins["simple"].config_checksum = "0123456789abcdef";
+  options.control_timeout = 1s;
+  Client client(options);  // no request deadline: only the wait for discovery bounds it
+  const auto start = std::chrono::steady_clock::now();
+  try {
+    client.infer(simple_request(1, 1));
+    FAIL("a request went to a server with another configuration");
+  } catch (const Error& e) {
+    CHECK(e.code() == StatusCode::Unavailable);
+    CHECK(std::string(e.message()).find("pinned 0123456789abcdef") != std::string::npos);
+  }
+  CHECK(ms_since(start) < 3000);
 }

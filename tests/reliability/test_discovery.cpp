@@ -36,7 +36,8 @@ TEST_CASE("an endpoint that refuses discovery takes no requests until it answers
   busy.refuse_discovery(Error(StatusCode::ResourceExhausted, "servers overloaded"));
   Client client(discovering({busy.url(), calm.url()}));
   REQUIRE(eventually([&] { return busy.discovery_calls() > 1 && calm.discovery_calls() > 1; }));
-  for (int i = 0; i < 20; ++i) CHECK(client.infer(simple_request()).executed_on() == ExecutedOn::Remote);
+  for (int i = 0; i < 20; ++i)
+    CHECK(client.infer(simple_request()).executed_on() == ExecutedOn::Remote);
   CHECK(busy.calls() == 0);
   CHECK(calm.calls() == 20);
 

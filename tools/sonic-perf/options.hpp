@@ -7,9 +7,9 @@
 
 #include <cstdlib>
 #include <filesystem>
+#include <optional>
 #include <random>
 #include <stdexcept>
-#include <optional>
 #include <string>
 #include <vector>
 

@@ -64,7 +64,8 @@ inline Tensor rows_of(const Tensor& tensor, const std::vector<std::size_t>& offs
   const std::size_t begin = offsets[static_cast<std::size_t>(first)];
   const std::size_t end = offsets[static_cast<std::size_t>(first + count)];
   const std::uint8_t* data = tensor.data() + begin;
-  if (tensor.borrowed()) return Tensor::view_bytes(tensor.dtype(), std::move(shape), data, end - begin);
+  if (tensor.borrowed())
+    return Tensor::view_bytes(tensor.dtype(), std::move(shape), data, end - begin);
   return Tensor::from_shared(tensor.dtype(), std::move(shape), std::make_shared<Tensor>(tensor),
                              data, end - begin);
 }

@@ -25,18 +25,20 @@
 
 namespace sonic::detail {
 
-/// A request cut into chunks of rows. Its callback runs once, through the core (where
-/// ClientOptions::callbacks says), once no chunk is in flight any more: the caller's borrowed
-/// inputs, which the chunks borrow in turn (no copy), are read until then and never after.
+/// A request cut into chunks of rows. Its callback runs once, as `delivery` says (a user
+/// callback where ClientOptions::callbacks says, never inside start() or cancel()), once no
+/// chunk is in flight any more: the caller's borrowed inputs, which the chunks borrow in turn
+/// (no copy), are read until then and never after.
 class ChunkedCall final : public Cancellable, public std::enable_shared_from_this<ChunkedCall> {
  public:
   ChunkedCall(std::shared_ptr<ClientCore> core, InferRequest request, Deadline deadline,
-              ChunkOptions options, Callback<InferResult> done)
+              ChunkOptions options, Callback<InferResult> done, ClientCore::Delivery delivery)
       : core_(std::move(core)),
         request_(std::move(request)),
         deadline_(deadline),
         options_(options),
-        done_(std::move(done)) {
+        done_(std::move(done)),
+        delivery_(delivery) {
     options_.max_in_flight = std::max<std::size_t>(1, options_.max_in_flight);
   }
 
@@ -49,6 +51,10 @@ class ChunkedCall final : public Cancellable, public std::enable_shared_from_thi
       fail(Error(StatusCode::InvalidArgument,
                  "infer_chunked: the inputs of a request for model '" + request_.model_name() +
                      "' must share their first (batch) dimension to be cut into chunks"));
+    } else if (names_places()) {
+      fail(Error(StatusCode::InvalidArgument,
+                 "infer_chunked: a request whose tensors have parameters (shared-memory regions, "
+                 "say) cannot be cut into chunks: every chunk would name the same place"));
     } else if (options_.rows > 0) {
       cut(*rows, options_.rows);
     } else {
@@ -87,21 +93,32 @@ class ChunkedCall final : public Cancellable, public std::enable_shared_from_thi
         request_.model_name(), request_.model_version(),
         std::min(deadline_, core_->control_deadline()),
         [self = shared_from_this(), rows](Result<std::string> config) {
-          // Without an answer, the chunk size follows from the bytes alone.
-          std::optional<std::int64_t> max_batch;
-          if (config) max_batch = config_max_batch_size(*config);
-          self->cut(rows, self->automatic_rows(rows, max_batch));
+          // On the callback threads: the fallback's copy of the model may have to be loaded
+          // (seconds), which must not stall the network thread that brought the answer.
+          std::optional<std::int64_t> remote;
+          if (config) remote = config_max_batch_size(*config);
+          self->core_->shared_callback_pool()->post([self, rows, remote] {
+            self->cut(rows, self->automatic_rows(rows, remote,
+                                                 self->core_->local_max_batch(self->request_)));
+          });
         });
   }
 
-  // Rows per chunk for target_chunk_bytes, within the model's max_batch_size. A model without a
-  // batch dimension (max_batch_size 0) takes the request whole.
-  std::int64_t automatic_rows(std::int64_t rows, std::optional<std::int64_t> max_batch) const {
+  // Rows per chunk for target_chunk_bytes, within the model's max_batch_size: the server's
+  // (`remote`), and the fallback's (`local`) since chunks may run there too; none known: the
+  // bytes alone decide. A model without a batch dimension (max_batch_size 0) takes the
+  // request whole.
+  std::int64_t automatic_rows(std::int64_t rows, std::optional<std::int64_t> remote,
+                              std::optional<std::int64_t> local) const {
+    std::optional<std::int64_t> max_batch = remote ? remote : local;
+    if (remote && local && *remote > 0 && *local > 0) max_batch = std::min(*remote, *local);
     if (max_batch && *max_batch == 0) return std::max<std::int64_t>(rows, 1);
     std::size_t bytes = 0;
     for (const auto& input : request_.inputs()) bytes += input.tensor.byte_size();
-    const std::size_t row_bytes = rows > 0 ? std::max<std::size_t>(1, bytes / static_cast<std::size_t>(rows)) : 1;
-    auto chosen = static_cast<std::int64_t>(std::max<std::size_t>(1, options_.target_chunk_bytes / row_bytes));
+    const std::size_t row_bytes =
+        rows > 0 ? std::max<std::size_t>(1, bytes / static_cast<std::size_t>(rows)) : 1;
+    auto chosen = static_cast<std::int64_t>(
+        std::max<std::size_t>(1, options_.target_chunk_bytes / row_bytes));
     if (max_batch && *max_batch > 0) chosen = std::min(chosen, *max_batch);
     return chosen;
   }
@@ -109,17 +126,20 @@ class ChunkedCall final : public Cancellable, public std::enable_shared_from_thi
   void cut(std::int64_t rows, std::int64_t chunk_rows) {
     {
       std::lock_guard<std::mutex> lock(mutex_);
+      // Cancelled while the configuration was asked: the outcome is decided (and maybe
+      // delivered, the caller's inputs freed); they must not be read.
+      if (error_ || delivered_) return;
       rows_ = rows;
-      chunk_rows_ = std::max<std::int64_t>(1, chunk_rows);
+      chunk_rows_ = std::clamp<std::int64_t>(chunk_rows, 1, std::max<std::int64_t>(rows, 1));
       chunks_ = rows == 0 ? 1 : static_cast<std::size_t>((rows + chunk_rows_ - 1) / chunk_rows_);
       results_.resize(chunks_);
       for (const auto& input : request_.inputs()) {
         auto bounds = row_offsets(input.tensor, rows);
         if (!bounds) {
-          error_ = Error(StatusCode::InvalidArgument,
-                         "infer_chunked: input '" + input.name + "' does not hold " +
-                             std::to_string(rows) + " rows of shape " +
-                             to_string(input.tensor.shape()));
+          error_ =
+              Error(StatusCode::InvalidArgument,
+                    "infer_chunked: input '" + input.name + "' does not hold " +
+                        std::to_string(rows) + " rows of shape " + to_string(input.tensor.shape()));
           break;
         }
         offsets_.push_back(std::move(*bounds));
@@ -182,8 +202,22 @@ class ChunkedCall final : public Cancellable, public std::enable_shared_from_thi
     const bool over = in_flight_.empty() && (error_ || answered_ == chunks_) && !delivered_;
     if (!over) return;
     delivered_ = true;
+    Result<InferResult> outcome = error_ ? Result<InferResult>(*error_) : join();
     lock.unlock();
-    deliver();
+    const auto me = std::this_thread::get_id();
+    core_->hand_over(std::move(done_), std::move(outcome), delivery_,
+                     me == starting_.load() || me == cancelling_.load());
+  }
+
+  // Whether a tensor of the request names a place of its own (a shared-memory region).
+  bool names_places() const {
+    for (const auto& input : request_.inputs()) {
+      if (!input.parameters.empty()) return true;
+    }
+    for (const auto& output : request_.outputs()) {
+      if (output.parameters.count("shared_memory_region")) return true;
+    }
+    return false;
   }
 
   void on_chunk(std::size_t index, Result<InferResult> result) {
@@ -222,13 +256,6 @@ class ChunkedCall final : public Cancellable, public std::enable_shared_from_thi
       error_ = std::move(error);
     }
     pump();
-  }
-
-  // The joined result, or the first error; once, when no chunk reads the inputs any more.
-  void deliver() {
-    Result<InferResult> outcome = error_ ? Result<InferResult>(*error_) : join();
-    const auto me = std::this_thread::get_id();
-    core_->hand_over(std::move(done_), std::move(outcome), me == starting_ || me == cancelling_);
   }
 
   Result<InferResult> join() {
@@ -273,6 +300,7 @@ class ChunkedCall final : public Cancellable, public std::enable_shared_from_thi
   const Deadline deadline_;
   ChunkOptions options_;
   Callback<InferResult> done_;
+  const ClientCore::Delivery delivery_;
   // The threads inside start() and cancel(), where the callback must not run.
   std::atomic<std::thread::id> starting_{}, cancelling_{};
 

@@ -30,23 +30,30 @@ class ModelBatcher;
 /// A caller's request inside client-side batching, from infer_async to its callback.
 struct BatchedPart final : Cancellable, std::enable_shared_from_this<BatchedPart> {
   BatchedPart(std::weak_ptr<ModelBatcher> b, InferRequest r, Deadline d, Callback<InferResult> cb,
-              std::int64_t n)
-      : batcher(std::move(b)), request(std::move(r)), deadline(d), done(std::move(cb)), rows(n) {}
+              ClientCore::Delivery how, std::int64_t n)
+      : batcher(std::move(b)),
+        request(std::move(r)),
+        deadline(d),
+        done(std::move(cb)),
+        delivery(how),
+        rows(n) {}
   inline bool cancel() override;  // RequestHandle::cancel()
 
   std::weak_ptr<ModelBatcher> batcher;
   InferRequest request;
   Deadline deadline;
   Callback<InferResult> done;
+  ClientCore::Delivery delivery;       // as the caller's call asked (a future: Direct)
   std::int64_t rows;                   // of the merged request: its batch, or 1 when ragged
-  std::atomic<bool> completed{false};  // its callback is decided
-  std::mutex mutex;                    // guards `alone`
+  std::atomic<bool> completed{false};  // its outcome is decided
+  std::mutex mutex;                    // orders a cancel() against send_alone(); guards `alone`
   std::shared_ptr<ClientCore::Flight> alone;  // sent again by itself after a merged failure
 };
 
-/// The batching of one model's requests. Every part's callback runs once, through the core
-/// (where ClientOptions::callbacks says); a part's borrowed inputs are read until it is merged
-/// (copied) or, when sent again alone, until that request completes. Thread-safe.
+/// The batching of one model's requests. Every part's callback runs once, as its delivery says
+/// (a user callback where ClientOptions::callbacks says, never inside the caller's add() or
+/// cancel()); a part's borrowed inputs are read until it is merged (copied) or, when it is
+/// sent alone, until that request completes. Thread-safe.
 class ModelBatcher : public std::enable_shared_from_this<ModelBatcher> {
  public:
   ModelBatcher(std::shared_ptr<ClientCore> core, std::string model, BatchingOptions options)
@@ -62,8 +69,12 @@ class ModelBatcher : public std::enable_shared_from_this<ModelBatcher> {
     if (max_batch <= 1 || request.inputs().empty() || !request.parameters().empty()) {
       return std::nullopt;
     }
+    // Tensor parameters (shared-memory regions above all) name places each request has alone.
     for (const auto& input : request.inputs()) {
       if (!input.parameters.empty() || input.tensor.shape().empty()) return std::nullopt;
+    }
+    for (const auto& output : request.outputs()) {
+      if (!output.parameters.empty()) return std::nullopt;
     }
     if (options_.ragged) {
       if (!source_of(request)) return std::nullopt;
@@ -74,20 +85,22 @@ class ModelBatcher : public std::enable_shared_from_this<ModelBatcher> {
     return batch;
   }
 
-  /// Queues a request that rows_for() accepted; `done` runs once, never inside this call.
+  /// Queues a request that rows_for() accepted; `done` runs once, as `delivery` says.
   std::shared_ptr<BatchedPart> add(InferRequest request, Deadline deadline,
-                                   Callback<InferResult> done, std::int64_t rows) {
+                                   Callback<InferResult> done, ClientCore::Delivery delivery,
+                                   std::int64_t rows) {
+    ScopedCount inside(callers_calls());
     core_->expect_outcome();
     auto part = std::make_shared<BatchedPart>(weak_from_this(), std::move(request), deadline,
-                                              std::move(done), rows);
+                                              std::move(done), delivery, rows);
     std::vector<Merged> ready;
     bool closed;
     {
       std::lock_guard<std::mutex> lock(mutex_);
       closed = closed_;
       if (!closed) {
-        if (!open_.empty() && (!compatible(*open_.front(), *part) ||
-                               open_rows_ + rows > max_batch_)) {
+        if (!open_.empty() &&
+            (!compatible(*open_.front(), *part) || open_rows_ + rows > max_batch_)) {
           ready.push_back(merge_open());
         }
         open_.push_back(part);
@@ -103,7 +116,7 @@ class ModelBatcher : public std::enable_shared_from_this<ModelBatcher> {
       }
     }
     if (closed) {
-      complete(*part, Error(StatusCode::Cancelled, "the client was destroyed"), true);
+      complete(*part, Error(StatusCode::Cancelled, "the client was destroyed"));
       return part;
     }
     for (auto& merged : ready) send(std::move(merged));
@@ -112,6 +125,7 @@ class ModelBatcher : public std::enable_shared_from_this<ModelBatcher> {
 
   /// Cancels a part (RequestHandle::cancel).
   bool cancel(const std::shared_ptr<BatchedPart>& part) {
+    ScopedCount inside(callers_calls());
     {
       std::lock_guard<std::mutex> lock(mutex_);
       auto it = std::find(open_.begin(), open_.end(), part);
@@ -120,15 +134,21 @@ class ModelBatcher : public std::enable_shared_from_this<ModelBatcher> {
         open_.erase(it);
       }
     }
+    // Queued (now removed) or merged (its bytes copied): nothing reads its inputs any more,
+    // unless it was sent alone. Decided under the part's mutex, which send_alone() takes too:
+    // either that request exists and is stopped, or it is never sent.
     std::shared_ptr<ClientCore::Flight> alone;
+    bool decided = false;
     {
       std::lock_guard<std::mutex> lock(part->mutex);
       alone = part->alone;
+      if (!alone) decided = !part->completed.exchange(true);
     }
     if (alone) return core_->cancel(alone);
-    // Queued (now removed) or merged (its bytes copied): nothing reads its inputs any more.
-    return complete(*part, Error(StatusCode::Cancelled, "the request was cancelled by the caller"),
-                    true);
+    if (decided) {
+      deliver(*part, Error(StatusCode::Cancelled, "the request was cancelled by the caller"));
+    }
+    return decided;
   }
 
   /// Adds this model's counters to a client's.
@@ -149,9 +169,8 @@ class ModelBatcher : public std::enable_shared_from_this<ModelBatcher> {
       ++generation_;
     }
     timers_->run_now(this);
-    for (auto& part : queued) {
-      complete(*part, Error(StatusCode::Cancelled, "the client was destroyed"), true);
-    }
+    for (auto& part : queued)
+      complete(*part, Error(StatusCode::Cancelled, "the client was destroyed"));
   }
 
  private:
@@ -183,13 +202,13 @@ class ModelBatcher : public std::enable_shared_from_this<ModelBatcher> {
     } catch (const Error&) {
       return;  // the client is closing
     }
-    transport->model_config_async(
-        model_, {}, core_->control_deadline(),
-        [weak = weak_from_this()](Result<std::string> config) {
-          auto self = weak.lock();
-          if (!self || !config) return;  // asked again after kAskAgain
-          if (auto max_batch = config_max_batch_size(*config)) self->max_batch_ = *max_batch;
-        });
+    transport->model_config_async(model_, {}, core_->control_deadline(),
+                                  [weak = weak_from_this()](Result<std::string> config) {
+                                    auto self = weak.lock();
+                                    if (!self || !config) return;  // asked again after kAskAgain
+                                    if (auto max_batch = config_max_batch_size(*config))
+                                      self->max_batch_ = *max_batch;
+                                  });
   }
 
   const std::string* source_of(const InferRequest& request) const {
@@ -252,7 +271,8 @@ class ModelBatcher : public std::enable_shared_from_this<ModelBatcher> {
       for (std::size_t p = 0; p < merged.parts.size(); ++p) {
         pieces[p] = &merged.parts[p]->request.inputs()[i].tensor;
       }
-      inputs.push_back({first.inputs()[i].name, join_rows(pieces, options_.ragged.has_value()), {}});
+      inputs.push_back(
+          {first.inputs()[i].name, join_rows(pieces, options_.ragged.has_value()), {}});
     }
     if (options_.ragged) {
       std::vector<std::int32_t> accumulated;
@@ -269,7 +289,8 @@ class ModelBatcher : public std::enable_shared_from_this<ModelBatcher> {
     }
     merged.request = first.with_inputs(std::move(inputs)).id({});
     merged.deadline = Deadline::max();
-    for (const auto& part : merged.parts) merged.deadline = std::min(merged.deadline, part->deadline);
+    for (const auto& part : merged.parts)
+      merged.deadline = std::min(merged.deadline, part->deadline);
     return merged;
   }
 
@@ -277,17 +298,18 @@ class ModelBatcher : public std::enable_shared_from_this<ModelBatcher> {
     if (merged.parts.size() == 1) return send_alone(merged.parts.front());
     batched_.fetch_add(merged.parts.size(), std::memory_order_relaxed);
     merged_.fetch_add(1, std::memory_order_relaxed);
-    auto parts = std::make_shared<std::vector<std::shared_ptr<BatchedPart>>>(std::move(merged.parts));
+    auto parts =
+        std::make_shared<std::vector<std::shared_ptr<BatchedPart>>>(std::move(merged.parts));
     const std::int64_t rows = merged.rows;
     core_->submit(
         std::move(merged.request), merged.deadline,
         [self = shared_from_this(), parts, rows](Result<InferResult> result) {
           self->answer(*parts, rows, std::move(result));
         },
-        ClientCore::Delivery::Callback);
+        ClientCore::Delivery::Direct);
   }
 
-  // The merged request's outcome, handed to each part; runs as the merged request's callback.
+  // The merged request's outcome, handed to each part; runs wherever it was decided.
   void answer(std::vector<std::shared_ptr<BatchedPart>>& parts, std::int64_t rows,
               Result<InferResult> result) {
     if (!result) return answer_error(parts, result.error());
@@ -299,13 +321,13 @@ class ModelBatcher : public std::enable_shared_from_this<ModelBatcher> {
       auto bounds = row_offsets(output.tensor, expected);
       if (!bounds) {
         return answer_error(
-            parts, Error(StatusCode::Internal,
-                         "client-side batching of model '" + model_ + "': output '" +
-                             output.name + "' of the merged request has shape " +
-                             to_string(output.tensor.shape()) + ", not " +
-                             std::to_string(expected) +
-                             " rows: the model does not answer along the batch dimension; "
-                             "turn batching off for it (ClientOptions::batching)"),
+            parts,
+            Error(StatusCode::Internal,
+                  "client-side batching of model '" + model_ + "': output '" + output.name +
+                      "' of the merged request has shape " + to_string(output.tensor.shape()) +
+                      ", not " + std::to_string(expected) +
+                      " rows: the model does not answer along the batch dimension; "
+                      "turn batching off for it (ClientOptions::batching)"),
             false);
       }
       offsets.push_back(std::move(*bounds));
@@ -316,53 +338,75 @@ class ModelBatcher : public std::enable_shared_from_this<ModelBatcher> {
       std::vector<NamedTensor> outputs;
       for (std::size_t o = 0; o < merged.outputs().size(); ++o) {
         const auto& output = merged.outputs()[o];
-        outputs.push_back(
-            {output.name, detail::rows_of(output.tensor, offsets[o], first_row, count), output.parameters});
+        outputs.push_back({output.name,
+                           detail::rows_of(output.tensor, offsets[o], first_row, count),
+                           output.parameters});
       }
       first_row += count;
       InferResult own(merged.model_name(), merged.model_version(), part->request.request_id(),
                       std::move(outputs), merged.parameters());
       own.set_executed_on(merged.executed_on());
       own.timing() = merged.timing();
-      if (!part->completed.exchange(true)) core_->run_callback(part->done, std::move(own));
+      complete(*part, std::move(own));
     }
   }
 
-  // A failure of the merged request. One that a single part may have caused is asked again of
-  // each part alone (`retry_alone`), so that each gets its own verdict; any other ends them all.
+  // A failure of the merged request. One that a single part may have caused (an invalid input,
+  // an error of the model) is asked again of each part alone, so that each gets its own
+  // verdict; a deadline, the earliest of the parts', is asked again of the parts whose own
+  // deadline is still ahead; any other failure (the server, the path to it) is everyone's.
   void answer_error(std::vector<std::shared_ptr<BatchedPart>>& parts, const Error& error,
                     bool retry_alone = true) {
     const StatusCode code = error.code();
-    const bool everyone = code == StatusCode::Unavailable ||
-                          code == StatusCode::DeadlineExceeded || code == StatusCode::Cancelled;
-    if (everyone || !retry_alone || parts.size() == 1) {
-      for (auto& part : parts) {
-        if (!part->completed.exchange(true)) core_->run_callback(part->done, Error(error));
+    const bool one_part_may_cause = code == StatusCode::InvalidArgument ||
+                                    code == StatusCode::Internal || code == StatusCode::Unknown ||
+                                    code == StatusCode::OutOfRange || code == StatusCode::DataLoss;
+    const auto now = Clock::now();
+    for (auto& part : parts) {
+      const bool again =
+          parts.size() > 1 && retry_alone &&
+          (one_part_may_cause || (code == StatusCode::DeadlineExceeded && part->deadline > now));
+      if (again) {
+        send_alone(part);
+      } else {
+        complete(*part, Error(error));
       }
-      return;
     }
-    for (auto& part : parts) send_alone(part);
   }
 
+  // Sends a part as the caller gave it (its borrowed inputs read until this request is over).
   void send_alone(const std::shared_ptr<BatchedPart>& part) {
-    // Under the part's mutex, so that a cancel() sees the request it must stop; its outcome is
-    // handed over off this thread (a callback may cancel, which takes the mutex).
+    // Under the part's mutex, so that a cancel() either finds the request to stop or decides
+    // the part first, and it is not sent. A request that fails inside submit() completes the
+    // part there: its outcome never runs a user callback here (callers_calls()), which might
+    // cancel and take the mutex again.
+    ScopedCount inside(callers_calls());
     std::lock_guard<std::mutex> lock(part->mutex);
     if (part->completed) return;  // cancelled meanwhile
     part->alone = core_->submit(
         part->request, part->deadline,
         [self = shared_from_this(), part](Result<InferResult> result) {
-          self->complete(*part, std::move(result), true);
+          self->complete(*part, std::move(result));
         },
         ClientCore::Delivery::Direct);
   }
 
   // Decides a part's outcome unless it was decided; true when this call did.
-  bool complete(BatchedPart& part, Result<InferResult>&& result, bool inside_callers_call) {
+  bool complete(BatchedPart& part, Result<InferResult>&& result) {
     if (part.completed.exchange(true)) return false;
-    core_->hand_over(std::move(part.done), std::move(result), inside_callers_call);
+    deliver(part, std::move(result));
     return true;
   }
+
+  // Hands a decided part's outcome to its caller: a promise at once, a user callback where
+  // ClientOptions::callbacks says and never inside a call of the caller's on this thread.
+  void deliver(BatchedPart& part, Result<InferResult>&& result) {
+    core_->hand_over(std::move(part.done), std::move(result), part.delivery,
+                     CallbackContext::in_callers_call());
+  }
+
+  // This thread's calls into batchers that a caller's user callback must not run inside.
+  static int& callers_calls() { return CallbackContext::callers_calls(); }
 
   static constexpr std::chrono::nanoseconds kAskAgain = std::chrono::seconds(5);
 
@@ -374,8 +418,8 @@ class ModelBatcher : public std::enable_shared_from_this<ModelBatcher> {
   std::atomic<std::int64_t> max_batch_{-1};
   std::atomic<std::int64_t> last_ask_ns_{std::numeric_limits<std::int64_t>::min() / 2};
   std::atomic<std::uint64_t> batched_{0}, merged_{0};  // ClientStats
-  std::mutex mutex_;  // guards the members below
-  std::vector<std::shared_ptr<BatchedPart>> open_;  // waiting to be merged, in order
+  std::mutex mutex_;                                   // guards the members below
+  std::vector<std::shared_ptr<BatchedPart>> open_;     // waiting to be merged, in order
   std::int64_t open_rows_ = 0;
   std::uint64_t generation_ = 0;  // of the open batch, for its delay timer
   bool closed_ = false;

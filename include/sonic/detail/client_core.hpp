@@ -51,8 +51,15 @@ struct CallbackContext {
     thread_local int depth = 0;
     return depth;
   }
+  /// A caller's calls into client-side batching or chunking (infer_async, cancel) running on
+  /// this thread, inside which none of the caller's callbacks may run.
+  SONIC_EXPORT static int& callers_calls() {
+    thread_local int depth = 0;
+    return depth;
+  }
   static bool in_callback() { return callbacks() > 0; }
   static bool in_inline_callback() { return inline_callbacks() > 0; }
+  static bool in_callers_call() { return callers_calls() > 0; }
 };
 
 /// Marks the current thread for the lifetime of the scope.
@@ -98,8 +105,9 @@ class ClientCore : public std::enable_shared_from_this<ClientCore> {
     // to a callback.
     std::atomic<std::thread::id> submitting{};
     std::atomic<std::thread::id> cancelling{};
-    int attempts = 0;                  // only touched by the attempt chain
-    std::size_t last_slot = SIZE_MAX;  // where the previous attempt went
+    int attempts = 0;                          // only touched by the attempt chain
+    std::size_t last_slot = SIZE_MAX;          // where the previous attempt went
+    Clock::time_point discovery_wait_until{};  // set when it first waits for discovery
     // Rare states live behind pointers: a client may hold 10,000 flights at once.
     std::unique_ptr<Error> not_found;  // an endpoint lacked the model
     // Why each endpoint tried so far was unavailable, in order (endpoint slot, message): when
@@ -230,7 +238,7 @@ class ClientCore : public std::enable_shared_from_this<ClientCore> {
   }
 
   /// Announces an outcome decided outside of submit()'s flights (a part of a batched request, a
-  /// request sent in chunks), to be handed over later by run_callback() or hand_over(): close()
+  /// request sent in chunks), to be handed over later by hand_over(): close()
   /// waits for it as for any request's.
   void expect_outcome() { undelivered_.fetch_add(1, std::memory_order_relaxed); }
 
@@ -276,12 +284,36 @@ class ClientCore : public std::enable_shared_from_this<ClientCore> {
     });
   }
 
-  /// Runs an announced outcome's callback here and now, for code that already runs where
-  /// callbacks belong (inside the callback of the request that decided it); what it throws is
-  /// caught and counted.
-  void run_callback(Callback<InferResult>& done, Result<InferResult>&& result) {
-    call_back(done, std::move(result));
+  /// Hands an announced outcome to a callback that takes it wherever it is decided (a promise:
+  /// Delivery::Direct), or as hand_over() does for a user callback (Delivery::Callback).
+  void hand_over(Callback<InferResult> done, Result<InferResult>&& result, Delivery delivery,
+                 bool inside_callers_call) {
+    if (delivery == Delivery::Callback) {
+      return hand_over(std::move(done), std::move(result), inside_callers_call);
+    }
+    done(std::move(result));
     delivered();
+  }
+
+  /// The max_batch_size of the fallback's copy of a request's model (loaded now when it comes
+  /// from a repository and is not yet), or none when no fallback serves the model. May block
+  /// for the load.
+  std::optional<std::int64_t> local_max_batch(const InferRequest& request) const {
+    if (!local_model_serves(request)) return std::nullopt;
+    auto model = options_.fallback->model(request.model_name(), request.model_version());
+    if (!model && options_.fallback->load_model(request.model_name()).ok()) {
+      model = options_.fallback->model(request.model_name(), request.model_version());
+    }
+    if (!model) return std::nullopt;
+    return (*model)->max_batch_size;
+  }
+
+  /// A callback of this client (a request's, a stream's) threw: counted and logged.
+  void callback_threw(const std::exception_ptr& thrown) {
+    counters_.callback_exceptions.fetch_add(1, std::memory_order_relaxed);
+    log(LogLevel::Error, "a completion callback threw (" + what_of(thrown) +
+                             "): sonic caught it; callbacks must not throw (see "
+                             "sonic::forward_exceptions)");
   }
 
   /// A snapshot of the counters.
@@ -336,7 +368,15 @@ class ClientCore : public std::enable_shared_from_this<ClientCore> {
     // Another request is already fetching: waiting for it could outlast this request's own
     // deadline, so send now and let the server validate.
     if (!fetch) return attempt(flight);
-    control_transport()->model_metadata_async(
+    auto transport = endpoints_->control_transport();
+    if (!transport) {  // every endpoint is gone: the client is closing
+      {
+        std::lock_guard<std::mutex> lock(mutex_);
+        metadata_.erase(key);  // nobody is fetching it any more
+      }
+      return finish(flight, Error(StatusCode::Cancelled, "the client is being destroyed"));
+    }
+    transport->model_metadata_async(
         flight->request.model_name(), flight->request.model_version(),
         std::min(flight->deadline, control_deadline()),
         [this, key, flight](Result<ModelMetadata> metadata) {
@@ -366,8 +406,10 @@ class ClientCore : public std::enable_shared_from_this<ClientCore> {
     } else if (request.model_version() != pin->second.version) {
       return Error(StatusCode::FailedPrecondition,
                    "model '" + request.model_name() + "' is pinned to version " +
-                       pin->second.version + " (ClientOptions::routing.pins); the request asks "
-                       "for version " + request.model_version());
+                       pin->second.version +
+                       " (ClientOptions::routing.pins); the request asks "
+                       "for version " +
+                       request.model_version());
     }
     return {};
   }
@@ -430,7 +472,7 @@ class ClientCore : public std::enable_shared_from_this<ClientCore> {
     auto picked = endpoints_->pick(flight->last_slot, key);
     if (!picked) {
       // The endpoints are still reporting a pinned model's configuration: ask again shortly.
-      if (endpoints_->awaiting_discovery(key) &&
+      if (endpoints_->awaiting_discovery(key) && may_wait_for_discovery(*flight) &&
           try_later(flight, Clock::now() + kDiscoveryWait)) {
         return release_reader(flight);
       }
@@ -479,6 +521,16 @@ class ClientCore : public std::enable_shared_from_this<ClientCore> {
     const std::string model = key.substr(0, key.find('\0'));
     return Error(StatusCode::Unavailable,
                  "no endpoint may serve model '" + model + "' now: " + why);
+  }
+
+  // A request waits for the endpoints' answers about a pinned model for a control call's time
+  // at most (control_timeout), whatever its own deadline.
+  bool may_wait_for_discovery(Flight& flight) const {
+    const auto now = Clock::now();
+    if (flight.discovery_wait_until == Clock::time_point{}) {
+      flight.discovery_wait_until = now + options_.control_timeout;
+    }
+    return now < flight.discovery_wait_until;
   }
 
   // Schedules another attempt at `at` unless that is past the request's deadline or the client
@@ -772,10 +824,7 @@ class ClientCore : public std::enable_shared_from_this<ClientCore> {
     try {
       done(std::move(result));
     } catch (...) {
-      counters_.callback_exceptions.fetch_add(1, std::memory_order_relaxed);
-      log(LogLevel::Error, "a completion callback threw (" + what_of(std::current_exception()) +
-                               "): sonic caught it; callbacks must not throw (see "
-                               "sonic::forward_exceptions)");
+      callback_threw(std::current_exception());
     }
   }
 
@@ -792,9 +841,15 @@ class ClientCore : public std::enable_shared_from_this<ClientCore> {
   // One more outcome delivered. close() may be waiting for the last: touch nothing after.
   // (The hot path takes no lock: only the last delivery, which close() may wait for, does.)
   void delivered() {
-    if (undelivered_.fetch_sub(1, std::memory_order_acq_rel) != 1) return;
+    // Not the last: no lock. The last one (or one that may be) decrements under the lock that
+    // close() checks the count under, so that close() cannot return, and the core go away,
+    // between the decrement and the notification.
+    std::size_t left = undelivered_.load(std::memory_order_relaxed);
+    while (left > 1) {
+      if (undelivered_.compare_exchange_weak(left, left - 1, std::memory_order_acq_rel)) return;
+    }
     std::lock_guard<std::mutex> lock(mutex_);
-    all_delivered_.notify_all();
+    if (undelivered_.fetch_sub(1, std::memory_order_acq_rel) == 1) all_delivered_.notify_all();
   }
 
   // The process's callback threads, taken on first need (a client that only uses futures and

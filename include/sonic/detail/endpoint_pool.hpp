@@ -10,8 +10,8 @@
 #include <optional>
 #include <random>
 #include <set>
-#include <string_view>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <utility>
 #include <vector>
@@ -118,14 +118,17 @@ class EndpointPool : public std::enable_shared_from_this<EndpointPool> {
         const auto& urls = preferred->second;
         pass([&](const Slot& s) {
           return candidates.qualifies(s, false, false) &&
-                 std::find(urls.begin(), urls.end(), s.url) != urls.end();
+                 (std::find(urls.begin(), urls.end(), s.url) != urls.end() ||
+                  (s.name != kNone &&
+                   std::find(urls.begin(), urls.end(), names_[s.name].endpoint.url) != urls.end()));
         });
       }
       pass([&](const Slot& s) { return candidates.qualifies(s, false, false); });
       stale = pass([&](const Slot& s) { return candidates.qualifies(s, false, true); });
       // Every endpoint refused discovery: without a fallback, trying one beats refusing the
       // request outright (as the last endpoint stays in rotation after failures).
-      if (!options_.fallback) pass([&](const Slot& s) { return candidates.qualifies(s, true, true); });
+      if (!options_.fallback)
+        pass([&](const Slot& s) { return candidates.qualifies(s, true, true); });
       if (best != kNone) {
         auto& stats = slots_[best]->stats;
         ++stats.outstanding;
@@ -138,16 +141,16 @@ class EndpointPool : public std::enable_shared_from_this<EndpointPool> {
     return Pick{best, std::move(transport)};
   }
 
-  /// Whether a request for `model` that found no endpoint should wait a moment: an endpoint in
-  /// rotation has not yet reported the configuration of a model pinned to a checksum.
+  /// Whether a request for `model` that found no endpoint should wait a moment: a question
+  /// about a model pinned to a checksum is still unanswered by an endpoint in rotation (its
+  /// model list, or its configuration).
   bool awaiting_discovery(const std::string& model) const {
     std::lock_guard<std::mutex> lock(mutex_);
     const ModelRef ref = split_key(model);
-    const std::string* checksum = pinned_checksum(ref.name);
-    if (closed_ || !checksum) return false;
+    if (closed_ || !pinned_checksum(ref.name)) return false;
     for (const auto& slot : slots_) {
       if (slot->state == State::Active && !slot->ejected &&
-          slot->config_checked.count(std::string(ref.name)) == 0) {
+          (slot->index_pending || slot->config_pending.count(std::string(ref.name)))) {
         return true;
       }
     }
@@ -186,17 +189,18 @@ class EndpointPool : public std::enable_shared_from_this<EndpointPool> {
     return out;
   }
 
-  /// A NOT_FOUND: asks every endpoint for its models again soon (at most once a second).
+  /// A NOT_FOUND, lists that looked out of date, or a question that failed: asks every
+  /// endpoint again, now or a second after the last round (at most one round a second).
   void rediscover_soon() {
+    Clock::time_point at;
     {
       std::lock_guard<std::mutex> lock(mutex_);
       if (closed_ || !discovering() || rediscover_scheduled_) return;
-      const auto now = Clock::now();
-      if (now - last_discovery_ < std::chrono::seconds(1)) return;
       rediscover_scheduled_ = true;
+      at = std::max(Clock::now(), last_discovery_ + kRediscoverySpacing);
     }
     std::weak_ptr<EndpointPool> weak = weak_from_this();
-    timers_.schedule(this, Clock::now(), [weak] {
+    timers_.schedule(this, at, [weak] {
       if (auto pool = weak.lock()) pool->discover(false);
     });
   }
@@ -221,6 +225,9 @@ class EndpointPool : public std::enable_shared_from_this<EndpointPool> {
         return;
       }
       ++e.failures;
+      // A failure looks slow to PowerOfTwoChoices: an endpoint that fails fast must not look
+      // like the fastest.
+      s.recent_latency_ns = std::min(1e10, std::max(2 * s.recent_latency_ns, 1e6));
       if (!server_failure || s.state != State::Active) return;
       // Without a fallback the last endpoint in rotation stays in it: trying a failing server
       // beats refusing every request outright.
@@ -311,6 +318,8 @@ class EndpointPool : public std::enable_shared_from_this<EndpointPool> {
     bool refused_discovery = false;
     std::string refusal;
     std::map<std::string, std::string> config_checked;
+    bool index_pending = false;            // its model list asked, not yet answered
+    std::set<std::string> config_pending;  // pinned models whose configuration is asked
 
     bool lacks(const std::string& model, Clock::time_point now) const {
       auto it = missing_models.find(model);
@@ -408,8 +417,10 @@ class EndpointPool : public std::enable_shared_from_this<EndpointPool> {
         } else {
           std::uniform_int_distribution<std::size_t> draw(0, seen - 1);
           const std::size_t at = draw(random_);
-          if (at == 0) first = i;
-          else if (at == 1) second = i;
+          if (at == 0)
+            first = i;
+          else if (at == 1)
+            second = i;
         }
       }
       if (first == kNone) return avoided;
@@ -449,7 +460,9 @@ class EndpointPool : public std::enable_shared_from_this<EndpointPool> {
       last_discovery_ = Clock::now();
       if (!periodic) rediscover_scheduled_ = false;
       for (std::size_t i = 0; i < slots_.size(); ++i) {
-        if (slots_[i]->state == State::Active) asked.emplace_back(i, slots_[i]->transport);
+        if (slots_[i]->state != State::Active) continue;
+        slots_[i]->index_pending = true;
+        asked.emplace_back(i, slots_[i]->transport);
       }
     }
     for (auto& [i, transport] : asked) {
@@ -472,47 +485,55 @@ class EndpointPool : public std::enable_shared_from_this<EndpointPool> {
   }
 
   void on_index(std::size_t i, Transport* which, Result<std::vector<ModelIndex>> index) {
-    std::vector<std::string> to_check;  // pinned models it lists, whose configuration to ask
+    std::vector<std::string> to_check;  // pinned models to ask the configuration of
     std::shared_ptr<Transport> transport;
     std::string message;
+    bool failed = false;
     {
       std::lock_guard<std::mutex> lock(mutex_);
       Slot& s = *slots_[i];
       if (closed_ || s.state != State::Active || s.transport.get() != which) return;
-      if (!index && index.code() == StatusCode::Unimplemented) {
-        // A server without the repository extension: nothing learned, nothing held against it.
-        s.refused_discovery = false;
-      } else if (!index) {
+      s.index_pending = false;
+      const bool unimplemented = !index && index.code() == StatusCode::Unimplemented;
+      if (!index && !unimplemented) {
         if (!s.refused_discovery) {
-          message = "endpoint " + s.url + " refused model discovery (" +
-                    index.error().message() + "): no requests until it answers";
+          message = "endpoint " + s.url + " refused model discovery (" + index.error().message() +
+                    "): no requests until it answers";
         }
         s.refused_discovery = true;
         s.refusal = index.error().message();
+        failed = true;
       } else {
         if (s.refused_discovery) message = "endpoint " + s.url + " answers model discovery again";
         s.refused_discovery = false;
-        std::map<std::string, std::set<std::string>, std::less<>> ready;
-        for (const auto& model : *index) {
-          if (model.state.empty() || model.state == "READY") ready[model.name].insert(model.version);
-        }
-        for (const auto& [model, pin] : options_.routing.pins) {
-          if (!pin.config_checksum.empty() && lists(ready, ModelRef{model, pin.version})) {
-            to_check.push_back(model);
+        if (index) {
+          std::map<std::string, std::set<std::string>, std::less<>> ready;
+          for (const auto& model : *index) {
+            if (model.state.empty() || model.state == "READY") {
+              ready[model.name].insert(model.version);
+            }
           }
+          s.ready_models = std::move(ready);
         }
-        s.ready_models = std::move(ready);
+        // A server without the repository extension lists nothing: its configurations are
+        // asked all the same.
+        for (const auto& [model, pin] : options_.routing.pins) {
+          if (pin.config_checksum.empty()) continue;
+          if (s.ready_models && !lists(*s.ready_models, ModelRef{model, pin.version})) continue;
+          to_check.push_back(model);
+          s.config_pending.insert(model);
+        }
         transport = s.transport;
       }
     }
-    if (!message.empty()) log(LogLevel::Warning, message);
+    if (!message.empty()) log(failed ? LogLevel::Warning : LogLevel::Info, message);
+    if (failed) rediscover_soon();  // asked again, whatever discovery_interval says
     for (const auto& model : to_check) {
       const std::string& version = options_.routing.pins.at(model).version;
-      transport->model_config_async(
-          model, version, Clock::now() + options_.control_timeout,
-          [this, i, which, model](Result<std::string> config) {
-            on_config(i, which, model, std::move(config));
-          });
+      transport->model_config_async(model, version, Clock::now() + options_.control_timeout,
+                                    [this, i, which, model](Result<std::string> config) {
+                                      on_config(i, which, model, std::move(config));
+                                    });
     }
   }
 
@@ -523,6 +544,7 @@ class EndpointPool : public std::enable_shared_from_this<EndpointPool> {
       std::lock_guard<std::mutex> lock(mutex_);
       Slot& s = *slots_[i];
       if (closed_ || s.state != State::Active || s.transport.get() != which) return;
+      s.config_pending.erase(model);
       const std::string checksum = config ? model_config_checksum(*config) : std::string();
       const std::string& pinned = options_.routing.pins.at(model).config_checksum;
       auto it = s.config_checked.find(model);
@@ -530,11 +552,13 @@ class EndpointPool : public std::enable_shared_from_this<EndpointPool> {
       s.config_checked[model] = checksum;
       if (changed && checksum != pinned) {
         message = "endpoint " + s.url + " reports model '" + model + "' with " +
-                  (config ? "configuration checksum " + checksum : "no configuration (" + config.error().message() + ")") +
+                  (config ? "configuration checksum " + checksum
+                          : "no configuration (" + config.error().message() + ")") +
                   ", not the pinned " + pinned + ": it gets no requests for it";
       }
     }
     if (!message.empty()) log(LogLevel::Warning, message);
+    if (!config) rediscover_soon();  // a failed question is asked again
   }
 
   Result<std::shared_ptr<Transport>> make_transport(const Endpoint& endpoint) const {
@@ -564,6 +588,8 @@ class EndpointPool : public std::enable_shared_from_this<EndpointPool> {
     slot.refused_discovery = false;
     slot.refusal.clear();
     slot.config_checked.clear();
+    slot.index_pending = false;
+    slot.config_pending.clear();
   }
 
   std::size_t in_rotation() const {  // guarded by mutex_
@@ -780,11 +806,12 @@ class EndpointPool : public std::enable_shared_from_this<EndpointPool> {
   bool closed_ = false;
   bool probe_scheduled_ = false;
   bool rediscover_scheduled_ = false;
+  static constexpr std::chrono::seconds kRediscoverySpacing{1};
   Clock::time_point last_discovery_{};
   std::size_t rotation_ = 0;
   std::mt19937 random_{std::random_device{}()};  // PowerOfTwoChoices draws
-  std::vector<Name> names_;                   // fixed after construction (looking_up: mutex_)
-  std::vector<std::unique_ptr<Slot>> slots_;  // fixed after construction; contents: mutex_
+  std::vector<Name> names_;                      // fixed after construction (looking_up: mutex_)
+  std::vector<std::unique_ptr<Slot>> slots_;     // fixed after construction; contents: mutex_
 };
 
 }  // namespace sonic::detail
