@@ -332,6 +332,9 @@ class ModelBatcher : public std::enable_shared_from_this<ModelBatcher> {
       }
       offsets.push_back(std::move(*bounds));
     }
+    // The callbacks of every part go over together: one hop to where callbacks run.
+    std::vector<ClientCore::Handoff> handoffs;
+    handoffs.reserve(parts.size());
     std::int64_t first_row = 0;
     for (auto& part : parts) {
       const std::int64_t count = options_.ragged ? 1 : part->rows;
@@ -347,8 +350,14 @@ class ModelBatcher : public std::enable_shared_from_this<ModelBatcher> {
                       std::move(outputs), merged.parameters());
       own.set_executed_on(merged.executed_on());
       own.timing() = merged.timing();
-      complete(*part, std::move(own));
+      if (part->completed.exchange(true)) continue;  // cancelled meanwhile
+      if (part->delivery == ClientCore::Delivery::Direct) {
+        deliver(*part, std::move(own));
+      } else {
+        handoffs.push_back({std::move(part->done), std::move(own)});
+      }
     }
+    core_->hand_over_all(std::move(handoffs), CallbackContext::in_callers_call());
   }
 
   // A failure of the merged request. One that a single part may have caused (an invalid input,

@@ -248,40 +248,30 @@ class ClientCore : public std::enable_shared_from_this<ClientCore> {
   /// and counted.
   void hand_over(Callback<InferResult> done, Result<InferResult>&& result,
                  bool inside_callers_call) {
-    switch (options_.callbacks) {
-      case CallbackThread::Network:
-        if (auto* host = CallbackHost::current();
-            host && !callbacks_moved_.load(std::memory_order_relaxed)) {
-          return host->run_later(
-              [this, done = std::move(done), result = std::move(result)]() mutable {
-                call_back(done, std::move(result));
-                // It held the network thread so long that the connections moved on: this
-                // client's callbacks are not the quick kind, give them threads of their own.
-                if (CallbackHost::current()->handed_off()) {
-                  counters_.slow_callbacks.fetch_add(1, std::memory_order_relaxed);
-                  move_callbacks();
-                }
-                delivered();
-              });
-        }
-        break;
-      case CallbackThread::Inline:
-        if (inside_callers_call) break;
-        {
-          ScopedCount inline_callback(CallbackContext::inline_callbacks());
-          call_back(done, std::move(result));
-        }
-        return delivered();
-      case CallbackThread::Pool: break;
-    }
-    callback_pool().post([this, done = std::move(done), result = std::move(result)]() mutable {
-      if (callbacks_moved_.load(std::memory_order_relaxed)) {
-        timed_call_back(done, std::move(result));
-      } else {
-        call_back(done, std::move(result));
-      }
-      delivered();
-    });
+    dispatch(
+        [this, done = std::move(done), result = std::move(result)](bool timed) mutable {
+          run_callback(done, std::move(result), timed);
+          return std::size_t{1};
+        },
+        inside_callers_call);
+  }
+
+  /// One announced outcome for hand_over_all().
+  struct Handoff {
+    Callback<InferResult> done;
+    Result<InferResult> result;
+  };
+
+  /// Hands several announced outcomes over as hand_over() does each, in one hop (the parts of
+  /// one merged answer).
+  void hand_over_all(std::vector<Handoff> all, bool inside_callers_call) {
+    if (all.empty()) return;
+    dispatch(
+        [this, all = std::move(all)](bool timed) mutable {
+          for (auto& handoff : all) run_callback(handoff.done, std::move(handoff.result), timed);
+          return all.size();
+        },
+        inside_callers_call);
   }
 
   /// Hands an announced outcome to a callback that takes it wherever it is decided (a promise:
@@ -775,6 +765,50 @@ class ClientCore : public std::enable_shared_from_this<ClientCore> {
     return true;
   }
 
+  // Runs `run` where ClientOptions::callbacks says; it runs callbacks (timed ones when its
+  // argument says so: callbacks that moved to the callback threads for being slow) and returns
+  // how many, which are then counted delivered.
+  template <typename Run>
+  void dispatch(Run run, bool inside_callers_call) {
+    switch (options_.callbacks) {
+      case CallbackThread::Network:
+        if (auto* host = CallbackHost::current();
+            host && !callbacks_moved_.load(std::memory_order_relaxed)) {
+          return host->run_later([this, run = std::move(run)]() mutable {
+            const std::size_t ran = run(false);
+            // It held the network thread so long that the connections moved on: this
+            // client's callbacks are not the quick kind, give them threads of their own.
+            if (CallbackHost::current()->handed_off()) {
+              counters_.slow_callbacks.fetch_add(1, std::memory_order_relaxed);
+              move_callbacks();
+            }
+            delivered(ran);
+          });
+        }
+        break;
+      case CallbackThread::Inline:
+        if (inside_callers_call) break;
+        {
+          ScopedCount inline_callback(CallbackContext::inline_callbacks());
+          const std::size_t ran = run(false);
+          delivered(ran);
+        }
+        return;
+      case CallbackThread::Pool: break;
+    }
+    callback_pool().post([this, run = std::move(run)]() mutable {
+      delivered(run(callbacks_moved_.load(std::memory_order_relaxed)));
+    });
+  }
+
+  void run_callback(Callback<InferResult>& done, Result<InferResult>&& result, bool timed) {
+    if (timed) {
+      timed_call_back(done, std::move(result));
+    } else {
+      call_back(done, std::move(result));
+    }
+  }
+
   // Hands the outcome to the caller, once.
   void deliver(const std::shared_ptr<Flight>& flight, Result<InferResult>&& result) {
     auto done = std::move(flight->done);
@@ -840,6 +874,10 @@ class ClientCore : public std::enable_shared_from_this<ClientCore> {
 
   // One more outcome delivered. close() may be waiting for the last: touch nothing after.
   // (The hot path takes no lock: only the last delivery, which close() may wait for, does.)
+  void delivered(std::size_t count) {
+    for (std::size_t i = 0; i < count; ++i) delivered();
+  }
+
   void delivered() {
     // Not the last: no lock. The last one (or one that may be) decrements under the lock that
     // close() checks the count under, so that close() cannot return, and the core go away,
