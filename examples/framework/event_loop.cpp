@@ -138,7 +138,7 @@ class MichelTagger {
     client_.infer_chunked_async(
         std::move(request), sonic::ChunkOptions{},
         sonic::forward_exceptions<sonic::InferResult>(
-            [this, e](sonic::Result<sonic::InferResult> result) {
+            [e](sonic::Result<sonic::InferResult> result) {
               unpack(*e, result.value());  // throws sonic::Error on failure
               e->waiting->done_waiting(nullptr);
             },
