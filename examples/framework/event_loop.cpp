@@ -81,16 +81,25 @@ class WaitingTask {
  public:
   WaitingTask(tbb::task_arena& arena, tbb::task_handle continuation)
       : arena_(arena), continuation_(std::move(continuation)) {}
+  // The continuation and the error were written under the mutex on sonic's thread; the lock
+  // orders that before what the framework's threads do next (ThreadSanitizer cannot see the
+  // ordering TBB's own enqueue gives).
+  ~WaitingTask() { std::lock_guard<std::mutex> lock(mutex_); }
+  WaitingTask(const WaitingTask&) = delete;
+  WaitingTask& operator=(const WaitingTask&) = delete;
   void done_waiting(std::exception_ptr error) {
     std::lock_guard<std::mutex> lock(mutex_);
     if (!continuation_) return;  // resumed already
     error_ = std::move(error);
     arena_.enqueue(std::move(continuation_));
   }
-  std::exception_ptr error() const { return error_; }
+  std::exception_ptr error() const {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return error_;
+  }
 
  private:
-  std::mutex mutex_;
+  mutable std::mutex mutex_;
   tbb::task_arena& arena_;
   tbb::task_handle continuation_;
   std::exception_ptr error_;
