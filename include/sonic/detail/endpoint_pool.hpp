@@ -113,8 +113,12 @@ class EndpointPool : public std::enable_shared_from_this<EndpointPool> {
         best = found;
         return found != avoid;
       };
-      auto preferred = options_.routing.preferred.find(std::string(candidates.ref.name));
-      if (preferred != options_.routing.preferred.end()) {
+      // Lookups by name only when routing names models: no string is built per request
+      // otherwise.
+      const auto& by_model = options_.routing.preferred;
+      auto preferred =
+          by_model.empty() ? by_model.end() : by_model.find(std::string(candidates.ref.name));
+      if (preferred != by_model.end()) {
         const auto& urls = preferred->second;
         pass([&](const Slot& s) {
           return candidates.qualifies(s, false, false) &&
@@ -365,6 +369,7 @@ class EndpointPool : public std::enable_shared_from_this<EndpointPool> {
     return false;
   }
   const std::string* pinned_checksum(std::string_view model) const {
+    if (options_.routing.pins.empty()) return nullptr;
     auto it = options_.routing.pins.find(std::string(model));
     return it == options_.routing.pins.end() || it->second.config_checksum.empty()
                ? nullptr
