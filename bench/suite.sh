@@ -4,18 +4,24 @@
 # with the client's and sonic-server's CPU per request; the client's instructions per request
 # (callgrind) and resident memory over a million requests; small requests again with inline
 # callbacks and --inline-models, with callbacks on a callback thread, and on one stream
-# (--streaming). Results go to bench/results/
-# (JSON per point, and summary.txt); about four minutes on 2 cores.
+# (--streaming). Results (JSON per point, and summary.txt) go to OUT_DIR: by default a new
+# directory under BUILD_DIR/bench-results/, never the committed bench/results/ unless it is
+# named. About four minutes on 2 cores.
 #
-#   bench/suite.sh BUILD_DIR
+#   bench/suite.sh BUILD_DIR [OUT_DIR]
 #
-# iperf3 and valgrind (Debian packages) are optional: without them those parts are skipped,
-# said so.
+# iperf3 and valgrind (Debian packages) are optional: without them those parts are not
+# measured, and the summary says so instead of giving their figures.
 set -euo pipefail
 
-build=${1:?usage: $0 BUILD_DIR}
-repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-results=$repo/bench/results
+usage="usage: $0 BUILD_DIR [OUT_DIR]  (OUT_DIR: default BUILD_DIR/bench-results/<UTC time>)"
+if [[ ${1:-} == -h || ${1:-} == --help ]]; then
+  echo "$usage"
+  exit 0
+fi
+[[ $# -ge 1 && $# -le 2 ]] || { echo "$usage" >&2; exit 2; }
+build=$1
+results=${2:-$build/bench-results/$(date -u +%Y%m%dT%H%M%SZ)}
 server=$build/tools/sonic-server
 perf=$build/tools/sonic-perf
 shm_bench=$build/bench/sonic-shm-bench
@@ -24,6 +30,9 @@ for program in "$server" "$perf" "$shm_bench" "$memory_bench"; do
   [[ -x $program ]] || { echo "suite: $program is not built" >&2; exit 2; }
 done
 mkdir -p "$results"
+results=$(cd "$results" && pwd)
+# A reused OUT_DIR keeps no link measurement of an earlier run: only this run's may be used.
+rm -f "$results/iperf3.json"
 summary=$results/summary.txt
 log=$(mktemp)
 cleanup() {
@@ -40,22 +49,41 @@ trap cleanup EXIT
   echo
 } >"$summary"
 
-echo "== loopback TCP (iperf3, 3 s)"
-if command -v iperf3 >/dev/null; then
-  port=$((20000 + RANDOM % 20000))
+# Sets link_unmeasured to why the loopback's rate and CPU cost were not measured (empty when
+# they were, in $results/iperf3.json).
+measure_link() {
+  link_unmeasured=
+  if ! command -v iperf3 >/dev/null; then
+    link_unmeasured="iperf3 is not installed (apt-get install iperf3)"
+    return
+  fi
+  local port=$((20000 + RANDOM % 20000)) measured=
   iperf3 -s -1 -B 127.0.0.1 -p "$port" >/dev/null 2>&1 &
   iperf_pid=$!
   # The server listens a moment after it starts (longer on a busy machine): try a few times.
   for _ in $(seq 20); do
     sleep 0.2
-    iperf3 -c 127.0.0.1 -p "$port" -t 3 -J >"$results/iperf3.json" && break
+    if iperf3 -c 127.0.0.1 -p "$port" -t 3 -J >"$results/iperf3.json" 2>/dev/null; then
+      measured=1
+      break
+    fi
   done
+  [[ -n $measured ]] || kill "$iperf_pid" 2>/dev/null || true  # -1: it ends after one test
   wait "$iperf_pid" 2>/dev/null || true
   iperf_pid=
+  if [[ -z $measured ]]; then
+    rm -f "$results/iperf3.json"
+    link_unmeasured="iperf3 failed 20 times against its own server on 127.0.0.1:$port"
+  fi
+}
+
+echo "== loopback TCP (iperf3, 3 s)"
+measure_link
+if [[ -z $link_unmeasured ]]; then
   gbps=$(python3 -c "import json; d=json.load(open('$results/iperf3.json')); print('%.2f' % (d['end']['sum_received']['bits_per_second']/1e9))")
   echo "iperf3 loopback: $gbps Gbit/s" | tee -a "$summary"
 else
-  echo "iperf3 loopback: skipped (apt-get install iperf3)" | tee -a "$summary"
+  echo "iperf3 loopback: not measured: $link_unmeasured" | tee -a "$summary"
 fi
 
 echo "== memcpy and shared memory vs gRPC (sonic-shm-bench)"
@@ -136,7 +164,8 @@ if command -v valgrind >/dev/null; then
       "$(((many - few) / 4000))" | tee -a "$summary"
   done
 else
-  echo "client instructions per request: skipped (apt-get install valgrind)" | tee -a "$summary"
+  echo "client instructions per request: not measured: valgrind is not installed" \
+    "(apt-get install valgrind)" | tee -a "$summary"
 fi
 
 echo "== client memory over 1,000,000 requests (sonic-memory-bench)"
@@ -181,7 +210,7 @@ header | tee -a "$summary"
 scheme=grpc+shm point 4194304 1048576 1 "$results/perf-4194304B-c1-shm.json" | tee -a "$summary"
 stop_server
 
-if [[ -f $results/iperf3.json ]]; then
+if [[ -z $link_unmeasured ]]; then
   # The kernel's CPU for moving bytes through loopback TCP, from iperf3's own accounting: what
   # any client pays to send 4 MiB and receive 4 MiB back, whatever it does in user space.
   python3 - "$results/iperf3.json" <<'PY' | tee -a "$summary"
@@ -199,5 +228,9 @@ print("iperf3 floor for a 4 MiB round trip: %.2f ms of wire time (2 x 4 MiB at i
           size * (send_s_per_byte + receive_s_per_byte) * 1e3,
           size * send_s_per_byte * 1e3, size * receive_s_per_byte * 1e3))
 PY
+else
+  { echo; echo "iperf3 floor for a 4 MiB round trip: not measured: $link_unmeasured;" \
+      "nothing in this run compares sonic with the loopback's own rate and CPU cost"; } |
+    tee -a "$summary"
 fi
 echo "results in $results/"
