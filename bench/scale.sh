@@ -2,20 +2,29 @@
 # What scale costs (issue "lean by default", item 3): one client with up to 20,000 requests in
 # flight (its memory per request), and sonic-server with up to 1,500 client connections (its
 # memory per connection, and p99 against the 10-connection figure), both as sweeps with their
-# plots. Writes bench/results/scale-in-flight.{txt,svg} and scale-connections.{txt,svg}.
+# plots. Writes scale-in-flight.{txt,svg} and scale-connections.{txt,svg} to OUT_DIR: by default
+# a new directory under BUILD_DIR/bench-results/, never the committed bench/results/ unless it
+# is named.
 #
-#   bench/scale.sh BUILD_DIR
+#   bench/scale.sh BUILD_DIR [OUT_DIR]
 set -euo pipefail
 
-build=${1:?usage: $0 BUILD_DIR}
+usage="usage: $0 BUILD_DIR [OUT_DIR]  (OUT_DIR: default BUILD_DIR/bench-results/<UTC time>)"
+if [[ ${1:-} == -h || ${1:-} == --help ]]; then
+  echo "$usage"
+  exit 0
+fi
+[[ $# -ge 1 && $# -le 2 ]] || { echo "$usage" >&2; exit 2; }
+build=$1
+results=${2:-$build/bench-results/$(date -u +%Y%m%dT%H%M%SZ)}
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-results=$repo/bench/results
 server=$build/tools/sonic-server
 bench=$build/bench/sonic-scale-bench
 for program in "$server" "$bench"; do
   [[ -x $program ]] || { echo "scale: $program is not built" >&2; exit 2; }
 done
 mkdir -p "$results"
+results=$(cd "$results" && pwd)
 ulimit -n "$(ulimit -Hn)"  # 1,500 connections are 1,500 descriptors on each side
 
 source "$repo/bench/start_server.sh"  # $work, start_server, the cleanup
@@ -37,3 +46,4 @@ start_server "$server" "$work/server.log"
   "$bench" connections --url "grpc://127.0.0.1:$port" --server-pid "$server_pid" \
     --plot "$results/scale-connections.svg"
 } | tee "$results/scale-connections.txt"
+echo "results in $results/"
