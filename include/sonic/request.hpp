@@ -266,6 +266,18 @@ class InferResult {
     throw Error(StatusCode::NotFound, "result of model '" + model_ + "' has no output '" +
                                           std::string(name) + "' (outputs: " + present + ")");
   }
+  /// The elements of the output of that name as T: output(name).as<T>(), with errors that name
+  /// the output and the model ("output 'OUTPUT0' of model 'simple': cannot read an INT32 ...").
+  template <typename T>
+  TensorView<T> as(std::string_view name) const {
+    const Tensor& tensor = output(name);
+    try {
+      return tensor.template as<T>();
+    } catch (const Error& e) {
+      throw Error(e.code(),
+                  "output '" + std::string(name) + "' of model '" + model_ + "': " + e.message());
+    }
+  }
 
  private:
   std::string model_;

@@ -174,6 +174,28 @@ struct DataTypeOf<double> {
 template <typename T>
 inline constexpr DataType datatype_of = detail::DataTypeOf<std::remove_cv_t<T>>::value;
 
+/// The C++ element type that reads a datatype, as written in as<T>() ("std::int32_t"), for
+/// messages that tell the user what to write; BYTES is read with string_views().
+inline constexpr const char* element_type_name(DataType type) noexcept {
+  switch (type) {
+    case DataType::Bool: return "bool";
+    case DataType::UInt8: return "std::uint8_t";
+    case DataType::UInt16: return "std::uint16_t";
+    case DataType::UInt32: return "std::uint32_t";
+    case DataType::UInt64: return "std::uint64_t";
+    case DataType::Int8: return "std::int8_t";
+    case DataType::Int16: return "std::int16_t";
+    case DataType::Int32: return "std::int32_t";
+    case DataType::Int64: return "std::int64_t";
+    case DataType::Fp16: return "sonic::Float16";
+    case DataType::Bf16: return "sonic::BFloat16";
+    case DataType::Fp32: return "float";
+    case DataType::Fp64: return "double";
+    case DataType::Bytes: break;
+  }
+  return "std::string_view";
+}
+
 static_assert(sizeof(bool) == 1, "sonic needs a one-byte bool to map BOOL tensors");
 static_assert(sizeof(float) == 4 && sizeof(double) == 8, "sonic needs IEEE float and double");
 
@@ -412,8 +434,7 @@ class Tensor {
   template <typename T>
   TensorView<T> as() const {
     if (datatype_of<T> != dtype_) {
-      throw Error(StatusCode::InvalidArgument, std::string("cannot read a ") + to_string(dtype_) +
-                                                   " tensor as " + to_string(datatype_of<T>));
+      throw Error(StatusCode::InvalidArgument, type_mismatch(to_string(datatype_of<T>)));
     }
     check().value();
     if (reinterpret_cast<std::uintptr_t>(data_) % alignof(T) != 0) {
@@ -427,8 +448,7 @@ class Tensor {
   /// The elements of a BYTES tensor as views into its bytes (valid while the tensor lives).
   std::vector<std::string_view> string_views() const {
     if (dtype_ != DataType::Bytes) {
-      throw Error(StatusCode::InvalidArgument,
-                  std::string("cannot read a ") + to_string(dtype_) + " tensor as strings");
+      throw Error(StatusCode::InvalidArgument, type_mismatch("strings"));
     }
     check().value();
     return detail::decode_bytes_elements(data_, size_).value();
@@ -440,6 +460,16 @@ class Tensor {
   }
 
  private:
+  // "cannot read an INT32 tensor as FP32: read it as std::int32_t".
+  std::string type_mismatch(const char* asked) const {
+    std::string name = to_string(dtype_);
+    bool vowel = name[0] == 'I' || name[0] == 'U';  // INT*, UINT*: "an"
+    return std::string("cannot read ") + (vowel ? "an " : "a ") + name + " tensor as " + asked +
+           ": read it " +
+           (dtype_ == DataType::Bytes ? std::string("with string_views() or to_strings()")
+                                      : std::string("as ") + element_type_name(dtype_));
+  }
+
   // Reads the vector's address before the pointer moves into the tensor (argument evaluation
   // order is unspecified, so this cannot be one call).
   static Tensor owning(DataType type, Shape shape,

@@ -46,6 +46,24 @@ TEST_CASE("InferResult finds outputs by name and names the missing ones") {
   }
 }
 
+TEST_CASE("reading an output as the wrong type names the output, the model and the type to use") {
+  // A new user's first mistake: the model answers INT32 and the code reads float.
+  sonic::InferResult result(
+      "simple", "1", "",
+      {{"OUTPUT0", sonic::Tensor::from_vector(std::vector<int>{1, 2}, {2}), {}}});
+  CHECK(result.as<std::int32_t>("OUTPUT0")[1] == 2);
+  try {
+    (void)result.as<float>("OUTPUT0");
+    FAIL("reading INT32 as float must throw");
+  } catch (const sonic::Error& e) {
+    CHECK(e.code() == sonic::StatusCode::InvalidArgument);
+    CHECK(e.message() ==
+          "output 'OUTPUT0' of model 'simple': cannot read an INT32 tensor as FP32: read it as "
+          "std::int32_t");
+  }
+  CHECK_THROWS_AS((void)result.as<float>("OUTPUT9"), sonic::Error);  // no such output
+}
+
 TEST_CASE("endpoint URLs parse with defaults and reject junk") {
   auto e = sonic::parse_endpoint("grpc://127.0.0.1:8001").value();
   CHECK(e.scheme == "grpc");

@@ -75,9 +75,18 @@ TEST_CASE("typed views check datatype and size with clear messages") {
     FAIL("reading INT32 as FP32 must throw");
   } catch (const sonic::Error& e) {
     CHECK(e.code() == sonic::StatusCode::InvalidArgument);
-    CHECK(e.message().find("INT32") != std::string::npos);
-    CHECK(e.message().find("FP32") != std::string::npos);
+    CHECK(e.message() == "cannot read an INT32 tensor as FP32: read it as std::int32_t");
   }
+  CHECK_THROWS_WITH_AS(
+      (void)t.string_views(),
+      "INVALID_ARGUMENT: cannot read an INT32 tensor as strings: read it as std::int32_t",
+      sonic::Error);
+  Tensor strings = Tensor::from_strings(std::vector<std::string>{"a"}, {1});
+  CHECK_THROWS_WITH_AS(
+      (void)strings.as<float>(),
+      "INVALID_ARGUMENT: cannot read a BYTES tensor as FP32: read it with string_views() or "
+      "to_strings()",
+      sonic::Error);
   Tensor wrong_shape = Tensor::view(values.data(), values.size(), {1, 15});
   CHECK_FALSE(wrong_shape.check().ok());
   CHECK(wrong_shape.check().error().message().find("needs 60 bytes but has 64") !=
