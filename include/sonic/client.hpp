@@ -183,61 +183,64 @@ class Client {
     });
   }
 
+  // The read-only control calls below ask the first endpoint in rotation and, while one does
+  // not answer (UNAVAILABLE), the next, within one control_timeout; load_model, unload_model
+  // and call(), which may change a server, ask the first alone.
+
   /// Whether the server is live. Throws sonic::Error when it cannot be asked.
   bool server_live() {
-    return detail::call_sync<bool>([&](Callback<bool> done) {
-      core_->control_transport()->server_live_async(core_->control_deadline(), std::move(done));
+    return control<bool>([](Transport& transport, Deadline deadline, Callback<bool> done) {
+      transport.server_live_async(deadline, std::move(done));
     });
   }
   /// Whether the server is ready for inference.
   bool server_ready() {
-    return detail::call_sync<bool>([&](Callback<bool> done) {
-      core_->control_transport()->server_ready_async(core_->control_deadline(), std::move(done));
+    return control<bool>([](Transport& transport, Deadline deadline, Callback<bool> done) {
+      transport.server_ready_async(deadline, std::move(done));
     });
   }
   /// Whether a model is loaded and ready (empty version: the server's choice).
   bool model_ready(const std::string& model, const std::string& version = {}) {
-    return detail::call_sync<bool>([&](Callback<bool> done) {
-      core_->control_transport()->model_ready_async(model, version, core_->control_deadline(),
-                                                    std::move(done));
+    return control<bool>([&](Transport& transport, Deadline deadline, Callback<bool> done) {
+      transport.model_ready_async(model, version, deadline, std::move(done));
     });
   }
   /// The server's name, version and protocol extensions.
   ServerMetadata server_metadata() {
-    return detail::call_sync<ServerMetadata>([&](Callback<ServerMetadata> done) {
-      core_->control_transport()->server_metadata_async(core_->control_deadline(), std::move(done));
-    });
+    return control<ServerMetadata>(
+        [](Transport& transport, Deadline deadline, Callback<ServerMetadata> done) {
+          transport.server_metadata_async(deadline, std::move(done));
+        });
   }
   /// A model's inputs and outputs (fetched now, not from the validation cache).
   ModelMetadata model_metadata(const std::string& model, const std::string& version = {}) {
-    return detail::call_sync<ModelMetadata>([&](Callback<ModelMetadata> done) {
-      core_->control_transport()->model_metadata_async(model, version, core_->control_deadline(),
-                                                       std::move(done));
-    });
+    return control<ModelMetadata>(
+        [&](Transport& transport, Deadline deadline, Callback<ModelMetadata> done) {
+          transport.model_metadata_async(model, version, deadline, std::move(done));
+        });
   }
   /// A model's configuration as JSON (Triton's ModelConfig message in protobuf's JSON mapping).
   std::string model_config(const std::string& model, const std::string& version = {}) {
-    return detail::call_sync<std::string>([&](Callback<std::string> done) {
-      core_->control_transport()->model_config_async(model, version, core_->control_deadline(),
-                                                     std::move(done));
-    });
+    return control<std::string>(
+        [&](Transport& transport, Deadline deadline, Callback<std::string> done) {
+          transport.model_config_async(model, version, deadline, std::move(done));
+        });
   }
   /// Statistics of one model, or of all models when `model` is empty.
   std::vector<ModelStatistics> model_statistics(const std::string& model = {},
                                                 const std::string& version = {}) {
-    return detail::call_sync<std::vector<ModelStatistics>>(
-        [&](Callback<std::vector<ModelStatistics>> done) {
-          core_->control_transport()->model_statistics_async(
-              model, version, core_->control_deadline(), std::move(done));
+    return control<std::vector<ModelStatistics>>(
+        [&](Transport& transport, Deadline deadline, Callback<std::vector<ModelStatistics>> done) {
+          transport.model_statistics_async(model, version, deadline, std::move(done));
         });
   }
 
   /// The server's models and their states ("READY", "UNAVAILABLE", ...); with `ready_only`,
   /// the ready ones alone.
   std::vector<ModelIndex> repository_index(bool ready_only = false) {
-    return detail::call_sync<std::vector<ModelIndex>>([&](Callback<std::vector<ModelIndex>> done) {
-      core_->control_transport()->repository_index_async(ready_only, core_->control_deadline(),
-                                                         std::move(done));
+    return control<std::vector<ModelIndex>>([ready_only](Transport& transport, Deadline deadline,
+                                                         Callback<std::vector<ModelIndex>> done) {
+      transport.repository_index_async(ready_only, deadline, std::move(done));
     });
   }
   /// Loads or reloads a model; `config_json`, unless empty, is the configuration to load it
@@ -297,6 +300,13 @@ class Client {
   }
 
  private:
+  // A read-only control call through ClientCore::control_async, waited for.
+  template <typename T, typename Start>
+  T control(Start start) {
+    return detail::call_sync<T>(
+        [&](Callback<T> done) { core_->control_async<T>(std::move(start), std::move(done)); });
+  }
+
   RequestHandle start(InferRequest request, Callback<InferResult> done,
                       detail::ClientCore::Delivery delivery) {
     Deadline deadline = core_->request_deadline(request);

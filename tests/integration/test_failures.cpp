@@ -122,6 +122,38 @@ TEST_CASE("with two dead endpoints, the error names both and what each said") {
   }
 }
 
+TEST_CASE("a control call moves past a dead endpoint to one that answers, or names each") {
+  // An operator's endpoint list whose first server is down: metadata, readiness and statistics
+  // come from the next, as inference does; load and unload stay with the first.
+  LoopbackSocket dead(false);  // bound, not listening: connects are refused
+  LoopbackServer server;
+  ClientOptions options;
+  options.endpoints = {dead.url(), server.url()};
+  Client client(options);
+  CHECK(client.model_metadata("simple").inputs.size() == 2);
+  CHECK(client.server_ready());
+  CHECK(client.model_ready("simple"));
+  CHECK(client.model_config("simple").find("simple") != std::string::npos);
+  CHECK_FALSE(client.repository_index().empty());
+  CHECK_FALSE(client.model_statistics("simple").empty());
+  CHECK_FALSE(client.server_metadata().name.empty());
+
+  LoopbackSocket also_dead(false);
+  ClientOptions none;
+  none.endpoints = {dead.url(), also_dead.url()};
+  Client nowhere(none);
+  try {
+    (void)nowhere.model_metadata("simple");
+    FAIL("must throw");
+  } catch (const Error& e) {
+    CHECK(e.code() == StatusCode::Unavailable);
+    CHECK_MESSAGE(e.message().find("none of the 2 endpoints answered") != std::string::npos,
+                  e.message());
+    CHECK_MESSAGE(e.message().find(dead.url()) != std::string::npos, e.message());
+    CHECK_MESSAGE(e.message().find(also_dead.url()) != std::string::npos, e.message());
+  }
+}
+
 TEST_CASE("after a failed connection attempt, the next waits its backoff and requests fail fast") {
   LoopbackSocket reserved(false);  // bound, not listening: connects are refused
   ClientOptions options;

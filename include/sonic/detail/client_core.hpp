@@ -199,6 +199,23 @@ class ClientCore : public std::enable_shared_from_this<ClientCore> {
     return transport;
   }
 
+  /// Runs a read-only control call, `start(transport, deadline, done)`, on the endpoints in
+  /// EndpointPool::control_transports() order until one answers anything but UNAVAILABLE (a
+  /// refused or lost connection), all within one control deadline: with several endpoints, a
+  /// server that is down does not fail a call another would answer. When none answers, the
+  /// error names each endpoint tried. `done` runs exactly once, where the last attempt's
+  /// callback runs.
+  template <typename T, typename Start>
+  void control_async(Start start, Callback<T> done) {
+    auto call = std::make_shared<ControlCall<T, Start>>(std::move(start), std::move(done));
+    call->endpoints = endpoints_->control_transports();
+    call->deadline = control_deadline();
+    if (call->endpoints.empty()) {
+      return call->done(Error(StatusCode::Cancelled, "the client is being destroyed"));
+    }
+    next_control_attempt(call);
+  }
+
   Deadline request_deadline(const InferRequest& request) const {
     return deadline_after(request.timeout().count() > 0
                               ? request.timeout()
@@ -711,6 +728,39 @@ class ClientCore : public std::enable_shared_from_this<ClientCore> {
                                 std::to_string(options_.fallback_latency_budget.count()) + " ms");
       }
     });
+  }
+
+  // A control call in progress over the endpoints (control_async).
+  template <typename T, typename Start>
+  struct ControlCall {
+    ControlCall(Start how, Callback<T> then) : start(std::move(how)), done(std::move(then)) {}
+    std::vector<std::pair<std::string, std::shared_ptr<Transport>>> endpoints;
+    std::size_t next = 0;
+    Start start;
+    Callback<T> done;
+    Deadline deadline{};
+    std::string failures;  // "cannot connect to grpc://a:1: ...; ..." of the endpoints passed
+  };
+
+  template <typename T, typename Start>
+  static void next_control_attempt(const std::shared_ptr<ControlCall<T, Start>>& call) {
+    Transport& transport = *call->endpoints[call->next].second;
+    call->start(
+        transport, call->deadline, Callback<T>([call](Result<T> result) {
+          const bool unavailable = !result && result.error().code() == StatusCode::Unavailable;
+          if (unavailable && call->next + 1 < call->endpoints.size() &&
+              Clock::now() < call->deadline) {
+            call->failures += result.error().message() + "; ";
+            ++call->next;
+            return next_control_attempt(call);
+          }
+          if (unavailable && call->next > 0) {
+            result = Error(StatusCode::Unavailable,
+                           "none of the " + std::to_string(call->next + 1) +
+                               " endpoints answered: " + call->failures + result.error().message());
+          }
+          call->done(std::move(result));
+        }));
   }
 
   // Caches fetched metadata; a failure is not cached, since the model may appear later.

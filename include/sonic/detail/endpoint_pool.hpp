@@ -272,6 +272,19 @@ class EndpointPool : public std::enable_shared_from_this<EndpointPool> {
     return fallback;
   }
 
+  /// Every active endpoint with its URL, for a control call that moves on from one that does
+  /// not answer: healthy ones first, in rotation order, then ejected ones. Empty once closed.
+  std::vector<std::pair<std::string, std::shared_ptr<Transport>>> control_transports() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    std::vector<std::pair<std::string, std::shared_ptr<Transport>>> healthy, ejected;
+    for (auto& slot : slots_) {
+      if (slot->state != State::Active) continue;
+      (slot->ejected ? ejected : healthy).emplace_back(slot->url, slot->transport);
+    }
+    healthy.insert(healthy.end(), ejected.begin(), ejected.end());
+    return healthy;
+  }
+
   /// Endpoints that take requests now (healthy or not).
   std::size_t active() const {
     std::lock_guard<std::mutex> lock(mutex_);
