@@ -24,7 +24,7 @@ source "$here/limited_link.sh"
 measure() {
   local url=$1
   shift
-  "$perf" --url "$url" --model identity_fp32 --input INPUT0:FP32:1,16:random \
+  "$perf" --url "$url" --model identity_fp32 --input INPUT0=FP32:1,16:random \
     --concurrency "$concurrency" --warmup 1 --window 2 --csv "$work/point.csv" "$@" \
     >/dev/null 2>"$work/perf.log" || { cat "$work/perf.log" >&2; exit 1; }
   awk -F, 'NR == 2 { print $7, $8, $12 }' "$work/point.csv"

@@ -46,7 +46,7 @@ run() {
   for c in "${concurrencies[@]}"; do
     before=$(awk '{print $14 + $15}' "/proc/$server_pid/stat")
     "$(program "${CLIENT_BUILD:-$build}" sonic-perf)" --url "grpc://127.0.0.1:$port" \
-      --model identity_fp32 --input "INPUT0:FP32:1,$elements:random" --concurrency "$c" --warmup 0.5 \
+      --model identity_fp32 --input "INPUT0=FP32:1,$elements:random" --concurrency "$c" --warmup 0.5 \
       --window-requests 20000 --max-windows 1 --json "$work/$label-$c-$round.json" \
       >/dev/null 2>&1
     after=$(awk '{print $14 + $15}' "/proc/$server_pid/stat")

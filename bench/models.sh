@@ -53,7 +53,7 @@ for round in $(seq "$rounds"); do
     for sweep in mlp:jet_mlp_onnx:features:16:4000 cnn:emtrk_cnn_onnx:patch:1,48,48:1000; do
       IFS=: read -r short model input dims requests <<<"$sweep"
       "$perf" --url "grpc://127.0.0.1:$port" --model "$model" \
-        --input "$input:FP32:1,$dims:random" --concurrency 1:64:x2 --warmup 0.5 \
+        --input "$input=FP32:1,$dims:random" --concurrency 1:64:x2 --warmup 0.5 \
         --window-requests "$requests" --max-windows 1 --json "$work/perf.json" >/dev/null 2>&1
       python3 -c 'import json,sys
 for p in json.load(open(sys.argv[1]))["points"]:
@@ -69,7 +69,7 @@ for p in json.load(open(sys.argv[1]))["points"]:
     [[ $mode == server_inline ]] && extra=(--inline-models)
     start_server "$server" "$work/server.log" --model-repository "$work/plain" "${extra[@]}"
     "$perf" --url "grpc://127.0.0.1:$port" --model emtrk_cnn_onnx \
-      --input "patch:FP32:1,1,48,48:random" --concurrency 1 --warmup 0.5 \
+      --input "patch=FP32:1,1,48,48:random" --concurrency 1 --warmup 0.5 \
       --window-requests 2000 --max-windows 1 --json "$work/perf.json" >/dev/null 2>&1
     python3 -c 'import json,sys; p=json.load(open(sys.argv[1]))["points"][0]
 print("cnn", sys.argv[2], json.dumps({"p50_us": p["p50_us"]}))' "$work/perf.json" "$mode" \

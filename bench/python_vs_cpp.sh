@@ -34,7 +34,7 @@ requests=20000
 sonic_perf() {  # CONCURRENCY [OPTIONS...]
   local concurrency=$1
   shift
-  "$perf" --url "$url" --model identity_fp32 --input "INPUT0:FP32:1,16:random" \
+  "$perf" --url "$url" --model identity_fp32 --input "INPUT0=FP32:1,16:random" \
     --concurrency "$concurrency" "$@" --warmup 0.5 --window-requests "$requests" --max-windows 1 \
     --json "$work/perf.json" >/dev/null 2>&1
   "$python" -c 'import json,sys; p=json.load(open(sys.argv[1]))["points"][0]; print(json.dumps(

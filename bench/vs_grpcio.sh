@@ -36,7 +36,7 @@ for round in $(seq "$rounds"); do
   for point in "${points[@]}"; do
     IFS=: read -r elements inflight requests <<<"$point"
     "$perf" --url "grpc://127.0.0.1:$port" --model identity_fp32 \
-      --input "INPUT0:FP32:1,$elements:random" --concurrency "$inflight" --warmup 0.5 \
+      --input "INPUT0=FP32:1,$elements:random" --concurrency "$inflight" --warmup 0.5 \
       --window-requests "$requests" --max-windows 1 --json "$work/sonic.json" >/dev/null 2>&1
     python3 -c 'import json,sys; p=json.load(open(sys.argv[1]))["points"][0]; print(json.dumps(
       {k: p[k] for k in ("throughput", "p50_us", "p99_us", "client_cpu_us")}))' \

@@ -39,9 +39,9 @@ for p in d['points']:
 }
 for url in "grpc://127.0.0.1:$port" "grpc+shm://127.0.0.1:$port"; do
   run "$url" --model simple
-  run "$url" --model identity_fp32 --input INPUT0:FP32:1,4096:sparse
+  run "$url" --model identity_fp32 --input INPUT0=FP32:1,4096:sparse
 done
 run "grpc://127.0.0.1:$port" --model simple --streaming
-run "grpc://127.0.0.1:$port" --model repeat_int32 --input IN:INT32:4:zero \
-  --input DELAY:UINT32:4:zero --input WAIT:UINT32:1:zero --streaming
+run "grpc://127.0.0.1:$port" --model repeat_int32 --input IN=INT32:4:zero \
+  --input DELAY=UINT32:4:zero --input WAIT=UINT32:1:zero --streaming
 echo "sonic-perf against python_server.py: $passed passed, 0 failed"

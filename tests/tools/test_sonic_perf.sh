@@ -8,7 +8,7 @@ source "$(dirname "$0")/serve.sh"
 serve "$server" --tcp-port 0
 quick=(--warmup 0.1 --window 0.2 --max-windows 2 --stable-windows 2)
 
-"$perf" --url "grpc://127.0.0.1:$port" --model identity_fp32 --input INPUT0:FP32:1,256:sparse \
+"$perf" --url "grpc://127.0.0.1:$port" --model identity_fp32 --input INPUT0=FP32:1,256:sparse \
   --concurrency 1:4:x2 "${quick[@]}" --csv "$work/p.csv" --json "$work/p.json" \
   --plot "$work/p.svg" >"$work/table" 2>"$work/progress" || fail "sweep: $(cat "$work/progress")"
 [ "$(grep -c '^concurrency' "$work/table")" -eq 3 ] || fail "3 points expected: $(cat "$work/table")"
@@ -58,7 +58,7 @@ set -e
 set +e
 "$perf" --url "grpc://127.0.0.1:$port" --model simple --concurrency 4:1:x2 2>"$work/err"; rc=$?
 set -e
-[ $rc -eq 2 ] && grep -q "bad sweep" "$work/err" || fail "bad sweep: rc=$rc"
+[ $rc -eq 2 ] && grep -q "FROM is above TO" "$work/err" || fail "bad sweep: rc=$rc"
 
 # Numbers are read whole or refused (2abc is not 2, 0 is not 1), a list is a sweep, and an output
 # file that cannot be written is refused before measuring, not after.

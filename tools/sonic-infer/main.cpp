@@ -5,7 +5,11 @@
 //   sonic-infer --list simple
 #include <sonic/sonic.hpp>
 
+#include "command_line.hpp"
+#include "half_float.hpp"
 #include "npy.hpp"
+#include "number_option.hpp"
+#include "tensor_spec.hpp"
 
 #include <algorithm>
 #include <cctype>
@@ -22,6 +26,7 @@
 #include <iostream>
 #include <limits>
 #include <memory>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <string_view>
@@ -42,16 +47,13 @@ constexpr std::size_t kMaxInlineBytes = std::size_t{1} << 31;
 /// How many values of each output are printed.
 constexpr std::size_t kPrintedValues = 32;
 
-/// A mistake on the command line: reported with a hint to --help, exit status 2.
-struct UsageError {
-  std::string message;
-};
+using sonic::tools::UsageError;
 
 /// What the command line asks for.
 struct Options {
-  std::string url = "grpc://127.0.0.1:8001";
+  std::vector<std::string> urls{"grpc://127.0.0.1:8001"};
   long long timeout_ms = 0;  ///< 0: no limit
-  std::string version;
+  std::string model_version;
   std::string id;
   std::vector<std::string> outputs;
   std::string save_dir;
@@ -60,111 +62,17 @@ struct Options {
   std::vector<std::pair<std::string, std::string>> inputs;  ///< name, spec
 };
 
-/// The --help text.
-void usage(std::ostream& out) {
-  out << "usage: sonic-infer [options] MODEL INPUT=SPEC...\n"
-         "       sonic-infer [--url URL] --list [MODEL]\n"
-         "Sends one inference request and prints each output's name, datatype, shape and values.\n"
-         "\n"
-         "options:\n"
-         "  --url URL        server endpoint (default grpc://127.0.0.1:8001)\n"
-         "  --timeout MS     time limit of each call in milliseconds (default: none)\n"
-         "  --version V      model version (default: the server's choice)\n"
-         "  --id ID          request id, echoed by the server\n"
-         "  --output NAME    return only this output (repeat for several; default: all)\n"
-         "  --save-dir DIR   also write each output to DIR/NAME.npy (BF16 is saved as FP32)\n"
-         "  --list           print the server's metadata and its models with their states or,\n"
-         "                   given MODEL, the model's inputs and outputs; sends no request\n"
-         "  -h, --help       print this help\n"
-         "\n"
-         "SPEC is one of:\n"
-         "  @FILE.npy              a NumPy array (little-endian, C order; |S<n> arrays are BYTES)\n"
-         "  DTYPE:SHAPE:VALUES     inline: INT32:1x16:1,2,...,16   BYTES:2:hello,world\n"
-         "  DTYPE:SHAPE:*VALUE     one value repeated over the shape: FP32:2x3:*0.5\n"
-         "DTYPE is a KServe datatype (BOOL, UINT8..UINT64, INT8..INT64, FP16, BF16, FP32, FP64,\n"
-         "BYTES); SHAPE is dimensions joined by 'x'; VALUES are separated by commas (in BYTES\n"
-         "values, write '\\,' for a comma, '\\\\' for a backslash, a leading '\\*' for '*').\n"
-         "Prints 'latency: X.XXX ms', the round trip of the inference call, at the end.\n"
-         "Exit status: 0 success, 1 a failed call or unreadable input, 2 a bad command line.\n";
-}
-
-// ---------------------------------------------------------------------------------------------
-// Half-precision conversions (C++17 has no 16-bit float types).
-
-/// The float a binary16 bit pattern stands for (exact).
-float half_to_float(std::uint16_t half) {
-  std::uint32_t sign = static_cast<std::uint32_t>(half & 0x8000u) << 16;
-  std::uint32_t exponent = (half >> 10) & 0x1fu;
-  std::uint32_t mantissa = half & 0x3ffu;
-  std::uint32_t bits;
-  if (exponent == 0x1f) {
-    bits = sign | 0x7f800000u | (mantissa << 13);  // infinity or NaN
-  } else if (exponent != 0) {
-    bits = sign | ((exponent + 112) << 23) | (mantissa << 13);
-  } else if (mantissa == 0) {
-    bits = sign;  // signed zero
-  } else {
-    // Subnormal: shift the mantissa up until its leading 1 becomes the implicit bit.
-    std::uint32_t e = 113;
-    while ((mantissa & 0x400u) == 0) {
-      mantissa <<= 1;
-      --e;
-    }
-    bits = sign | (e << 23) | ((mantissa & 0x3ffu) << 13);
-  }
-  float value;
-  std::memcpy(&value, &bits, sizeof value);
-  return value;
-}
-
-/// The binary16 nearest to a float (ties to even); overflow gives infinity, NaN stays NaN.
-std::uint16_t float_to_half(float value) {
-  std::uint32_t bits;
-  std::memcpy(&bits, &value, sizeof bits);
-  auto sign = static_cast<std::uint16_t>((bits >> 16) & 0x8000u);
-  std::uint32_t exponent = (bits >> 23) & 0xffu;
-  std::uint32_t mantissa = bits & 0x7fffffu;
-  if (exponent == 0xff) {
-    return static_cast<std::uint16_t>(sign | 0x7c00u | (mantissa ? 0x200u : 0u));
-  }
-  int e = static_cast<int>(exponent) - 127 + 15;
-  if (e >= 0x1f) return static_cast<std::uint16_t>(sign | 0x7c00u);  // too large: infinity
-  if (e <= 0) {
-    if (e < -10) return sign;  // below half the smallest subnormal: zero
-    // Subnormal: the implicit bit joins the mantissa, which is shifted right with rounding.
-    mantissa |= 0x800000u;
-    auto shift = static_cast<std::uint32_t>(14 - e);
-    std::uint32_t half_mantissa = mantissa >> shift;
-    std::uint32_t rest = mantissa & ((1u << shift) - 1);
-    std::uint32_t halfway = 1u << (shift - 1);
-    if (rest > halfway || (rest == halfway && (half_mantissa & 1u))) ++half_mantissa;
-    return static_cast<std::uint16_t>(sign | half_mantissa);
-  }
-  std::uint32_t half_bits = (static_cast<std::uint32_t>(e) << 10) | (mantissa >> 13);
-  std::uint32_t rest = mantissa & 0x1fffu;
-  // Rounding may carry into the exponent, up to infinity, which is the right answer.
-  if (rest > 0x1000u || (rest == 0x1000u && (half_bits & 1u))) ++half_bits;
-  return static_cast<std::uint16_t>(sign | half_bits);
-}
-
-/// The bfloat16 nearest to a float (ties to even); NaN stays NaN.
-std::uint16_t float_to_bf16(float value) {
-  std::uint32_t bits;
-  std::memcpy(&bits, &value, sizeof bits);
-  if ((bits & 0x7fffffffu) > 0x7f800000u) return static_cast<std::uint16_t>((bits >> 16) | 0x40u);
-  bits += 0x7fffu + ((bits >> 16) & 1u);
-  return static_cast<std::uint16_t>(bits >> 16);
-}
-
-/// The float a bfloat16 bit pattern stands for (exact).
-float bf16_to_float(std::uint16_t bf16) { return sonic::BFloat16{bf16}.to_float(); }
+using sonic::tools::bf16_to_float;
+using sonic::tools::float_to_bf16;
+using sonic::tools::float_to_half;
+using sonic::tools::half_to_float;
 
 // ---------------------------------------------------------------------------------------------
 // Inline tensors: DTYPE:SHAPE:VALUES.
 
 /// Throws the usage error of a malformed SPEC, naming the input.
 [[noreturn]] void bad_spec(const std::string& input, const std::string& what) {
-  throw UsageError{"input '" + input + "': " + what};
+  throw UsageError("input '" + input + "': " + what);
 }
 
 /// The text without leading and trailing blanks.
@@ -172,28 +80,6 @@ std::string_view trim(std::string_view text) {
   while (!text.empty() && (text.front() == ' ' || text.front() == '\t')) text.remove_prefix(1);
   while (!text.empty() && (text.back() == ' ' || text.back() == '\t')) text.remove_suffix(1);
   return text;
-}
-
-/// "1x16" → {1, 16}.
-Shape parse_shape(const std::string& input, std::string_view text) {
-  Shape shape;
-  if (text.empty()) bad_spec(input, "empty SHAPE (write dimensions joined by 'x', e.g. 1x16)");
-  std::size_t start = 0;
-  while (true) {
-    std::size_t end = text.find('x', start);
-    std::string_view dim = text.substr(start, end == std::string_view::npos ? end : end - start);
-    std::int64_t value = 0;
-    auto [ptr, ec] = std::from_chars(dim.data(), dim.data() + dim.size(), value);
-    if (dim.empty() || dim.front() == '-' || dim.front() == '+' || ec != std::errc() ||
-        ptr != dim.data() + dim.size()) {
-      bad_spec(input, "bad dimension '" + std::string(dim) + "' in SHAPE '" + std::string(text) +
-                          "' (write dimensions joined by 'x', e.g. 1x16)");
-    }
-    shape.push_back(value);
-    if (end == std::string_view::npos) break;
-    start = end + 1;
-  }
-  return shape;
 }
 
 /// One integer of type T, in decimal, range-checked.
@@ -329,15 +215,10 @@ Tensor parse_inline(const std::string& input, const std::string& spec) {
   if (second == std::string::npos) {
     bad_spec(input, "expected @FILE.npy or DTYPE:SHAPE:VALUES, got '" + spec + "'");
   }
-  std::string type_name = spec.substr(0, first);
-  for (char& c : type_name) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
-  auto type = sonic::parse_datatype(type_name);
-  if (!type) {
-    bad_spec(input, "unknown datatype '" + spec.substr(0, first) +
-                        "' (BOOL, UINT8, UINT16, UINT32, UINT64, INT8, INT16, INT32, INT64, FP16, "
-                        "BF16, FP32, FP64, BYTES)");
-  }
-  Shape shape = parse_shape(input, std::string_view(spec).substr(first + 1, second - first - 1));
+  const std::string what = "input '" + input + "'";
+  auto type = std::optional<DataType>(sonic::tools::parse_datatype(what, spec.substr(0, first)));
+  Shape shape =
+      sonic::tools::parse_shape(what, std::string_view(spec).substr(first + 1, second - first - 1));
   auto count = sonic::element_count(shape);
   std::size_t width = *type == DataType::Bytes ? 4 : sonic::element_size(*type);
   if (!count || (*count != 0 && width > kMaxInlineBytes / *count)) {
@@ -584,7 +465,7 @@ void print_list(sonic::Client& client, const Options& options) {
     }
     return;
   }
-  sonic::ModelMetadata model = client.model_metadata(options.model, options.version);
+  sonic::ModelMetadata model = client.model_metadata(options.model, options.model_version);
   std::cout << "model: " << model.name << '\n';
   std::cout << "  versions:";
   for (const auto& version : model.versions) std::cout << ' ' << version;
@@ -599,93 +480,80 @@ void print_list(sonic::Client& client, const Options& options) {
 
 /// The --timeout value: a positive number of milliseconds (at most a year).
 long long parse_timeout(const std::string& text) {
-  long long value = 0;
-  auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
-  if (text.empty() || ec != std::errc() || ptr != text.data() + text.size() || value <= 0 ||
-      value > 365LL * 24 * 3600 * 1000) {
-    throw UsageError{"--timeout needs a positive number of milliseconds, got '" + text + "'"};
+  auto value = sonic::tools::whole_number(text);
+  if (!value || *value <= 0 || *value > 365LL * 24 * 3600 * 1000) {
+    throw UsageError("--timeout takes a positive number of milliseconds, not '" + text + "'");
   }
-  return value;
+  return *value;
 }
 
 /// The command line as Options; throws UsageError for a malformed one, exits after --help.
 Options parse_args(int argc, char** argv) {
   Options options;
-  std::vector<std::string> positional;
-  bool options_done = false;
-  for (int i = 1; i < argc; ++i) {
-    std::string arg = argv[i];
-    if (options_done || arg.size() < 2 || arg[0] != '-') {
-      positional.push_back(arg);
-      continue;
-    }
-    if (arg == "--") {
-      options_done = true;
-      continue;
-    }
-    if (arg == "-h" || arg == "--help") {
-      usage(std::cout);
-      std::exit(0);
-    }
-    if (arg == "--list") {
-      options.list = true;
-      continue;
-    }
-    // Options with a value: "--flag VALUE" or "--flag=VALUE".
-    std::string flag = arg, value;
-    if (auto eq = arg.find('='); eq != std::string::npos && arg.compare(0, 2, "--") == 0) {
-      flag = arg.substr(0, eq);
-      value = arg.substr(eq + 1);
-    } else if (flag == "--url" || flag == "--timeout" || flag == "--version" || flag == "--id" ||
-               flag == "--output" || flag == "--save-dir") {
-      if (i + 1 >= argc) throw UsageError{flag + " needs a value"};
-      value = argv[++i];
-    } else {
-      throw UsageError{"unknown option '" + arg + "'"};
-    }
-    if (flag == "--url") {
-      options.url = value;
-    } else if (flag == "--timeout") {
-      options.timeout_ms = parse_timeout(value);
-    } else if (flag == "--version") {
-      options.version = value;
-    } else if (flag == "--id") {
-      options.id = value;
-    } else if (flag == "--output") {
-      if (value.empty()) throw UsageError{"--output needs a name"};
-      options.outputs.push_back(value);
-    } else if (flag == "--save-dir") {
-      if (value.empty()) throw UsageError{"--save-dir needs a directory"};
-      options.save_dir = value;
-    } else {
-      throw UsageError{"unknown option '" + flag + "'"};
-    }
-  }
+  sonic::tools::CommandLine command_line(
+      "sonic-infer",
+      "usage: sonic-infer [options] MODEL INPUT=SPEC...\n"
+      "       sonic-infer [-u URL] --list [MODEL]\n"
+      "Sends one inference request and prints each output's name, datatype, shape and values.");
+  command_line.section("Options:")
+      .option("-u, --url", "URL",
+              "server endpoint: grpc://, grpc+shm://, tcp:// or tcp+zstd:// "
+              "HOST:PORT; without a scheme grpc:// (default grpc://127.0.0.1:8001); "
+              "several, comma-separated, are tried in turn",
+              [&](const std::string& v) { options.urls = sonic::tools::comma_list("--url", v); })
+      .option("-t, --timeout", "MS", "time limit of each call in milliseconds (default: none)",
+              [&](const std::string& v) { options.timeout_ms = parse_timeout(v); })
+      .option("-x, --model-version", "V", "model version (default: the server's choice)",
+              [&](const std::string& v) { options.model_version = v; })
+      .option("--id", "ID", "request id, echoed by the server",
+              [&](const std::string& v) { options.id = v; })
+      .option("-o, --output", "NAME", "return only this output (repeat for several; default: all)",
+              [&](const std::string& v) {
+                if (v.empty()) throw UsageError("--output needs a name");
+                options.outputs.push_back(v);
+              })
+      .option("--save-dir", "DIR", "also write each output to DIR/NAME.npy (BF16 as FP32)",
+              [&](const std::string& v) {
+                if (v.empty()) throw UsageError("--save-dir needs a directory");
+                options.save_dir = v;
+              })
+      .flag("-l, --list",
+            "print the server's metadata and its models with their states or, "
+            "given MODEL, the model's inputs and outputs; sends no request",
+            [&] { options.list = true; })
+      .epilogue(
+          "SPEC is one of:\n"
+          "  @FILE.npy              a NumPy array (little-endian, C order; |S<n> arrays are "
+          "BYTES)\n"
+          "  DTYPE:SHAPE:VALUES     inline: INT32:1x16:1,2,...,16   BYTES:2:hello,world\n"
+          "  DTYPE:SHAPE:*VALUE     one value repeated over the shape: FP32:2x3:*0.5\n"
+          "DTYPE is a KServe datatype (BOOL, UINT8..UINT64, INT8..INT64, FP16, BF16, FP32, FP64,\n"
+          "BYTES), in any case; SHAPE is dimensions joined by 'x' or ',' (1x16 or 1,16); VALUES\n"
+          "are separated by commas (in BYTES values, write '\\,' for a comma, '\\\\' for a\n"
+          "backslash, a leading '\\*' for '*'). sonic-perf --input takes the same NAME=SPEC.\n"
+          "Prints 'latency: X.XXX ms', the round trip of the inference call, at the end.\n"
+          "Exit status: 0 success, 1 a failed call or unreadable input, 2 a bad command line.\n");
+  std::vector<std::string> positional = command_line.parse(argc, argv);
 
   if (!positional.empty()) {
     options.model = positional.front();
     if (options.model.find('=') != std::string::npos) {
-      throw UsageError{"the first argument must be the MODEL name, got '" + options.model + "'"};
+      throw UsageError("the first argument must be the MODEL name, got '" + options.model + "'");
     }
   }
   for (std::size_t i = 1; i < positional.size(); ++i) {
-    const std::string& arg = positional[i];
-    std::size_t eq = arg.find('=');
-    if (eq == std::string::npos || eq == 0) {
-      throw UsageError{"expected INPUT=SPEC, got '" + arg + "'"};
-    }
-    std::string name = arg.substr(0, eq);
+    auto [name, spec] = sonic::tools::split_named_spec(positional[i], "INPUT=SPEC");
     for (const auto& known : options.inputs) {
-      if (known.first == name) throw UsageError{"input '" + name + "' given twice"};
+      if (known.first == name) throw UsageError("input '" + name + "' given twice");
     }
-    options.inputs.emplace_back(name, arg.substr(eq + 1));
+    options.inputs.emplace_back(name, spec);
   }
   if (options.list) {
-    if (!options.inputs.empty()) throw UsageError{"--list sends no request: drop the inputs"};
+    if (!options.inputs.empty()) throw UsageError("--list sends no request: drop the inputs");
   } else if (options.model.empty()) {
-    throw UsageError{"no MODEL given"};
+    throw UsageError("no MODEL given");
   } else if (options.inputs.empty()) {
-    throw UsageError{"no INPUT=SPEC given (see --list for the model's inputs)"};
+    throw UsageError("no INPUT=SPEC given (see --list for the model's inputs)");
   }
   return options;
 }
@@ -701,19 +569,20 @@ int run(const Options& options) {
     client_options.control_timeout = limit;
     client_options.connect_timeout = std::min(client_options.connect_timeout, limit);
   }
-  sonic::Client client(options.url, client_options);
+  client_options.endpoints = options.urls;
+  sonic::Client client(client_options);
   if (options.list) {
     print_list(client, options);
     return 0;
   }
 
-  sonic::InferRequest request(options.model, options.version);
+  sonic::InferRequest request(options.model, options.model_version);
   for (const auto& [name, spec] : options.inputs) request.input(name, make_input(name, spec));
   for (const auto& name : options.outputs) request.output(name);
   if (!options.id.empty()) request.id(options.id);
   if (options.timeout_ms > 0) request.timeout(std::chrono::milliseconds(options.timeout_ms));
 
-  sonic::ModelMetadata metadata = client.model_metadata(options.model, options.version);
+  sonic::ModelMetadata metadata = client.model_metadata(options.model, options.model_version);
   sonic::validate_request(metadata, request).value();
 
   auto start = std::chrono::steady_clock::now();
@@ -745,15 +614,5 @@ int run(const Options& options) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  try {
-    return run(parse_args(argc, argv));
-  } catch (const UsageError& e) {
-    std::cout.flush();
-    std::cerr << "sonic-infer: " << e.message << "\n(see sonic-infer --help)\n";
-    return 2;
-  } catch (const std::exception& e) {
-    std::cout.flush();
-    std::cerr << "sonic-infer: " << e.what() << '\n';
-    return 1;
-  }
+  return sonic::tools::CommandLine::run("sonic-infer", [&] { return run(parse_args(argc, argv)); });
 }

@@ -2,14 +2,17 @@
 // point: a sweep of requests in flight or a fixed request rate, each point measured over windows
 // until they agree (or a limit), after a warm-up.
 //
-//   sonic-perf --url grpc://127.0.0.1:8001 --model identity_fp32
-//              --input INPUT0:FP32:1,1024:random --concurrency 1:64:x2 --plot curve.svg
+//   sonic-perf -u grpc://127.0.0.1:8001 -m identity_fp32
+//              --input INPUT0=FP32:1x1024:random --concurrency 1:64:x2 --plot curve.svg
 //
 // Progress goes to stderr; the table to stdout; --csv and --json write files too.
 #include <sonic/sonic.hpp>
 
+#include <algorithm>
+#include <atomic>
 #include <cstdio>
 #include <cstring>
+#include <functional>
 #include <iostream>
 #include <optional>
 #include <random>
@@ -17,10 +20,13 @@
 #include <vector>
 
 #include "callback_option.hpp"
+#include "command_line.hpp"
 #include "measure.hpp"
 #include "options.hpp"
 #include "report.hpp"
+#include "request_plan.hpp"
 #include "stream_sender.hpp"
+#include "sweep.hpp"
 #include "sync_sender.hpp"
 
 namespace {
@@ -28,126 +34,141 @@ namespace {
 using namespace sonic;
 using namespace sonic::perf;
 
-void usage(std::ostream& out) {
-  out << "usage: sonic-perf --model NAME [options]\n"
-         "  --url URL              endpoint (grpc://, grpc+shm://, tcp://, tcp+zstd://; default\n"
-         "                         grpc://127.0.0.1:8001)\n"
-         "  --input SPEC           NAME:DTYPE:D0,D1,...[:random|zero|sparse] or NAME=FILE.npy;\n"
-         "                         repeat per input (default: from the model's metadata)\n"
-         "  --concurrency SWEEP    requests in flight: N, N,M,..., FROM:TO:xFACTOR or\n"
-         "                         FROM:TO:+STEP (1)\n"
-         "  --rate R               fixed rate of R requests/s instead (with --poisson: random\n"
-         "                         exponential gaps)\n"
-         "  --callbacks WHERE      where completions run (ClientOptions::callbacks): network\n"
-         "                         (the default), pool or inline\n"
-         "  --streaming            send the requests on one stream (ModelStreamInfer) instead\n"
-         "                         of a call each; a request's latency runs to its last\n"
-         "                         response (decoupled models answer any number of times)\n"
-         "  --sync                 blocking infer() calls, a thread per request in flight\n"
-         "                         (perf_analyzer's default mode) instead of infer_async\n"
-         "  --client-batch N       merge concurrent requests into one of at most N rows before\n"
-         "                         sending (client-side batching; 0: the model's\n"
-         "                         max_batch_size)\n"
-         "  --batch-delay US       how long a client-side batch waits to fill (500)\n"
-         "  --warmup S             seconds of load before measuring each point (1)\n"
-         "  --window S             seconds per measurement window (2), or\n"
-         "  --window-requests N    requests per window\n"
-         "  --stability F          windows agree when throughput and p99 are within F (0.10)\n"
-         "  --stable-windows N     ... over the last N windows (3); at most --max-windows (10)\n"
-         "  --csv FILE  --json FILE  --plot FILE.svg\n"
-         "Windows with failures are never stable; a window in which every request failed ends\n"
-         "its point and the sweep. Exit status: 0 every request answered; 1 some failed (the\n"
-         "table's failed column; the first error is printed) or the run could not go on (no\n"
-         "server, a file that cannot be written); 2 a mistake on the command line.\n";
-}
-
+// The command line as Options; throws UsageError, exits after --help and --version.
 Options parse(int argc, char** argv) {
   Options o;
-  for (int i = 1; i < argc; ++i) {
-    std::string flag = argv[i];
-    if (flag == "-h" || flag == "--help") {
-      usage(std::cout);
-      std::exit(0);
-    }
-    if (flag == "--poisson") {
-      o.poisson = true;
-      continue;
-    }
-    if (flag == "--streaming") {
-      o.streaming = true;
-      continue;
-    }
-    if (flag == "--sync") {
-      o.sync = true;
-      continue;
-    }
-    if (i + 1 >= argc) usage_error("option " + flag + " needs a value");
-    std::string value = argv[++i];
-    if (flag == "--url")
-      o.url = value;
-    else if (flag == "--model")
-      o.model = value;
-    else if (flag == "--input")
-      o.inputs.push_back(parse_input(value));
-    else if (flag == "--concurrency")
-      o.concurrency = parse_sweep(value);
-    else if (flag == "--rate")
-      o.rate = parse_positive(flag, value);
-    else if (flag == "--warmup")
-      o.warmup_s = parse_positive(flag, value, true);
-    else if (flag == "--window")
-      o.window_s = std::max(0.05, parse_positive(flag, value));
-    else if (flag == "--window-requests")
-      o.window_requests = parse_count(flag, value);
-    else if (flag == "--stability")
-      o.stability = parse_positive(flag, value);
-    else if (flag == "--stable-windows")
-      o.stable_windows = parse_count(flag, value);
-    else if (flag == "--max-windows")
-      o.max_windows = parse_count(flag, value);
-    else if (flag == "--client-batch")
-      o.client_batch = parse_count(flag, value, 0);
-    else if (flag == "--batch-delay")
-      o.batch_delay_us = parse_count(flag, value, 0);
-    else if (flag == "--callbacks") {
-      auto where = bench::parse_callback_thread(value);
-      if (!where) usage_error("--callbacks takes " + std::string(bench::kCallbackThreadNames));
-      o.callbacks = *where;
-    } else if (flag == "--csv")
-      o.csv = value;
-    else if (flag == "--json")
-      o.json = value;
-    else if (flag == "--plot")
-      o.plot = value;
-    else
-      usage_error("unknown option " + flag);
-  }
-  if (o.model.empty()) usage_error("--model is required");
-  if (o.sync && (o.streaming || o.rate > 0)) {
+  tools::CommandLine line(
+      "sonic-perf",
+      "usage: sonic-perf -m MODEL [options]\n"
+      "Loads a KServe v2 endpoint through any sonic transport and measures it, point by point:\n"
+      "a sweep of requests in flight or of request rates, each point measured over windows\n"
+      "until they agree, after a warm-up. The options perf_analyzer users know (-m, -u, -b,\n"
+      "--shape, --input-data, --percentile, --latency-threshold, --binary-search,\n"
+      "--concurrency-range, --request-rate-range) mean what they mean there.");
+  line.section("What to load:")
+      .option("-m, --model", "NAME", "the model (required)",
+              [&](const std::string& v) { o.model = v; })
+      .option("-u, --url", "URL",
+              "endpoint: grpc://, grpc+shm://, tcp:// or tcp+zstd:// HOST:PORT; "
+              "without a scheme grpc:// (default grpc://127.0.0.1:8001); several, "
+              "comma-separated, share the load",
+              [&](const std::string& v) { o.urls = tools::comma_list("--url", v); })
+      .option("--input", "NAME=SPEC",
+              "NAME=DTYPE:SHAPE[:random|zero|sparse] or NAME=@FILE.npy, as "
+              "sonic-infer's (SHAPE: 1x16 or 1,16); repeat per input (default: "
+              "the model's inputs, random)",
+              [&](const std::string& v) { o.inputs.push_back(parse_input(v)); })
+      .option("-b, --batch-size", "N", "rows of each request, for a model that batches (1)",
+              [&](const std::string& v) { o.batch_size = parse_count("-b", v); })
+      .option("--shape", "NAME:DIMS",
+              "the variable dimensions of an input of the model (batch dimension "
+              "excluded): --shape IMAGE:3,224,224; repeat per input",
+              [&](const std::string& v) { o.shapes.insert(parse_shape_option(v)); })
+      .option("--input-data", "FILE.json",
+              "the inputs of each request, and outputs to check, from a file in "
+              "perf_analyzer's format: {\"data\": [...], \"validation_data\": [...]}; "
+              "requests cycle through its steps, an answer that differs fails",
+              [&](const std::string& v) { o.input_data = v; });
+  line.section("How much load:")
+      .option("--concurrency", "SWEEP",
+              "requests in flight: N, N,M,..., FROM:TO[:STEP] or FROM:TO:xFACTOR (1)",
+              [&](const std::string& v) { o.concurrency = parse_sweep("--concurrency", v); })
+      .option("--concurrency-range", "FROM:TO[:STEP]", "the same, perf_analyzer's name",
+              [&](const std::string& v) { o.concurrency = parse_sweep("--concurrency-range", v); })
+      .option("--rate", "SWEEP",
+              "requests started per second instead, whatever is in flight; a sweep "
+              "as --concurrency's (--poisson: random exponential gaps)",
+              [&](const std::string& v) { o.rates = parse_sweep("--rate", v); })
+      .option("--request-rate-range", "FROM:TO[:STEP]", "the same, perf_analyzer's name",
+              [&](const std::string& v) { o.rates = parse_sweep("--request-rate-range", v); })
+      .flag("--poisson", "exponential gaps between the requests of --rate",
+            [&] { o.poisson = true; })
+      .option("-l, --latency-threshold", "MS",
+              "the highest load whose --percentile latency stays under MS: the "
+              "sweep stops at the first point above it, and says which was highest",
+              [&](const std::string& v) {
+                o.latency_threshold_us = parse_positive("--latency-threshold", v) * 1000;
+              })
+      .flag("--binary-search",
+            "with --latency-threshold: bisect the sweep's range (FROM:TO) instead "
+            "of measuring every point of it",
+            [&] { o.binary_search = true; });
+  line.section("How requests go:")
+      .option("--callbacks", "WHERE",
+              "where completions run (ClientOptions::callbacks): network (the "
+              "default), pool or inline",
+              [&](const std::string& v) {
+                auto where = bench::parse_callback_thread(v);
+                if (!where) {
+                  usage_error("--callbacks takes " + std::string(bench::kCallbackThreadNames) +
+                              ", not '" + v + "'");
+                }
+                o.callbacks = *where;
+              })
+      .flag("--streaming",
+            "send the requests on one stream (ModelStreamInfer) instead of a call "
+            "each; a request's latency runs to its last response (decoupled models "
+            "answer any number of times)",
+            [&] { o.streaming = true; })
+      .flag("--sync",
+            "blocking infer() calls, a thread per request in flight "
+            "(perf_analyzer's default mode) instead of infer_async",
+            [&] { o.sync = true; })
+      .option("--client-batch", "N",
+              "merge concurrent requests into one of at most N rows before sending "
+              "(client-side batching; 0: the model's max_batch_size)",
+              [&](const std::string& v) { o.client_batch = parse_count("--client-batch", v, 0); })
+      .option("--batch-delay", "US", "how long a client-side batch waits to fill (500)",
+              [&](const std::string& v) { o.batch_delay_us = parse_count("--batch-delay", v, 0); });
+  line.section("How each point is measured:")
+      .option("--warmup", "S", "seconds of load before measuring each point (1)",
+              [&](const std::string& v) { o.warmup_s = parse_positive("--warmup", v, true); })
+      .option(
+          "--window", "S", "seconds per measurement window (2)",
+          [&](const std::string& v) { o.window_s = std::max(0.05, parse_positive("--window", v)); })
+      .option(
+          "--window-requests", "N", "requests per window instead",
+          [&](const std::string& v) { o.window_requests = parse_count("--window-requests", v); })
+      .option("--percentile", "P",
+              "the latency percentile (1 to 99) that stability and the threshold "
+              "use (99); the table shows p50, p90, p95, p99 and it",
+              [&](const std::string& v) {
+                o.percentile = parse_count("--percentile", v);
+                if (o.percentile > 99) usage_error("--percentile takes 1 to 99, not '" + v + "'");
+              })
+      .option("--stability", "F", "windows agree when throughput and latency are within F (0.10)",
+              [&](const std::string& v) { o.stability = parse_positive("--stability", v); })
+      .option("--stable-windows", "N", "... over the last N windows (3)",
+              [&](const std::string& v) { o.stable_windows = parse_count("--stable-windows", v); })
+      .option("--max-windows", "N", "windows at most per point (10)",
+              [&](const std::string& v) { o.max_windows = parse_count("--max-windows", v); });
+  line.section("Results (checked before measuring; the table goes to stdout, progress to stderr):")
+      .option("--csv", "FILE", "the points as CSV", [&](const std::string& v) { o.csv = v; })
+      .option("--json", "FILE", "the points as JSON", [&](const std::string& v) { o.json = v; })
+      .option("--plot", "FILE.svg", "latency against throughput",
+              [&](const std::string& v) { o.plot = v; });
+  line.epilogue(
+      "Windows with failures are never stable; a window in which every request failed ends its\n"
+      "point and the sweep. Exit status: 0 every request answered (and, with\n"
+      "--latency-threshold, some load met it); 1 some failed (the table's failed column; the\n"
+      "first error is printed), no load met the threshold, or the run could not go on (no\n"
+      "server, a file that cannot be written); 2 a mistake on the command line.\n");
+  std::vector<std::string> extra = line.parse(argc, argv);
+  if (!extra.empty()) usage_error("unexpected argument '" + extra.front() + "'");
+  if (o.model.empty()) usage_error("-m/--model is required");
+  if (o.sync && (o.streaming || !o.rates.empty())) {
     usage_error("--sync runs a blocking call per thread: not with --streaming or --rate");
+  }
+  if (!o.inputs.empty() && (!o.input_data.empty() || !o.shapes.empty() || o.batch_size > 1)) {
+    usage_error("--input gives whole tensors: not with --input-data, --shape or -b");
+  }
+  if (o.binary_search && o.latency_threshold_us <= 0) {
+    usage_error("--binary-search needs --latency-threshold");
   }
   check_writable("--csv", o.csv);
   check_writable("--json", o.json);
   check_writable("--plot", o.plot);
   return o;
-}
-
-// The request every call sends: the inputs given, or the model's own with dynamic dims as 1.
-std::vector<NamedTensor> inputs_for(Client& client, const Options& o) {
-  std::mt19937 random(7);
-  std::vector<InputSpec> specs = o.inputs;
-  if (specs.empty()) {
-    for (const auto& in : client.model_metadata(o.model).inputs) {
-      InputSpec spec;
-      spec.name = in.name;
-      spec.dtype = in.dtype;
-      for (auto d : in.shape) spec.shape.push_back(d < 0 ? 1 : d);
-      specs.push_back(spec);
-    }
-  }
-  std::vector<NamedTensor> tensors;
-  for (const auto& spec : specs) tensors.push_back({spec.name, make_tensor(spec, random), {}});
-  return tensors;
 }
 
 // Whether the model is decoupled (any number of responses per request): its configuration
@@ -161,12 +182,26 @@ bool is_decoupled(Client& client, const std::string& model) {
 }
 
 // Measures one load level: warm-up, then windows until stable or the limit.
-Point measure_point(Client& client, const Options& o, const std::vector<NamedTensor>& inputs,
+Point measure_point(Client& client, const Options& o, const std::vector<PlannedRequest>& plan,
                     bool decoupled, int concurrency, double rate) {
+  // Requests cycle through the plan; the step a request came from is found again by its first
+  // input's bytes, which no two steps share, to check its answer.
+  std::atomic<std::size_t> next{0};
   auto make = [&] {
+    const PlannedRequest& step = plan[next.fetch_add(1, std::memory_order_relaxed) % plan.size()];
     InferRequest request(o.model);
-    for (const auto& in : inputs) request.input(in.name, in.tensor);
+    for (const auto& in : step.inputs) request.input(in.name, in.tensor);
     return request;
+  };
+  auto step_of = [&plan](const InferRequest& request) -> const PlannedRequest* {
+    if (request.inputs().empty()) return nullptr;
+    for (const auto& step : plan) {
+      if (!step.inputs.empty() &&
+          step.inputs[0].tensor.data() == request.inputs()[0].tensor.data()) {
+        return &step;
+      }
+    }
+    return nullptr;
   };
   std::optional<StreamSender> stream;
   std::optional<SyncSender> blocking;
@@ -184,6 +219,22 @@ Point measure_point(Client& client, const Options& o, const std::vector<NamedTen
       blocking->send(std::move(request), std::move(done));
     };
   }
+  const bool validating = std::any_of(plan.begin(), plan.end(),
+                                      [](const PlannedRequest& p) { return !p.expected.empty(); });
+  if (validating) {
+    // An answer that differs from the file's validation_data is a failed request.
+    send = [inner = std::move(send), step_of](InferRequest request, Callback<InferResult> done) {
+      const PlannedRequest* step = step_of(request);
+      inner(std::move(request), [step, done = std::move(done)](Result<InferResult> r) mutable {
+        if (r && step) {
+          if (std::string why = mismatch(*step, *r); !why.empty()) {
+            r = Error(StatusCode::Internal, why);
+          }
+        }
+        done(std::move(r));
+      });
+    };
+  }
   LoadDriver driver(std::move(send), make, concurrency, rate, o.poisson);
   long failures = 0;
   auto warmup = driver.run(Clock::now() + std::chrono::duration_cast<Clock::duration>(
@@ -198,13 +249,13 @@ Point measure_point(Client& client, const Options& o, const std::vector<NamedTen
                                  std::chrono::duration<double>(o.window_s));
     std::string first_error;
     auto latencies = driver.run(until, o.window_requests, failures, &first_error);
-    windows.push_back(
-        summarize(std::move(latencies), failures, before, Counters::now(client, o.model)));
+    windows.push_back(summarize(std::move(latencies), failures, before,
+                                Counters::now(client, o.model), o.percentile));
     Point& last = windows.back();
     last.first_error = std::move(first_error);
     sent += last.requests;
-    std::fprintf(stderr, "  window %d: %.1f infer/s, p99 %.0f us%s\n", w + 1, last.throughput,
-                 last.p99_us, last.failures ? " (with failures)" : "");
+    std::fprintf(stderr, "  window %d: %.1f infer/s, p%d %.0f us%s\n", w + 1, last.throughput,
+                 o.percentile, last.chosen_us, last.failures ? " (with failures)" : "");
     if (last.failures == last.requests) {
       // Nothing is answered any more (the server went away, the model was unloaded): more
       // windows would only measure errors.
@@ -233,9 +284,9 @@ Point measure_point(Client& client, const Options& o, const std::vector<NamedTen
     p.seconds += w.seconds;
     if (p.first_error.empty()) p.first_error = w.first_error;
   }
-  for (auto field :
-       {&Point::throughput, &Point::p50_us, &Point::p90_us, &Point::p99_us, &Point::client_cpu_us,
-        &Point::wire_bytes, &Point::server_queue_us, &Point::server_compute_us}) {
+  for (auto field : {&Point::throughput, &Point::p50_us, &Point::p90_us, &Point::p95_us,
+                     &Point::p99_us, &Point::chosen_us, &Point::client_cpu_us, &Point::wire_bytes,
+                     &Point::server_queue_us, &Point::server_compute_us}) {
     p.*field = med(field);
   }
   for (const auto& w : last) p.max_us = std::max(p.max_us, w.max_us);
@@ -255,11 +306,9 @@ Point measure_point(Client& client, const Options& o, const std::vector<NamedTen
   return p;
 }
 
-}  // namespace
-
-int main(int argc, char** argv) try {
-  Options o = parse(argc, argv);
+int run(const Options& o) {
   ClientOptions client_options;
+  client_options.endpoints = o.urls;
   client_options.callbacks = o.callbacks;
   // The statistics read around each window: a server that went away must not hold a window
   // open for the default ten seconds.
@@ -270,29 +319,24 @@ int main(int argc, char** argv) try {
     batching.max_delay = std::chrono::microseconds(o.batch_delay_us);
     client_options.batching[o.model] = batching;
   }
-  Client client(o.url, client_options);
-  auto inputs = inputs_for(client, o);
+  Client client(client_options);
+  const std::vector<PlannedRequest> plan = plan_requests(client, o);
   const bool decoupled = is_decoupled(client, o.model);
   if (decoupled && !o.streaming) {
     usage_error("model '" + o.model + "' is decoupled: it answers only on a stream (--streaming)");
   }
-  std::vector<Point> points;
-  if (o.rate > 0) {
-    std::fprintf(stderr, "sonic-perf: %s at %.1f requests/s%s%s\n", o.model.c_str(), o.rate,
-                 o.poisson ? " (Poisson)" : "", o.streaming ? ", on a stream" : "");
-    points.push_back(measure_point(client, o, inputs, decoupled, 0, o.rate));
-  } else {
-    for (int c : o.concurrency) {
-      std::fprintf(stderr, "sonic-perf: %s with %d in flight%s\n", o.model.c_str(), c,
-                   o.streaming ? " on a stream" : "");
-      points.push_back(measure_point(client, o, inputs, decoupled, c, 0));
-      if (points.back().unanswered) {
-        std::fprintf(stderr, "sonic-perf: stopping the sweep: no request is answered\n");
-        break;
-      }
+  const bool by_rate = !o.rates.empty();
+  std::vector<Point> points = sweep(o, [&](int load) {
+    if (by_rate) {
+      std::fprintf(stderr, "sonic-perf: %s at %d requests/s%s%s\n", o.model.c_str(), load,
+                   o.poisson ? " (Poisson)" : "", o.streaming ? ", on a stream" : "");
+      return measure_point(client, o, plan, decoupled, 0, load);
     }
-  }
-  print_table(points);
+    std::fprintf(stderr, "sonic-perf: %s with %d in flight%s\n", o.model.c_str(), load,
+                 o.streaming ? " on a stream" : "");
+    return measure_point(client, o, plan, decoupled, load, 0);
+  });
+  print_table(points, o.percentile);
   if (o.client_batch) {
     const ClientStats stats = client.stats();
     std::fprintf(stderr,
@@ -304,11 +348,12 @@ int main(int argc, char** argv) try {
                                              static_cast<double>(stats.merged_requests)
                                        : 0.0);
   }
-  if (!o.csv.empty()) write_csv(o.csv, points);
-  if (!o.json.empty()) write_json(o.json, o.url, o.model, points);
-  if (!o.plot.empty()) write_svg(o.plot, o.model + " at " + o.url, points);
+  const std::string where = o.urls.front() + (o.urls.size() > 1 ? " and others" : "");
+  if (!o.csv.empty()) write_csv(o.csv, points, o.percentile);
+  if (!o.json.empty()) write_json(o.json, where, o.model, points, o.percentile);
+  if (!o.plot.empty()) write_svg(o.plot, o.model + " at " + where, points);
   // Exit codes: 0 every request answered, 1 some failed (the table's "failed" column, and the
-  // first error below), 2 a usage error or nothing could be measured.
+  // first error below) or no load met the threshold, 2 a usage error.
   int failed_points = 0;
   for (const auto& p : points) {
     if (p.failures == 0 && !p.unanswered) continue;
@@ -317,11 +362,12 @@ int main(int argc, char** argv) try {
                    p.failures, p.requests, p.load.c_str(), p.first_error.c_str());
     }
   }
-  return failed_points > 0 ? 1 : 0;
-} catch (const UsageError& e) {
-  std::cerr << "sonic-perf: " << e.what() << '\n';
-  return 2;
-} catch (const std::exception& e) {
-  std::cerr << "sonic-perf: " << e.what() << '\n';
-  return 1;
+  bool threshold_met = o.latency_threshold_us <= 0 || report_threshold(o, points);
+  return failed_points > 0 || !threshold_met ? tools::kExitFailure : tools::kExitOk;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  return tools::CommandLine::run("sonic-perf", [&] { return run(parse(argc, argv)); });
 }

@@ -31,7 +31,8 @@ struct Point {
   long all_requests = 0;  ///< sent for the point, warm-up and unused windows included
   double seconds = 0;
   double throughput = 0;  ///< requests per second
-  double p50_us = 0, p90_us = 0, p99_us = 0, max_us = 0;
+  double p50_us = 0, p90_us = 0, p95_us = 0, p99_us = 0, max_us = 0;
+  double chosen_us = 0;      ///< the --percentile latency, which stability and thresholds use
   double client_cpu_us = 0;  ///< user + system CPU of this process
   double wire_bytes = 0;     ///< per request, both directions, through the network interfaces
   double server_queue_us = 0, server_compute_us = 0;  ///< per request, from ModelStatistics
@@ -186,8 +187,9 @@ inline double percentile(std::vector<double>& sorted, double p) {
 }
 
 /// A window's point from its latencies and the counters around it.
+/// `chosen` is the percentile (1 to 99) that stability and the latency threshold use.
 inline Point summarize(std::vector<double> latencies, long failures, const Counters& before,
-                       const Counters& after) {
+                       const Counters& after, int chosen) {
   Point p;
   std::sort(latencies.begin(), latencies.end());
   p.requests = static_cast<long>(latencies.size()) + failures;
@@ -197,7 +199,9 @@ inline Point summarize(std::vector<double> latencies, long failures, const Count
   p.throughput = static_cast<double>(latencies.size()) / p.seconds;
   p.p50_us = percentile(latencies, 0.50);
   p.p90_us = percentile(latencies, 0.90);
+  p.p95_us = percentile(latencies, 0.95);
   p.p99_us = percentile(latencies, 0.99);
+  p.chosen_us = percentile(latencies, chosen / 100.0);
   p.max_us = latencies.empty() ? 0 : latencies.back();
   p.client_cpu_us = (after.cpu_s - before.cpu_s) / n * 1e6;
   p.wire_bytes = (after.wire_bytes - before.wire_bytes) / n;
@@ -209,9 +213,8 @@ inline Point summarize(std::vector<double> latencies, long failures, const Count
   return p;
 }
 
-/// Whether the last `count` windows agree within `tolerance` on throughput and p99.
-/// Whether the last `count` windows agree within `tolerance` (and none had a failure: a rate
-/// of errors is not a measurement).
+/// Whether the last `count` windows agree within `tolerance` on throughput and the chosen
+/// percentile's latency (and none had a failure: a rate of errors is not a measurement).
 inline bool stable(const std::vector<Point>& windows, int count, double tolerance) {
   if (static_cast<int>(windows.size()) < count) return false;
   auto first = windows.end() - count;
@@ -225,7 +228,7 @@ inline bool stable(const std::vector<Point>& windows, int count, double toleranc
     return mid == 0 || (field(*hi) - field(*lo)) / mid <= 2 * tolerance;
   };
   return within([](const Point& p) { return p.throughput; }) &&
-         within([](const Point& p) { return p.p99_us; });
+         within([](const Point& p) { return p.chosen_us; });
 }
 
 }  // namespace sonic::perf

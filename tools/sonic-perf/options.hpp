@@ -7,14 +7,19 @@
 
 #include <cstdlib>
 #include <filesystem>
+#include <map>
 #include <optional>
 #include <random>
 #include <stdexcept>
 #include <string>
+#include <tuple>
+#include <utility>
 #include <vector>
 
+#include "command_line.hpp"
 #include "npy.hpp"
 #include "number_option.hpp"
+#include "tensor_spec.hpp"
 
 namespace sonic::perf {
 
@@ -28,12 +33,16 @@ struct InputSpec {
 };
 
 struct Options {
-  std::string url = "grpc://127.0.0.1:8001";
+  std::vector<std::string> urls{"grpc://127.0.0.1:8001"};
   std::string model;
-  std::vector<InputSpec> inputs;  ///< empty: from the model's metadata (dynamic dims -> 1)
+  std::vector<InputSpec> inputs;  ///< empty: from the model's metadata (or --input-data)
+  /// --shape NAME:DIMS: the variable dimensions of the model's inputs (batch dimension excluded).
+  std::map<std::string, Shape> shapes;
+  int batch_size = 1;      ///< -b: rows of each request, for a model that batches
+  std::string input_data;  ///< --input-data FILE.json, perf_analyzer's format
   std::vector<int> concurrency{1};
-  double rate = 0;       ///< requests per second; > 0 selects the fixed-rate mode
-  bool poisson = false;  ///< exponential gaps between requests in fixed-rate mode
+  std::vector<int> rates;  ///< requests per second; not empty selects the fixed-rate mode
+  bool poisson = false;    ///< exponential gaps between requests in fixed-rate mode
   CallbackThread callbacks = CallbackThread::Network;  ///< ClientOptions::callbacks
   bool streaming = false;  ///< requests on one stream (ModelStreamInfer)
   bool sync = false;       ///< blocking infer() calls, a thread per request in flight
@@ -44,70 +53,73 @@ struct Options {
   double warmup_s = 1;
   double window_s = 2;
   int window_requests = 0;  ///< > 0: windows end after this many requests instead
-  double stability = 0.10;  ///< windows agree within this fraction of throughput and p99
+  int percentile = 99;      ///< the latency that stability and the threshold use
+  double stability = 0.10;  ///< windows agree within this fraction of throughput and latency
   int stable_windows = 3;
   int max_windows = 10;
+  double latency_threshold_us = 0;  ///< > 0: the highest load whose latency stays under it
+  bool binary_search = false;       ///< bisect the sweep's range for that load
   std::string csv, json, plot;
 };
 
-/// A mistake on the command line: exit status 2, where a failure while running is 1.
-struct UsageError : std::runtime_error {
-  using std::runtime_error::runtime_error;
-};
+using tools::UsageError;
 
-[[noreturn]] inline void usage_error(const std::string& message) {
-  throw UsageError(message + " (see sonic-perf --help)");
-}
+[[noreturn]] inline void usage_error(const std::string& message) { throw UsageError(message); }
 
-inline DataType parse_dtype(const std::string& text) {
-  for (DataType type : kAllDataTypes) {
-    if (text == to_string(type)) return type;
-  }
-  usage_error("unknown datatype '" + text + "'");
-}
-
-inline Shape parse_shape(const std::string& text) {
-  Shape shape;
-  std::size_t at = 0;
-  while (at <= text.size()) {
-    std::size_t comma = text.find(',', at);
-    std::string dim = text.substr(at, comma == std::string::npos ? std::string::npos : comma - at);
-    char* end = nullptr;
-    long long value = std::strtoll(dim.c_str(), &end, 10);
-    if (dim.empty() || *end || value < 0) usage_error("bad shape '" + text + "'");
-    shape.push_back(value);
-    if (comma == std::string::npos) break;
-    at = comma + 1;
-  }
-  return shape;
-}
-
-/// NAME=FILE.npy or NAME:DTYPE:D0,D1,...[:random|zero|sparse]
+/// One --input: NAME=@FILE.npy or NAME=DTYPE:SHAPE[:random|zero|sparse], as sonic-infer's
+/// inputs (whose third field is values). Earlier spellings are still read: NAME:DTYPE:SHAPE[:FILL]
+/// and NAME=FILE.npy.
 inline InputSpec parse_input(const std::string& text) {
   InputSpec spec;
-  if (auto eq = text.find('='); eq != std::string::npos) {
-    spec.name = text.substr(0, eq);
-    spec.file = text.substr(eq + 1);
-    return spec;
+  std::string rest;
+  std::size_t eq = text.find('='), colon = text.find(':');
+  if (eq != std::string::npos && (colon == std::string::npos || eq < colon)) {
+    std::tie(spec.name, rest) = tools::split_named_spec(text, "--input NAME=SPEC");
+    if (!rest.empty() && rest.front() == '@') {
+      spec.file = rest.substr(1);
+      if (spec.file.empty()) usage_error("--input " + text + ": '@' needs a file name");
+      return spec;
+    }
+    if (rest.find(':') == std::string::npos) {  // NAME=FILE.npy, the earlier spelling
+      spec.file = rest;
+      return spec;
+    }
+  } else if (colon != std::string::npos && colon > 0) {
+    spec.name = text.substr(0, colon);
+    rest = text.substr(colon + 1);
+  } else {
+    usage_error("--input takes NAME=@FILE.npy or NAME=DTYPE:SHAPE[:random|zero|sparse], not '" +
+                text + "'");
   }
+  const std::string what = "--input " + spec.name;
   std::vector<std::string> parts;
   std::size_t at = 0;
-  for (std::size_t colon; (colon = text.find(':', at)) != std::string::npos; at = colon + 1) {
-    parts.push_back(text.substr(at, colon - at));
+  for (std::size_t next; (next = rest.find(':', at)) != std::string::npos; at = next + 1) {
+    parts.push_back(rest.substr(at, next - at));
   }
-  parts.push_back(text.substr(at));
-  if (parts.size() < 3 || parts.size() > 4) usage_error("bad --input '" + text + "'");
-  spec.name = parts[0];
-  spec.dtype = parse_dtype(parts[1]);
-  spec.shape = parse_shape(parts[2]);
-  if (parts.size() == 4) spec.fill = parts[3];
+  parts.push_back(rest.substr(at));
+  if (parts.size() < 2 || parts.size() > 3) {
+    usage_error(what + ": expected DTYPE:SHAPE[:random|zero|sparse], got '" + rest + "'");
+  }
+  spec.dtype = tools::parse_datatype(what, parts[0]);
+  spec.shape = tools::parse_shape(what, parts[1]);
+  if (parts.size() == 3) spec.fill = parts[2];
   if (spec.fill != "random" && spec.fill != "zero" && spec.fill != "sparse") {
-    usage_error("fill must be random, zero or sparse, not '" + spec.fill + "'");
+    usage_error(what + ": fill must be random, zero or sparse, not '" + spec.fill + "'");
   }
   return spec;
 }
 
-/// "8", "1:64:x2" (1, 2, 4, ... 64) or "4:16:+4" (4, 8, 12, 16).
+/// One --shape: NAME:DIMS (dimensions joined by ',' or 'x', batch dimension excluded).
+inline std::pair<std::string, Shape> parse_shape_option(const std::string& text) {
+  std::size_t colon = text.rfind(':');
+  if (colon == std::string::npos || colon == 0) {
+    usage_error("--shape takes NAME:DIMS (e.g. IMAGE:3,224,224), not '" + text + "'");
+  }
+  std::string name = text.substr(0, colon);
+  return {name, tools::parse_shape("--shape " + name, text.substr(colon + 1))};
+}
+
 /// A whole number of at least `least` for `flag`, all of `text` ("2abc" and "0" are refused,
 /// not read as 2 and 1).
 inline int parse_count(const std::string& flag, const std::string& text, int least = 1) {
@@ -131,32 +143,39 @@ inline double parse_positive(const std::string& flag, const std::string& text,
   return *value;
 }
 
-/// N, a list N,M,... or a sweep FROM:TO:xFACTOR / FROM:TO:+STEP.
-inline std::vector<int> parse_sweep(const std::string& text) {
-  const std::string flag = "--concurrency";
+/// The values of a load sweep for `flag`: N; a list N,M,...; FROM:TO (step 1); FROM:TO:STEP
+/// or FROM:TO:+STEP (4:16:4 is 4, 8, 12, 16, perf_analyzer's --concurrency-range); or
+/// FROM:TO:xFACTOR (1:64:x2 is 1, 2, 4, ... 64).
+inline std::vector<int> parse_sweep(const std::string& flag, const std::string& text) {
   auto first = text.find(':');
   if (first == std::string::npos) {
     std::vector<int> values;
-    std::size_t at = 0;
-    for (;;) {
-      std::size_t comma = text.find(',', at);
-      values.push_back(parse_count(flag, text.substr(at, comma - at)));
-      if (comma == std::string::npos) return values;
-      at = comma + 1;
-    }
+    for (const auto& item : tools::comma_list(flag, text))
+      values.push_back(parse_count(flag, item));
+    return values;
   }
+  const std::string form = "use N, N,M,..., FROM:TO, FROM:TO:STEP or FROM:TO:xFACTOR";
   auto second = text.find(':', first + 1);
-  if (second == std::string::npos || second + 2 > text.size())
-    usage_error("bad sweep '" + text + "': use FROM:TO:xFACTOR or FROM:TO:+STEP");
   int from = parse_count(flag, text.substr(0, first));
-  int to = parse_count(flag, text.substr(first + 1, second - first - 1));
-  char op = text[second + 1];
-  int step = parse_count(flag, text.substr(second + 2));
-  if ((op != 'x' && op != '+') || step < (op == 'x' ? 2 : 1) || to < from) {
-    usage_error("bad sweep '" + text + "': use FROM:TO:xFACTOR or FROM:TO:+STEP");
+  int to = parse_count(
+      flag,
+      text.substr(first + 1, second == std::string::npos ? std::string::npos : second - first - 1));
+  char op = '+';
+  int step = 1;
+  if (second != std::string::npos) {
+    std::string step_text = text.substr(second + 1);
+    if (!step_text.empty() && (step_text[0] == 'x' || step_text[0] == '+')) {
+      op = step_text[0];
+      step_text.erase(0, 1);
+    }
+    step = parse_count(flag, step_text);
   }
+  if (to < from) usage_error(flag + " " + text + ": FROM is above TO (" + form + ")");
+  if (op == 'x' && step < 2) usage_error(flag + " " + text + ": a FACTOR must be at least 2");
   std::vector<int> values;
-  for (int v = from; v <= to; v = op == 'x' ? v * step : v + step) values.push_back(v);
+  for (long long v = from; v <= to; v = op == 'x' ? v * step : v + step) {
+    values.push_back(static_cast<int>(v));
+  }
   return values;
 }
 

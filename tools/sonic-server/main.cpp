@@ -9,6 +9,7 @@
 
 #include <malloc.h>
 #include <algorithm>
+#include <cctype>
 #include <chrono>
 #include <csignal>
 #include <cstdlib>
@@ -18,8 +19,10 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <type_traits>
 #include <vector>
 
+#include "command_line.hpp"
 #include "number_option.hpp"
 
 namespace {
@@ -39,111 +42,40 @@ void keep_freed_memory_for_reuse() {
 #endif
 }
 
-void usage(std::ostream& out) {
-  std::string backends;
-  for (const auto& name : sonic::repository::backend_names()) {
-    backends += (backends.empty() ? "" : ", ") + name;
-  }
-  if (backends.empty()) backends = "none (built without OpenCV DNN and libtorch)";
-  out << R"(usage: sonic-server [OPTION]...
-Serves the models of Triton model repositories, or without one sonic's built-in models
-(simple, identity_fp32 and an identity_<type> of every other datatype, and Triton's
-examples simple_string, simple_identity, simple_sequence), over KServe v2 gRPC,
-Triton-compatible.
+using sonic::tools::UsageError;
 
-  --host ADDR        address to listen on (default 127.0.0.1; 0.0.0.0 for all)
-  --port N           gRPC port (default 8001; 0 picks a free port)
-  --tcp-port N       also serve tcp:// and tcp+zstd:// clients on this port (0: a free one)
-  --threads N        model execution threads (default: one per core)
-  --io-threads N     network threads (default 1)
-  --inline-models    run every model on the network threads: no hand-off per request, for
-                     models that take microseconds (a slow one stalls its connections)
-  --quick-model-us N without --inline-models, a model whose recent executions took under N
-                     microseconds each runs on the network thread, others on the model
-                     threads (default 20; 0: none)
-
-Models (as tritonserver's options):
-  --model-repository PATH
-                     a directory of models: PATH/NAME/config.pbtxt and PATH/NAME/1/model.onnx
-                     (or model.pt); repeat for several. Backends here: )"
-      << backends << R"(
-  --model-control-mode MODE
-                     none (default): every model of the repositories is loaded at start and
-                     clients may not unload or load models; explicit: only --load-model
-                     models are loaded, and clients may (RepositoryModelLoad, ...Unload);
-                     poll: as none, and the repositories are read again every
-                     --repository-poll-secs: new and changed models load, removed ones unload
-  --load-model NAME  with explicit: load this model at start (repeat; '*' loads all)
-  --repository-poll-secs N
-                     with poll: seconds between reads of the repositories (default 15)
-  A model that fails to load is reported with its reason and stays UNAVAILABLE; the others
-  are served.
-
-Network:
-  --grpc-infer-response-compression-level LEVEL
-                     none (default), low, medium or high, as Triton's: ModelInfer answers
-                     to clients that accept it are compressed (low: gzip; medium, high:
-                     deflate); compressed requests are always accepted
-
-Shared memory (Triton's extension; see docs/shared-memory-security.md):
-  --no-shm           refuse it (clients send tensors inline)
-  --shm-access MODE  owner (default): a client maps only objects it owns, learned from the
-                     kernel; any: any client maps any object the server can open (Triton)
-
-Limits (SIZE takes K, M, G suffixes, powers of 1024; SECONDS may have decimals, 0 = never;
-see docs/limits.md):
-  --max-message-bytes SIZE              one request or answer (default 512M)
-  --max-buffered-bytes SIZE             held for all clients at once (default 1G)
-  --max-connection-buffered-bytes SIZE  held for one connection (default 512M)
-  --connection-window-bytes SIZE        HTTP/2 bytes a client may send ahead (default 16M)
-  --max-connections N                   open connections (default 4096)
-  --max-concurrent-streams N            gRPC calls at once per connection (default 1024)
-  --max-header-list-bytes SIZE          headers of one gRPC call (default 16K)
-  --handshake-timeout SECONDS           to finish the handshake (default 10)
-  --idle-timeout SECONDS                without a call (default 600)
-  --stall-timeout SECONDS               stopped mid-message or not reading (default 30)
-  --max-shm-regions N                   registered, all connections (default 1024)
-  --max-connection-shm-regions N        registered by one connection (default 64)
-  --max-shm-bytes SIZE                  mapped, all connections (default 64G)
-  --max-connection-shm-bytes SIZE       mapped for one connection (default 16G)
-
-Prints 'sonic-server listening on HOST:PORT' once ready (and 'sonic-server tcp listening on
-HOST:PORT' with --tcp-port); stops on SIGINT/SIGTERM. Exit status: 0 stopped by a signal,
-1 could not start, 2 bad command line.
-)";
+// "--port needs a number up to 65535, got 'x'".
+[[noreturn]] void bad_option(std::string_view flag, std::string_view what,
+                             const std::string& text) {
+  throw UsageError(std::string(flag) + " needs " + std::string(what) + ", got '" + text + "'");
 }
 
-[[noreturn]] void bad_option(std::string_view flag, std::string_view what, const char* text) {
-  std::cerr << "sonic-server: " << flag << " needs " << what << ", got '" << text
-            << "' (sonic-server --help lists the options)\n";
-  std::exit(2);
-}
-
-unsigned long long parse_number(std::string_view flag, const char* text, unsigned long long max) {
-  char* end = nullptr;
-  unsigned long long value = std::strtoull(text, &end, 10);
-  if (!*text || *end || *text == '-' || value > max) {
-    bad_option(flag, "a number up to " + std::to_string(max), text);
+unsigned long long parse_number(std::string_view flag, const std::string& text,
+                                unsigned long long max) {
+  auto value = sonic::tools::whole_number(text);
+  if (!value || *value < 0 || static_cast<unsigned long long>(*value) > max) {
+    bad_option(flag, "a number from 0 to " + std::to_string(max), text);
   }
-  return value;
+  return static_cast<unsigned long long>(*value);
 }
 
 // A byte count: digits and an optional K, M or G (powers of 1024).
-unsigned long long parse_size(std::string_view flag, const char* text) {
-  char* end = nullptr;
-  unsigned long long value = std::strtoull(text, &end, 10);
+unsigned long long parse_size(std::string_view flag, const std::string& text) {
   int shift = 0;
-  if (*end == 'K' || *end == 'k') shift = 10;
-  if (*end == 'M' || *end == 'm') shift = 20;
-  if (*end == 'G' || *end == 'g') shift = 30;
-  if (shift) ++end;
-  if (!*text || *text == '-' || *end || end == text || value > (~0ull >> shift)) {
+  std::string digits = text;
+  if (!digits.empty()) {
+    char unit = static_cast<char>(std::toupper(static_cast<unsigned char>(digits.back())));
+    shift = unit == 'K' ? 10 : unit == 'M' ? 20 : unit == 'G' ? 30 : 0;
+    if (shift) digits.pop_back();
+  }
+  auto value = sonic::tools::whole_number(digits);
+  if (!value || *value < 0 || static_cast<unsigned long long>(*value) > (~0ull >> shift)) {
     bad_option(flag, "a size in bytes (with K, M or G)", text);
   }
-  return value << shift;
+  return static_cast<unsigned long long>(*value) << shift;
 }
 
-std::chrono::milliseconds parse_seconds(std::string_view flag, const char* text) {
+std::chrono::milliseconds parse_seconds(std::string_view flag, const std::string& text) {
   auto value = sonic::tools::finite_number(text);
   if (!value || *value < 0 || *value > 1e7) bad_option(flag, "seconds (0 or more)", text);
   return std::chrono::milliseconds(static_cast<long long>(*value * 1000));
@@ -181,152 +113,205 @@ void load_at_start(sonic::CpuExecutor& executor, const sonic::repository::Reposi
   for (const auto& model : models) report(model, executor.load_model(model), executor);
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
-  keep_freed_memory_for_reuse();
+// What the command line asks for.
+struct Command {
   sonic::ServerOptions options;
-  sonic::ServerLimits& limits = options.limits;
   std::size_t threads = 0;
   std::vector<std::string> repositories, models_to_load;
   std::string control_mode = "none";
   std::chrono::milliseconds poll_period{15000};
-  using Setter = std::function<void(std::string_view flag, const char* value)>;
-  auto size_of = [](auto& field) {
-    return Setter([&field](std::string_view flag, const char* value) {
-      field = static_cast<std::remove_reference_t<decltype(field)>>(parse_size(flag, value));
-    });
-  };
-  auto count_of = [](auto& field, unsigned long long max) {
-    return Setter([&field, max](std::string_view flag, const char* value) {
+};
+
+// The backends built in, for the help.
+std::string backend_list() {
+  std::string backends;
+  for (const auto& name : sonic::repository::backend_names()) {
+    backends += (backends.empty() ? "" : ", ") + name;
+  }
+  return backends.empty() ? "none (built without OpenCV DNN and libtorch)" : backends;
+}
+
+// The command line as a Command; throws UsageError, exits after --help and --version.
+Command parse_args(int argc, char** argv) {
+  Command command;
+  sonic::ServerOptions& options = command.options;
+  sonic::ServerLimits& limits = options.limits;
+  using sonic::tools::CommandLine;
+  CommandLine line(
+      "sonic-server",
+      "usage: sonic-server [OPTION]...\n"
+      "Serves the models of Triton model repositories, or without one sonic's built-in models\n"
+      "(simple, identity_fp32 and an identity_<type> of every other datatype, and Triton's\n"
+      "examples simple_string, simple_identity, simple_sequence), over KServe v2 gRPC,\n"
+      "Triton-compatible.");
+  auto count = [](const char* flag, auto& field, unsigned long long max) {
+    return CommandLine::OnValue([&field, flag, max](const std::string& value) {
       field = static_cast<std::remove_reference_t<decltype(field)>>(parse_number(flag, value, max));
     });
   };
-  auto seconds_of = [](std::chrono::milliseconds& field) {
-    return Setter(
-        [&field](std::string_view flag, const char* value) { field = parse_seconds(flag, value); });
+  auto size = [](const char* flag, auto& field) {
+    return CommandLine::OnValue([&field, flag](const std::string& value) {
+      field = static_cast<std::remove_reference_t<decltype(field)>>(parse_size(flag, value));
+    });
   };
-  const std::vector<std::pair<std::string_view, Setter>> valued = {
-      {"--host", [&](std::string_view, const char* v) { options.host = v; }},
-      {"--port", count_of(options.port, 65535)},
-      {"--tcp-port",
-       [&](std::string_view f, const char* v) {
-         options.tcp_port = static_cast<std::uint16_t>(parse_number(f, v, 65535));
-       }},
-      {"--threads", count_of(threads, 1024)},
-      {"--io-threads", count_of(options.io_threads, 64)},
-      {"--quick-model-us",
-       [&](std::string_view f, const char* v) {
-         options.quick_model_budget = std::chrono::microseconds(parse_number(f, v, 1000000));
-       }},
-      {"--shm-access",
-       [&](std::string_view f, const char* v) {
-         std::string_view mode = v;
-         if (mode == "owner") {
-           options.shared_memory_access = sonic::SharedMemoryAccess::Owner;
-         } else if (mode == "any") {
-           options.shared_memory_access = sonic::SharedMemoryAccess::Any;
-         } else {
-           bad_option(f, "'owner' or 'any'", v);
-         }
-       }},
-      {"--model-repository", [&](std::string_view, const char* v) { repositories.push_back(v); }},
-      {"--load-model", [&](std::string_view, const char* v) { models_to_load.push_back(v); }},
-      {"--repository-poll-secs",
-       [&](std::string_view f, const char* v) {
-         poll_period =
-             std::chrono::seconds(std::max<unsigned long long>(1, parse_number(f, v, 86400)));
-       }},
-      {"--model-control-mode",
-       [&](std::string_view f, const char* v) {
-         control_mode = v;
-         if (control_mode != "none" && control_mode != "explicit" && control_mode != "poll") {
-           bad_option(f, "'none', 'explicit' or 'poll'", v);
-         }
-         options.model_control = control_mode == "explicit";
-       }},
-      {"--grpc-infer-response-compression-level",
-       [&](std::string_view f, const char* v) {
-         using Level = sonic::ServerOptions::ResponseCompression;
-         const std::string_view level = v;
-         if (level == "none") {
-           options.infer_response_compression = Level::None;
-         } else if (level == "low") {
-           options.infer_response_compression = Level::Low;
-         } else if (level == "medium") {
-           options.infer_response_compression = Level::Medium;
-         } else if (level == "high") {
-           options.infer_response_compression = Level::High;
-         } else {
-           bad_option(f, "'none', 'low', 'medium' or 'high'", v);
-         }
-       }},
-      {"--max-message-bytes", size_of(options.max_message_bytes)},
-      {"--max-buffered-bytes", size_of(limits.max_buffered_bytes)},
-      {"--max-connection-buffered-bytes", size_of(limits.max_connection_buffered_bytes)},
-      {"--connection-window-bytes",
-       [&](std::string_view f, const char* v) {
-         auto bytes = parse_size(f, v);
-         if (bytes < 65535 || bytes > 0x7fffffff) bad_option(f, "64K to 2G - 1", v);
-         options.connection_window_bytes = static_cast<std::uint32_t>(bytes);
-       }},
-      {"--max-connections", count_of(limits.max_connections, 1u << 20)},
-      {"--max-concurrent-streams", count_of(options.max_concurrent_streams, 0x7fffffff)},
-      {"--max-header-list-bytes", size_of(limits.max_header_list_bytes)},
-      {"--handshake-timeout", seconds_of(limits.handshake_timeout)},
-      {"--idle-timeout", seconds_of(limits.idle_timeout)},
-      {"--stall-timeout", seconds_of(limits.stall_timeout)},
-      {"--max-shm-regions", count_of(limits.max_shm_regions, 16384)},
-      {"--max-connection-shm-regions", count_of(limits.max_connection_shm_regions, 16384)},
-      {"--max-shm-bytes", size_of(limits.max_shm_bytes)},
-      {"--max-connection-shm-bytes", size_of(limits.max_connection_shm_bytes)},
+  auto seconds = [](const char* flag, std::chrono::milliseconds& field) {
+    return CommandLine::OnValue(
+        [&field, flag](const std::string& value) { field = parse_seconds(flag, value); });
   };
+  auto choice = [](const char* flag, std::vector<std::string> words, auto on) {
+    return CommandLine::OnValue([flag, words, on](const std::string& value) {
+      auto found = std::find(words.begin(), words.end(), value);
+      if (found == words.end()) {
+        std::string list;
+        for (const auto& word : words) list += (list.empty() ? "'" : ", '") + word + "'";
+        bad_option(flag, "one of " + list, value);
+      }
+      on(static_cast<int>(found - words.begin()));
+    });
+  };
+  line.section("Serving:")
+      .option("--host", "ADDR", "address to listen on (default 127.0.0.1; 0.0.0.0 for all)",
+              [&](const std::string& v) { options.host = v; })
+      .option("-p, --port", "N", "gRPC port (default 8001; 0 picks a free port)",
+              count("--port", options.port, 65535))
+      .option("--tcp-port", "N",
+              "also serve tcp:// and tcp+zstd:// clients on this port\n(0: a free one)",
+              [&](const std::string& v) {
+                options.tcp_port = static_cast<std::uint16_t>(parse_number("--tcp-port", v, 65535));
+              })
+      .option("--threads", "N", "model execution threads (default: one per core)",
+              count("--threads", command.threads, 1024))
+      .option("--io-threads", "N", "network threads (default 1)",
+              count("--io-threads", options.io_threads, 64))
+      .flag("--inline-models",
+            "run every model on the network threads: no hand-off per request, "
+            "for models that take microseconds (a slow one stalls its connections)",
+            [&] { options.inline_models = true; })
+      .option("--quick-model-us", "N",
+              "without --inline-models, a model whose recent executions took under "
+              "N microseconds each runs on the network thread, others on the model "
+              "threads (default 20; 0: none)",
+              [&](const std::string& v) {
+                options.quick_model_budget =
+                    std::chrono::microseconds(parse_number("--quick-model-us", v, 1000000));
+              });
+  line.section("Models (as tritonserver's options):")
+      .option("--model-repository", "PATH",
+              "a directory of models: PATH/NAME/config.pbtxt and PATH/NAME/1/model.onnx "
+              "(or model.pt); repeat for several. Backends here: " +
+                  backend_list(),
+              [&](const std::string& v) { command.repositories.push_back(v); })
+      .option(
+          "--model-control-mode", "MODE",
+          "none (default): every model of the repositories is loaded at start and "
+          "clients may not unload or load models; explicit: only --load-model "
+          "models are loaded, and clients may (RepositoryModelLoad, ...Unload); "
+          "poll: as none, and the repositories are read again every "
+          "--repository-poll-secs: new and changed models load, removed ones unload",
+          choice("--model-control-mode", {"none", "explicit", "poll"},
+                 [&](int which) {
+                   command.control_mode = which == 0 ? "none" : which == 1 ? "explicit" : "poll";
+                   options.model_control = which == 1;
+                 }))
+      .option("--load-model", "NAME", "with explicit: load this model at start (repeat; '*': all)",
+              [&](const std::string& v) { command.models_to_load.push_back(v); })
+      .option("--repository-poll-secs", "N",
+              "with poll: seconds between reads of the repositories (default 15)",
+              [&](const std::string& v) {
+                command.poll_period = std::chrono::seconds(std::max<unsigned long long>(
+                    1, parse_number("--repository-poll-secs", v, 86400)));
+              });
+  line.section("Network:")
+      .option("--grpc-infer-response-compression-level", "LEVEL",
+              "none (default), low, medium or high, as Triton's: ModelInfer answers to "
+              "clients that accept it are compressed (low: gzip; medium, high: "
+              "deflate); compressed requests are always accepted",
+              choice("--grpc-infer-response-compression-level", {"none", "low", "medium", "high"},
+                     [&](int which) {
+                       using Level = sonic::ServerOptions::ResponseCompression;
+                       const Level levels[] = {Level::None, Level::Low, Level::Medium, Level::High};
+                       options.infer_response_compression = levels[which];
+                     }));
+  line.section("Shared memory (Triton's extension; see docs/shared-memory-security.md):")
+      .flag("--no-shm", "refuse it (clients send tensors inline)",
+            [&] { options.shared_memory = false; })
+      .option("--shm-access", "MODE",
+              "owner (default): a client maps only objects it owns, learned from the "
+              "kernel; any: any client maps any object the server can open (Triton)",
+              choice("--shm-access", {"owner", "any"}, [&](int which) {
+                options.shared_memory_access =
+                    which == 0 ? sonic::SharedMemoryAccess::Owner : sonic::SharedMemoryAccess::Any;
+              }));
+  line.section(
+          "Limits (SIZE takes K, M, G suffixes, powers of 1024; SECONDS may have decimals,\n"
+          "0 = never; see docs/limits.md):")
+      .option("--max-message-bytes", "SIZE", "one request or answer (default 512M)",
+              size("--max-message-bytes", options.max_message_bytes))
+      .option("--max-buffered-bytes", "SIZE", "held for all clients at once (default 1G)",
+              size("--max-buffered-bytes", limits.max_buffered_bytes))
+      .option("--max-connection-buffered-bytes", "SIZE", "held for one connection (default 512M)",
+              size("--max-connection-buffered-bytes", limits.max_connection_buffered_bytes))
+      .option("--connection-window-bytes", "SIZE",
+              "HTTP/2 bytes a client may send ahead (default 16M)",
+              [&](const std::string& v) {
+                auto bytes = parse_size("--connection-window-bytes", v);
+                if (bytes < 65535 || bytes > 0x7fffffff) {
+                  bad_option("--connection-window-bytes", "64K to 2G - 1", v);
+                }
+                options.connection_window_bytes = static_cast<std::uint32_t>(bytes);
+              })
+      .option("--max-connections", "N", "open connections (default 4096)",
+              count("--max-connections", limits.max_connections, 1u << 20))
+      .option("--max-concurrent-streams", "N", "gRPC calls at once per connection (default 1024)",
+              count("--max-concurrent-streams", options.max_concurrent_streams, 0x7fffffff))
+      .option("--max-header-list-bytes", "SIZE", "headers of one gRPC call (default 16K)",
+              size("--max-header-list-bytes", limits.max_header_list_bytes))
+      .option("--handshake-timeout", "SECONDS", "to finish the handshake (default 10)",
+              seconds("--handshake-timeout", limits.handshake_timeout))
+      .option("--idle-timeout", "SECONDS", "without a call (default 600)",
+              seconds("--idle-timeout", limits.idle_timeout))
+      .option("--stall-timeout", "SECONDS", "stopped mid-message or not reading (default 30)",
+              seconds("--stall-timeout", limits.stall_timeout))
+      .option("--max-shm-regions", "N", "registered, all connections (default 1024)",
+              count("--max-shm-regions", limits.max_shm_regions, 16384))
+      .option("--max-connection-shm-regions", "N", "registered by one connection (default 64)",
+              count("--max-connection-shm-regions", limits.max_connection_shm_regions, 16384))
+      .option("--max-shm-bytes", "SIZE", "mapped, all connections (default 64G)",
+              size("--max-shm-bytes", limits.max_shm_bytes))
+      .option("--max-connection-shm-bytes", "SIZE", "mapped for one connection (default 16G)",
+              size("--max-connection-shm-bytes", limits.max_connection_shm_bytes));
+  line.epilogue(
+      "A model that fails to load is reported with its reason and stays UNAVAILABLE; the\n"
+      "others are served. Prints 'sonic-server listening on HOST:PORT' once ready (and\n"
+      "'sonic-server tcp listening on HOST:PORT' with --tcp-port); stops on SIGINT/SIGTERM.\n"
+      "Exit status: 0 stopped by a signal, 1 could not start, 2 bad command line.\n");
 
-  for (int i = 1; i < argc; ++i) {
-    std::string_view arg = argv[i];
-    if (arg == "-h" || arg == "--help") {
-      usage(std::cout);
-      return 0;
-    }
-    if (arg == "--no-shm") {
-      options.shared_memory = false;
-      continue;
-    }
-    if (arg == "--inline-models") {
-      options.inline_models = true;
-      continue;
-    }
-    auto option = std::find_if(valued.begin(), valued.end(),
-                               [&](const auto& entry) { return entry.first == arg; });
-    if (option == valued.end()) {
-      std::cerr << "sonic-server: unknown option '" << arg
-                << "' (sonic-server --help lists the options)\n";
-      return 2;
-    }
-    if (i + 1 >= argc) {
-      std::cerr << "sonic-server: " << arg << " needs a value (sonic-server --help)\n";
-      return 2;
-    }
-    option->second(arg, argv[++i]);
+  std::vector<std::string> extra = line.parse(argc, argv);
+  if (!extra.empty()) {
+    throw UsageError("unexpected argument '" + extra.front() + "' (options start with --)");
   }
   options.io_threads = std::max<std::size_t>(1, options.io_threads);
-  if (!models_to_load.empty() && control_mode != "explicit") {
-    std::cerr << "sonic-server: --load-model needs --model-control-mode explicit (in the "
-                 "other modes every model of the repositories is loaded)\n";
-    return 2;
+  if (!command.models_to_load.empty() && command.control_mode != "explicit") {
+    throw UsageError(
+        "--load-model needs --model-control-mode explicit (in the other modes every model of "
+        "the repositories is loaded)");
   }
-  if (repositories.empty() && (control_mode == "poll" || !models_to_load.empty())) {
-    std::cerr << "sonic-server: --model-control-mode poll and --load-model need "
-                 "--model-repository\n";
-    return 2;
+  if (command.repositories.empty() &&
+      (command.control_mode == "poll" || !command.models_to_load.empty())) {
+    throw UsageError("--model-control-mode poll and --load-model need --model-repository");
   }
   if (limits.max_connection_buffered_bytes < options.max_message_bytes ||
       limits.max_buffered_bytes < options.max_message_bytes) {
-    std::cerr << "sonic-server: --max-buffered-bytes and --max-connection-buffered-bytes must be "
-                 "at least --max-message-bytes (a message must fit)\n";
-    return 2;
+    throw UsageError(
+        "--max-buffered-bytes and --max-connection-buffered-bytes must be at least "
+        "--max-message-bytes (a message must fit)");
   }
+  return command;
+}
 
+// Serves until SIGINT or SIGTERM; throws what stops it from starting.
+int serve(Command command) {
+  sonic::ServerOptions& options = command.options;
   // Block the stop signals before any thread starts, so that only sigwait below receives them.
   sigset_t stop_signals;
   sigemptyset(&stop_signals);
@@ -334,18 +319,18 @@ int main(int argc, char** argv) {
   sigaddset(&stop_signals, SIGTERM);
   pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
 
-  try {
-    auto executor = repositories.empty()
-                        ? sonic::CpuExecutor::with_models(sonic::models::builtin(), threads)
-                        : std::make_shared<sonic::CpuExecutor>(threads);
+  {
+    auto executor = command.repositories.empty()
+                        ? sonic::CpuExecutor::with_models(sonic::models::builtin(), command.threads)
+                        : std::make_shared<sonic::CpuExecutor>(command.threads);
     std::unique_ptr<sonic::repository::RepositoryWatch> watch;
-    if (!repositories.empty()) {
-      auto repository = std::make_shared<sonic::repository::Repository>(repositories);
+    if (!command.repositories.empty()) {
+      auto repository = std::make_shared<sonic::repository::Repository>(command.repositories);
       executor->set_source(repository, false);
-      load_at_start(*executor, *repository, control_mode, models_to_load);
-      if (control_mode == "poll") {
-        watch = std::make_unique<sonic::repository::RepositoryWatch>(executor, repository,
-                                                                     poll_period, report_change);
+      load_at_start(*executor, *repository, command.control_mode, command.models_to_load);
+      if (command.control_mode == "poll") {
+        watch = std::make_unique<sonic::repository::RepositoryWatch>(
+            executor, repository, command.poll_period, report_change);
       }
     }
     sonic::Server server(executor, options);
@@ -359,9 +344,14 @@ int main(int argc, char** argv) {
     sigwait(&stop_signals, &signal);
     std::cout << "sonic-server stopping (signal " << signal << ")" << std::endl;
     server.stop();
-  } catch (const sonic::Error& e) {
-    std::cerr << "sonic-server: " << e.what() << '\n';
-    return 1;
   }
   return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  keep_freed_memory_for_reuse();
+  return sonic::tools::CommandLine::run("sonic-server",
+                                        [&] { return serve(parse_args(argc, argv)); });
 }
