@@ -9,14 +9,7 @@
 #   bench/scale.sh BUILD_DIR [OUT_DIR]
 set -euo pipefail
 
-usage="usage: $0 BUILD_DIR [OUT_DIR]  (OUT_DIR: default BUILD_DIR/bench-results/<UTC time>)"
-if [[ ${1:-} == -h || ${1:-} == --help ]]; then
-  echo "$usage"
-  exit 0
-fi
-[[ $# -ge 1 && $# -le 2 ]] || { echo "$usage" >&2; exit 2; }
-build=$1
-results=${2:-$build/bench-results/$(date -u +%Y%m%dT%H%M%SZ)}
+source "$(dirname "${BASH_SOURCE[0]}")/out_dir.sh"  # $build and $results
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 server=$build/tools/sonic-server
 bench=$build/bench/sonic-scale-bench

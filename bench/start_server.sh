@@ -5,7 +5,8 @@
 work=$(mktemp -d)
 server_pid=
 cleanup() {
-  [[ -n $server_pid ]] && kill "$server_pid" 2>/dev/null && wait "$server_pid" 2>/dev/null
+  # A server that died of a signal must not stop the clean-up (set -e in the scripts).
+  [[ -n $server_pid ]] && kill "$server_pid" 2>/dev/null && wait "$server_pid" 2>/dev/null || true
   rm -rf "$work"
 }
 trap cleanup EXIT

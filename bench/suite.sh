@@ -14,14 +14,7 @@
 # measured, and the summary says so instead of giving their figures.
 set -euo pipefail
 
-usage="usage: $0 BUILD_DIR [OUT_DIR]  (OUT_DIR: default BUILD_DIR/bench-results/<UTC time>)"
-if [[ ${1:-} == -h || ${1:-} == --help ]]; then
-  echo "$usage"
-  exit 0
-fi
-[[ $# -ge 1 && $# -le 2 ]] || { echo "$usage" >&2; exit 2; }
-build=$1
-results=${2:-$build/bench-results/$(date -u +%Y%m%dT%H%M%SZ)}
+source "$(dirname "${BASH_SOURCE[0]}")/out_dir.sh"  # $build and $results
 server=$build/tools/sonic-server
 perf=$build/tools/sonic-perf
 shm_bench=$build/bench/sonic-shm-bench
@@ -117,7 +110,7 @@ point() {
   local before after
   before=$(server_cpu)
   "$perf" --url "${scheme:-grpc}://127.0.0.1:$grpc_port" --model identity_fp32 \
-    --input "INPUT0:FP32:1,$elements:random" --concurrency "$inflight" --warmup 0.5 \
+    --input "INPUT0=FP32:1,$elements:random" --concurrency "$inflight" --warmup 0.5 \
     --window 1 --max-windows 4 --json "$out" "$@" >/dev/null 2>&1
   after=$(server_cpu)
   python3 - "$out" "$before" "$after" "$ticks" "$bytes" "$inflight" <<'PY'

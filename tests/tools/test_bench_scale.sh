@@ -11,44 +11,26 @@
 #   test_bench_scale.sh SCALE_SH
 set -euo pipefail
 [[ $# -eq 1 && -f $1 ]] || { echo "usage: $0 SCALE_SH" >&2; exit 2; }
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-failed=0
-check() {  # check DESCRIPTION COMMAND...: counts a failure and goes on, to report every one
-  if "${@:2}"; then echo "ok: $1"; else echo "FAIL: $1"; failed=$((failed + 1)); fi
-}
-has() { grep -qs -- "$2" "$1"; }  # has FILE REGEX
+source "$(dirname "$0")/bench_stand_in.sh"  # $tmp, check, has, lacks, program, tree_sum, ...
 
 # The scratch source tree: the script under test, what it sources, and a committed run.
 src=$tmp/src
 mkdir -p "$src/bench/results"
 cp "$1" "$src/bench/scale.sh"
 cp "$(dirname "$1")/start_server.sh" "$src/bench/start_server.sh"
+cp "$(dirname "$1")/out_dir.sh" "$src/bench/out_dir.sh"
 chmod +x "$src/bench/scale.sh"
 scale=$src/bench/scale.sh
 for name in scale-in-flight scale-connections; do
   echo "the committed run" >"$src/bench/results/$name.txt"
   echo "<svg/>" >"$src/bench/results/$name.svg"
 done
-tree_sum() { (cd "$src" && find . -type f -exec sha256sum {} + | sort); }
-tree_before=$(tree_sum)
+tree_before=$(tree_sum "$src")
 
 # The stand-in build directory.
 build=$tmp/build
 mkdir -p "$build/tools" "$build/bench"
-program() {  # program PATH: the script on stdin becomes an executable
-  { echo '#!/usr/bin/env bash'; cat; } >"$1"
-  chmod +x "$1"
-}
-program "$build/tools/sonic-server" <<'EOF'
-# Says where it listens, as sonic-server does, and waits to be stopped (at most a minute):
-# SIGTERM or SIGINT ends it with exit status 0, as they end sonic-server.
-trap 'kill "$sleeper"; exit 0' TERM INT
-echo "sonic-server listening on 127.0.0.1:50051"
-sleep 60 &
-sleeper=$!
-wait "$sleeper"
-EOF
+stand_in_server "$build/tools/sonic-server"
 program "$build/bench/sonic-scale-bench" <<'EOF'
 # A sweep's table, and its plot where --plot says.
 plot=
@@ -111,7 +93,7 @@ check "a build directory without the programs: says which is not built" has "$ou
 
 echo "== the source tree"
 check "bench/results/ and the rest of the source tree are unchanged after every run" \
-  test "$(tree_sum)" = "$tree_before"
+  test "$(tree_sum "$src")" = "$tree_before"
 
 if ((failed)); then
   echo "FAIL: $failed checks failed"

@@ -17,19 +17,13 @@
 set -euo pipefail
 [[ $# -eq 1 && -f $1 ]] || { echo "usage: $0 SUITE_SH" >&2; exit 2; }
 command -v python3 >/dev/null || { echo "FAIL: bench/suite.sh needs python3"; exit 1; }
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-failed=0
-check() {  # check DESCRIPTION COMMAND...: counts a failure and goes on, to report every one
-  if "${@:2}"; then echo "ok: $1"; else echo "FAIL: $1"; failed=$((failed + 1)); fi
-}
-has() { grep -qs -- "$2" "$1"; }         # has FILE REGEX
-lacks() { [[ -f $1 ]] && ! grep -qs -- "$2" "$1"; }
+source "$(dirname "$0")/bench_stand_in.sh"  # $tmp, check, has, lacks, program, tree_sum, ...
 
 # The scratch source tree: the suite under test, and a committed run in bench/results/.
 src=$tmp/src
 mkdir -p "$src/bench/results"
 cp "$1" "$src/bench/suite.sh"
+cp "$(dirname "$1")/out_dir.sh" "$src/bench/out_dir.sh"
 chmod +x "$src/bench/suite.sh"
 suite=$src/bench/suite.sh
 # An earlier run's link figures, 12.34 Gbit/s, none of which this test's runs may print.
@@ -42,25 +36,12 @@ EOF
 }
 stale_iperf3 "$src/bench/results/iperf3.json"
 echo "the committed run" >"$src/bench/results/summary.txt"
-tree_sum() { (cd "$src" && find . -type f -exec sha256sum {} + | sort); }
-tree_before=$(tree_sum)
+tree_before=$(tree_sum "$src")
 
 # The stand-in build directory.
 build=$tmp/build
 mkdir -p "$build/tools" "$build/bench"
-program() {  # program PATH: the script on stdin becomes an executable
-  { echo '#!/usr/bin/env bash'; cat; } >"$1"
-  chmod +x "$1"
-}
-program "$build/tools/sonic-server" <<'EOF'
-# Says where it listens, as sonic-server does, and waits to be stopped (at most a minute):
-# SIGTERM or SIGINT ends it with exit status 0, as they end sonic-server.
-trap 'kill "$sleeper"; exit 0' TERM INT
-echo "sonic-server listening on 127.0.0.1:50051"
-sleep 60 &
-sleeper=$!
-wait "$sleeper"
-EOF
+stand_in_server "$build/tools/sonic-server"
 program "$build/tools/sonic-perf" <<'EOF'
 # One point in the form of sonic-perf --json.
 json=
@@ -203,7 +184,7 @@ check "a build directory without the programs: says which is not built" has "$ou
 
 echo "== the source tree"
 check "bench/results/ and the rest of the source tree are unchanged after every run" \
-  test "$(tree_sum)" = "$tree_before"
+  test "$(tree_sum "$src")" = "$tree_before"
 
 if ((failed)); then
   echo "FAIL: $failed checks failed"
