@@ -2,7 +2,8 @@
 # Sourced by the tests of the benchmark scripts (test_bench_suite.sh, test_bench_scale.sh): a
 # scratch folder $tmp removed on exit, check/has/lacks to count failures and go on, program to
 # write a stand-in executable, tree_sum to compare a source tree before and after, and
-# stand_in_server PATH: a sonic-server that says where it listens and waits to be stopped.
+# stand_in_server PATH: a sonic-server that says where it listens and waits to be stopped;
+# finish SRC TREE_BEFORE ends a test: the source tree unchanged, and every check passed.
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 failed=0
@@ -26,4 +27,14 @@ sleep 60 &
 sleeper=$!
 wait "$sleeper"
 SERVER
+}
+finish() {  # finish SRC TREE_BEFORE: checks the source tree is unchanged, then PASS or FAIL
+  echo "== the source tree"
+  check "bench/results/ and the rest of the source tree are unchanged after every run" \
+    test "$(tree_sum "$1")" = "$2"
+  if ((failed)); then
+    echo "FAIL: $failed checks failed"
+    exit 1
+  fi
+  echo "PASS"
 }

@@ -9,7 +9,6 @@
 
 namespace sonic::tools {
 
-
 /// The float a binary16 bit pattern stands for (exact).
 inline float half_to_float(std::uint16_t half) {
   std::uint32_t sign = static_cast<std::uint32_t>(half & 0x8000u) << 16;
