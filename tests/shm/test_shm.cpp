@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <cstring>
 #include <future>
 #include <mutex>
 #include <thread>
@@ -98,6 +99,22 @@ TEST_CASE("a tensor built in a SharedBuffer is sent without a copy") {
   CHECK(result.output("OUTPUT0").as<float>()[7] == -1.0f);
   CHECK(proxy.bytes_to_server() - sent < 1024);
   CHECK_THROWS_AS(buffer.tensor(DataType::Fp32, {1, 1 << 19}), Error);  // does not fit
+}
+
+TEST_CASE("an output placed in the caller's region is registered first, with no input in it") {
+  // The output's region is named by parameters alone (as CudaBuffer::parameters() names a
+  // device region): the client must register it although no input lives there.
+  ShmServer server;
+  Client client(server.shm_url());
+  shm::SharedBuffer outputs(4096);
+  Tensor input = sample(DataType::Fp32, 16, 3);
+  Parameters where{{"shared_memory_region", outputs.name()},
+                   {"shared_memory_byte_size", std::int64_t{64}},
+                   {"shared_memory_offset", std::int64_t{128}}};
+  auto result = client.infer(
+      InferRequest(identity_name(DataType::Fp32)).input("INPUT0", input).output("OUTPUT0", where));
+  CHECK(std::memcmp(outputs.data() + 128, input.data(), 64) == 0);
+  CHECK(client.stats().failed == 0);
 }
 
 TEST_CASE("concurrent requests share a small pool: exhaustion goes plain, no data is mixed") {

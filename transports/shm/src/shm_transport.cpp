@@ -154,7 +154,15 @@ class ShmTransport final : public protocol::ControlCalls {
     std::size_t output_bytes = 0;
     std::vector<std::size_t> predicted(outputs.size(), 0);
     for (std::size_t o = 0; o < outputs.size(); ++o) {
-      if (outputs[o].parameters.count(protocol::kSharedMemoryRegion)) continue;
+      if (auto it = outputs[o].parameters.find(protocol::kSharedMemoryRegion);
+          it != outputs[o].parameters.end()) {
+        // The caller's region (a CudaBuffer, a SharedBuffer): registered before the request
+        // as an input's is, also when no input is in it.
+        if (const auto* name = std::get_if<std::string>(&it->second)) {
+          if (auto region = find_region(*name)) x.user_regions.push_back(region);
+        }
+        continue;
+      }
       predicted[o] = predict(in, outputs[o].name);
       output_bytes += align_up(predicted[o]);
     }
