@@ -85,6 +85,13 @@ Result<void> to_device(void* device, const void* host, std::size_t bytes, std::i
       status != cudaSuccess) {
     return cuda_error("cannot copy into the CUDA region", status);
   }
+  // From pageable memory, cudaMemcpy returns once the bytes are staged, before the DMA into
+  // the region is done (CUDA's API docs, "API synchronization behavior"): the client, another
+  // process, reads the region as soon as the answer arrives, so the copy must be complete
+  // first. Seen on an H200: without this, a client read the previous request's output.
+  if (auto status = cudaStreamSynchronize(nullptr); status != cudaSuccess) {
+    return cuda_error("cannot finish the copy into the CUDA region", status);
+  }
   return {};
 }
 

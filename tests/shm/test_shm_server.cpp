@@ -1,5 +1,6 @@
 // The server half of the shared memory extension, fed hostile region parameters by a plain
-// gRPC client; the removal of regions that dead processes left behind; CUDA IPC on a GPU.
+// gRPC client; the removal of regions that dead processes left behind; whether CUDA shared memory
+// is advertised (its use, across processes, is test_cuda_shm.cpp's).
 #include <doctest/doctest.h>
 #include <fcntl.h>
 #include <sys/mman.h>
@@ -12,10 +13,6 @@
 #include "shm_fixture.hpp"
 #include "sonic/shm/region.hpp"
 #include "system_region.hpp"
-
-#ifdef SONIC_WITH_CUDA
-#include <cuda_runtime_api.h>
-#endif
 
 using namespace sonic;
 using namespace sonic::test;
@@ -131,33 +128,4 @@ TEST_CASE("cuda_shared_memory is advertised only where a CUDA device is usable")
   CHECK(advertised == shm::CudaBuffer::available());
   CHECK(std::find(extensions.begin(), extensions.end(), "system_shared_memory") !=
         extensions.end());
-}
-
-TEST_CASE("CUDA shared memory: device tensors in and out through IPC handles") {
-  if (!shm::CudaBuffer::available()) {
-    MESSAGE("no usable CUDA device here: the CUDA path is skipped");
-    CHECK_THROWS_AS(shm::CudaBuffer(1024), Error);
-    return;
-  }
-#ifdef SONIC_WITH_CUDA
-  ShmServer server;
-  Client client(server.shm_url());
-  constexpr std::size_t n = 1 << 16, bytes = n * sizeof(float);
-  shm::CudaBuffer gpu(2 * bytes);
-  std::vector<float> host(n);
-  for (std::size_t i = 0; i < n; ++i) host[i] = static_cast<float>(i) * 0.25f;
-  REQUIRE(cudaMemcpy(gpu.device_pointer(), host.data(), bytes, cudaMemcpyHostToDevice) ==
-          cudaSuccess);
-  auto result = client.infer(
-      InferRequest(identity_name(DataType::Fp32))
-          .input("INPUT0", Tensor::descriptor(DataType::Fp32, {1, static_cast<std::int64_t>(n)}),
-                 gpu.parameters(0, bytes))
-          .output("OUTPUT0", gpu.parameters(bytes, bytes)));
-  CHECK(result.output("OUTPUT0").shape() == Shape{1, static_cast<std::int64_t>(n)});
-  std::vector<float> back(n);
-  REQUIRE(cudaMemcpy(back.data(), static_cast<std::uint8_t*>(gpu.device_pointer()) + bytes, bytes,
-                     cudaMemcpyDeviceToHost) == cudaSuccess);
-  CHECK(back == host);
-  CHECK(server.server().shared_memory_regions() >= 1);
-#endif
 }

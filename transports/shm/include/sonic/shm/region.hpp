@@ -48,9 +48,13 @@ class SONIC_EXPORT SharedBuffer {
 /// Device memory on one GPU, shared with a server on this host through a CUDA IPC handle
 /// (Triton's CudaSharedMemoryRegister). sonic never reads it on the host: attach parameters()
 /// to an input given as Tensor::descriptor(...) and to requested outputs, and the client
-/// registers the region with each server it uses.
+/// registers the region with each server it uses. The server, another process, reads the
+/// inputs as soon as the request arrives: the writes into them must be complete before it is
+/// sent (synchronize the stream that wrote them; a cudaMemcpy from pageable memory returns
+/// before its DMA is done). Outputs are complete when the result arrives.
 ///
-///   sonic::shm::CudaBuffer gpu(bytes);            // cudaMemcpy into gpu.device_pointer()
+///   sonic::shm::CudaBuffer gpu(bytes);            // cudaMemcpy into gpu.device_pointer(),
+///   cudaDeviceSynchronize();                      // ... done before the request goes
 ///   request.input("INPUT0", sonic::Tensor::descriptor(DataType::Fp32, {1, n}),
 ///                 gpu.parameters(0, n * 4))
 ///          .output("OUTPUT0", gpu.parameters(n * 4, n * 4));

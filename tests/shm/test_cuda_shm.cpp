@@ -1,0 +1,162 @@
+// CUDA shared memory between two processes, as it is used: this test's client allocates device
+// memory (CudaBuffer), sonic-server runs as a child process and opens the client's IPC handles
+// (CUDA cannot open an IPC handle in the process that exported it). Every datatype through
+// device memory both ways, offsets, several regions, a restarted server, and the errors a
+// client can cause. Built when the CUDA toolkit is found; skipped, said so, without a device.
+#include <cuda_runtime_api.h>
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "child_server.hpp"
+#include "identity_models.hpp"
+#include "sonic/shm/region.hpp"
+
+using namespace sonic;
+using namespace sonic::test;
+
+namespace {
+
+// A device to test on, or a message saying why there is none.
+bool have_device() {
+  if (shm::CudaBuffer::available()) return true;
+  MESSAGE("no usable CUDA device here: the CUDA shared-memory tests are skipped");
+  return false;
+}
+
+constexpr const char* kListening = "sonic-server listening on 127.0.0.1:";
+
+// sonic-server on 127.0.0.1, on `port` (0: one it picks).
+std::vector<std::string> server_command(int port = 0) {
+  return {SONIC_SERVER_BINARY, "--host", "127.0.0.1", "--port", std::to_string(port)};
+}
+
+std::string shm_url(const ChildServer& server) {
+  return "grpc+shm://127.0.0.1:" + std::to_string(server.port());
+}
+
+// Writes `tensor` into the buffer and waits until the bytes are there: from pageable memory,
+// cudaMemcpy returns before its DMA is done, and the server, another process, reads at once.
+void to_device(shm::CudaBuffer& buffer, std::size_t offset, const Tensor& tensor) {
+  auto* at = static_cast<std::uint8_t*>(buffer.device_pointer()) + offset;
+  REQUIRE(cudaMemcpy(at, tensor.data(), tensor.byte_size(), cudaMemcpyHostToDevice) == cudaSuccess);
+  REQUIRE(cudaDeviceSynchronize() == cudaSuccess);
+}
+
+std::vector<std::uint8_t> from_device(const shm::CudaBuffer& buffer, std::size_t offset,
+                                      std::size_t bytes) {
+  std::vector<std::uint8_t> host(bytes);
+  const auto* at = static_cast<const std::uint8_t*>(buffer.device_pointer()) + offset;
+  REQUIRE(cudaMemcpy(host.data(), at, bytes, cudaMemcpyDeviceToHost) == cudaSuccess);
+  return host;
+}
+
+bool same(const std::vector<std::uint8_t>& bytes, const Tensor& tensor) {
+  return bytes.size() == tensor.byte_size() &&
+         std::equal(bytes.begin(), bytes.end(), tensor.data());
+}
+
+// identity_<type>: `input` from `in` at `in_offset`, its copy to `out` at `out_offset`.
+InferResult identity_on_device(Client& client, DataType type, const Tensor& input,
+                               const shm::CudaBuffer& in, std::size_t in_offset,
+                               const shm::CudaBuffer& out, std::size_t out_offset) {
+  return client.infer(InferRequest(identity_name(type))
+                          .input("INPUT0", Tensor::descriptor(type, input.shape()),
+                                 in.parameters(in_offset, input.byte_size()))
+                          .output("OUTPUT0", out.parameters(out_offset, input.byte_size())));
+}
+
+}  // namespace
+
+TEST_CASE("cuda: every fixed-size datatype through device memory, both ways, another process") {
+  if (!have_device()) return;
+  ChildServer server(server_command(), kListening);
+  ClientOptions options;
+  options.endpoints = {shm_url(server)};
+  options.log = [](LogLevel, const std::string& line) {
+    std::fprintf(stderr, "%s\n", line.c_str());
+  };
+  Client client(options);
+  const auto extensions = client.server_metadata().extensions;
+  REQUIRE(std::find(extensions.begin(), extensions.end(), "cuda_shared_memory") !=
+          extensions.end());
+  shm::CudaBuffer buffer(1 << 20);
+  for (DataType type : kAllDataTypes) {
+    if (type == DataType::Bytes) continue;  // variable-size: not a device-memory tensor
+    CAPTURE(to_string(type));
+    Tensor input = sample(type, 1000, static_cast<unsigned>(type));
+    to_device(buffer, 0, input);
+    auto result = identity_on_device(client, type, input, buffer, 0, buffer, 1 << 19);
+    CHECK(result.output("OUTPUT0").shape() == input.shape());
+    // Written to the device region, not sent back: the answer carries no bytes of it.
+    CHECK(result.output("OUTPUT0").byte_size() == 0);
+    auto written = from_device(buffer, 1 << 19, input.byte_size());
+    CHECK_MESSAGE(same(written, input), "first bytes written ", int(written[0]), " ",
+                  int(written[1]), ", input's ", int(input.data()[0]), " ", int(input.data()[1]),
+                  "; the answer's OUTPUT0 has ", result.output("OUTPUT0").byte_size(),
+                  " bytes and ", result.find_output("OUTPUT0")->parameters.size(), " parameters");
+  }
+  CHECK(client.stats().failed == 0);
+}
+
+TEST_CASE("cuda: offsets and several regions") {
+  if (!have_device()) return;
+  ChildServer server(server_command(), kListening);
+  Client client(shm_url(server));
+  shm::CudaBuffer inputs(1 << 20), outputs(1 << 20);
+  for (std::size_t offset : {std::size_t{0}, std::size_t{256}, std::size_t{4096 + 512}}) {
+    CAPTURE(offset);
+    Tensor input = sample(DataType::Fp32, 4096, static_cast<unsigned>(offset));
+    to_device(inputs, offset, input);
+    identity_on_device(client, DataType::Fp32, input, inputs, offset, outputs, 2 * offset + 64);
+    CHECK(same(from_device(outputs, 2 * offset + 64, input.byte_size()), input));
+  }
+  // The input's bytes are read from the device, not sent: the first region is untouched.
+  Tensor kept = sample(DataType::Fp32, 16, 99);
+  to_device(inputs, 0, kept);
+  identity_on_device(client, DataType::Fp32, kept, inputs, 0, inputs, 1 << 19);
+  CHECK(same(from_device(inputs, 0, kept.byte_size()), kept));
+}
+
+TEST_CASE("cuda: a restarted server lost its registrations: the client registers again") {
+  if (!have_device()) return;
+  auto first = std::make_unique<ChildServer>(server_command(), kListening);
+  const int port = first->port();
+  Client client(shm_url(*first));
+  shm::CudaBuffer buffer(1 << 16);
+  Tensor input = sample(DataType::Int32, 1024, 5);
+  to_device(buffer, 0, input);
+  identity_on_device(client, DataType::Int32, input, buffer, 0, buffer, 1 << 15);
+  first.reset();
+  ChildServer second(server_command(port), kListening);
+  Tensor next = sample(DataType::Int32, 1024, 6);
+  to_device(buffer, 0, next);
+  identity_on_device(client, DataType::Int32, next, buffer, 0, buffer, 1 << 15);
+  CHECK(same(from_device(buffer, 1 << 15, next.byte_size()), next));
+}
+
+TEST_CASE("cuda: a region too small or an offset past its end is refused, naming the region") {
+  if (!have_device()) return;
+  ChildServer server(server_command(), kListening);
+  Client client(shm_url(server));
+  shm::CudaBuffer buffer(4096);
+  Tensor input = sample(DataType::Fp32, 512, 7);  // 2048 bytes
+  to_device(buffer, 0, input);
+  identity_on_device(client, DataType::Fp32, input, buffer, 0, buffer, 2048);  // registers it
+  // Parameters written by hand, as a client that does not check them would send them.
+  Parameters past_end = buffer.parameters(0, 16);
+  past_end["shared_memory_offset"] = std::int64_t{4096 - 8};
+  try {
+    client.infer(InferRequest(identity_name(DataType::Fp32))
+                     .input("INPUT0", Tensor::descriptor(DataType::Fp32, {1, 4}), past_end));
+    FAIL("an input past the region's end must be refused");
+  } catch (const Error& e) {
+    CHECK(e.code() == StatusCode::InvalidArgument);
+    CHECK_MESSAGE(e.message().find(buffer.name()) != std::string::npos, e.message());
+  }
+  CHECK_THROWS_AS(buffer.parameters(4000, 200), Error);  // the client's own check
+}
