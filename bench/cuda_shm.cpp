@@ -22,6 +22,7 @@
 #include <string>
 #include <vector>
 
+#include "payload_sweep_args.hpp"
 #include "timing.hpp"
 
 namespace {
@@ -34,31 +35,6 @@ void check(cudaError_t status, const char* what) {
   if (status != cudaSuccess) {
     throw std::runtime_error(std::string(what) + ": " + cudaGetErrorString(status));
   }
-}
-
-struct Args {
-  int port = 8001;
-  int repeats = 5;
-  std::size_t max_mib = 256;
-};
-
-Args parse(int argc, char** argv) {
-  Args args;
-  for (int i = 1; i + 1 < argc; i += 2) {
-    std::string flag = argv[i];
-    int value = std::atoi(argv[i + 1]);
-    if (flag == "--port") {
-      args.port = value;
-    } else if (flag == "--repeats") {
-      args.repeats = std::max(1, value);
-    } else if (flag == "--max-mib") {
-      args.max_mib = static_cast<std::size_t>(std::max(1, value));
-    } else {
-      std::cerr << "sonic-cuda-shm-bench: unknown option " << flag << '\n';
-      std::exit(2);
-    }
-  }
-  return args;
 }
 
 sonic::Shape row_of(std::size_t bytes) { return {1, static_cast<std::int64_t>(bytes / 4)}; }
@@ -99,10 +75,14 @@ double time_copy(void* to, const void* from, std::size_t bytes, cudaMemcpyKind k
   return ms_between(start, Clock::now()) / copies;
 }
 
-}  // namespace
-
-int main(int argc, char** argv) try {
-  Args args = parse(argc, argv);
+int run(int argc, char** argv) {
+  sonic::bench::PayloadSweepArgs defaults;
+  defaults.port = 8001;
+  auto args = sonic::bench::parse_payload_sweep(
+      "sonic-cuda-shm-bench",
+      "usage: sonic-cuda-shm-bench [--port 8001] [--repeats 5] [--max-mib 256]\n"
+      "identity_fp32 round trips over grpc://, system and CUDA shared memory, next to cudaMemcpy.",
+      argc, argv, defaults);
   cudaDeviceProp properties{};
   check(cudaGetDeviceProperties(&properties, 0), "cudaGetDeviceProperties");
   std::printf("device: %s\n", properties.name);
@@ -153,7 +133,11 @@ int main(int argc, char** argv) try {
                 gbps(one, median(h2d_ms)));
     std::fflush(stdout);
   }
-} catch (const std::exception& e) {
-  std::cerr << "sonic-cuda-shm-bench: " << e.what() << '\n';
-  return 1;
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  return sonic::tools::CommandLine::run("sonic-cuda-shm-bench", [&] { return run(argc, argv); });
 }

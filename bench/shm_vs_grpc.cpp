@@ -22,6 +22,7 @@
 #include <string>
 #include <vector>
 
+#include "payload_sweep_args.hpp"
 #include "timing.hpp"
 
 namespace {
@@ -29,31 +30,6 @@ namespace {
 using sonic::bench::Clock;
 using sonic::bench::median;
 using sonic::bench::ms_between;
-
-struct Args {
-  int port = 0;
-  int repeats = 5;
-  std::size_t max_mib = 256;
-};
-
-Args parse(int argc, char** argv) {
-  Args args;
-  for (int i = 1; i + 1 < argc; i += 2) {
-    std::string flag = argv[i];
-    int value = std::atoi(argv[i + 1]);
-    if (flag == "--port") {
-      args.port = value;
-    } else if (flag == "--repeats") {
-      args.repeats = std::max(1, value);
-    } else if (flag == "--max-mib") {
-      args.max_mib = static_cast<std::size_t>(std::max(1, value));
-    } else {
-      std::cerr << "sonic-shm-bench: unknown option " << flag << '\n';
-      std::exit(2);
-    }
-  }
-  return args;
-}
 
 // Milliseconds per round trip of `calls` identity requests of `payload`.
 double time_calls(sonic::Client& client, const std::vector<float>& payload, int calls) {
@@ -82,10 +58,13 @@ double time_memcpy(std::vector<float>& from, std::vector<float>& to, int copies)
   return ms_between(start, Clock::now()) / copies;
 }
 
-}  // namespace
-
-int main(int argc, char** argv) try {
-  Args args = parse(argc, argv);
+int run(int argc, char** argv) {
+  auto args = sonic::bench::parse_payload_sweep(
+      "sonic-shm-bench",
+      "usage: sonic-shm-bench [--port P] [--repeats 5] [--max-mib 256]\n"
+      "identity_fp32 round trips over grpc:// and grpc+shm://, next to memcpy; without --port\n"
+      "against a server of its own.",
+      argc, argv);
   std::unique_ptr<sonic::Server> server;
   int port = args.port;
   if (port == 0) {
@@ -127,7 +106,11 @@ int main(int argc, char** argv) try {
                 100 * gbps(both, s) / gbps(static_cast<double>(bytes), m));
     std::fflush(stdout);
   }
-} catch (const std::exception& e) {
-  std::cerr << "sonic-shm-bench: " << e.what() << '\n';
-  return 1;
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  return sonic::tools::CommandLine::run("sonic-shm-bench", [&] { return run(argc, argv); });
 }
