@@ -47,8 +47,36 @@ bool available() {
   return usable;
 }
 
+// The size of the allocation that holds `pointer`, from the driver's cuMemGetAddressRange,
+// reached through the runtime (cudaGetDriverEntryPoint*) so that the server never links libcuda
+// and still starts on nodes without a GPU driver, as Triton does for the same check.
+Result<std::size_t> allocation_size(void* pointer) {
+  using GetAddressRange =
+      int (*)(unsigned long long* base, std::size_t* size, unsigned long long pointer);
+  void* entry = nullptr;
+#if CUDART_VERSION >= 12050
+  auto status = cudaGetDriverEntryPointByVersion("cuMemGetAddressRange", &entry, 12000,
+                                                 cudaEnableDefault, nullptr);
+#else
+  auto status = cudaGetDriverEntryPoint("cuMemGetAddressRange", &entry, cudaEnableDefault);
+#endif
+  if (status != cudaSuccess || !entry) {
+    return cuda_error("cannot reach the driver's cuMemGetAddressRange", status);
+  }
+  unsigned long long base = 0;
+  std::size_t size = 0;
+  auto get_range = reinterpret_cast<GetAddressRange>(entry);
+  if (int result = get_range(&base, &size, reinterpret_cast<unsigned long long>(pointer));
+      result != 0) {
+    return Error(StatusCode::Internal,
+                 "cuMemGetAddressRange failed (CUDA driver error " + std::to_string(result) + ")");
+  }
+  // The handle may name memory inside the allocation: what lies from it to the end counts.
+  return size - static_cast<std::size_t>(reinterpret_cast<unsigned long long>(pointer) - base);
+}
+
 Result<std::shared_ptr<void>> open_ipc(const std::string& raw_handle, std::int64_t device_id,
-                                       std::uint8_t** device_pointer) {
+                                       std::uint64_t byte_size, std::uint8_t** device_pointer) {
   if (raw_handle.size() != sizeof(cudaIpcMemHandle_t)) {
     return Error(StatusCode::InvalidArgument,
                  "a CUDA IPC handle has " + std::to_string(sizeof(cudaIpcMemHandle_t)) +
@@ -63,11 +91,22 @@ Result<std::shared_ptr<void>> open_ipc(const std::string& raw_handle, std::int64
     return Error(StatusCode::InvalidArgument,
                  std::string("cannot open the CUDA IPC handle: ") + cudaGetErrorString(status));
   }
-  *device_pointer = static_cast<std::uint8_t*>(pointer);
-  return std::shared_ptr<void>(pointer, [device_id](void* p) {
+  std::shared_ptr<void> owner(pointer, [device_id](void* p) {
     cudaSetDevice(static_cast<int>(device_id));
     cudaIpcCloseMemHandle(p);
   });
+  // Triton's check (RegisterCUDASharedMemory: CheckCudaSharedMemoryRegionSize): a region may
+  // not declare more bytes than its allocation holds; refused with INVALID_ARGUMENT.
+  auto available_bytes = allocation_size(pointer);
+  if (!available_bytes) return available_bytes.error();
+  if (byte_size > *available_bytes) {
+    return Error(StatusCode::InvalidArgument, "the CUDA allocation behind this handle holds " +
+                                                  std::to_string(*available_bytes) +
+                                                  " bytes, not the " + std::to_string(byte_size) +
+                                                  " declared");
+  }
+  *device_pointer = static_cast<std::uint8_t*>(pointer);
+  return owner;
 }
 
 Result<void> to_host(void* host, const void* device, std::size_t bytes, std::int64_t device_id) {
@@ -106,7 +145,8 @@ Error not_built() {
 }  // namespace
 
 bool available() { return false; }
-Result<std::shared_ptr<void>> open_ipc(const std::string&, std::int64_t, std::uint8_t**) {
+Result<std::shared_ptr<void>> open_ipc(const std::string&, std::int64_t, std::uint64_t,
+                                       std::uint8_t**) {
   return not_built();
 }
 Result<void> to_host(void*, const void*, std::size_t, std::int64_t) { return not_built(); }

@@ -209,8 +209,11 @@ Result<void> SharedMemoryRegistry::register_cuda(const ShmClient& client, const 
     }
   }
   std::uint8_t* pointer = nullptr;
-  auto mapping = cuda::open_ipc(raw_handle, device_id, &pointer);
-  if (!mapping) return mapping.error();
+  auto mapping = cuda::open_ipc(raw_handle, device_id, byte_size, &pointer);
+  if (!mapping) {
+    return Error(mapping.code(), "cannot register CUDA shared memory region '" + name +
+                                     "': " + mapping.error().message());
+  }
   auto region = std::make_shared<SharedRegion>();
   region->name = name;
   region->byte_size = byte_size;

@@ -14,6 +14,7 @@
 
 #include "child_server.hpp"
 #include "identity_models.hpp"
+#include "protocol/control_codec.hpp"
 #include "sonic/shm/region.hpp"
 
 using namespace sonic;
@@ -159,4 +160,38 @@ TEST_CASE("cuda: a region too small or an offset past its end is refused, naming
     CHECK_MESSAGE(e.message().find(buffer.name()) != std::string::npos, e.message());
   }
   CHECK_THROWS_AS(buffer.parameters(4000, 200), Error);  // the client's own check
+}
+
+TEST_CASE("cuda: a handle to less memory than declared, or no handle at all, is refused") {
+  // Triton's RegisterCUDASharedMemory checks the allocation's size (cuMemGetAddressRange):
+  // a region declaring more would have the server read and write past it.
+  if (!have_device()) return;
+  ChildServer server(server_command(), kListening);
+  Client client("grpc://127.0.0.1:" + std::to_string(server.port()));
+  void* memory = nullptr;
+  REQUIRE(cudaMalloc(&memory, 4096) == cudaSuccess);
+  cudaIpcMemHandle_t handle;
+  REQUIRE(cudaIpcGetMemHandle(&handle, memory) == cudaSuccess);
+  const std::string raw(reinterpret_cast<const char*>(&handle), sizeof handle);
+  auto registration = [&](const std::string& name, const std::string& bytes, std::uint64_t size) {
+    return protocol::encode_cuda_shm_registration({name, bytes, 0, size});
+  };
+  try {
+    (void)client.call("CudaSharedMemoryRegister", registration("too-big", raw, 1ull << 30));
+    FAIL("a region larger than its allocation must be refused");
+  } catch (const Error& e) {
+    CHECK(e.code() == StatusCode::InvalidArgument);
+    CHECK_MESSAGE(e.message().find("not the 1073741824 declared") != std::string::npos,
+                  e.message());
+    CHECK_MESSAGE(e.message().find("too-big") != std::string::npos, e.message());
+  }
+  CHECK_NOTHROW((void)client.call("CudaSharedMemoryRegister", registration("fits", raw, 4096)));
+  try {
+    (void)client.call("CudaSharedMemoryRegister",
+                      registration("garbage", std::string(sizeof handle, '\x5a'), 4096));
+    FAIL("a handle that opens nothing must be refused");
+  } catch (const Error& e) {
+    CHECK(e.code() == StatusCode::InvalidArgument);
+  }
+  CHECK(cudaFree(memory) == cudaSuccess);
 }
