@@ -1,6 +1,7 @@
 // Tensors described on a command line, in the one syntax of sonic-infer and sonic-perf:
 // NAME=@FILE.npy, or NAME=DTYPE:SHAPE:... where SHAPE is dimensions joined by 'x' or ','
-// (1x16 and 1,16 are the same shape) and DTYPE a KServe datatype in any case.
+// (1x16 and 1,16 are the same shape) and DTYPE a KServe datatype in any case; and the bytes
+// of the tensors they make.
 #pragma once
 
 #include <sonic/tensor.hpp>
@@ -8,9 +9,13 @@
 #include <cctype>
 #include <charconv>
 #include <cstdint>
+#include <cstring>
+#include <memory>
 #include <string>
 #include <string_view>
+#include <type_traits>
 #include <utility>
+#include <vector>
 
 #include "command_line.hpp"
 
@@ -50,6 +55,24 @@ inline Shape parse_shape(const std::string& what, std::string_view text) {
     if (end == std::string_view::npos) return shape;
     start = end + 1;
   }
+}
+
+/// Appends the little-endian bytes of one element (sonic's targets are little-endian, like
+/// the wire).
+template <typename T>
+void append_element(std::vector<std::uint8_t>& out, T value) {
+  static_assert(std::is_trivially_copyable_v<T>);
+  std::uint8_t bytes[sizeof(T)];
+  std::memcpy(bytes, &value, sizeof(T));
+  out.insert(out.end(), bytes, bytes + sizeof(T));
+}
+
+/// A tensor that owns `bytes` (moved in, not copied).
+inline Tensor owned_tensor(DataType type, Shape shape, std::vector<std::uint8_t> bytes) {
+  auto owner = std::make_shared<const std::vector<std::uint8_t>>(std::move(bytes));
+  const std::uint8_t* data = owner->data();
+  std::size_t size = owner->size();
+  return Tensor::from_shared(type, std::move(shape), std::move(owner), data, size);
 }
 
 /// NAME=SPEC → {NAME, SPEC}; throws UsageError when there is no name.

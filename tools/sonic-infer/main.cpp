@@ -62,10 +62,12 @@ struct Options {
   std::vector<std::pair<std::string, std::string>> inputs;  ///< name, spec
 };
 
+using sonic::tools::append_element;
 using sonic::tools::bf16_to_float;
 using sonic::tools::float_to_bf16;
 using sonic::tools::float_to_half;
 using sonic::tools::half_to_float;
+using sonic::tools::owned_tensor;
 
 // ---------------------------------------------------------------------------------------------
 // Inline tensors: DTYPE:SHAPE:VALUES.
@@ -125,15 +127,6 @@ double parse_real(const std::string& input, DataType type, std::string_view text
   return value;
 }
 
-/// Appends the little-endian bytes of one element.
-template <typename T>
-void append(std::vector<std::uint8_t>& out, T value) {
-  static_assert(std::is_trivially_copyable_v<T>);
-  std::uint8_t bytes[sizeof(T)];
-  std::memcpy(bytes, &value, sizeof(T));  // sonic's targets are little-endian, like the wire
-  out.insert(out.end(), bytes, bytes + sizeof(T));
-}
-
 /// Appends one element of `type` parsed from text.
 void append_value(std::vector<std::uint8_t>& out, const std::string& input, DataType type,
                   std::string_view raw) {
@@ -148,21 +141,28 @@ void append_value(std::vector<std::uint8_t>& out, const std::string& input, Data
         bad_spec(input, "value '" + std::string(text) + "' is not BOOL (true, false, 1 or 0)");
       }
       return;
-    case DataType::UInt8: return append(out, parse_integer<std::uint8_t>(input, type, text));
-    case DataType::UInt16: return append(out, parse_integer<std::uint16_t>(input, type, text));
-    case DataType::UInt32: return append(out, parse_integer<std::uint32_t>(input, type, text));
-    case DataType::UInt64: return append(out, parse_integer<std::uint64_t>(input, type, text));
-    case DataType::Int8: return append(out, parse_integer<std::int8_t>(input, type, text));
-    case DataType::Int16: return append(out, parse_integer<std::int16_t>(input, type, text));
-    case DataType::Int32: return append(out, parse_integer<std::int32_t>(input, type, text));
-    case DataType::Int64: return append(out, parse_integer<std::int64_t>(input, type, text));
+    case DataType::UInt8:
+      return append_element(out, parse_integer<std::uint8_t>(input, type, text));
+    case DataType::UInt16:
+      return append_element(out, parse_integer<std::uint16_t>(input, type, text));
+    case DataType::UInt32:
+      return append_element(out, parse_integer<std::uint32_t>(input, type, text));
+    case DataType::UInt64:
+      return append_element(out, parse_integer<std::uint64_t>(input, type, text));
+    case DataType::Int8: return append_element(out, parse_integer<std::int8_t>(input, type, text));
+    case DataType::Int16:
+      return append_element(out, parse_integer<std::int16_t>(input, type, text));
+    case DataType::Int32:
+      return append_element(out, parse_integer<std::int32_t>(input, type, text));
+    case DataType::Int64:
+      return append_element(out, parse_integer<std::int64_t>(input, type, text));
     case DataType::Fp16: {
       double value = parse_real(input, type, text);
-      return append(out, float_to_half(static_cast<float>(value)));
+      return append_element(out, float_to_half(static_cast<float>(value)));
     }
     case DataType::Bf16: {
       double value = parse_real(input, type, text);
-      return append(out, float_to_bf16(static_cast<float>(value)));
+      return append_element(out, float_to_bf16(static_cast<float>(value)));
     }
     case DataType::Fp32: {
       // strtof rounds once, where going through double could round twice.
@@ -170,9 +170,9 @@ void append_value(std::vector<std::uint8_t>& out, const std::string& input, Data
       std::string copy(text);
       float value = std::strtof(copy.c_str(), nullptr);
       if (std::isnan(checked)) value = static_cast<float>(checked);
-      return append(out, value);
+      return append_element(out, value);
     }
-    case DataType::Fp64: return append(out, parse_real(input, type, text));
+    case DataType::Fp64: return append_element(out, parse_real(input, type, text));
     case DataType::Bytes: break;
   }
   bad_spec(input, "internal error: no parser for BYTES values");
@@ -198,14 +198,6 @@ std::vector<std::string> split_strings(const std::string& input, std::string_vie
     }
   }
   return items;
-}
-
-/// A tensor that owns `bytes`.
-Tensor owned_tensor(DataType type, Shape shape, std::vector<std::uint8_t> bytes) {
-  auto owner = std::make_shared<const std::vector<std::uint8_t>>(std::move(bytes));
-  const std::uint8_t* data = owner->data();
-  std::size_t size = owner->size();
-  return Tensor::from_shared(type, std::move(shape), std::move(owner), data, size);
 }
 
 /// DTYPE:SHAPE:VALUES → a tensor.
@@ -423,7 +415,7 @@ void save_output(const std::string& dir, const sonic::NamedTensor& output) {
     std::size_t count = tensor.byte_size() / 2;
     widened.reserve(count * 4);
     for (std::size_t i = 0; i < count; ++i) {
-      append(widened, bf16_to_float(load<std::uint16_t>(tensor, i)));
+      append_element(widened, bf16_to_float(load<std::uint16_t>(tensor, i)));
     }
     tensor = owned_tensor(DataType::Fp32, tensor.shape(), std::move(widened));
     note = " (BF16 saved as FP32)";

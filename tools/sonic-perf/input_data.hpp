@@ -23,6 +23,7 @@
 
 #include "command_line.hpp"
 #include "half_float.hpp"
+#include "tensor_spec.hpp"
 
 namespace sonic::perf {
 
@@ -89,13 +90,6 @@ inline std::vector<std::uint8_t> base64(const std::string& where, const std::str
   return out;
 }
 
-template <typename T>
-void append(std::vector<std::uint8_t>& out, T value) {
-  std::uint8_t bytes[sizeof(T)];
-  std::memcpy(bytes, &value, sizeof(T));  // little-endian targets, like the wire
-  out.insert(out.end(), bytes, bytes + sizeof(T));
-}
-
 // One integer of type T from a JSON number, refused when it does not fit.
 template <typename T>
 void append_integer(std::vector<std::uint8_t>& out, const std::string& where, const json& value) {
@@ -109,17 +103,18 @@ void append_integer(std::vector<std::uint8_t>& out, const std::string& where, co
                          static_cast<std::uint64_t>(std::numeric_limits<T>::max()));
   }
   if (!fits) fail(where, value.dump() + " is not " + to_string(datatype_of<T>));
-  append(out, value.is_number_unsigned() ? static_cast<T>(value.get<std::uint64_t>())
-                                         : static_cast<T>(value.get<std::int64_t>()));
+  tools::append_element(out, value.is_number_unsigned()
+                                 ? static_cast<T>(value.get<std::uint64_t>())
+                                 : static_cast<T>(value.get<std::int64_t>()));
 }
 
 // One element of `type` from a JSON value.
-inline void append_element(std::vector<std::uint8_t>& out, const std::string& where, DataType type,
-                           const json& value) {
+inline void append_json_value(std::vector<std::uint8_t>& out, const std::string& where,
+                              DataType type, const json& value) {
   if (type == DataType::Bytes) {
     if (!value.is_string()) fail(where, value.dump() + " is not a string");
     const auto& text = value.get_ref<const std::string&>();
-    append(out, static_cast<std::uint32_t>(text.size()));
+    tools::append_element(out, static_cast<std::uint32_t>(text.size()));
     out.insert(out.end(), text.begin(), text.end());
     return;
   }
@@ -143,10 +138,12 @@ inline void append_element(std::vector<std::uint8_t>& out, const std::string& wh
   if (!value.is_number()) fail(where, value.dump() + " is not a number");
   double number = value.get<double>();
   switch (type) {
-    case DataType::Fp16: return append(out, tools::float_to_half(static_cast<float>(number)));
-    case DataType::Bf16: return append(out, tools::float_to_bf16(static_cast<float>(number)));
-    case DataType::Fp32: return append(out, static_cast<float>(number));
-    default: return append(out, number);
+    case DataType::Fp16:
+      return tools::append_element(out, tools::float_to_half(static_cast<float>(number)));
+    case DataType::Bf16:
+      return tools::append_element(out, tools::float_to_bf16(static_cast<float>(number)));
+    case DataType::Fp32: return tools::append_element(out, static_cast<float>(number));
+    default: return tools::append_element(out, number);
   }
 }
 
@@ -195,7 +192,7 @@ inline StepTensor read_tensor(const std::string& where, const std::string& name,
   }
   for (const auto& value : *content) {
     if (value.is_array()) fail(where, "values must be flattened (row-major), not nested");
-    append_element(tensor.bytes, where, type, value);
+    append_json_value(tensor.bytes, where, type, value);
   }
   tensor.elements = content->size();
   return tensor;

@@ -17,6 +17,7 @@
 #include <optional>
 #include <random>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "callback_option.hpp"
@@ -193,15 +194,14 @@ Point measure_point(Client& client, const Options& o, const std::vector<PlannedR
     for (const auto& in : step.inputs) request.input(in.name, in.tensor);
     return request;
   };
-  auto step_of = [&plan](const InferRequest& request) -> const PlannedRequest* {
+  std::unordered_map<const std::uint8_t*, const PlannedRequest*> step_by_first_input;
+  for (const auto& step : plan) {
+    if (!step.inputs.empty()) step_by_first_input[step.inputs[0].tensor.data()] = &step;
+  }
+  auto step_of = [&step_by_first_input](const InferRequest& request) -> const PlannedRequest* {
     if (request.inputs().empty()) return nullptr;
-    for (const auto& step : plan) {
-      if (!step.inputs.empty() &&
-          step.inputs[0].tensor.data() == request.inputs()[0].tensor.data()) {
-        return &step;
-      }
-    }
-    return nullptr;
+    auto found = step_by_first_input.find(request.inputs()[0].tensor.data());
+    return found == step_by_first_input.end() ? nullptr : found->second;
   };
   std::optional<StreamSender> stream;
   std::optional<SyncSender> blocking;

@@ -89,12 +89,10 @@ namespace request_plan_detail {
 
 // A file's tensor repeated over the batch rows, as one owned tensor of `shape`.
 inline Tensor batched(const StepTensor& row, const Shape& shape, int rows) {
-  auto bytes = std::make_shared<std::vector<std::uint8_t>>();
-  bytes->reserve(row.bytes.size() * static_cast<std::size_t>(rows));
-  for (int i = 0; i < rows; ++i) bytes->insert(bytes->end(), row.bytes.begin(), row.bytes.end());
-  const std::uint8_t* data = bytes->data();
-  std::size_t size = bytes->size();
-  return Tensor::from_shared(row.dtype, shape, std::move(bytes), data, size);
+  std::vector<std::uint8_t> bytes;
+  bytes.reserve(row.bytes.size() * static_cast<std::size_t>(rows));
+  for (int i = 0; i < rows; ++i) bytes.insert(bytes.end(), row.bytes.begin(), row.bytes.end());
+  return tools::owned_tensor(row.dtype, shape, std::move(bytes));
 }
 
 inline DatatypeOf datatypes(const std::vector<TensorMetadata>& tensors) {
@@ -138,6 +136,7 @@ inline std::vector<PlannedRequest> plan_requests(Client& client, const Options& 
     return {request};
   }
   std::vector<PlannedRequest> plan;
+  const int rows = layout.batches ? o.batch_size : 1;  // each step's values are one row
   auto steps = read_input_data(o.input_data, datatypes(layout.inputs), datatypes(layout.outputs));
   for (std::size_t i = 0; i < steps.size(); ++i) {
     const std::string where = "--input-data " + o.input_data + " step " + std::to_string(i);
@@ -150,20 +149,17 @@ inline std::vector<PlannedRequest> plan_requests(Client& client, const Options& 
       }
       auto given = row->shape ? row->shape : given_shape(input.name);
       Shape shape = request_shape(layout, input, given, o.batch_size, row->elements);
-      std::size_t per_row = element_count(shape).value_or(0) /
-                            static_cast<std::size_t>(layout.batches ? o.batch_size : 1);
+      std::size_t per_row = element_count(shape).value_or(0) / static_cast<std::size_t>(rows);
       if (per_row != row->elements) {
         throw tools::UsageError(where + " input '" + input.name + "': " +
                                 std::to_string(row->elements) + " values for a row of shape " +
                                 to_string(shape) + ", which holds " + std::to_string(per_row));
       }
-      request.inputs.push_back(
-          {input.name, batched(*row, shape, layout.batches ? o.batch_size : 1), {}});
+      request.inputs.push_back({input.name, batched(*row, shape, rows), {}});
     }
     for (const auto& out : steps[i].expected) {
-      Shape shape{static_cast<std::int64_t>(out.elements) * (layout.batches ? o.batch_size : 1)};
-      request.expected.push_back(
-          {out.name, batched(out, shape, layout.batches ? o.batch_size : 1), {}});
+      Shape shape{static_cast<std::int64_t>(out.elements) * rows};
+      request.expected.push_back({out.name, batched(out, shape, rows), {}});
     }
     plan.push_back(std::move(request));
   }
