@@ -198,6 +198,13 @@ Result<void> SharedMemoryRegistry::register_cuda(const ShmClient& client, const 
                                                  const std::string& raw_handle,
                                                  std::int64_t device_id, std::uint64_t byte_size) {
   if (name.empty()) return invalid("a shared memory region needs a name");
+  // Triton built without GPUs answers in these words and code (grpc_server.cc, the #else of
+  // TRITON_ENABLE_GPU); a server whose CUDA build finds no usable device answers the same.
+  if (!cuda_supported()) {
+    return invalid("failed to register CUDA shared memory region: '" + name +
+                   "', GPUs not supported (sonic-server: no usable CUDA device, or built "
+                   "without CUDA; use system shared memory)");
+  }
   if (byte_size == 0) return invalid("CUDA shared memory region '" + name + "' has no bytes");
   auto scope = scope_of(client);
   if (!scope) return scope.error();
@@ -211,8 +218,9 @@ Result<void> SharedMemoryRegistry::register_cuda(const ShmClient& client, const 
   std::uint8_t* pointer = nullptr;
   auto mapping = cuda::open_ipc(raw_handle, device_id, byte_size, &pointer);
   if (!mapping) {
-    return Error(mapping.code(), "cannot register CUDA shared memory region '" + name +
-                                     "': " + mapping.error().message());
+    // Triton: whatever stops the handle from opening is INVALID_ARGUMENT, in these words.
+    return invalid("failed to register CUDA shared memory region '" + name +
+                   "': " + mapping.error().message());
   }
   auto region = std::make_shared<SharedRegion>();
   region->name = name;
@@ -269,8 +277,16 @@ Result<std::vector<SharedRegion>> SharedMemoryRegistry::status(const ShmClient& 
     }
   }
   if (!name.empty() && found.empty()) {
-    return Error(StatusCode::NotFound, std::string("unable to find ") + (cuda ? "CUDA" : "system") +
-                                           " shared memory region '" + name + "'");
+    // Triton's GetStatus: NOT_FOUND, saying so when the name is a region of the other kind.
+    auto other = regions_.find({scope, name});
+    if (other != regions_.end()) {
+      return Error(StatusCode::NotFound, "The region named '" + name + "' is registered as " +
+                                             (cuda ? "system shared memory, not CUDA"
+                                                   : "CUDA shared memory, not system") +
+                                             " shared memory");
+    }
+    return Error(StatusCode::NotFound, std::string("Unable to find ") + (cuda ? "CUDA" : "system") +
+                                           " shared memory region: '" + name + "'");
   }
   return found;
 }

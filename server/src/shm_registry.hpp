@@ -76,8 +76,9 @@ class SharedMemoryRegistry {
   Result<void> register_system(const ShmClient& client, const std::string& name,
                                const std::string& key, std::uint64_t offset,
                                std::uint64_t byte_size);
-  /// Opens a cudaIpcMemHandle_t (the raw bytes) on `device_id`. UNAVAILABLE when this server
-  /// was built without CUDA or has no such device.
+  /// Opens a cudaIpcMemHandle_t (the raw bytes) on `device_id`. INVALID_ARGUMENT, in Triton's
+  /// words, when it cannot: no usable device or no CUDA build ("GPUs not supported"), a handle
+  /// that opens nothing, an allocation smaller than `byte_size`.
   Result<void> register_cuda(const ShmClient& client, const std::string& name,
                              const std::string& raw_handle, std::int64_t device_id,
                              std::uint64_t byte_size);

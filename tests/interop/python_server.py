@@ -26,9 +26,9 @@ Models (version "1", max_batch_size 0):
 
 Implemented methods: ServerLive, ServerReady, ModelReady, ServerMetadata,
 ModelMetadata, ModelConfig, ModelStatistics, ModelInfer, ModelStreamInfer,
-RepositoryIndex, RepositoryModelLoad, RepositoryModelUnload and the three
-SystemSharedMemory calls. The rest (CUDA shared memory among them, as on a
-Triton without GPUs) answer UNIMPLEMENTED.
+RepositoryIndex, RepositoryModelLoad, RepositoryModelUnload, the three
+SystemSharedMemory calls, and the three CudaSharedMemory calls as a Triton built
+without GPUs answers them (triton_shm.py). The rest answer UNIMPLEMENTED.
 
 Where sonic-server and Triton differ, this server behaves as Triton does, so
 that sonic's client is tested against Triton's behaviour: system shared memory
@@ -646,6 +646,23 @@ class Servicer(pb2_grpc.GRPCInferenceServiceServicer):
     def SystemSharedMemoryUnregister(self, request, context):
         self.shm.unregister(request.name)
         return pb2.SystemSharedMemoryUnregisterResponse()
+
+    # -- CUDA shared memory, as on a Triton built without GPUs ---------------
+
+    def CudaSharedMemoryRegister(self, request, context):
+        context.abort(grpc.StatusCode.INVALID_ARGUMENT,
+                      "failed to register CUDA shared memory region: '%s', GPUs not "
+                      "supported" % request.name)
+
+    def CudaSharedMemoryStatus(self, request, context):
+        try:
+            self.shm.cuda_status(request.name)
+        except InferError as e:
+            context.abort(e.code, e.message)
+        return pb2.CudaSharedMemoryStatusResponse()
+
+    def CudaSharedMemoryUnregister(self, request, context):
+        return pb2.CudaSharedMemoryUnregisterResponse()
 
     # -- model repository -------------------------------------------------
 

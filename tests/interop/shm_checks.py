@@ -7,6 +7,12 @@ shared memory); inputs in shared memory send no raw_input_contents entry. Every 
 of `simple`'s two inputs and two outputs, in shared memory or inline, is checked, with the
 errors Triton gives: NOT_FOUND for a region it does not know, INTERNAL for an output larger
 than its space.
+
+CUDA shared memory on a server that cannot use it (no GPU, or not built with CUDA) is answered
+as Triton built without GPUs answers it (server src/grpc/grpc_server.cc, the #else branch of
+TRITON_ENABLE_GPU, and src/shared_memory_manager.cc): registration INVALID_ARGUMENT naming the
+region and "GPUs not supported", no regions in the status, NOT_FOUND for a name, and an
+unregistration that succeeds and leaves the system regions alone.
 """
 
 import itertools
@@ -134,6 +140,45 @@ class SharedMemoryChecks:
         want = "Unable to find shared memory region: 'no_such_region'"
         assert want in e.details(), e.details()
 
+    def cuda_without_gpus(self):
+        metadata = self.stub.ServerMetadata(self.pb2.ServerMetadataRequest(),
+                                            timeout=RPC_TIMEOUT_S)
+        if "cuda_shared_memory" in metadata.extensions:
+            return  # a server with a usable GPU: tests/shm/test_cuda_shm.cpp's case
+        e = self.expect_status(
+            lambda: self.stub.CudaSharedMemoryRegister(
+                self.pb2.CudaSharedMemoryRegisterRequest(
+                    name="interop_gpu", raw_handle=bytes(64), device_id=0,
+                    byte_size=4096),
+                timeout=RPC_TIMEOUT_S),
+            grpc.StatusCode.INVALID_ARGUMENT, "CUDA registration without GPUs")
+        want = "failed to register CUDA shared memory region: 'interop_gpu'"
+        assert want in e.details() and "GPUs not supported" in e.details(), e.details()
+        status = self.stub.CudaSharedMemoryStatus(
+            self.pb2.CudaSharedMemoryStatusRequest(), timeout=RPC_TIMEOUT_S)
+        assert len(status.regions) == 0, "lists %s" % list(status.regions)
+        e = self.expect_status(
+            lambda: self.stub.CudaSharedMemoryStatus(
+                self.pb2.CudaSharedMemoryStatusRequest(name="interop_gpu"),
+                timeout=RPC_TIMEOUT_S),
+            grpc.StatusCode.NOT_FOUND, "status of a CUDA region never registered")
+        assert "'interop_gpu'" in e.details(), e.details()
+        e = self.expect_status(
+            lambda: self.stub.CudaSharedMemoryStatus(
+                self.pb2.CudaSharedMemoryStatusRequest(name=self.name),
+                timeout=RPC_TIMEOUT_S),
+            grpc.StatusCode.NOT_FOUND, "CUDA status of a system region")
+        want = "registered as system shared memory, not CUDA shared memory"
+        assert want in e.details(), e.details()
+        for name in ("interop_gpu", ""):
+            self.stub.CudaSharedMemoryUnregister(
+                self.pb2.CudaSharedMemoryUnregisterRequest(name=name),
+                timeout=RPC_TIMEOUT_S)
+        status = self.stub.SystemSharedMemoryStatus(
+            self.pb2.SystemSharedMemoryStatusRequest(name=self.name),
+            timeout=RPC_TIMEOUT_S)
+        assert self.name in status.regions, "the system region went with the CUDA ones"
+
     def unregister(self):
         try:
             self.stub.SystemSharedMemoryUnregister(
@@ -158,5 +203,7 @@ class SharedMemoryChecks:
              self.every_combination),
             ("an output larger than its space: INTERNAL", self.output_too_small),
             ("an unknown region: NOT_FOUND", self.unknown_region),
+            ("CUDA shared memory without GPUs, as Triton answers it",
+             self.cuda_without_gpus),
             ("SystemSharedMemoryUnregister", self.unregister),
         ])

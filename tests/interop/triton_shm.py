@@ -17,6 +17,14 @@ than sonic-server's:
 - An output larger than the space its request gave it is INTERNAL "shared memory size
   specified with the request for output 'X' (N bytes) should be at least M bytes to hold the
   results".
+
+CUDA shared memory as a Triton built without GPUs answers it (src/grpc/grpc_server.cc, the
+#else of TRITON_ENABLE_GPU; src/shared_memory_manager.cc GetStatus and UnregisterHelper): the
+three calls exist, registration is INVALID_ARGUMENT "failed to register CUDA shared memory
+region: 'NAME', GPUs not supported", status lists no region (a name is NOT_FOUND, in the words
+GetStatus uses for both kinds: "Unable to find system shared memory region: 'NAME'", or "The
+region named 'NAME' is registered as system shared memory, not CUDA shared memory"), and
+unregistering a name it does not hold succeeds.
 """
 
 import mmap
@@ -109,6 +117,18 @@ class SharedMemoryManager:
                 raise StatusError(grpc.StatusCode.NOT_FOUND,
                                "Unable to find system shared memory region: '%s'" % name)
             return [self._regions[name]]
+
+    def cuda_status(self, name):
+        """CudaSharedMemoryStatus on a server without GPUs: no CUDA region is ever held."""
+        with self._lock:
+            if name == "":
+                return []
+            if name in self._regions:
+                raise StatusError(grpc.StatusCode.NOT_FOUND,
+                                  "The region named '%s' is registered as system shared "
+                                  "memory, not CUDA shared memory" % name)
+            raise StatusError(grpc.StatusCode.NOT_FOUND,
+                              "Unable to find system shared memory region: '%s'" % name)
 
     def _span(self, name, offset, byte_size):
         region = self._regions.get(name)
