@@ -117,6 +117,39 @@ TEST_CASE("an output placed in the caller's region is registered first, with no 
   CHECK(client.stats().failed == 0);
 }
 
+TEST_CASE(
+    "a region the caller names that the server refuses fails the request with the refusal, "
+    "never answered elsewhere") {
+  // The caller reads the output from its own region (as from a CudaBuffer on a server without
+  // GPUs, which Triton refuses with INVALID_ARGUMENT): an answer sent inline instead, or a
+  // NOT_FOUND for a region never registered, would hide why.
+  ShmServer server(0, /*shared_memory=*/false);
+  Client client(server.shm_url());
+  shm::SharedBuffer outputs(4096);
+  Tensor input = sample(DataType::Fp32, 16, 3);
+  Parameters where{{"shared_memory_region", outputs.name()},
+                   {"shared_memory_byte_size", std::int64_t{64}}};
+  auto request =
+      InferRequest(identity_name(DataType::Fp32)).input("INPUT0", input).output("OUTPUT0", where);
+  auto refused = [&] {
+    try {
+      (void)client.infer(request);
+      FAIL("the request succeeded although the server refused the caller's region");
+    } catch (const Error& e) {
+      const std::string message = e.what();
+      MESSAGE(message);
+      CHECK(e.code() == StatusCode::Unimplemented);  // the server's answer to the registration
+      CHECK(message.find(outputs.name()) != std::string::npos);
+      CHECK(message.find("SharedMemoryRegister") != std::string::npos);
+    }
+  };
+  refused();
+  // Requests that name no region of the caller's still go, plain; and once the client has
+  // given up on shared memory with this server, a request naming a region is still refused.
+  CHECK(same_bytes(identity(client, DataType::Fp32, input).output("OUTPUT0"), input));
+  refused();
+}
+
 TEST_CASE("concurrent requests share a small pool: exhaustion goes plain, no data is mixed") {
   ShmServer server;
   ClientOptions options;

@@ -10,6 +10,7 @@
 #include <future>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <set>
 
 #include "protocol/control_calls.hpp"
@@ -38,6 +39,26 @@ Parameters place(const std::string& region, std::size_t offset, std::size_t byte
   where[protocol::kSharedMemoryByteSize] = static_cast<std::int64_t>(bytes);
   if (offset) where[protocol::kSharedMemoryOffset] = static_cast<std::int64_t>(offset);
   return where;
+}
+
+// Calls `visit` with each region a tensor of `request` is placed in by parameters. Such a
+// tensor has no bytes in the request (a descriptor, or an output the caller reads from its
+// region): the request cannot go without that region.
+template <typename Visit>
+void for_each_named_region(const InferRequest& request, Visit visit) {
+  auto named = [&visit](const Parameters& parameters) {
+    auto it = parameters.find(protocol::kSharedMemoryRegion);
+    if (it == parameters.end()) return;
+    if (const auto* region = std::get_if<std::string>(&it->second)) visit(*region);
+  };
+  for (const auto& input : request.inputs()) named(input.parameters);
+  for (const auto& output : request.outputs()) named(output.parameters);
+}
+
+bool names_region(const InferRequest& request, const std::string& name) {
+  bool found = false;
+  for_each_named_region(request, [&](const std::string& region) { found |= region == name; });
+  return found;
 }
 
 std::string model_key(const InferRequest& request) {
@@ -93,8 +114,15 @@ class ShmTransport final : public protocol::ControlCalls {
     exchange->deadline = deadline;
     exchange->cancel = std::move(cancel);
     exchange->done = std::move(done);
-    if (plain_ || !prepare(*exchange)) return send_plain(exchange);
-    register_then_send(exchange);
+    if (plain_) {
+      // Regions the caller names still need registering: their tensors have no bytes here.
+      for_each_named_region(request, [&](const std::string& name) {
+        if (auto region = find_region(name)) exchange->user_regions.push_back(region);
+      });
+      return register_then_send(exchange, /*plain=*/true);
+    }
+    if (!prepare(*exchange)) return send_plain(exchange);
+    register_then_send(exchange, /*plain=*/false);
   }
 
   void call_async(std::string method, std::string request, Deadline deadline,
@@ -210,8 +238,17 @@ class ShmTransport final : public protocol::ControlCalls {
     return true;
   }
 
-  // Registers what the server does not know yet, then sends.
-  void register_then_send(const std::shared_ptr<Exchange>& x) {
+  // Registers what the server does not know yet, then sends (`plain`: the caller's request,
+  // as it is). A registration refused for a region the request names fails the request with
+  // the refusal; any other failure sends it plain, which reports what really happens.
+  void register_then_send(const std::shared_ptr<Exchange>& x, bool plain) {
+    struct Outcome {
+      std::mutex mutex;
+      std::optional<Error> failure;  // the first
+      std::optional<Error> needed;   // a refused region the request names
+      std::atomic<std::size_t> remaining{0};
+    };
+    auto outcome = std::make_shared<Outcome>();
     std::vector<std::function<void(Callback<bool>)>> steps;
     if (x->lease && !x->lease->registered) {
       steps.push_back([this, x](Callback<bool> next) {
@@ -227,24 +264,38 @@ class ShmTransport final : public protocol::ControlCalls {
     }
     for (const auto& region : x->user_regions) {
       if (knows(region->name)) continue;
-      steps.push_back([this, region, deadline = x->deadline](Callback<bool> next) {
-        register_user(region, deadline, std::move(next));
+      steps.push_back([this, x, region, outcome](Callback<bool> next) {
+        register_user(region, x->deadline,
+                      [this, x, region, outcome, next = std::move(next)](Result<bool> ok) mutable {
+                        if (!ok && names_region(*x->original, region->name)) {
+                          std::lock_guard<std::mutex> lock(outcome->mutex);
+                          outcome->needed = Error(
+                              ok.code(),
+                              std::string(region->cuda ? "Cuda" : "System") +
+                                  "SharedMemoryRegister of the caller's region '" + region->name +
+                                  "' failed at " + url_ + ": " + ok.error().message(),
+                              ok.error().reason());
+                        }
+                        next(std::move(ok));
+                      });
       });
     }
-    if (steps.empty()) return send(x);
-    auto remaining = std::make_shared<std::atomic<std::size_t>>(steps.size());
-    auto failure = std::make_shared<std::optional<Error>>();
-    auto failure_mutex = std::make_shared<std::mutex>();
+    if (steps.empty()) return plain ? send_plain(x) : send(x);
+    outcome->remaining = steps.size();
     for (auto& step : steps) {
-      step([this, x, remaining, failure, failure_mutex](Result<bool> ok) {
+      step([this, x, outcome, plain](Result<bool> ok) {
         if (!ok) {
-          std::lock_guard<std::mutex> lock(*failure_mutex);
-          if (!*failure) *failure = ok.error();
+          std::lock_guard<std::mutex> lock(outcome->mutex);
+          if (!outcome->failure) outcome->failure = ok.error();
         }
-        if (--*remaining != 0) return;
-        if (!*failure) return send(x);
-        if (refuses_shared_memory(**failure)) go_plain(**failure);
-        send_plain(x);  // a passing failure: the plain request reports what really happens
+        if (--outcome->remaining != 0) return;
+        if (!outcome->failure) return plain ? send_plain(x) : send(x);
+        if (outcome->needed) {
+          auto done = std::move(x->done);
+          return done(*outcome->needed);
+        }
+        if (refuses_shared_memory(*outcome->failure)) go_plain(*outcome->failure);
+        send_plain(x);
       });
     }
   }
@@ -318,7 +369,7 @@ class ShmTransport final : public protocol::ControlCalls {
         std::lock_guard<std::mutex> lock(mutex_);
         user_registered_.clear();
       }
-      return register_then_send(x);
+      return register_then_send(x, /*plain=*/false);
     }
     if (!result && !x->retried && output_space_too_small(result.error())) {
       // An output grew past what we foresaw: this once over gRPC, which also teaches its size.
