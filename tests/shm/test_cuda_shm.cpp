@@ -186,6 +186,27 @@ TEST_CASE("cuda: a handle to less memory than declared, or no handle at all, is 
     CHECK_MESSAGE(e.message().find("too-big") != std::string::npos, e.message());
   }
   CHECK_NOTHROW((void)client.call("CudaSharedMemoryRegister", registration("fits", raw, 4096)));
+  // Status as Triton's GetStatus answers it: name, device_id and byte_size; NOT_FOUND for a name
+  // asked as the other kind, in its words; gone once unregistered.
+  auto regions =
+      protocol::decode_cuda_shm_status(client.call("CudaSharedMemoryStatus", std::string()));
+  REQUIRE(regions);
+  REQUIRE(regions->size() == 1);
+  CHECK(regions->front().name == "fits");
+  CHECK(regions->front().device_id == 0);
+  CHECK(regions->front().byte_size == 4096);
+  try {
+    (void)client.call("SystemSharedMemoryStatus", protocol::encode_region_name("fits"));
+    FAIL("a CUDA region is not a system one");
+  } catch (const Error& e) {
+    CHECK(e.code() == StatusCode::NotFound);
+    CHECK_MESSAGE(
+        e.message().find("registered as CUDA shared memory, not system") != std::string::npos,
+        e.message());
+  }
+  (void)client.call("CudaSharedMemoryUnregister", protocol::encode_region_name("fits"));
+  CHECK_THROWS_AS((void)client.call("CudaSharedMemoryStatus", protocol::encode_region_name("fits")),
+                  Error);
   try {
     (void)client.call("CudaSharedMemoryRegister",
                       registration("garbage", std::string(sizeof handle, '\x5a'), 4096));
@@ -194,4 +215,30 @@ TEST_CASE("cuda: a handle to less memory than declared, or no handle at all, is 
     CHECK(e.code() == StatusCode::InvalidArgument);
   }
   CHECK(cudaFree(memory) == cudaSuccess);
+}
+
+TEST_CASE("cuda: a server with no usable GPU refuses the region as Triton does; so does the call") {
+  // Triton built without GPUs: INVALID_ARGUMENT "failed to register CUDA shared memory region:
+  // 'NAME', GPUs not supported". The client must fail the request with that refusal: its
+  // tensors are only on the device, and a NOT_FOUND for the region would hide why.
+  if (!have_device()) return;
+  std::vector<std::string> command = server_command();
+  command.insert(command.begin(), {"/usr/bin/env", "CUDA_VISIBLE_DEVICES="});
+  ChildServer server(command, kListening);
+  Client client(shm_url(server));
+  const auto extensions = client.server_metadata().extensions;
+  CHECK(std::find(extensions.begin(), extensions.end(), "cuda_shared_memory") == extensions.end());
+  shm::CudaBuffer buffer(4096);
+  Tensor input = sample(DataType::Fp32, 16, 1);
+  to_device(buffer, 0, input);
+  for (int attempt = 0; attempt < 2; ++attempt) {
+    try {
+      (void)identity_on_device(client, DataType::Fp32, input, buffer, 0, buffer, 1024);
+      FAIL("a server without a GPU cannot have answered from device memory");
+    } catch (const Error& e) {
+      CHECK(e.code() == StatusCode::InvalidArgument);
+      CHECK_MESSAGE(e.message().find("GPUs not supported") != std::string::npos, e.message());
+      CHECK_MESSAGE(e.message().find(buffer.name()) != std::string::npos, e.message());
+    }
+  }
 }
