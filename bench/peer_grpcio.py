@@ -1,16 +1,22 @@
 """An independent client for bench/vs_grpcio.sh: Google's grpcio (Debian's python3-grpcio),
-asyncio API, sending identity_fp32 requests to a KServe v2 server with CONCURRENCY in flight.
+sending identity_fp32 requests to a KServe v2 server with CONCURRENCY in flight, written the
+obvious way with one of its two APIs:
+
+  asyncio  await stub.ModelInfer(request) in CONCURRENCY tasks (grpc.aio)
+  future   stub.ModelInfer.future(request): CONCURRENCY futures, the oldest awaited, then
+           replaced (the blocking channel), as bench/peer_sonic_python.py's "future"
 
 Prints one JSON object: throughput (requests/s), p50_us and p99_us (latency of each request),
 client_cpu_us (this process's user + system CPU per request). A warm-up of WARMUP requests
 goes first and is not counted.
 
     peer_grpcio.py --target 127.0.0.1:8001 --proto-dir proto --gen-dir DIR
-                   --elements 16 --concurrency 16 --requests 20000
+                   --elements 16 --concurrency 16 --requests 20000 [--api future]
 """
 
 import argparse
 import asyncio
+import collections
 import json
 import os
 import resource
@@ -29,13 +35,53 @@ def cpu_seconds():
     return usage.ru_utime + usage.ru_stime
 
 
-async def run(args, pb2, pb2_grpc, grpc):
+def identity_request(args, pb2):
     request = pb2.ModelInferRequest(model_name="identity_fp32")
     request.inputs.add(name="INPUT0", datatype="FP32", shape=[1, args.elements])
     request.raw_input_contents.append(bytes(4 * args.elements))
-    options = [("grpc.max_receive_message_length", GIB),
-               ("grpc.max_send_message_length", GIB)]
-    async with grpc.aio.insecure_channel(args.target, options=options) as channel:
+    return request
+
+
+OPTIONS = [("grpc.max_receive_message_length", GIB), ("grpc.max_send_message_length", GIB)]
+
+
+def summary(latencies, requests, wall, cpu):
+    latencies.sort()
+    pick = lambda q: latencies[min(len(latencies) - 1, int(q * len(latencies)))] * 1e6
+    return {"throughput": requests / wall, "p50_us": pick(0.5), "p99_us": pick(0.99),
+            "client_cpu_us": cpu / requests * 1e6}
+
+
+def run_future(args, pb2, pb2_grpc, grpc):
+    request = identity_request(args, pb2)
+    with grpc.insecure_channel(args.target, options=OPTIONS) as channel:
+        stub = pb2_grpc.GRPCInferenceServiceStub(channel)
+
+        def phase(total, latencies):
+            pending = collections.deque()
+            for _ in range(min(args.concurrency, total)):
+                pending.append((time.perf_counter(), stub.ModelInfer.future(request)))
+            sent = len(pending)
+            while pending:
+                start, future = pending.popleft()
+                future.result()
+                latencies.append(time.perf_counter() - start)
+                if sent < total:
+                    pending.append((time.perf_counter(), stub.ModelInfer.future(request)))
+                    sent += 1
+
+        phase(args.warmup, [])
+        latencies = []
+        cpu, wall = cpu_seconds(), time.perf_counter()
+        phase(args.requests, latencies)
+        wall = time.perf_counter() - wall
+        cpu = cpu_seconds() - cpu
+    return summary(latencies, args.requests, wall, cpu)
+
+
+async def run_asyncio(args, pb2, pb2_grpc, grpc):
+    request = identity_request(args, pb2)
+    async with grpc.aio.insecure_channel(args.target, options=OPTIONS) as channel:
         stub = pb2_grpc.GRPCInferenceServiceStub(channel)
         latencies = []
 
@@ -56,10 +102,7 @@ async def run(args, pb2, pb2_grpc, grpc):
         await phase(args.requests, True)
         wall = time.perf_counter() - wall
         cpu = cpu_seconds() - cpu
-    latencies.sort()
-    pick = lambda q: latencies[min(len(latencies) - 1, int(q * len(latencies)))] * 1e6
-    return {"throughput": args.requests / wall, "p50_us": pick(0.5), "p99_us": pick(0.99),
-            "client_cpu_us": cpu / args.requests * 1e6}
+    return summary(latencies, args.requests, wall, cpu)
 
 
 def main():
@@ -71,11 +114,15 @@ def main():
     ap.add_argument("--concurrency", type=int, default=1)
     ap.add_argument("--requests", type=int, default=20000)
     ap.add_argument("--warmup", type=int, default=500)
+    ap.add_argument("--api", choices=("asyncio", "future"), default="asyncio")
     args = ap.parse_args()
     _, pb2, pb2_grpc = load_stubs(args.proto_dir, args.gen_dir)
     import grpc
     import grpc.aio  # noqa: F401
-    print(json.dumps(asyncio.run(run(args, pb2, pb2_grpc, grpc))))
+    if args.api == "future":
+        print(json.dumps(run_future(args, pb2, pb2_grpc, grpc)))
+    else:
+        print(json.dumps(asyncio.run(run_asyncio(args, pb2, pb2_grpc, grpc))))
 
 
 if __name__ == "__main__":
