@@ -60,8 +60,12 @@ class Client(_sonic.Client):
     async def ainfer(self, model, inputs, outputs=None, timeout=None, **request):
         """infer() for asyncio: awaits the result without blocking the event loop. Cancelling
         the task cancels the request on the wire."""
-        return await asyncio.wrap_future(
-            self.infer_async(model, inputs, outputs, timeout, **request))
+        future, handle = self._ainfer_start(model, inputs, outputs, timeout, **request)
+        try:
+            return await future
+        except asyncio.CancelledError:
+            handle.cancel()
+            raise
 
     def __enter__(self):
         return self

@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "completions.hpp"
+#include "loop_delivery.hpp"
 #include "options.hpp"
 
 namespace sonic::python {
@@ -38,47 +39,65 @@ py::object& stream_response_type() {
   return type;
 }
 
-/// What an infer_async call holds until its callback ran: the future to complete and the
-/// arrays its inputs borrow.
+/// What an infer_async or ainfer call holds until its callback ran: the future to complete
+/// (a concurrent.futures one, or an asyncio one of `loop`) and the arrays its inputs borrow.
 struct PendingCall {
   py::object future;
+  py::object loop;  // asyncio's; null for infer_async
   KeepAlive keep_alive;
 
   ~PendingCall() {
-    if (!future && keep_alive.empty()) return;
+    if (!future && !loop && keep_alive.empty()) return;
     if (!Py_IsInitialized()) {  // too late to free anything: leave it to the process's end
       future.release();
+      loop.release();
       for (auto& kept : keep_alive) kept.release();
       return;
     }
     Gil gil;
     future = py::object();
+    loop = py::object();
     keep_alive.clear();
   }
 };
 
-/// Completes the future of an infer_async call, with the GIL held.
+/// The InferResult of `outcome`, or the sonic.Error it is (the other one None).
+std::pair<py::object, py::object> result_or_error(const Result<InferResult>& outcome) {
+  if (!outcome) return {py::none(), error_object(outcome.error())};
+  try {
+    return {result_object(*outcome), py::none()};
+  } catch (const Error& unreadable) {
+    return {py::none(), error_object(unreadable)};
+  }
+}
+
+/// Completes the future of an infer_async or ainfer call, with the GIL held.
 void complete(PendingCall& call, Result<InferResult> outcome) {
   py::object future = std::move(call.future);
+  py::object loop = std::move(call.loop);
   call.keep_alive.clear();  // sonic no longer reads the inputs
   try {
+    if (loop) {  // the loop sets it, in its own thread
+      auto [result, error] = result_or_error(outcome);
+      stage_for_loop(std::move(loop), std::move(future), std::move(result), std::move(error));
+      return;
+    }
     // The executor protocol: false when the caller cancelled the future first.
     if (!future.attr("set_running_or_notify_cancel")().cast<bool>()) return;
-    if (!outcome) {
-      future.attr("set_exception")(error_object(outcome.error()));
-      return;
+    auto [result, error] = result_or_error(outcome);
+    if (error.is_none()) {
+      future.attr("set_result")(std::move(result));
+    } else {
+      future.attr("set_exception")(std::move(error));
     }
-    py::object result;
-    try {
-      result = result_object(*outcome);
-    } catch (const Error& unreadable) {
-      future.attr("set_exception")(error_object(unreadable));
-      return;
-    }
-    future.attr("set_result")(std::move(result));
   } catch (py::error_already_set& failure) {
     failure.discard_as_unraisable("sonic.Client.infer_async");
   }
+}
+
+py::object& get_running_loop() {
+  static py::object& function = package_attribute("asyncio", "get_running_loop");
+  return function;
 }
 
 }  // namespace
@@ -119,11 +138,26 @@ py::object PyClient::infer(const RequestArguments& arguments) {
 }
 
 py::object PyClient::infer_async(const RequestArguments& arguments) {
+  py::object future = future_type()();
+  RequestHandle handle = send_async(arguments, future, py::object());
+  future.attr("_handle") = py::cast(std::move(handle));
+  return future;
+}
+
+py::tuple PyClient::ainfer_start(const RequestArguments& arguments) {
+  py::object loop = get_running_loop()();
+  py::object future = loop.attr("create_future")();
+  RequestHandle handle = send_async(arguments, future, std::move(loop));
+  return py::make_tuple(std::move(future), py::cast(std::move(handle)));
+}
+
+RequestHandle PyClient::send_async(const RequestArguments& arguments, py::object future,
+                                   py::object loop) {
   auto call = std::make_shared<PendingCall>();
   InferRequest request = build_request(arguments, call->keep_alive);
   Client& target = client();
-  py::object future = future_type()();
-  call->future = future;
+  call->future = std::move(future);
+  call->loop = std::move(loop);
   RequestHandle handle;
   {
     // Handing a small request over takes a few microseconds: letting go of the GIL for it
@@ -137,8 +171,7 @@ py::object PyClient::infer_async(const RequestArguments& arguments) {
           [call, outcome = std::move(outcome)]() mutable { complete(*call, std::move(outcome)); });
     });
   }
-  future.attr("_handle") = py::cast(handle);
-  return future;
+  return handle;
 }
 
 // ---- PyStream ----

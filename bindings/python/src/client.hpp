@@ -51,10 +51,18 @@ class PyClient {
   /// request on the wire) completed on a callback thread with the InferResult or the
   /// sonic.Error.
   py::object infer_async(const RequestArguments& arguments);
+  /// For Client.ainfer, in a coroutine of the running event loop: (an asyncio future of
+  /// that loop, the RequestHandle). The loop completes the future in its own thread; the
+  /// answers of one batch of completions reach it with one wake-up (loop_delivery.hpp).
+  py::tuple ainfer_start(const RequestArguments& arguments);
 
   Client& client();
 
  private:
+  // Sends the request; `future` (with `loop` for asyncio, else null) is completed with the
+  // outcome on the completion thread.
+  RequestHandle send_async(const RequestArguments& arguments, py::object future, py::object loop);
+
   std::unique_ptr<Client> client_;
 };
 

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "convert.hpp"
+#include "loop_delivery.hpp"
 
 namespace sonic::python {
 
@@ -45,7 +46,8 @@ class CompletionThread {
       if (Py_IsInitialized()) {
         Gil gil;
         for (auto& job : batch) job();
-        batch.clear();  // what the jobs held goes with the GIL held
+        flush_loop_deliveries();  // one wake-up per event loop for the whole batch
+        batch.clear();            // what the jobs held goes with the GIL held
       }
       batch.clear();  // (without an interpreter, what they hold lets go without Python)
     }

@@ -87,6 +87,11 @@ PYBIND11_MODULE(_sonic, module) {
       client, "infer_async",
       [](PyClient& self, const RequestArguments& a) { return self.infer_async(a); },
       "Sends a request; returns a concurrent.futures.Future of its result.");
+  def_request_method(
+      client, "_ainfer_start",
+      [](PyClient& self, const RequestArguments& a) { return self.ainfer_start(a); },
+      "For ainfer(), in a coroutine: sends a request; returns (an asyncio future of the "
+      "running loop, the RequestHandle).");
   bind_control_calls(client);
 
   module.def("client_option_names", &client_option_names,

@@ -1,0 +1,48 @@
+// sonic Python bindings — staging asyncio answers by loop.
+#include "loop_delivery.hpp"
+
+#include <utility>
+#include <vector>
+
+#include "convert.hpp"
+
+namespace sonic::python {
+
+namespace {
+
+struct Staged {
+  py::object loop;
+  py::list answers;  // (future, result, error) tuples
+};
+
+// Guarded by the GIL. A batch rarely spans more than one loop: a vector is searched.
+std::vector<Staged>& staged() {
+  static auto* all = new std::vector<Staged>;
+  return *all;
+}
+
+}  // namespace
+
+void stage_for_loop(py::object loop, py::object future, py::object result, py::object error) {
+  auto& all = staged();
+  auto it = all.begin();
+  while (it != all.end() && !it->loop.is(loop)) ++it;
+  if (it == all.end()) it = all.insert(all.end(), Staged{std::move(loop), py::list()});
+  it->answers.append(py::make_tuple(std::move(future), std::move(result), std::move(error)));
+}
+
+void flush_loop_deliveries() {
+  static py::object& deliver = package_attribute("sonic._types", "_deliver_to_futures");
+  std::vector<Staged> batch;
+  batch.swap(staged());
+  for (auto& [loop, answers] : batch) {
+    try {
+      loop.attr("call_soon_threadsafe")(deliver, answers);
+    } catch (py::error_already_set& closed) {
+      // The loop was closed: no task awaits these any more.
+      closed.discard_as_unraisable("sonic.Client.ainfer (the event loop is closed)");
+    }
+  }
+}
+
+}  // namespace sonic::python
