@@ -734,7 +734,7 @@ class ClientCore : public std::enable_shared_from_this<ClientCore> {
   template <typename T, typename Start>
   struct ControlCall {
     ControlCall(Start how, Callback<T> then) : start(std::move(how)), done(std::move(then)) {}
-    std::vector<std::pair<std::string, std::shared_ptr<Transport>>> endpoints;
+    std::vector<std::shared_ptr<Transport>> endpoints;
     std::size_t next = 0;
     Start start;
     Callback<T> done;
@@ -744,7 +744,7 @@ class ClientCore : public std::enable_shared_from_this<ClientCore> {
 
   template <typename T, typename Start>
   static void next_control_attempt(const std::shared_ptr<ControlCall<T, Start>>& call) {
-    Transport& transport = *call->endpoints[call->next].second;
+    Transport& transport = *call->endpoints[call->next];
     call->start(
         transport, call->deadline, Callback<T>([call](Result<T> result) {
           const bool unavailable = !result && result.error().code() == StatusCode::Unavailable;

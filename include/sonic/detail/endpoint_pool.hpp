@@ -259,27 +259,20 @@ class EndpointPool : public std::enable_shared_from_this<EndpointPool> {
     slots_[slot]->missing_models[model] = Clock::now() + options_.breaker.model_recheck;
   }
 
-  /// The transport for control calls: the first endpoint in rotation (else the first active).
-  /// Null once closed.
+  /// The transport for control calls: the first of control_transports(). Null once closed.
   std::shared_ptr<Transport> control_transport() {
-    std::lock_guard<std::mutex> lock(mutex_);
-    std::shared_ptr<Transport> fallback;
-    for (auto& slot : slots_) {
-      if (slot->state != State::Active) continue;
-      if (!slot->ejected) return slot->transport;
-      if (!fallback) fallback = slot->transport;
-    }
-    return fallback;
+    auto all = control_transports();
+    return all.empty() ? nullptr : all.front();
   }
 
-  /// Every active endpoint with its URL, for a control call that moves on from one that does
-  /// not answer: healthy ones first, in rotation order, then ejected ones. Empty once closed.
-  std::vector<std::pair<std::string, std::shared_ptr<Transport>>> control_transports() {
+  /// Every active endpoint, for a control call that moves on from one that does not answer:
+  /// healthy ones first, in rotation order, then ejected ones. Empty once closed.
+  std::vector<std::shared_ptr<Transport>> control_transports() {
     std::lock_guard<std::mutex> lock(mutex_);
-    std::vector<std::pair<std::string, std::shared_ptr<Transport>>> healthy, ejected;
+    std::vector<std::shared_ptr<Transport>> healthy, ejected;
     for (auto& slot : slots_) {
       if (slot->state != State::Active) continue;
-      (slot->ejected ? ejected : healthy).emplace_back(slot->url, slot->transport);
+      (slot->ejected ? ejected : healthy).push_back(slot->transport);
     }
     healthy.insert(healthy.end(), ejected.begin(), ejected.end());
     return healthy;
