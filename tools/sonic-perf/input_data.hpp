@@ -23,6 +23,7 @@
 
 #include "command_line.hpp"
 #include "half_float.hpp"
+#include "protocol/grpc_wire.hpp"
 #include "tensor_spec.hpp"
 
 namespace sonic::perf {
@@ -54,40 +55,11 @@ using nlohmann::json;
   throw tools::UsageError("--input-data " + where + ": " + what);
 }
 
+// "b64" contents, decoded as the gRPC wire decodes base64 (padding optional).
 inline std::vector<std::uint8_t> base64(const std::string& where, const std::string& text) {
-  auto value_of = [](char c) -> int {
-    if (c >= 'A' && c <= 'Z') return c - 'A';
-    if (c >= 'a' && c <= 'z') return c - 'a' + 26;
-    if (c >= '0' && c <= '9') return c - '0' + 52;
-    if (c == '+') return 62;
-    if (c == '/') return 63;
-    return -1;
-  };
-  std::vector<std::uint8_t> out;
-  std::uint32_t bits = 0;
-  int count = 0;
-  std::size_t end = text.find_last_not_of('=');
-  end = end == std::string::npos ? 0 : end + 1;
-  if (text.size() - end > 2) fail(where, "bad base64 padding");
-  for (std::size_t i = 0; i < end; ++i) {
-    int value = value_of(text[i]);
-    if (value < 0) fail(where, "'" + std::string(1, text[i]) + "' is not base64");
-    bits = (bits << 6) | static_cast<std::uint32_t>(value);
-    if (++count == 4) {
-      out.push_back(static_cast<std::uint8_t>(bits >> 16));
-      out.push_back(static_cast<std::uint8_t>(bits >> 8));
-      out.push_back(static_cast<std::uint8_t>(bits));
-      bits = 0;
-      count = 0;
-    }
-  }
-  if (count == 1) fail(where, "base64 text of a wrong length");
-  if (count == 2) out.push_back(static_cast<std::uint8_t>(bits >> 4));
-  if (count == 3) {
-    out.push_back(static_cast<std::uint8_t>(bits >> 10));
-    out.push_back(static_cast<std::uint8_t>(bits >> 2));
-  }
-  return out;
+  auto bytes = protocol::base64_decode(text);
+  if (!bytes) fail(where, "is not base64 (the standard alphabet, padded or not)");
+  return {bytes->begin(), bytes->end()};
 }
 
 // One integer of type T from a JSON number, refused when it does not fit.
