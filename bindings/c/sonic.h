@@ -87,6 +87,9 @@ typedef struct sonic_client_options {
   const char* fallback_repository; /**< a Triton model repository run in-process when no
                                         server can (its backends must be linked); NULL: none */
   size_t fallback_threads;         /**< threads of that fallback (1) */
+  const char* token_file;          /**< a file holding a bearer token, sent with every call
+                                        ("authorization: Bearer ...") and read again when the
+                                        file changes; NULL (the default): none */
 } sonic_client_options;
 
 /** A tensor of a result: views into it, valid while the result lives. */

@@ -225,6 +225,13 @@ struct ClientOptions {
   bool validate_inputs = true;
   /// Metadata headers sent with every call (lower-case names).
   std::vector<std::pair<std::string, std::string>> headers;
+  /// A bearer token for every call, sent as "authorization: Bearer TOKEN" (gRPC metadata, as
+  /// token-checking ingresses and `sonic-server --auth-token-file` expect). Asked before each
+  /// call and stream, on the thread that starts it: it must be quick and thread-safe, as
+  /// sonic::TokenFile (sonic/credentials.hpp) is. An error, or a token with bytes other than
+  /// visible ASCII, fails the call with that error (UNAUTHENTICATED) before anything is sent.
+  /// Unset: no token.
+  std::function<Result<std::string>()> bearer_token;
   /// Where completion callbacks run (see CallbackThread).
   CallbackThread callbacks = CallbackThread::Network;
   /// Threads that run the callbacks that do not run on a network thread, shared by every

@@ -50,6 +50,7 @@ struct ServerStream {
   std::string content_type;
   std::string encoding;         // grpc-encoding: how its messages are compressed
   std::string accept_encoding;  // grpc-accept-encoding: how its answers may be
+  std::string authorization;    // its "authorization" header
   std::optional<std::chrono::nanoseconds> timeout;
   Clock::time_point started = Clock::now();
   std::optional<protocol::MessageReader> reader;  // made when the first DATA arrives
@@ -374,6 +375,8 @@ class GrpcConnection final : public net::H2Session {
       stream->encoding = std::string(v);
     } else if (n == "grpc-accept-encoding") {
       stream->accept_encoding = std::string(v);
+    } else if (n == "authorization") {  // bounded by the header list's limit above
+      stream->authorization = std::string(v);
     }
     return 0;
   }
@@ -454,6 +457,9 @@ class GrpcConnection final : public net::H2Session {
   // as gRPC servers answer (Triton's among them): a client that keeps a stream open, as
   // ModelStreamInfer clients do, must not wait for its end, or its deadline, to learn it.
   std::optional<Error> refusal(const ServerStream& stream) const {
+    // First: a caller without the token learns nothing else (not even which methods exist),
+    // and none of its message is read.
+    if (auto refused = context_->authenticator.refusal(stream.authorization)) return refused;
     if (stream.path.rfind(protocol::kServicePrefix, 0) != 0) {
       return Error(StatusCode::Unimplemented, "unknown service in path '" + stream.path + "'");
     }

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <memory>
 
+#include "authenticator.hpp"
 #include "memory_budget.hpp"
 #include "shm_registry.hpp"
 #include "sonic/executor.hpp"
@@ -19,12 +20,14 @@ struct ServerContext {
       : executor(std::move(exec)),
         options(std::move(opts)),
         shared_memory(options.shared_memory_access, options.limits),
-        memory(std::make_shared<MemoryBudget>(options.limits.max_buffered_bytes)) {}
+        memory(std::make_shared<MemoryBudget>(options.limits.max_buffered_bytes)),
+        authenticator(options.auth_token_file) {}
 
   std::shared_ptr<CpuExecutor> executor;
   const ServerOptions options;
   SharedMemoryRegistry shared_memory;
   std::shared_ptr<MemoryBudget> memory;
+  Authenticator authenticator;
   std::atomic<std::size_t> connections{0};  // open now, gRPC and TCP together
   std::atomic<std::uint64_t> next_connection_id{1};
 };

@@ -77,8 +77,17 @@ class TcpConnection final : public net::FrameStream {
         }
         return send(protocol::tcp::encode_control(FrameKind::Pong));
       case FrameKind::Pong: return;
-      case FrameKind::Call: return answer_call(frame);
-      case FrameKind::Request: return infer(std::move(frame));
+      case FrameKind::Metadata: return take_metadata(frame);
+      case FrameKind::Call:
+        if (auto refused = context_->authenticator.refusal(authorization_)) {
+          return send(protocol::tcp::encode_error(frame.id, *refused));
+        }
+        return answer_call(frame);
+      case FrameKind::Request:
+        if (auto refused = context_->authenticator.refusal(authorization_)) {
+          return send(protocol::tcp::encode_error(frame.id, *refused));
+        }
+        return infer(std::move(frame));
       default:
         return on_framing_error(
             Error(StatusCode::InvalidArgument, "a client sent a frame only servers send"));
@@ -127,6 +136,17 @@ class TcpConnection final : public net::FrameStream {
       }
       self->watch();
     });
+  }
+
+  // The client's headers for the frames that follow (proto/tcp_framing.md): its credentials.
+  // Each metadata frame replaces the last; at most 64 KiB, one kept per connection.
+  void take_metadata(const Frame& frame) {
+    auto headers = protocol::tcp::decode_metadata(frame);
+    if (!headers) return on_framing_error(headers.error());
+    authorization_.clear();
+    for (auto& [name, value] : *headers) {
+      if (name == "authorization") authorization_ = std::move(value);
+    }
   }
 
   void answer_call(const Frame& frame) {
@@ -239,6 +259,7 @@ class TcpConnection final : public net::FrameStream {
   ModelQueue models_;                            // this connection's requests for the executor
   std::size_t in_flight_ = 0;                    // requests in a model
   std::uint64_t pong_read_ = ~std::uint64_t{0};  // the read whose pings were answered
+  std::string authorization_;                    // from the last metadata frame
   double ping_tokens_ = kPingBurst;
   WatchClock::time_point ping_refilled_ = WatchClock::now();
   ConnectionActivity activity_;

@@ -155,6 +155,45 @@ OutgoingFrame encode_call(std::uint64_t id, const std::string& method, const std
   return encode_frame(FrameKind::Call, id, std::move(envelope), {}, nullptr, {});
 }
 
+// Each header: u16 name length, the name, u32 value length, the value.
+Result<OutgoingFrame> encode_metadata(const Headers& headers) {
+  std::string envelope;
+  for (const auto& [name, value] : headers) {
+    if (name.size() + value.size() + 6 > kMaxErrorBytes - envelope.size()) {
+      return Error(StatusCode::InvalidArgument, "headers of more than " +
+                                                    std::to_string(kMaxErrorBytes) +
+                                                    " bytes do not fit a metadata frame");
+    }
+    put<std::uint16_t>(envelope, static_cast<std::uint16_t>(name.size()));
+    envelope += name;
+    put<std::uint32_t>(envelope, static_cast<std::uint32_t>(value.size()));
+    envelope += value;
+  }
+  return encode_frame(FrameKind::Metadata, 0, std::move(envelope), {}, nullptr, {});
+}
+
+Result<Headers> decode_metadata(const Frame& frame) {
+  const std::string& e = frame.envelope;
+  const auto* bytes = reinterpret_cast<const std::uint8_t*>(e.data());
+  const Error malformed(StatusCode::InvalidArgument, "malformed metadata frame");
+  Headers headers;
+  std::size_t at = 0;
+  while (at < e.size()) {
+    if (e.size() - at < 2) return malformed;
+    const std::size_t name_bytes = get<std::uint16_t>(bytes + at);
+    at += 2;
+    if (e.size() - at < name_bytes + 4) return malformed;
+    std::string name = e.substr(at, name_bytes);
+    at += name_bytes;
+    const std::size_t value_bytes = get<std::uint32_t>(bytes + at);
+    at += 4;
+    if (e.size() - at < value_bytes) return malformed;
+    headers.emplace_back(std::move(name), e.substr(at, value_bytes));
+    at += value_bytes;
+  }
+  return headers;
+}
+
 Result<std::pair<std::string, std::string>> decode_call(const Frame& frame) {
   if (frame.envelope.empty() ||
       frame.envelope.size() < 1u + static_cast<std::uint8_t>(frame.envelope[0])) {
@@ -374,7 +413,7 @@ Result<void> FrameReader::start_frame() {
     return framing("unsupported version " + std::to_string(header_[4]) + " (this is version 1)");
   }
   std::uint8_t kind = header_[5];
-  if (kind < 1 || kind > 7) return framing("unknown frame kind " + std::to_string(kind));
+  if (kind < 1 || kind > 8) return framing("unknown frame kind " + std::to_string(kind));
   auto flags = get<std::uint16_t>(header_ + 6);
   if (flags & ~(kind == static_cast<std::uint8_t>(FrameKind::Request) ? kCompressResponse : 0)) {
     return framing("unknown flags " + std::to_string(flags));
@@ -388,7 +427,8 @@ Result<void> FrameReader::start_frame() {
   section_left_ = get<std::uint64_t>(header_ + 24);
   raw_total_ = 0;
   bool data_frame = frame_.kind == FrameKind::Request || frame_.kind == FrameKind::Response;
-  if (envelope_bytes_ > (frame_.kind == FrameKind::Error ? kMaxErrorBytes : kMaxEnvelopeBytes)) {
+  const bool small = frame_.kind == FrameKind::Error || frame_.kind == FrameKind::Metadata;
+  if (envelope_bytes_ > (small ? kMaxErrorBytes : kMaxEnvelopeBytes)) {
     return framing("envelope of " + std::to_string(envelope_bytes_) + " bytes is over the limit");
   }
   if (tensors_left_ > (data_frame ? kMaxTensors : 0)) {

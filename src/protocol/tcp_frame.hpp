@@ -26,6 +26,7 @@ enum class FrameKind : std::uint8_t {
   Pong = 5,
   Call = 6,
   Reply = 7,
+  Metadata = 8,
 };
 
 /// Flag of a request frame: the client wants the response's tensors compressed.
@@ -131,6 +132,12 @@ SONIC_EXPORT Result<std::pair<std::string, std::string>> decode_call(const Frame
 SONIC_EXPORT OutgoingFrame encode_error(std::uint64_t id, const Error& error);
 /// A ping or pong.
 SONIC_EXPORT OutgoingFrame encode_control(FrameKind kind);
+/// A metadata frame: headers for the frames that follow it on the connection (the client's
+/// credentials). Their encoding must fit kMaxErrorBytes; INVALID_ARGUMENT otherwise.
+using Headers = std::vector<std::pair<std::string, std::string>>;
+SONIC_EXPORT Result<OutgoingFrame> encode_metadata(const Headers& headers);
+/// The headers of a metadata frame; INVALID_ARGUMENT when malformed.
+SONIC_EXPORT Result<Headers> decode_metadata(const Frame& frame);
 /// The Error an error frame carries.
 SONIC_EXPORT Error decode_error(const Frame& frame);
 

@@ -90,6 +90,16 @@ static void test_errors(sonic_client* client) {
   options.timeout_seconds = 1e300;
   const char* good_url = "grpc://127.0.0.1:1";
   CHECK(sonic_client_create(&good_url, 1, &options, &bad) == SONIC_INVALID_ARGUMENT);
+  /* A token that cannot be read fails the call before anything is sent, naming its file. */
+  sonic_client_options_init(&options);
+  CHECK(options.token_file == NULL);
+  options.token_file = "/nonexistent/sonic-token";
+  sonic_client* tokened = NULL;
+  CHECK(sonic_client_create(&good_url, 1, &options, &tokened) == SONIC_OK);
+  sonic_result* refused = NULL;
+  CHECK(sonic_client_infer(tokened, request, &refused) == SONIC_UNAUTHENTICATED);
+  CHECK(refused == NULL && strstr(sonic_last_error(), "/nonexistent/sonic-token") != NULL);
+  sonic_client_destroy(tokened);
   sonic_request_destroy(request);
 
   request = sonic_request_create("no_such_model", NULL);

@@ -130,6 +130,36 @@ TEST_CASE("error, ping and pong frames") {
   CHECK((*frames)[2].kind == FrameKind::Pong);
 }
 
+TEST_CASE("metadata frames carry headers; malformed or oversized ones are refused") {
+  Headers headers{{"authorization", "Bearer abc.def"}, {"x-site", ""}};
+  auto wire = flatten(encode_metadata(headers).value()) + flatten(encode_metadata({}).value());
+  auto frames = read_all(wire, 5);
+  REQUIRE(frames);
+  REQUIRE(frames->size() == 2);
+  CHECK((*frames)[0].kind == FrameKind::Metadata);
+  CHECK(decode_metadata((*frames)[0]).value() == headers);
+  CHECK(decode_metadata((*frames)[1]).value().empty());  // clears what came before
+  // A value too big for a frame is refused when encoding; a frame that declares more than the
+  // 64 KiB metadata limit is a framing error before its envelope is read.
+  CHECK_FALSE(encode_metadata({{"authorization", std::string(70000, 'a')}}));
+  auto over = read_all(header("SNCT", 1, 8, 65537, 0, 0), 32);
+  CHECK_FALSE(over);
+  // Lengths that run past the envelope.
+  Frame truncated;
+  truncated.kind = FrameKind::Metadata;
+  truncated.envelope = std::string(
+      "\x05\x00"
+      "abc",
+      5);  // a 5-byte name, 3 there
+  CHECK_FALSE(decode_metadata(truncated));
+  truncated.envelope = std::string(
+      "\x01\x00"
+      "a"
+      "\xff\xff\xff\x7f",
+      7);  // a 2 GiB value
+  CHECK_FALSE(decode_metadata(truncated));
+}
+
 TEST_CASE("hostile frames are errors, never crashes or huge allocations") {
   auto fails = [](const std::string& wire, std::size_t max = 1u << 30) {
     auto frames = read_all(wire, wire.size() ? wire.size() : 1, max);

@@ -231,7 +231,12 @@ Command parse_args(int argc, char** argv) {
                        using Level = sonic::ServerOptions::ResponseCompression;
                        const Level levels[] = {Level::None, Level::Low, Level::Medium, Level::High};
                        options.infer_response_compression = levels[which];
-                     }));
+                     }))
+      .option("--auth-token-file", "FILE",
+              "require 'authorization: Bearer TOKEN' on every call (gRPC metadata; a "
+              "metadata frame on tcp://), TOKEN being FILE's text; FILE is read again "
+              "when it changes. Others are answered UNAUTHENTICATED",
+              [&](const std::string& v) { options.auth_token_file = v; });
   line.section("Shared memory (Triton's extension; see docs/shared-memory-security.md):")
       .flag("--no-shm", "refuse it (clients send tensors inline)",
             [&] { options.shared_memory = false; })

@@ -10,6 +10,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "sonic/credentials.hpp"
 #include "sonic/repository/repository.hpp"
 #include "sonic/sonic.hpp"
 
@@ -106,6 +107,7 @@ void sonic_client_options_init(sonic_client_options* options) {
   options->max_attempts = sonic::RetryPolicy{}.max_attempts;
   options->fallback_repository = nullptr;
   options->fallback_threads = 1;
+  options->token_file = nullptr;
 }
 
 sonic_code sonic_client_create(const char* const* urls, size_t url_count,
@@ -139,6 +141,7 @@ sonic_code sonic_client_create(const char* const* urls, size_t url_count,
       config.fallback = sonic::repository::executor_from_repository(
           {given.fallback_repository}, given.fallback_threads ? given.fallback_threads : 1);
     }
+    if (given.token_file) config.bearer_token = sonic::TokenFile(given.token_file);
     *client = new sonic_client{sonic::Client(std::move(config))};
     return SONIC_OK;
   });

@@ -34,6 +34,8 @@ class Client(_sonic.Client):
     Keyword options (durations in seconds): timeout (per request; default none), max_attempts
     (3), retry_on (["UNAVAILABLE"]), per_attempt_timeout, control_timeout (10),
     connect_timeout (3), compression (None, "gzip", "deflate"), headers ({name: value}),
+    bearer_token (a str) or token_file (a path, read again when the file changes: sent as
+    "authorization: Bearer TOKEN"),
     validate_inputs (True), fallback_repository (a Triton model repository, or a list, whose
     models run in-process when no server can), fallback_threads (1), fallback_latency_budget,
     eject_after (3), keepalive_interval (60), max_message_bytes, shm_pool_bytes,

@@ -10,6 +10,7 @@
 #include <functional>
 #include <utility>
 
+#include "sonic/credentials.hpp"
 #include "sonic/repository/repository.hpp"
 
 namespace sonic::python {
@@ -116,6 +117,14 @@ const std::vector<std::pair<const char*, Setter>>& setters() {
          for (auto item : v.cast<py::dict>()) {
            o.headers.emplace_back(item.first.cast<std::string>(), item.second.cast<std::string>());
          }
+       }},
+      {"bearer_token",
+       [](ClientOptions& o, Fallback&, py::handle v) {
+         o.bearer_token = [token = v.cast<std::string>()] { return Result<std::string>(token); };
+       }},
+      {"token_file",
+       [](ClientOptions& o, Fallback&, py::handle v) {
+         o.bearer_token = TokenFile(py::str(v).cast<std::string>());
        }},
       {"validate_inputs",
        [](ClientOptions& o, Fallback&, py::handle v) { o.validate_inputs = v.cast<bool>(); }},

@@ -115,6 +115,13 @@ struct ServerOptions {
   /// Triton's --model-control-mode=explicit. Off, as Triton's default: those calls answer
   /// UNAVAILABLE, so that no client can take a model out of service for the others.
   bool model_control = false;
+  /// Require a bearer token on every call: "authorization: Bearer TOKEN" (gRPC metadata; a
+  /// metadata frame on tcp://), TOKEN being this file's text without the whitespace around
+  /// it, read again when the file changes (as sonic::TokenFile). Calls without it are answered
+  /// UNAUTHENTICATED as soon as their headers arrive, before any of their message is read.
+  /// Empty: no check. Server construction throws sonic::Error(InvalidArgument) when the file
+  /// cannot be read.
+  std::string auth_token_file;
   /// What one client may make the server hold.
   ServerLimits limits;
 };

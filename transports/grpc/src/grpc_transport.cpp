@@ -1,11 +1,13 @@
 // The gRPC transport: sonic::Transport for one client and endpoint, over the endpoint's
 // channel (shared with the process's other clients of it). Registers the "grpc" URL scheme.
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "client_connection.hpp"
 #include "grpc_stream.hpp"
+#include "net/bearer_token.hpp"
 #include "net/channel.hpp"
 #include "net/resolve.hpp"
 #include "protocol/control_calls.hpp"
@@ -54,6 +56,7 @@ class GrpcTransport final : public protocol::ControlCalls {
   GrpcTransport(const Endpoint& endpoint, const ClientOptions& options)
       : channel_(channel_for(endpoint, options)),
         headers_(options.headers),
+        bearer_token_(options.bearer_token),
         max_message_bytes_(options.max_message_bytes),
         compression_(options.compression.grpc),
         stream_window_bytes_(options.stream_window_bytes),
@@ -80,6 +83,7 @@ class GrpcTransport final : public protocol::ControlCalls {
     auto call = make_call("ModelInfer", std::move(*body), deadline, protocol::kRawOutputField);
     call->times.encoded = Clock::now();
     call->headers = request.headers();
+    if (auto ok = add_credentials(call->headers); !ok) return done(ok.error());
     if (compressed) {
       call->headers.emplace_back("grpc-encoding", protocol::encoding_name(compression));
     }
@@ -102,8 +106,11 @@ class GrpcTransport final : public protocol::ControlCalls {
   Result<std::unique_ptr<TransportStream>> open_stream(
       Deadline deadline, std::function<void(StreamResponse)> on_response,
       Callback<void> done) override {
-    return open_grpc_stream(channel_, calls_, headers_, max_message_bytes_, stream_window_bytes_,
-                            compression_, deadline, std::move(on_response), std::move(done));
+    auto headers = headers_;
+    if (auto ok = add_credentials(headers); !ok) return ok.error();
+    return open_grpc_stream(channel_, calls_, std::move(headers), max_message_bytes_,
+                            stream_window_bytes_, compression_, deadline, std::move(on_response),
+                            std::move(done));
   }
 
   void call_async(std::string method, std::string request, Deadline deadline,
@@ -112,6 +119,7 @@ class GrpcTransport final : public protocol::ControlCalls {
     body->append_owned(request);
     if (auto ok = body->finish(max_message_bytes_); !ok) return done(ok.error());
     auto call = make_call(std::move(method), std::move(body), deadline, 0);
+    if (auto ok = add_credentials(call->headers); !ok) return done(ok.error());
     call->done = [done = std::move(done)](Result<ReceivedMessage> message) mutable {
       if (!message) return done(message.error());
       done(std::move(message->envelope));
@@ -129,6 +137,15 @@ class GrpcTransport final : public protocol::ControlCalls {
     return call;
   }
 
+  // The bearer token's header, asked now (a rotated token is picked up by the next call).
+  Result<void> add_credentials(std::vector<std::pair<std::string, std::string>>& headers) const {
+    if (!bearer_token_) return {};
+    auto authorization = net::bearer_authorization(bearer_token_);
+    if (!authorization) return authorization.error();
+    headers.emplace_back(net::kAuthorization, std::move(*authorization));
+    return {};
+  }
+
   void start(std::shared_ptr<ClientCall> call) {
     for (const auto& header : headers_) call->headers.push_back(header);
     Calls::start(calls_, channel_, std::move(call));
@@ -136,6 +153,7 @@ class GrpcTransport final : public protocol::ControlCalls {
 
   std::shared_ptr<GrpcChannel> channel_;
   std::vector<std::pair<std::string, std::string>> headers_;
+  std::function<Result<std::string>()> bearer_token_;
   std::size_t max_message_bytes_;
   Compression compression_;          // of requests that do not choose
   std::size_t stream_window_bytes_;  // what a stream's undelivered responses may hold

@@ -54,7 +54,7 @@ void ClientStream::on_connected() {
   waiting_.clear();
   for (auto& call : waiting) {
     if (call->finished) continue;
-    send(std::move(call->frame), call->id);
+    write_call(*call);
   }
   keepalive_.activity();
 }
@@ -76,11 +76,22 @@ void ClientStream::submit(std::shared_ptr<TcpCall> call) {
   if (call->finished) return;
   pending_[call->id] = call;
   if (connected_) {
-    send(std::move(call->frame), call->id);
+    write_call(*call);
     keepalive_.activity();
   } else {
     waiting_.push_back(call);
   }
+}
+
+void ClientStream::write_call(TcpCall& call) {
+  if (call.authorization != sent_authorization_) {
+    protocol::tcp::Headers headers;
+    if (!call.authorization.empty()) headers.emplace_back("authorization", call.authorization);
+    // The transport checked the token's size: a frame of it always fits.
+    send(protocol::tcp::encode_metadata(headers).value());
+    sent_authorization_ = call.authorization;
+  }
+  send(std::move(call.frame), call.id);
 }
 
 void ClientStream::arm_deadline(const std::shared_ptr<TcpCall>& call) {

@@ -27,6 +27,9 @@ struct TcpCall
     : net::BookEntry<TcpCall, detail::UniqueFunction<void(Result<protocol::tcp::Frame>)>> {
   std::uint64_t id = 0;  ///< unique in the process, so unique on every connection
   protocol::tcp::OutgoingFrame frame;
+  /// The "authorization" header the frame goes with (ClientOptions::bearer_token); empty
+  /// when none.
+  std::string authorization;
   Deadline deadline = Deadline::max();
   bool wait_for_reconnect = false;
   bool finished = false;
@@ -74,6 +77,9 @@ class ClientStream final : public net::FrameStream {
   void complete(const std::shared_ptr<TcpCall>& call, Result<protocol::tcp::Frame> outcome);
   static void deliver(TcpCall& call, Result<protocol::tcp::Frame> outcome);
   void fail_all(const Error& error);
+  // Writes the call's frame, after a metadata frame when its credentials are not those the
+  // server last heard on this connection (the first call, a rotated token, another client).
+  void write_call(TcpCall& call);
 
   void on_frame(protocol::tcp::Frame frame) override;
   void on_lost(const std::string& why) override;
@@ -88,6 +94,7 @@ class ClientStream final : public net::FrameStream {
   net::Keepalive keepalive_;
   bool connected_ = false;
   bool failed_ = false;
+  std::string sent_authorization_;                             // what the last metadata frame said
   std::vector<std::shared_ptr<TcpCall>> waiting_;              // until connected
   std::map<std::uint64_t, std::shared_ptr<TcpCall>> pending_;  // sent, awaiting an answer
   std::map<std::uint64_t, std::shared_ptr<TcpCall>> parked_;   // answered, bytes still read

@@ -4,11 +4,13 @@
 // thread, so that several callers compress in parallel; everything else runs on the
 // connection's network thread.
 #include <atomic>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "client_stream.hpp"
+#include "net/bearer_token.hpp"
 #include "protocol/control_calls.hpp"
 #include "protocol/infer_codec.hpp"
 
@@ -44,7 +46,8 @@ class TcpTransport final : public protocol::ControlCalls {
       : channel_(channel_for(endpoint, options)),
         compression_{zstd, options.compression.zstd_level, options.compression.adaptive},
         max_message_bytes_(options.max_message_bytes),
-        wait_for_reconnect_(net::ReconnectBackoff::calls_wait(options)) {}
+        wait_for_reconnect_(net::ReconnectBackoff::calls_wait(options)),
+        bearer_token_(options.bearer_token) {}
 
   // Cancels this client's calls (only its own: the connection may serve other clients), and
   // returns once every one of them has completed.
@@ -54,6 +57,7 @@ class TcpTransport final : public protocol::ControlCalls {
                    std::shared_ptr<CancelSignal> cancel, Callback<InferResult> done) override {
     auto call = std::make_shared<TcpCall>();
     call->id = next_id++;
+    if (auto ok = add_credentials(*call); !ok) return done(ok.error());
     auto begun = Clock::now();
     // The frame references the request's tensors (raw ones are not copied), which the caller
     // keeps until `done` runs.
@@ -97,6 +101,7 @@ class TcpTransport final : public protocol::ControlCalls {
                   Callback<std::string> done) override {
     auto call = std::make_shared<TcpCall>();
     call->id = next_id++;
+    if (auto ok = add_credentials(*call); !ok) return done(ok.error());
     call->frame = protocol::tcp::encode_call(call->id, method, request);
     call->done = [done = std::move(done), method](Result<Frame> answer) mutable {
       if (!answer) return done(answer.error());
@@ -109,6 +114,21 @@ class TcpTransport final : public protocol::ControlCalls {
   }
 
  private:
+  // The bearer token's header, asked now; the connection sends it in a metadata frame before
+  // the call's frame when the server has not heard it yet (a rotated token is picked up).
+  Result<void> add_credentials(TcpCall& call) const {
+    if (!bearer_token_) return {};
+    auto authorization = net::bearer_authorization(bearer_token_);
+    if (!authorization) return authorization.error();
+    if (authorization->size() > protocol::tcp::kMaxErrorBytes - 32) {
+      return Error(StatusCode::Unauthenticated,
+                   "the bearer token is longer than " +
+                       std::to_string(protocol::tcp::kMaxErrorBytes - 32) + " bytes");
+    }
+    call.authorization = std::move(*authorization);
+    return {};
+  }
+
   void start(std::shared_ptr<TcpCall> call, Deadline deadline) {
     call->deadline = deadline;
     call->wait_for_reconnect = wait_for_reconnect_;
@@ -119,6 +139,7 @@ class TcpTransport final : public protocol::ControlCalls {
   protocol::tcp::ZstdPolicy compression_;
   std::size_t max_message_bytes_;
   bool wait_for_reconnect_;
+  std::function<Result<std::string>()> bearer_token_;
   std::shared_ptr<Calls> calls_ = std::make_shared<Calls>();
 };
 
