@@ -3,7 +3,7 @@
 // server never dies, its resident memory stays under 1.5 GiB (the default limits add up to
 // about 1.2 GiB, docs/limits.md), and the good clients' p99 stays within 3 times its unloaded
 // value. The attackers run in a process of their own (AttackerProcess). SONIC_SOAK_SECONDS sets
-// the attack phases' total (default 120), SONIC_SOAK_ONLY keeps the attackers whose name holds
+// the attack phases' total (default 60), SONIC_SOAK_ONLY keeps the attackers whose name holds
 // it, SONIC_SOAK_PAUSE_MS the pause between one attacker's rounds (default 250).
 #include <doctest/doctest.h>
 #include <pthread.h>
@@ -38,7 +38,7 @@ using Clock = std::chrono::steady_clock;
 
 std::chrono::seconds soak_seconds() {
   const char* text = std::getenv("SONIC_SOAK_SECONDS");
-  return std::chrono::seconds(text ? std::max(5, std::atoi(text)) : 120);
+  return std::chrono::seconds(text ? std::max(5, std::atoi(text)) : 60);
 }
 
 // Between two rounds of one attacker: SONIC_SOAK_PAUSE_MS, 250 ms by default.
