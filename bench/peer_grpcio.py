@@ -16,7 +16,6 @@ goes first and is not counted.
 
 import argparse
 import asyncio
-import collections
 import json
 import os
 import resource
@@ -26,6 +25,7 @@ import time
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests",
                                 "interop"))
 from stubs import load_stubs  # noqa: E402  (the interop tests' stub generator)
+from inflight import keep_in_flight  # noqa: E402  (bench/, this script's directory)
 
 GIB = 1 << 30
 
@@ -58,17 +58,8 @@ def run_future(args, pb2, pb2_grpc, grpc):
         stub = pb2_grpc.GRPCInferenceServiceStub(channel)
 
         def phase(total, latencies):
-            pending = collections.deque()
-            for _ in range(min(args.concurrency, total)):
-                pending.append((time.perf_counter(), stub.ModelInfer.future(request)))
-            sent = len(pending)
-            while pending:
-                start, future = pending.popleft()
-                future.result()
-                latencies.append(time.perf_counter() - start)
-                if sent < total:
-                    pending.append((time.perf_counter(), stub.ModelInfer.future(request)))
-                    sent += 1
+            keep_in_flight(lambda: stub.ModelInfer.future(request), args.concurrency, total,
+                           latencies)
 
         phase(args.warmup, [])
         latencies = []

@@ -14,7 +14,6 @@ p99_us, client_cpu_us (this process's user + system CPU per request), after WARM
 
 import argparse
 import asyncio
-import collections
 import json
 import resource
 import threading
@@ -23,6 +22,7 @@ import time
 import numpy as np
 
 import sonic
+from inflight import keep_in_flight
 
 
 def cpu_seconds():
@@ -48,17 +48,8 @@ def run_sync(client, inputs, concurrency, total, latencies):
 
 
 def run_future(client, inputs, concurrency, total, latencies):
-    pending = collections.deque()
-    for _ in range(min(concurrency, total)):
-        pending.append((time.perf_counter(), client.infer_async("identity_fp32", inputs)))
-    sent = len(pending)
-    while pending:
-        start, future = pending.popleft()
-        future.result()
-        latencies.append(time.perf_counter() - start)
-        if sent < total:
-            pending.append((time.perf_counter(), client.infer_async("identity_fp32", inputs)))
-            sent += 1
+    keep_in_flight(lambda: client.infer_async("identity_fp32", inputs), concurrency, total,
+                   latencies)
 
 
 def run_asyncio(client, inputs, concurrency, total, latencies):
