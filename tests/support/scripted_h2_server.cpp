@@ -51,6 +51,7 @@ struct ScriptedH2Server::State {
   std::uint16_t port = 0;
   std::atomic<bool> stop{false};
   std::atomic<int> connections{0}, received{0}, answered{0}, cancels{0};
+  int proxy_errors_sent = 0;  // on the server's thread
   std::vector<std::unique_ptr<Connection>> open;
   std::thread thread;
 
@@ -86,6 +87,31 @@ struct ScriptedH2Server::State {
     return 5;
   }
 
+  // A proxy's error page, as nginx sends it when its upstream fails.
+  static constexpr const char* kErrorPage =
+      "<html>\r\n<head><title>502 Bad Gateway</title></head>\r\n<body>\r\n"
+      "<center><h1>502 Bad Gateway</h1></center>\r\n<hr><center>nginx</center>\r\n"
+      "</body>\r\n</html>\r\n";
+
+  static ssize_t read_error_page(nghttp2_session*, std::int32_t, std::uint8_t* buf,
+                                 std::size_t length, std::uint32_t* flags, nghttp2_data_source*,
+                                 void*) {
+    const std::size_t size = std::strlen(kErrorPage);
+    if (length < size) return NGHTTP2_ERR_CALLBACK_FAILURE;
+    std::memcpy(buf, kErrorPage, size);
+    *flags |= NGHTTP2_DATA_FLAG_EOF;
+    return static_cast<ssize_t>(size);
+  }
+
+  void answer_as_proxy(Connection& c, std::int32_t stream_id) {
+    const std::string status = std::to_string(script.proxy_status);
+    nghttp2_nv nva[] = {header(":status", status.c_str()), header("content-type", "text/html")};
+    nghttp2_data_provider body{};
+    body.read_callback = &State::read_error_page;
+    nghttp2_submit_response(c.session, stream_id, nva, 2, &body);
+    ++answered;
+  }
+
   void answer(Connection& c, std::int32_t stream_id) {
     nghttp2_nv nva[] = {header(":status", "200"), header("content-type", "application/grpc")};
     nghttp2_data_provider body{};
@@ -102,6 +128,11 @@ struct ScriptedH2Server::State {
       ++received;
       if (c.calls++ == 0) c.first_stream = id;
       if (c.going_away) continue;
+      if (proxy_errors_sent < script.proxy_errors) {
+        ++proxy_errors_sent;
+        answer_as_proxy(c, id);
+        continue;
+      }
       bool scripted_goaway = c.first && script.goaway_after_calls > 0;
       if (script.goaway_every > 0) {
         answer(c, id);

@@ -20,6 +20,11 @@ struct H2Script {
   /// On every connection: answer calls as they come, and once this many have arrived send
   /// GOAWAY naming the last of them; calls that arrive later are refused. 0: never.
   int goaway_every = 0;
+  /// The first this many calls (over all connections) are answered as a proxy answers when its
+  /// upstream fails: HTTP status `proxy_status` (nginx: 502 Bad Gateway), content-type
+  /// text/html, an HTML page, and no grpc-status. The others as the rest of the script says.
+  int proxy_errors = 0;
+  int proxy_status = 502;
 };
 
 /// Runs on its own thread; every method is thread-safe. The destructor closes every connection.

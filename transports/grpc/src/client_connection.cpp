@@ -328,11 +328,20 @@ int ClientConnection::on_header(nghttp2_session*, const nghttp2_frame* frame,
   return 0;
 }
 
+// Whether an answer's body is gRPC messages: HTTP status 200 and a gRPC content-type (gRPC's
+// PROTOCOL-HTTP2.md). Anything else is a proxy's or a web server's answer, whose status alone
+// counts (doc/http-grpc-status-mapping.md).
+bool ClientConnection::carries_grpc(const CallResponse& response) {
+  return response.http_status == 200 && response.grpc_content_type;
+}
+
 int ClientConnection::on_data(std::int32_t stream_id, const std::uint8_t* data, std::size_t len) {
   // The connection's window never waits: a stream that does waits in its own.
   nghttp2_session_consume_connection(session_, len);
   auto call = find(stream_id);
-  if (!call || call->finished) {
+  if (!call || call->finished || !carries_grpc(call->response_state())) {
+    // Not for a call, or not gRPC: a proxy's error page (HTTP 502, text/html) is no message.
+    // It is dropped; the status says what happened when the stream closes (outcome_of).
     nghttp2_session_consume_stream(session_, stream_id, len);
     return 0;
   }
@@ -364,7 +373,7 @@ int ClientConnection::on_data(std::int32_t stream_id, const std::uint8_t* data, 
 
 protocol::MessageReader::Destination ClientConnection::read_destination(std::int32_t stream_id) {
   auto call = find(stream_id);
-  if (!call || call->finished || !call->response) return {};
+  if (!call || call->finished || !call->response || !carries_grpc(*call->response)) return {};
   return call->response->reader.tensor_destination();
 }
 

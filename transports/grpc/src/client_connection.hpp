@@ -195,6 +195,7 @@ class ClientConnection final : public net::H2Session {
   // be instead, and what to do.
   std::string not_a_grpc_server(const std::string& why) const;
   void on_body_released(protocol::OutgoingBody& body) override;
+  static bool carries_grpc(const CallResponse& response);
   int on_data(std::int32_t stream_id, const std::uint8_t* data, std::size_t len) override;
   protocol::MessageReader::Destination read_destination(std::int32_t stream_id) override;
   const protocol::OutgoingBody* sending_body(std::int32_t stream_id) override;
