@@ -10,7 +10,11 @@ packages=(
   python3 python3-grpcio python3-grpc-tools python3-protobuf python3-numpy
   python3-dev pybind11-dev python3-pytest python3-pip python3-venv python3-setuptools python3-wheel
   libopencv-dnn-dev libtorch-dev python3-torch python3-onnx
+  nginx-light haproxy
 )
+# nginx and haproxy are for the proxy tests (tests/python/test_proxies.py), which start their
+# own on loopback: their system services are not started, or left enabled, by installing them.
+daemons=(nginx haproxy)
 
 missing=()
 for p in "${packages[@]}"; do
@@ -28,4 +32,16 @@ if [ "$(id -u)" -ne 0 ]; then
 fi
 echo "install-deps: installing ${missing[*]}"
 "${as_root[@]}" env DEBIAN_FRONTEND=noninteractive apt-get update -qq
+# Debian's policy-rc.d: exit status 101 tells the packages' scripts not to start services.
+policy=/usr/sbin/policy-rc.d
+if [ ! -e "$policy" ]; then
+  printf '#!/bin/sh\nexit 101\n' | "${as_root[@]}" tee "$policy" >/dev/null
+  "${as_root[@]}" chmod +x "$policy"
+  trap '"${as_root[@]}" rm -f "$policy"' EXIT
+fi
 "${as_root[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}"
+if command -v systemctl >/dev/null && [ -d /run/systemd/system ]; then
+  for d in "${daemons[@]}"; do
+    if [[ " ${missing[*]} " == *" $d"* ]]; then "${as_root[@]}" systemctl disable --now "$d" 2>/dev/null || true; fi
+  done
+fi
