@@ -37,14 +37,19 @@ class Server:
         self.shm = "grpc+shm://127.0.0.1:%s" % grpc.group(1)
 
     def stop(self):
-        if self.process.poll() is None:
-            self.process.terminate()
-            try:
-                self.process.wait(10)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait()
+        stop_process(self.process)
         self.log.close()
+
+
+def stop_process(process):
+    """SIGTERM, then SIGKILL if it is still there after 10 s; reaped either way."""
+    if process.poll() is None:
+        process.terminate()
+        try:
+            process.wait(10)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
 
 
 @pytest.fixture(scope="session")

@@ -7,7 +7,6 @@ which retries); the token crosses the proxy as call metadata."""
 
 import os
 import shutil
-import signal
 import socket
 import subprocess
 import tempfile
@@ -18,7 +17,7 @@ import numpy as np
 import pytest
 
 import sonic
-from conftest import Server
+from conftest import Server, stop_process
 
 TOKEN = "proxy-s3cret"
 INPUTS = {"INPUT0": np.ones((1, 16), np.int32), "INPUT1": np.ones((1, 16), np.int32)}
@@ -101,13 +100,7 @@ class Proxy:
         self.url = "grpc://127.0.0.1:%d" % self.port
 
     def stop(self):
-        if self.process.poll() is None:
-            self.process.send_signal(signal.SIGTERM)
-            try:
-                self.process.wait(10)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait()
+        stop_process(self.process)
         self.log.close()
         shutil.rmtree(self.work, ignore_errors=True)
 
