@@ -31,4 +31,18 @@ set +e
 "$infer" --url "$url" simple INPUT0=INT32:1x16:1,2 2>"$work/err"; rc=$?
 set -e
 [ $rc -eq 2 ] || fail "wrong value count must be a usage error: rc=$rc"
-echo "sonic-infer: 6 passed, 0 failed"
+
+# A server that requires a bearer token: refused without --token-file, served with it.
+stop_server
+tokens=$(mktemp -d)
+echo "tool-s3cret" >"$tokens/token"
+serve "$server" --auth-token-file "$tokens/token"
+trap 'kill $pid 2>/dev/null || true; wait $pid 2>/dev/null || true; rm -rf "$work" "$tokens"' EXIT
+url=grpc://127.0.0.1:$port
+set +e
+"$infer" --url "$url" simple INPUT0=INT32:1x16:*1 INPUT1=INT32:1x16:*1 2>"$work/err"; rc=$?
+set -e
+[ $rc -eq 1 ] && grep -q "UNAUTHENTICATED" "$work/err" || fail "no token: rc=$rc $(cat "$work/err")"
+"$infer" --url "$url" --token-file "$tokens/token" simple INPUT0=INT32:1x16:*1 INPUT1=INT32:1x16:*1 |
+  grep -q "2, 2, 2" || fail "--token-file: the token was not sent"
+echo "sonic-infer: 8 passed, 0 failed"

@@ -3,6 +3,7 @@
 //   sonic-infer simple INPUT0=INT32:1x16:*1 INPUT1=@input1.npy
 //   sonic-infer --save-dir out identity_fp32 INPUT0=FP32:2x3:0.5,1,1.5,2,2.5,3
 //   sonic-infer --list simple
+#include <sonic/credentials.hpp>
 #include <sonic/sonic.hpp>
 
 #include "command_line.hpp"
@@ -52,6 +53,7 @@ using sonic::tools::UsageError;
 /// What the command line asks for.
 struct Options {
   std::vector<std::string> urls{"grpc://127.0.0.1:8001"};
+  std::string token_file;    ///< a bearer token's file; empty: none
   long long timeout_ms = 0;  ///< 0: no limit
   std::string model_version;
   std::string id;
@@ -493,6 +495,10 @@ Options parse_args(int argc, char** argv) {
               "HOST:PORT; without a scheme grpc:// (default grpc://127.0.0.1:8001); "
               "several, comma-separated, are tried in turn",
               [&](const std::string& v) { options.urls = sonic::tools::comma_list("--url", v); })
+      .option("--token-file", "FILE",
+              "send FILE's bearer token with every call (sonic::TokenFile: read "
+              "again when the file changes)",
+              [&](const std::string& v) { options.token_file = v; })
       .option("-t, --timeout", "MS", "time limit of each call in milliseconds (default: none)",
               [&](const std::string& v) { options.timeout_ms = parse_timeout(v); })
       .option("-x, --model-version", "V", "model version (default: the server's choice)",
@@ -562,6 +568,8 @@ int run(const Options& options) {
     client_options.connect_timeout = std::min(client_options.connect_timeout, limit);
   }
   client_options.endpoints = options.urls;
+  if (!options.token_file.empty())
+    client_options.bearer_token = sonic::TokenFile(options.token_file);
   sonic::Client client(client_options);
   if (options.list) {
     print_list(client, options);

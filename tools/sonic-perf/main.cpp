@@ -6,6 +6,7 @@
 //              --input INPUT0=FP32:1x1024:random --concurrency 1:64:x2 --plot curve.svg
 //
 // Progress goes to stderr; the table to stdout; --csv and --json write files too.
+#include <sonic/credentials.hpp>
 #include <sonic/sonic.hpp>
 
 #include <algorithm>
@@ -54,6 +55,10 @@ Options parse(int argc, char** argv) {
               "without a scheme grpc:// (default grpc://127.0.0.1:8001); several, "
               "comma-separated, share the load",
               [&](const std::string& v) { o.urls = tools::comma_list("--url", v); })
+      .option("--token-file", "FILE",
+              "send FILE's bearer token with every call (sonic::TokenFile: read again "
+              "when the file changes)",
+              [&](const std::string& v) { o.token_file = v; })
       .option("--input", "NAME=SPEC",
               "NAME=DTYPE:SHAPE[:random|zero|sparse] or NAME=@FILE.npy, as "
               "sonic-infer's (SHAPE: 1x16 or 1,16); repeat per input (default: "
@@ -309,6 +314,7 @@ Point measure_point(Client& client, const Options& o, const std::vector<PlannedR
 int run(const Options& o) {
   ClientOptions client_options;
   client_options.endpoints = o.urls;
+  if (!o.token_file.empty()) client_options.bearer_token = TokenFile(o.token_file);
   client_options.callbacks = o.callbacks;
   // The statistics read around each window: a server that went away must not hold a window
   // open for the default ten seconds.
