@@ -78,6 +78,7 @@ TEST_CASE("a server that requires a token refuses calls without it, over grpc://
     CHECK_THROWS_AS((void)client.model_metadata("simple"), Error);
     try {
       (void)client.server_metadata();
+      FAIL("ServerMetadata answered without the token");
     } catch (const Error& e) {
       CHECK(e.code() == StatusCode::Unauthenticated);
     }
