@@ -5,7 +5,8 @@ set -euo pipefail
 
 packages=(
   g++ cmake make pkg-config git
-  libasio-dev libnghttp2-dev libprotobuf-dev protobuf-compiler libzstd-dev zlib1g-dev nlohmann-json3-dev
+  libasio-dev libnghttp2-dev libssl-dev openssl libprotobuf-dev protobuf-compiler libzstd-dev zlib1g-dev
+  nlohmann-json3-dev
   doctest-dev libtbb-dev
   python3 python3-grpcio python3-grpc-tools python3-protobuf python3-numpy
   python3-dev pybind11-dev python3-pytest python3-pip python3-venv python3-setuptools python3-wheel

@@ -90,6 +90,12 @@ typedef struct sonic_client_options {
   const char* token_file;          /**< a file holding a bearer token, sent with every call
                                         ("authorization: Bearer ...") and read again when the
                                         file changes; NULL (the default): none */
+  const char* tls_ca_file;         /**< grpcs:// and tcp+tls://: authorities (PEM) the server's
+                                        certificate must chain to; NULL: the system's */
+  const char* tls_cert_file;       /**< a client certificate (PEM) for mutual TLS; NULL: none */
+  const char* tls_key_file;        /**< its private key (PEM) */
+  const char* tls_server_name;     /**< the name the server's certificate must be for; NULL: the
+                                        URL's host */
 } sonic_client_options;
 
 /** A tensor of a result: views into it, valid while the result lives. */

@@ -144,6 +144,27 @@ struct ChunkOptions {
   std::size_t max_in_flight = 4;
 };
 
+/// TLS of grpcs://, tcp+tls:// and tcp+zstd+tls:// endpoints (TLS 1.2 or later, OpenSSL). The
+/// server's certificate is always verified, and so is the name it is for: a certificate that
+/// does not verify fails the connection (UNAVAILABLE, naming the reason); nothing falls back to
+/// plaintext. Each of the three PEM items comes from a file or from memory (the `_pem` text
+/// wins when both are set).
+struct TlsOptions {
+  /// Certificate authorities the server's certificate must chain to. Neither set: the
+  /// system's store (/etc/ssl/certs).
+  std::string ca_file;
+  std::string ca_pem;
+  /// The client's certificate chain and its private key, for a server that requires mutual
+  /// TLS. Set both or neither.
+  std::string cert_file;
+  std::string cert_pem;
+  std::string key_file;
+  std::string key_pem;
+  /// The name the server's certificate must be for, and the one announced to it (SNI); empty:
+  /// the endpoint's host (a name, or an IP address, which the certificate must then list).
+  std::string server_name;
+};
+
 /// How a Client connects and behaves. Every field has a default that suits a grid job talking
 /// to a Triton-like server; change only what you need.
 struct ClientOptions {
@@ -158,6 +179,8 @@ struct ClientOptions {
   CompressionOptions compression;
   /// Shared memory pool of grpc+shm:// endpoints.
   SharedMemoryOptions shared_memory;
+  /// Certificates of grpcs://, tcp+tls:// and tcp+zstd+tls:// endpoints.
+  TlsOptions tls;
 
   /// Retries of failed requests (by default: up to 3 attempts on UNAVAILABLE).
   RetryPolicy retry;

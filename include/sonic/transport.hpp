@@ -286,10 +286,11 @@ class TransportRegistry {
 
  private:
   static std::string link_hint(std::string_view scheme) {
-    if (scheme == "grpc") return "link the CMake target sonic::grpc";
+    if (scheme == "grpc" || scheme == "grpcs") return "link the CMake target sonic::grpc";
     if (scheme == "grpc+shm") return "link the CMake target sonic::shm";
-    if (scheme == "tcp" || scheme == "tcp+zstd") return "link the CMake target sonic::tcp";
-    return "known schemes are grpc, grpc+shm, tcp and tcp+zstd";
+    if (scheme == "tcp" || scheme == "tcp+zstd" || scheme == "tcp+tls" || scheme == "tcp+zstd+tls")
+      return "link the CMake target sonic::tcp";
+    return "known schemes are grpc, grpcs, grpc+shm, tcp, tcp+zstd, tcp+tls and tcp+zstd+tls";
   }
 
   mutable std::mutex mutex_;

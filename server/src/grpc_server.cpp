@@ -110,7 +110,7 @@ class GrpcConnection final : public net::H2Session {
  public:
   GrpcConnection(asio::ip::tcp::socket socket, IoContext io, std::shared_ptr<ServerContext> context,
                  std::shared_ptr<net::ConnectionSet<GrpcConnection>> set, ConnectionSlot slot)
-      : H2Session(std::move(socket), net::ReadBuffer::kThreads),
+      : H2Session(std::move(socket), net::ReadBuffer::kThreads, context->grpc_tls),
         io_(std::move(io)),
         context_(std::move(context)),
         set_(std::move(set)),
@@ -127,6 +127,18 @@ class GrpcConnection final : public net::H2Session {
 
   void start() {
     if (lost_) return;  // stopped before it started
+    watch();            // the handshake timeout covers TLS's handshake too
+    if (!link_.secure()) return begin_http2();
+    auto self = std::static_pointer_cast<GrpcConnection>(shared_from_this());
+    link_.handshake(std::chrono::milliseconds(0), self, [this](std::string why) {
+      if (lost_) return;
+      if (!why.empty()) return fail(why);
+      begin_http2();
+    });
+  }
+
+  // Sets up the HTTP/2 session over the (secure, if TLS) link, and starts reading.
+  void begin_http2() {
     nghttp2_session_callbacks* callbacks = nullptr;
     nghttp2_session_callbacks_new(&callbacks);
     install_common_callbacks(callbacks);
@@ -146,7 +158,7 @@ class GrpcConnection final : public net::H2Session {
     nghttp2_session_callbacks_del(callbacks);
     if (rv != 0) return close_socket();
     std::error_code ignored;
-    socket_.set_option(asio::ip::tcp::no_delay(true), ignored);
+    link_.socket().set_option(asio::ip::tcp::no_delay(true), ignored);
     net::H2Settings settings;
     settings.stream_window_bytes = kInitialStreamWindow;
     settings.connection_window_bytes = context_->options.connection_window_bytes;
@@ -156,7 +168,6 @@ class GrpcConnection final : public net::H2Session {
     submit_settings(settings, true);
     start_reading();
     flush();
-    watch();
   }
 
   /// Ends the connection: GOAWAY, then close once it is written (a peer that does not read
@@ -537,7 +548,7 @@ class GrpcConnection final : public net::H2Session {
       shm_client_.emplace();
       shm_client_->connection = slot_.id();
       if (context_->options.shared_memory_access == SharedMemoryAccess::Owner) {
-        shm_client_->user = net::local_peer_user(socket_);
+        shm_client_->user = net::local_peer_user(link_.socket());
       }
     }
     return *shm_client_;

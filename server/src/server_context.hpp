@@ -9,6 +9,7 @@
 
 #include "authenticator.hpp"
 #include "memory_budget.hpp"
+#include "net/tls.hpp"
 #include "shm_registry.hpp"
 #include "sonic/executor.hpp"
 #include "sonic/server.hpp"
@@ -16,18 +17,34 @@
 namespace sonic::server {
 
 struct ServerContext {
+  /// The context of one port's TLS, or null when `tls` names no certificate. Throws
+  /// sonic::Error(InvalidArgument) when a file cannot be used.
+  static std::shared_ptr<net::TlsContext> tls_context(const ServerTlsOptions& tls,
+                                                      net::TlsPurpose purpose) {
+    if (tls.cert_file.empty() && tls.key_file.empty() && tls.client_ca_file.empty()) return {};
+    auto context =
+        net::server_tls_context(tls.cert_file, tls.key_file, tls.client_ca_file, purpose);
+    if (!context) throw context.error();
+    return std::move(*context);
+  }
+
   ServerContext(std::shared_ptr<CpuExecutor> exec, ServerOptions opts)
       : executor(std::move(exec)),
         options(std::move(opts)),
         shared_memory(options.shared_memory_access, options.limits),
         memory(std::make_shared<MemoryBudget>(options.limits.max_buffered_bytes)),
-        authenticator(options.auth_token_file) {}
+        authenticator(options.auth_token_file),
+        grpc_tls(tls_context(options.tls, net::TlsPurpose::kGrpc)),
+        tcp_tls(tls_context(options.tls, net::TlsPurpose::kFrames)) {}
 
   std::shared_ptr<CpuExecutor> executor;
   const ServerOptions options;
   SharedMemoryRegistry shared_memory;
   std::shared_ptr<MemoryBudget> memory;
   Authenticator authenticator;
+  /// The TLS of each port; null without (ServerOptions::tls).
+  const std::shared_ptr<net::TlsContext> grpc_tls;
+  const std::shared_ptr<net::TlsContext> tcp_tls;
   std::atomic<std::size_t> connections{0};  // open now, gRPC and TCP together
   std::atomic<std::uint64_t> next_connection_id{1};
 };

@@ -37,7 +37,8 @@ class TcpConnection final : public net::FrameStream {
                 std::shared_ptr<ServerContext> context,
                 std::shared_ptr<net::ConnectionSet<TcpConnection>> set, ConnectionSlot slot,
                 std::shared_ptr<ConnectionBudget> budget)
-      : FrameStream(std::move(socket), context->options.max_message_bytes, budget),
+      : FrameStream(std::move(socket), context->options.max_message_bytes, budget,
+                    context->tcp_tls),
         io_(std::move(io)),
         context_(std::move(context)),
         set_(std::move(set)),
@@ -50,8 +51,14 @@ class TcpConnection final : public net::FrameStream {
   const std::shared_ptr<asio::io_context>& io_context() const { return io_; }
 
   void start() {
-    start_reading();
-    watch();
+    watch();  // the handshake timeout covers TLS's handshake too
+    if (!link().secure()) return start_reading();
+    auto self = std::static_pointer_cast<TcpConnection>(shared_from_this());
+    link().handshake(std::chrono::milliseconds(0), self, [this](std::string why) {
+      if (!open()) return;
+      if (!why.empty()) return close(why);
+      start_reading();
+    });
   }
 
  private:

@@ -22,18 +22,20 @@ struct HeldFrame {
 }  // namespace
 
 FrameStream::FrameStream(asio::ip::tcp::socket socket, std::size_t max_message_bytes,
-                         std::shared_ptr<protocol::ReceiveAccount> account)
-    : socket_(std::move(socket)),
+                         std::shared_ptr<protocol::ReceiveAccount> account,
+                         std::shared_ptr<TlsContext> tls)
+    : link_(std::move(socket), std::move(tls)),
       reader_(max_message_bytes, std::move(account), true),
-      pause_(socket_.get_executor()),
-      socket_reader_(ReadBuffer::kThreads),
+      pause_(link_.socket().get_executor()),
+      socket_reader_(ReadBuffer::kThreads, link_.secure()),
       next_read_bytes_(kReadBytes) {}
 
-FrameStream::FrameStream(asio::io_context& io, std::size_t max_message_bytes)
-    : socket_(io),
+FrameStream::FrameStream(asio::io_context& io, std::size_t max_message_bytes,
+                         std::shared_ptr<TlsContext> tls)
+    : link_(asio::ip::tcp::socket(io), std::move(tls)),
       reader_(max_message_bytes),
       pause_(io),
-      socket_reader_(ReadBuffer::kOwn),
+      socket_reader_(ReadBuffer::kOwn, link_.secure()),
       next_read_bytes_(kReadBytes) {}
 
 void FrameStream::start_reading() {
@@ -52,7 +54,7 @@ void FrameStream::start_reading() {
     });
     return;
   }
-  socket_reader_.async_read(socket_, next_read_bytes_,
+  socket_reader_.async_read(link_, next_read_bytes_,
                             [self](ReadResult read) { self->on_read(read); });
 }
 
@@ -103,9 +105,7 @@ void FrameStream::close(const std::string& why) {
   if (closed_) return;
   closed_ = true;
   pause_.cancel();
-  std::error_code ignored;
-  socket_.shutdown(asio::ip::tcp::socket::shutdown_both, ignored);
-  socket_.close(ignored);
+  link_.close();
   on_lost(why);
   // A write under way hands its batches back when it fails; without one, nothing would.
   if (!writer_.writing()) release(writer_.drop_pending());
@@ -114,7 +114,7 @@ void FrameStream::close(const std::string& why) {
 void FrameStream::write_next() {
   if (!writer_.has_pending() || closed_) return;
   auto self = shared_from_this();
-  asio::async_write(socket_, writer_.begin_write(), [self](std::error_code ec, std::size_t) {
+  link_.async_write(writer_.begin_write(), [self](std::error_code ec, std::size_t) {
     self->last_write_ = std::chrono::steady_clock::now();
     auto holds = self->writer_.end_write();
     if (self->closed_ || ec) {

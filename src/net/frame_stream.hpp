@@ -1,6 +1,6 @@
-// One TCP connection carrying sonic's frames (proto/tcp_framing.md), for both halves of the
-// TCP transport: reads feed a FrameReader, frames to send gather into one write at a time.
-// Runs on one io_context thread; not thread-safe.
+// One TCP connection (or TLS over one) carrying sonic's frames (proto/tcp_framing.md), for both
+// halves of the TCP transport: reads feed a FrameReader, frames to send gather into one write at a
+// time. Runs on one io_context thread; not thread-safe.
 #pragma once
 
 #include <asio.hpp>
@@ -22,17 +22,18 @@ class SONIC_EXPORT FrameStream : public std::enable_shared_from_this<FrameStream
  public:
   /// A stream over an accepted socket (a server's; ReadBuffer::kThreads): `account` is
   /// told of every byte received frames hold, and zstd tensors are handed over compressed
-  /// (protocol::tcp::decompress).
+  /// (protocol::tcp::decompress). With `tls`, over TLS once link().handshake() is done.
   FrameStream(asio::ip::tcp::socket socket, std::size_t max_message_bytes,
-              std::shared_ptr<protocol::ReceiveAccount> account);
+              std::shared_ptr<protocol::ReceiveAccount> account, std::shared_ptr<TlsContext> tls);
   /// A stream whose socket is connected later (socket()): a client's, with a read buffer of
-  /// its own.
-  FrameStream(asio::io_context& io, std::size_t max_message_bytes);
+  /// its own; over TLS with `tls`, once link().handshake() is done.
+  FrameStream(asio::io_context& io, std::size_t max_message_bytes, std::shared_ptr<TlsContext> tls);
   virtual ~FrameStream() = default;
   FrameStream(const FrameStream&) = delete;
   FrameStream& operator=(const FrameStream&) = delete;
 
-  asio::ip::tcp::socket& socket() { return socket_; }
+  asio::ip::tcp::socket& socket() { return link_.socket(); }
+  Link& link() { return link_; }
   bool open() const { return !closed_; }
 
   /// Starts reading; frames go to on_frame(). While reading_paused() says so, or while a frame
@@ -79,7 +80,7 @@ class SONIC_EXPORT FrameStream : public std::enable_shared_from_this<FrameStream
   void deliver_frames();
   void release(std::vector<std::shared_ptr<void>> holds);
 
-  asio::ip::tcp::socket socket_;
+  Link link_;
   protocol::tcp::FrameReader reader_;
   GatherWriter writer_;
   asio::steady_timer pause_;

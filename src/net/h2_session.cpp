@@ -24,8 +24,11 @@ constexpr std::int64_t kMaxDataFrameBytes = 256 * 1024;
 constexpr std::int64_t kDefaultDataFrameBytes = 16 * 1024;  // HTTP/2's initial maximum
 }  // namespace
 
-H2Session::H2Session(asio::ip::tcp::socket socket, ReadBuffer reads)
-    : socket_(std::move(socket)), socket_reader_(reads), next_read_bytes_(kReadBytes) {}
+H2Session::H2Session(asio::ip::tcp::socket socket, ReadBuffer reads,
+                     std::shared_ptr<TlsContext> tls)
+    : link_(std::move(socket), std::move(tls)),
+      socket_reader_(reads, link_.secure()),
+      next_read_bytes_(kReadBytes) {}
 
 H2Session::~H2Session() {
   if (session_) nghttp2_session_del(session_);
@@ -172,7 +175,7 @@ void H2Session::start_reading() {
       // reads it from there, so the receiver finds it in place instead of copying it. The
       // read stops at the frame's end, so that what it brings is that stream's payload.
       std::uint8_t* data = destination.data;
-      socket_.async_read_some(
+      link_.async_read_some(
           asio::buffer(data, std::min(destination.size, data_left_)),
           // `hold` keeps the tensor's memory for the socket even if its call ends meanwhile.
           [this, self, data, hold = std::move(destination.hold)](std::error_code ec,
@@ -187,7 +190,7 @@ void H2Session::start_reading() {
       read_bytes = data_left_ + kFrameHeaderBytes;
     }
   }
-  socket_reader_.async_read(socket_, read_bytes, [this, self](ReadResult read) { on_read(read); });
+  socket_reader_.async_read(link_, read_bytes, [this, self](ReadResult read) { on_read(read); });
 }
 
 void H2Session::on_read(ReadResult read) {
@@ -236,7 +239,7 @@ void H2Session::flush() {
 
 void H2Session::start_write() {
   auto self = shared_from_this();
-  asio::async_write(socket_, writer_.begin_write(), [this, self](std::error_code ec, std::size_t) {
+  link_.async_write(writer_.begin_write(), [this, self](std::error_code ec, std::size_t) {
     last_write_ = std::chrono::steady_clock::now();
     auto holds = writer_.end_write();
     if (lost_ || ec) {
@@ -261,11 +264,7 @@ void H2Session::release(std::vector<std::shared_ptr<void>> holds) {
   }
 }
 
-void H2Session::close_socket() {
-  std::error_code ignored;
-  socket_.shutdown(asio::ip::tcp::socket::shutdown_both, ignored);
-  socket_.close(ignored);
-}
+void H2Session::close_socket() { link_.close(); }
 
 void H2Session::fail(const std::string& why) {
   if (lost_) return;

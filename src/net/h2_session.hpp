@@ -1,6 +1,6 @@
 // The HTTP/2 plumbing of gRPC's client and server halves: an nghttp2 session driven over an Asio
-// TCP socket, with gathered writes that send tensor bytes straight from their memory. Everything
-// here runs on the connection's io_context thread.
+// TCP socket (or TLS over one), with gathered writes that send tensor bytes straight from their
+// memory. Everything here runs on the connection's io_context thread.
 #pragma once
 
 #include <nghttp2/nghttp2.h>
@@ -40,8 +40,9 @@ struct H2Settings {
 /// server) and handle stream events.
 class SONIC_EXPORT H2Session : public std::enable_shared_from_this<H2Session> {
  public:
-  /// `reads`: kOwn for a client's connection, kThreads for a server's (socket_io.hpp).
-  H2Session(asio::ip::tcp::socket socket, ReadBuffer reads);
+  /// `reads`: kOwn for a client's connection, kThreads for a server's (socket_io.hpp). With
+  /// `tls`, the session speaks TLS, once link_.handshake() has made the link secure.
+  H2Session(asio::ip::tcp::socket socket, ReadBuffer reads, std::shared_ptr<TlsContext> tls);
   virtual ~H2Session();
   H2Session(const H2Session&) = delete;
   H2Session& operator=(const H2Session&) = delete;
@@ -108,7 +109,7 @@ class SONIC_EXPORT H2Session : public std::enable_shared_from_this<H2Session> {
     (void)flags;
   }
 
-  asio::ip::tcp::socket socket_;
+  Link link_;
   nghttp2_session* session_ = nullptr;
   bool lost_ = false;  // on_connection_lost was called
 

@@ -21,6 +21,7 @@
 #include <string>
 #include <vector>
 
+#include "link.hpp"
 #include "sonic/detail/export.hpp"
 
 namespace sonic::net {
@@ -52,6 +53,8 @@ enum class ReadBuffer {
 
 /// What a ReadBuffer::kThreads connection owns: a small request fits in one read.
 inline constexpr std::size_t kFirstReadBytes = 4096;
+/// What a TLS connection's reads hand at most: one record's plaintext.
+inline constexpr std::size_t kTlsRecordBytes = 16 * 1024;
 
 /// Reads into `socket` what follows the `head_size` bytes of `head` (a read that filled the
 /// connection's buffer), into the calling thread's buffer behind a copy of them: returns them
@@ -59,38 +62,42 @@ inline constexpr std::size_t kFirstReadBytes = 4096;
 SONIC_EXPORT ReadResult read_more_available(asio::ip::tcp::socket& socket, const std::uint8_t* head,
                                             std::size_t head_size, std::size_t max_bytes);
 
-/// A connection's reads from its socket. Not thread-safe: one read at a time.
+/// A connection's reads from its link. Not thread-safe: one read at a time.
 class SocketReader {
  public:
-  explicit SocketReader(ReadBuffer kind)
-      : kind_(kind),
-        capacity_(kind == ReadBuffer::kOwn ? kReadBytes : kFirstReadBytes),
+  /// A TLS link (`secure`) hands one record per read at most: a client's reader owns a
+  /// record's buffer, and no reader reads more behind a full one (OpenSSL holds what follows).
+  SocketReader(ReadBuffer kind, bool secure)
+      : more_(kind == ReadBuffer::kThreads && !secure),
+        capacity_(kind == ReadBuffer::kThreads ? kFirstReadBytes
+                  : secure                     ? kTlsRecordBytes
+                                               : kReadBytes),
         buffer_(new std::uint8_t[capacity_]) {}  // not zeroed: nothing reads it first
 
-  /// Reads from `socket` once it has bytes and calls `handler(ReadResult)` on the socket's
+  /// Reads from `link` once it has bytes and calls `handler(ReadResult)` on the socket's
   /// thread with at most `max_bytes` of them (never zero bytes without an error). The bytes are
-  /// valid until the handler returns. `socket` and this reader must outlive the operation,
+  /// valid until the handler returns. `link` and this reader must outlive the operation,
   /// which ends with asio::error::operation_aborted when the socket closes.
   template <typename Handler>
-  void async_read(asio::ip::tcp::socket& socket, std::size_t max_bytes, Handler handler) {
-    if (kind_ == ReadBuffer::kThreads && !socket.non_blocking()) {
+  void async_read(Link& link, std::size_t max_bytes, Handler handler) {
+    asio::ip::tcp::socket& socket = link.socket();
+    if (more_ && !socket.non_blocking()) {
       std::error_code ignored;  // for read_more_available; the getter is free, the setter not
       socket.non_blocking(true, ignored);
     }
     const std::size_t first = std::min(max_bytes, capacity_);
     std::uint8_t* buffer = buffer_.get();
-    socket.async_read_some(
-        asio::buffer(buffer, first),
-        [&socket, buffer, first, max_bytes, more = kind_ == ReadBuffer::kThreads,
-         handler = std::move(handler)](std::error_code ec, std::size_t n) mutable {
-          if (ec) return handler(ReadResult{buffer, 0, ec});
-          if (!more || n < first) return handler(ReadResult{buffer, n, {}});
-          handler(read_more_available(socket, buffer, n, max_bytes));
-        });
+    link.async_read_some(asio::buffer(buffer, first),
+                         [&socket, buffer, first, max_bytes, more = more_,
+                          handler = std::move(handler)](std::error_code ec, std::size_t n) mutable {
+                           if (ec) return handler(ReadResult{buffer, 0, ec});
+                           if (!more || n < first) return handler(ReadResult{buffer, n, {}});
+                           handler(read_more_available(socket, buffer, n, max_bytes));
+                         });
   }
 
  private:
-  ReadBuffer kind_;
+  bool more_;  // a read that fills the buffer goes on into the thread's (read_more_available)
   std::size_t capacity_;
   std::unique_ptr<std::uint8_t[]> buffer_;
 };

@@ -100,6 +100,16 @@ static void test_errors(sonic_client* client) {
   CHECK(sonic_client_infer(tokened, request, &refused) == SONIC_UNAUTHENTICATED);
   CHECK(refused == NULL && strstr(sonic_last_error(), "/nonexistent/sonic-token") != NULL);
   sonic_client_destroy(tokened);
+  /* TLS settings reach the client: an authority file that does not exist is refused when the
+     client is made, naming it. */
+  sonic_client_options_init(&options);
+  CHECK(options.tls_ca_file == NULL && options.tls_cert_file == NULL &&
+        options.tls_key_file == NULL && options.tls_server_name == NULL);
+  options.tls_ca_file = "/nonexistent/sonic-ca.pem";
+  const char* secure_url = "grpcs://127.0.0.1:1";
+  sonic_client* secure = NULL;
+  CHECK(sonic_client_create(&secure_url, 1, &options, &secure) == SONIC_INVALID_ARGUMENT);
+  CHECK(secure == NULL && strstr(sonic_last_error(), "/nonexistent/sonic-ca.pem") != NULL);
   sonic_request_destroy(request);
 
   request = sonic_request_create("no_such_model", NULL);

@@ -14,12 +14,13 @@ import pytest
 class Server:
     """A sonic-server child: `grpc` and `tcp` are its URLs."""
 
-    def __init__(self, *options):
+    def __init__(self, *options, env=None):
         self.log = tempfile.NamedTemporaryFile(prefix="sonic-server-", suffix=".log")
         self.process = subprocess.Popen(
             [os.environ["SONIC_SERVER"], "--host", "127.0.0.1", "--port", "0",
              "--tcp-port", "0", *options],
-            stdout=self.log, stderr=subprocess.STDOUT)
+            stdout=self.log, stderr=subprocess.STDOUT,
+            env=None if env is None else {**os.environ, **env})
         deadline = time.monotonic() + 20
         grpc = tcp = None
         while time.monotonic() < deadline and not (grpc and tcp):
@@ -66,6 +67,15 @@ def models():
     if not path or not os.path.isdir(os.path.join(path, "repository")):
         pytest.skip("no generated model repository (SONIC_TEST_MODELS)")
     return os.path.join(path, "repository")
+
+
+@pytest.fixture
+def certificates(tmp_path):
+    """A directory of certificates made for the test (tests/support/make_test_certificates.sh
+    lists them), with the openssl command."""
+    script = os.path.join(os.path.dirname(__file__), "..", "support", "make_test_certificates.sh")
+    subprocess.run([script, str(tmp_path / "tls")], check=True)
+    return tmp_path / "tls"
 
 
 @pytest.fixture

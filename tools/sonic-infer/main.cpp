@@ -11,6 +11,7 @@
 #include "npy.hpp"
 #include "number_option.hpp"
 #include "tensor_spec.hpp"
+#include "tls_options.hpp"
 
 #include <algorithm>
 #include <cctype>
@@ -54,6 +55,7 @@ using sonic::tools::UsageError;
 struct Options {
   std::vector<std::string> urls{"grpc://127.0.0.1:8001"};
   std::string token_file;    ///< a bearer token's file; empty: none
+  sonic::TlsOptions tls;     ///< certificates of TLS endpoints
   long long timeout_ms = 0;  ///< 0: no limit
   std::string model_version;
   std::string id;
@@ -491,14 +493,16 @@ Options parse_args(int argc, char** argv) {
       "Sends one inference request and prints each output's name, datatype, shape and values.");
   command_line.section("Options:")
       .option("-u, --url", "URL",
-              "server endpoint: grpc://, grpc+shm://, tcp:// or tcp+zstd:// "
-              "HOST:PORT; without a scheme grpc:// (default grpc://127.0.0.1:8001); "
+              "server endpoint: grpc://, grpcs://, grpc+shm://, tcp://, tcp+zstd:// "
+              "(or with +tls) HOST:PORT; without a scheme grpc:// (default grpc://127.0.0.1:8001); "
               "several, comma-separated, are tried in turn",
               [&](const std::string& v) { options.urls = sonic::tools::comma_list("--url", v); })
       .option("--token-file", "FILE",
               "send FILE's bearer token with every call (sonic::TokenFile: read "
               "again when the file changes)",
-              [&](const std::string& v) { options.token_file = v; })
+              [&](const std::string& v) { options.token_file = v; });
+  sonic::tools::add_tls_options(command_line, options.tls);
+  command_line
       .option("-t, --timeout", "MS", "time limit of each call in milliseconds (default: none)",
               [&](const std::string& v) { options.timeout_ms = parse_timeout(v); })
       .option("-x, --model-version", "V", "model version (default: the server's choice)",
@@ -568,6 +572,7 @@ int run(const Options& options) {
     client_options.connect_timeout = std::min(client_options.connect_timeout, limit);
   }
   client_options.endpoints = options.urls;
+  client_options.tls = options.tls;
   if (!options.token_file.empty())
     client_options.bearer_token = sonic::TokenFile(options.token_file);
   sonic::Client client(client_options);

@@ -30,6 +30,7 @@
 #include "stream_sender.hpp"
 #include "sweep.hpp"
 #include "sync_sender.hpp"
+#include "tls_options.hpp"
 
 namespace {
 
@@ -51,15 +52,17 @@ Options parse(int argc, char** argv) {
       .option("-m, --model", "NAME", "the model (required)",
               [&](const std::string& v) { o.model = v; })
       .option("-u, --url", "URL",
-              "endpoint: grpc://, grpc+shm://, tcp:// or tcp+zstd:// HOST:PORT; "
+              "endpoint: grpc://, grpcs://, grpc+shm://, tcp://, tcp+zstd:// (or with "
+              "+tls) HOST:PORT; "
               "without a scheme grpc:// (default grpc://127.0.0.1:8001); several, "
               "comma-separated, share the load",
               [&](const std::string& v) { o.urls = tools::comma_list("--url", v); })
       .option("--token-file", "FILE",
               "send FILE's bearer token with every call (sonic::TokenFile: read again "
               "when the file changes)",
-              [&](const std::string& v) { o.token_file = v; })
-      .option("--input", "NAME=SPEC",
+              [&](const std::string& v) { o.token_file = v; });
+  tools::add_tls_options(line, o.tls);
+  line.option("--input", "NAME=SPEC",
               "NAME=DTYPE:SHAPE[:random|zero|sparse] or NAME=@FILE.npy, as "
               "sonic-infer's (SHAPE: 1x16 or 1,16); repeat per input (default: "
               "the model's inputs, random)",
@@ -314,6 +317,7 @@ Point measure_point(Client& client, const Options& o, const std::vector<PlannedR
 int run(const Options& o) {
   ClientOptions client_options;
   client_options.endpoints = o.urls;
+  client_options.tls = o.tls;
   if (!o.token_file.empty()) client_options.bearer_token = TokenFile(o.token_file);
   client_options.callbacks = o.callbacks;
   // The statistics read around each window: a server that went away must not hold a window

@@ -35,6 +35,7 @@ struct InputSpec {
 struct Options {
   std::vector<std::string> urls{"grpc://127.0.0.1:8001"};
   std::string token_file;  ///< a bearer token's file (--token-file); empty: none
+  TlsOptions tls;          ///< certificates of TLS endpoints (--tls-*)
   std::string model;
   std::vector<InputSpec> inputs;  ///< empty: from the model's metadata (or --input-data)
   /// --shape NAME:DIMS: the variable dimensions of the model's inputs (batch dimension excluded).

@@ -236,7 +236,16 @@ Command parse_args(int argc, char** argv) {
               "require 'authorization: Bearer TOKEN' on every call (gRPC metadata; a "
               "metadata frame on tcp://), TOKEN being FILE's text; FILE is read again "
               "when it changes. Others are answered UNAUTHENTICATED",
-              [&](const std::string& v) { options.auth_token_file = v; });
+              [&](const std::string& v) { options.auth_token_file = v; })
+      .option("--tls-cert", "FILE",
+              "serve TLS on both ports with this certificate chain (PEM): grpcs:// and "
+              "tcp+tls://; needs --tls-key. No plaintext is served then",
+              [&](const std::string& v) { options.tls.cert_file = v; })
+      .option("--tls-key", "FILE", "the certificate's private key (PEM)",
+              [&](const std::string& v) { options.tls.key_file = v; })
+      .option("--tls-client-ca", "FILE",
+              "require a client certificate signed by these authorities (PEM): mutual TLS",
+              [&](const std::string& v) { options.tls.client_ca_file = v; });
   line.section("Shared memory (Triton's extension; see docs/shared-memory-security.md):")
       .flag("--no-shm", "refuse it (clients send tensors inline)",
             [&] { options.shared_memory = false; })

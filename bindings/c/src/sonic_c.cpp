@@ -108,6 +108,10 @@ void sonic_client_options_init(sonic_client_options* options) {
   options->fallback_repository = nullptr;
   options->fallback_threads = 1;
   options->token_file = nullptr;
+  options->tls_ca_file = nullptr;
+  options->tls_cert_file = nullptr;
+  options->tls_key_file = nullptr;
+  options->tls_server_name = nullptr;
 }
 
 sonic_code sonic_client_create(const char* const* urls, size_t url_count,
@@ -142,6 +146,10 @@ sonic_code sonic_client_create(const char* const* urls, size_t url_count,
           {given.fallback_repository}, given.fallback_threads ? given.fallback_threads : 1);
     }
     if (given.token_file) config.bearer_token = sonic::TokenFile(given.token_file);
+    if (given.tls_ca_file) config.tls.ca_file = given.tls_ca_file;
+    if (given.tls_cert_file) config.tls.cert_file = given.tls_cert_file;
+    if (given.tls_key_file) config.tls.key_file = given.tls_key_file;
+    if (given.tls_server_name) config.tls.server_name = given.tls_server_name;
     *client = new sonic_client{sonic::Client(std::move(config))};
     return SONIC_OK;
   });

@@ -35,7 +35,10 @@ class Client(_sonic.Client):
     (3), retry_on (["UNAVAILABLE"]), per_attempt_timeout, control_timeout (10),
     connect_timeout (3), compression (None, "gzip", "deflate"), headers ({name: value}),
     bearer_token (a str) or token_file (a path, read again when the file changes: sent as
-    "authorization: Bearer TOKEN"),
+    "authorization: Bearer TOKEN"), tls_ca_file, tls_cert_file, tls_key_file and
+    tls_server_name (for grpcs:// and tcp+tls:// URLs: the authorities the server's
+    certificate must chain to, default the system's; a client certificate and key for mutual
+    TLS; the name the certificate must be for, default the URL's host),
     validate_inputs (True), fallback_repository (a Triton model repository, or a list, whose
     models run in-process when no server can), fallback_threads (1), fallback_latency_budget,
     eject_after (3), keepalive_interval (60), max_message_bytes, shm_pool_bytes,

@@ -126,6 +126,14 @@ const std::vector<std::pair<const char*, Setter>>& setters() {
        [](ClientOptions& o, Fallback&, py::handle v) {
          o.bearer_token = TokenFile(py::str(v).cast<std::string>());
        }},
+      {"tls_ca_file", [](ClientOptions& o, Fallback&,
+                         py::handle v) { o.tls.ca_file = py::str(v).cast<std::string>(); }},
+      {"tls_cert_file", [](ClientOptions& o, Fallback&,
+                           py::handle v) { o.tls.cert_file = py::str(v).cast<std::string>(); }},
+      {"tls_key_file", [](ClientOptions& o, Fallback&,
+                          py::handle v) { o.tls.key_file = py::str(v).cast<std::string>(); }},
+      {"tls_server_name", [](ClientOptions& o, Fallback&,
+                             py::handle v) { o.tls.server_name = v.cast<std::string>(); }},
       {"validate_inputs",
        [](ClientOptions& o, Fallback&, py::handle v) { o.validate_inputs = v.cast<bool>(); }},
       {"share_connections",

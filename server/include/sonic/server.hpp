@@ -63,6 +63,18 @@ struct ServerLimits {
   std::uint64_t max_connection_shm_bytes = std::uint64_t{16} << 30;
 };
 
+/// TLS of a server's ports (both, when it has two): grpcs:// on the gRPC port, tcp+tls:// and
+/// tcp+zstd+tls:// on the TCP port. TLS 1.2 or later; the gRPC port offers HTTP/2 through ALPN,
+/// as gRPC clients require. A server with TLS serves no plaintext.
+struct ServerTlsOptions {
+  /// The server's certificate chain and private key (PEM files). Both empty: no TLS.
+  std::string cert_file;
+  std::string key_file;
+  /// Certificate authorities (a PEM file) that must have signed a client certificate: set, every
+  /// client must present one (mutual TLS) or its handshake fails.
+  std::string client_ca_file;
+};
+
 /// How a Server listens and what it accepts. Every field has a default that suits a server on
 /// this host for tests and demos.
 struct ServerOptions {
@@ -122,6 +134,9 @@ struct ServerOptions {
   /// Empty: no check. Server construction throws sonic::Error(InvalidArgument) when the file
   /// cannot be read.
   std::string auth_token_file;
+  /// TLS on both ports; server construction throws sonic::Error(InvalidArgument) when a file
+  /// cannot be read or the key does not match the certificate.
+  ServerTlsOptions tls;
   /// What one client may make the server hold.
   ServerLimits limits;
 };

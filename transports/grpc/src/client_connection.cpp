@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "net/tls.hpp"
 #include "protocol/grpc_wire.hpp"
 #include "sonic/version.hpp"
 
@@ -34,13 +35,13 @@ std::string ConnectionSettings::key() const {
   return std::to_string(connect_timeout.count()) + "/" +
          std::to_string(keepalive_interval.count()) + "/" +
          std::to_string(keepalive_timeout.count()) + "/" + std::to_string(stream_window_bytes) +
-         "/" + std::to_string(connection_window_bytes);
+         "/" + std::to_string(connection_window_bytes) + (tls ? "/tls\n" + tls_key : "");
 }
 
 ClientConnection::ClientConnection(asio::io_context& io, Endpoint endpoint,
                                    ConnectionSettings settings,
                                    net::ChannelEvents<ClientCall> events)
-    : H2Session(asio::ip::tcp::socket(io), net::ReadBuffer::kOwn),
+    : H2Session(asio::ip::tcp::socket(io), net::ReadBuffer::kOwn, settings.tls),
       io_(io),
       endpoint_(std::move(endpoint)),
       settings_(settings),
@@ -50,6 +51,7 @@ ClientConnection::ClientConnection(asio::io_context& io, Endpoint endpoint,
   bool ipv6 = endpoint_.host.find(':') != std::string::npos;
   authority_ =
       (ipv6 ? "[" + endpoint_.host + "]" : endpoint_.host) + ":" + std::to_string(endpoint_.port);
+  link_.expect_server(endpoint_.host);
 }
 
 ClientConnection::~ClientConnection() = default;
@@ -59,11 +61,15 @@ std::string ClientConnection::describe() const { return endpoint_.scheme + "://"
 void ClientConnection::connect() {
   state_ = State::Connecting;
   auto self = std::static_pointer_cast<ClientConnection>(shared_from_this());
-  connector_.start(socket_, endpoint_.host, endpoint_.port, settings_.connect_timeout, self,
-                   [this](std::string failure) {
+  connector_.start(link_.socket(), endpoint_.host, endpoint_.port, settings_.connect_timeout, self,
+                   [this, self](std::string failure) {
                      if (state_ != State::Connecting) return;
                      if (!failure.empty()) return connect_failed(failure);
-                     on_connected();
+                     link_.handshake(settings_.connect_timeout, self, [this](std::string why) {
+                       if (state_ != State::Connecting) return;
+                       if (!why.empty()) return connect_failed(why);
+                       on_connected();
+                     });
                    });
 }
 
@@ -84,7 +90,7 @@ void ClientConnection::connect_failed(const std::string& why) {
 
 void ClientConnection::on_connected() {
   std::error_code ignored;
-  socket_.set_option(asio::ip::tcp::no_delay(true), ignored);
+  link_.socket().set_option(asio::ip::tcp::no_delay(true), ignored);
 
   nghttp2_session_callbacks* callbacks = nullptr;
   nghttp2_session_callbacks_new(&callbacks);
@@ -572,13 +578,22 @@ void ClientConnection::on_connection_lost(const std::string& why) {
 std::string ClientConnection::not_a_grpc_server(const std::string& why) const {
   const std::string& first = peer_first_bytes();
   const std::string where = describe();
+  if (auto refused = net::client_certificate_refusal(why); !refused.empty()) {
+    return "connection to " + where + ": " + refused;
+  }
   if (first.empty()) {
+    // A TLS server closes a connection whose first bytes are not a ClientHello, saying nothing.
     return "connection to " + where + " closed before the server said anything (" + why +
-           "): is it a gRPC server, and does it accept more connections?";
+           "): is it a gRPC server" + (link_.secure() ? "" : ", and not a TLS one (grpcs://)") +
+           ", and does it accept more connections?";
   }
   const std::string line = first.substr(0, first.find_first_of("\r\n"));
   const bool text =
       std::all_of(line.begin(), line.end(), [](char c) { return c >= 0x20 && c < 0x7f; });
+  if (first.size() >= 2 && (first[0] == 0x15 || first[0] == 0x16) && first[1] == 0x03) {
+    // A TLS record (an alert, or a handshake): the server expected a ClientHello.
+    return where + " answered in TLS (" + why + "): it serves grpcs://, not grpc://";
+  }
   if (text && !line.empty()) {
     // An HTTP/1 server (a status line, or a bare error page): Triton serves HTTP/REST on 8000
     // and gRPC on 8001, and pointing grpc:// at the first is the classic mistake.

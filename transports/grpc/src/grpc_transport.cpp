@@ -1,5 +1,6 @@
 // The gRPC transport: sonic::Transport for one client and endpoint, over the endpoint's
-// channel (shared with the process's other clients of it). Registers the "grpc" URL scheme.
+// channel (shared with the process's other clients of it). Registers the "grpc" URL scheme, and
+// "grpcs" for gRPC over TLS.
 #include <functional>
 #include <memory>
 #include <string>
@@ -10,6 +11,7 @@
 #include "net/bearer_token.hpp"
 #include "net/channel.hpp"
 #include "net/resolve.hpp"
+#include "net/tls.hpp"
 #include "protocol/control_calls.hpp"
 #include "protocol/infer_codec.hpp"
 
@@ -21,8 +23,14 @@ using protocol::ReceivedMessage;
 
 /// The channel of `endpoint` for a client with `options`: shared with the process's other
 /// clients of the endpoint whose connection settings agree, unless share_connections is off.
-std::shared_ptr<GrpcChannel> channel_for(const Endpoint& endpoint, const ClientOptions& options) {
+/// With `tls`, its connections speak TLS.
+std::shared_ptr<GrpcChannel> channel_for(const Endpoint& endpoint, const ClientOptions& options,
+                                         std::shared_ptr<net::TlsContext> tls) {
   auto settings = ConnectionSettings::of(options);
+  if (tls) {
+    settings.tls = std::move(tls);
+    settings.tls_key = net::tls_key(options.tls);
+  }
   std::string key = endpoint.url + '\n' + settings.key() + '\n' +
                     std::to_string(options.reconnect_backoff.count()) + '/' +
                     std::to_string(options.reconnect_backoff_max.count());
@@ -53,8 +61,9 @@ void record_timing(InferTiming& t, const CallTimes& at, Clock::time_point begun,
 
 class GrpcTransport final : public protocol::ControlCalls {
  public:
-  GrpcTransport(const Endpoint& endpoint, const ClientOptions& options)
-      : channel_(channel_for(endpoint, options)),
+  GrpcTransport(const Endpoint& endpoint, const ClientOptions& options,
+                std::shared_ptr<net::TlsContext> tls)
+      : channel_(channel_for(endpoint, options, std::move(tls))),
         headers_(options.headers),
         bearer_token_(options.bearer_token),
         max_message_bytes_(options.max_message_bytes),
@@ -163,12 +172,21 @@ class GrpcTransport final : public protocol::ControlCalls {
 
 const bool registered = [] {
   transport_registry().set_resolver(&net::resolve_addresses);
-  transport_registry().add(
-      "grpc",
-      [](const Endpoint& endpoint,
-         const ClientOptions& options) -> Result<std::unique_ptr<Transport>> {
-        return std::unique_ptr<Transport>(std::make_unique<GrpcTransport>(endpoint, options));
-      });
+  transport_registry().add("grpc",
+                           [](const Endpoint& endpoint,
+                              const ClientOptions& options) -> Result<std::unique_ptr<Transport>> {
+                             return std::unique_ptr<Transport>(
+                                 std::make_unique<GrpcTransport>(endpoint, options, nullptr));
+                           });
+  transport_registry().add("grpcs",
+                           [](const Endpoint& endpoint,
+                              const ClientOptions& options) -> Result<std::unique_ptr<Transport>> {
+                             auto tls =
+                                 net::client_tls_context(options.tls, net::TlsPurpose::kGrpc);
+                             if (!tls) return tls.error();
+                             return std::unique_ptr<Transport>(std::make_unique<GrpcTransport>(
+                                 endpoint, options, std::move(*tls)));
+                           });
   return true;
 }();
 

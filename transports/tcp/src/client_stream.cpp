@@ -2,38 +2,52 @@
 
 #include <utility>
 
+#include "net/tls.hpp"
+
 namespace sonic::tcp {
 
 using protocol::tcp::Frame;
 using protocol::tcp::FrameKind;
 
 StreamSettings StreamSettings::of(const ClientOptions& options) {
-  return {options.connect_timeout, options.keepalive_interval, options.keepalive_timeout,
-          options.max_message_bytes};
+  return {options.connect_timeout,
+          options.keepalive_interval,
+          options.keepalive_timeout,
+          options.max_message_bytes,
+          nullptr,
+          {}};
 }
 
 std::string StreamSettings::key() const {
   return std::to_string(connect_timeout.count()) + "/" +
          std::to_string(keepalive_interval.count()) + "/" +
-         std::to_string(keepalive_timeout.count()) + "/" + std::to_string(max_message_bytes);
+         std::to_string(keepalive_timeout.count()) + "/" + std::to_string(max_message_bytes) +
+         (tls ? "/tls\n" + tls_key : "");
 }
 
 ClientStream::ClientStream(asio::io_context& io, Endpoint endpoint, StreamSettings settings,
                            net::ChannelEvents<TcpCall> events)
-    : FrameStream(io, settings.max_message_bytes),
+    : FrameStream(io, settings.max_message_bytes, settings.tls),
       io_(io),
       endpoint_(std::move(endpoint)),
       settings_(settings),
       events_(std::move(events)),
       connector_(io),
-      keepalive_(io, settings.keepalive_interval, settings.keepalive_timeout) {}
+      keepalive_(io, settings.keepalive_interval, settings.keepalive_timeout) {
+  link().expect_server(endpoint_.host);
+}
 
 void ClientStream::connect() {
-  connector_.start(socket(), endpoint_.host, endpoint_.port, settings_.connect_timeout,
-                   shared_from_this(), [this](std::string failure) {
+  auto self = shared_from_this();
+  connector_.start(socket(), endpoint_.host, endpoint_.port, settings_.connect_timeout, self,
+                   [this, self](std::string failure) {
                      if (failed_) return;
                      if (!failure.empty()) return connect_failed(failure);
-                     on_connected();
+                     link().handshake(settings_.connect_timeout, self, [this](std::string why) {
+                       if (failed_) return;
+                       if (!why.empty()) return connect_failed(why);
+                       on_connected();
+                     });
                    });
 }
 
@@ -172,6 +186,7 @@ void ClientStream::shutdown(StatusCode code, const std::string& why) {
 }
 
 void ClientStream::on_frame(Frame frame) {
+  answered_ = true;
   switch (frame.kind) {
     case FrameKind::Ping: return send(protocol::tcp::encode_control(FrameKind::Pong));
     case FrameKind::Pong: return keepalive_.pong();
@@ -204,7 +219,16 @@ void ClientStream::on_lost(const std::string& why) {
   failed_ = true;
   keepalive_.stop();
   connector_.cancel();
-  fail_all(Error(StatusCode::Unavailable, "connection to " + endpoint_.url + " lost: " + why));
+  std::string error = "connection to " + endpoint_.url + " lost: " + why;
+  if (auto refused = net::client_certificate_refusal(why); !refused.empty()) {
+    error = "connection to " + endpoint_.url + ": " + refused;
+  } else if (!answered_ && !link().secure()) {
+    // A TLS server closes a connection whose first bytes are not a ClientHello, saying nothing.
+    error +=
+        " before the server answered anything: is it sonic's TCP port, and not a TLS one "
+        "(tcp+tls://)?";
+  }
+  fail_all(Error(StatusCode::Unavailable, error));
 }
 
 void ClientStream::fail_all(const Error& error) {

@@ -49,6 +49,10 @@ struct StreamSettings {
   std::chrono::milliseconds keepalive_interval{};
   std::chrono::milliseconds keepalive_timeout{};
   std::size_t max_message_bytes = 0;
+  /// For tcp+tls:// and tcp+zstd+tls://: the TLS context, and what tells its options apart
+  /// (null: plaintext).
+  std::shared_ptr<net::TlsContext> tls;
+  std::string tls_key;
 
   static StreamSettings of(const ClientOptions& options);
   std::string key() const;
@@ -94,6 +98,7 @@ class ClientStream final : public net::FrameStream {
   net::Keepalive keepalive_;
   bool connected_ = false;
   bool failed_ = false;
+  bool answered_ = false;                                      // a frame arrived from the server
   std::string sent_authorization_;                             // what the last metadata frame said
   std::vector<std::shared_ptr<TcpCall>> waiting_;              // until connected
   std::map<std::uint64_t, std::shared_ptr<TcpCall>> pending_;  // sent, awaiting an answer

@@ -1,7 +1,7 @@
-// The tcp:// and tcp+zstd:// transports: KServe v2 messages in sonic's frames
-// (proto/tcp_framing.md) over one TCP connection per endpoint, shared by the process's clients
-// of it; many requests in flight, answered in any order. Compression happens on the caller's
-// thread, so that several callers compress in parallel; everything else runs on the
+// The tcp:// and tcp+zstd:// transports, and tcp+tls:// and tcp+zstd+tls:// over TLS: KServe v2
+// messages in sonic's frames (proto/tcp_framing.md) over one TCP connection per endpoint, shared by
+// the process's clients of it; many requests in flight, answered in any order. Compression happens
+// on the caller's thread, so that several callers compress in parallel; everything else runs on the
 // connection's network thread.
 #include <atomic>
 #include <functional>
@@ -11,6 +11,7 @@
 
 #include "client_stream.hpp"
 #include "net/bearer_token.hpp"
+#include "net/tls.hpp"
 #include "protocol/control_calls.hpp"
 #include "protocol/infer_codec.hpp"
 
@@ -25,9 +26,15 @@ using TcpChannel = net::Channel<ClientStream, TcpCall>;
 // Request ids, unique in the process and hence on every connection, whoever shares it.
 std::atomic<std::uint64_t> next_id{1};
 
-std::shared_ptr<TcpChannel> channel_for(const Endpoint& endpoint, const ClientOptions& options) {
+std::shared_ptr<TcpChannel> channel_for(const Endpoint& endpoint, const ClientOptions& options,
+                                        std::shared_ptr<net::TlsContext> tls) {
   auto settings = StreamSettings::of(options);
-  // tcp:// and tcp+zstd:// differ per request (the frames say): one connection serves both.
+  if (tls) {
+    settings.tls = std::move(tls);
+    settings.tls_key = net::tls_key(options.tls);
+  }
+  // tcp:// and tcp+zstd:// differ per request (the frames say): one connection serves both, and
+  // one TLS connection serves tcp+tls:// and tcp+zstd+tls://.
   std::string key = endpoint.host + ':' + std::to_string(endpoint.port) + '\n' + settings.key() +
                     '\n' + std::to_string(options.reconnect_backoff.count()) + '/' +
                     std::to_string(options.reconnect_backoff_max.count());
@@ -42,8 +49,9 @@ using Calls = net::CallBook<ClientStream, TcpCall>;
 
 class TcpTransport final : public protocol::ControlCalls {
  public:
-  TcpTransport(const Endpoint& endpoint, const ClientOptions& options, bool zstd)
-      : channel_(channel_for(endpoint, options)),
+  TcpTransport(const Endpoint& endpoint, const ClientOptions& options, bool zstd,
+               std::shared_ptr<net::TlsContext> tls)
+      : channel_(channel_for(endpoint, options, std::move(tls))),
         compression_{zstd, options.compression.zstd_level, options.compression.adaptive},
         max_message_bytes_(options.max_message_bytes),
         wait_for_reconnect_(net::ReconnectBackoff::calls_wait(options)),
@@ -145,13 +153,22 @@ class TcpTransport final : public protocol::ControlCalls {
 
 const bool registered = [] {
   for (bool zstd : {false, true}) {
-    transport_registry().add(
-        zstd ? "tcp+zstd" : "tcp",
-        [zstd](const Endpoint& endpoint,
-               const ClientOptions& options) -> Result<std::unique_ptr<Transport>> {
-          return std::unique_ptr<Transport>(
-              std::make_unique<TcpTransport>(endpoint, options, zstd));
-        });
+    for (bool tls : {false, true}) {
+      std::string scheme = std::string(zstd ? "tcp+zstd" : "tcp") + (tls ? "+tls" : "");
+      transport_registry().add(
+          scheme,
+          [zstd, tls](const Endpoint& endpoint,
+                      const ClientOptions& options) -> Result<std::unique_ptr<Transport>> {
+            std::shared_ptr<net::TlsContext> context;
+            if (tls) {
+              auto made = net::client_tls_context(options.tls, net::TlsPurpose::kFrames);
+              if (!made) return made.error();
+              context = std::move(*made);
+            }
+            return std::unique_ptr<Transport>(
+                std::make_unique<TcpTransport>(endpoint, options, zstd, std::move(context)));
+          });
+    }
   }
   return true;
 }();
