@@ -88,8 +88,9 @@ struct ProbeReport {
 class Probe {
  public:
   explicit Probe(const std::string& url,
-                 std::chrono::milliseconds period = std::chrono::milliseconds(50))
-      : client_(url), thread_([this, period] { run(period); }) {}
+                 std::chrono::milliseconds period = std::chrono::milliseconds(50),
+                 ClientOptions options = {})
+      : client_(url, std::move(options)), thread_([this, period] { run(period); }) {}
   ~Probe() { stop(); }
   Probe(const Probe&) = delete;
   Probe& operator=(const Probe&) = delete;

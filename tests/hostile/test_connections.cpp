@@ -9,6 +9,7 @@
 #include "attacks.hpp"
 #include "eventually.hpp"
 #include "hostile_target.hpp"
+#include "test_certificates.hpp"
 
 using namespace sonic::test;
 using namespace std::chrono_literals;
@@ -42,6 +43,40 @@ TEST_CASE("connections that never finish the handshake are closed, and cost litt
     CHECK_MESSAGE(report.failures == 0, report.first_failure);
   }
   // All of them closed by the server within its handshake timeout (and some slack).
+  std::size_t closed = 0;
+  for (auto& socket : sockets) closed += socket.closed_by_peer(4000ms) ? 1 : 0;
+  CHECK(closed == sockets.size());
+  CHECK(target.ended().empty());
+}
+
+TEST_CASE("TLS connections that stall in the handshake are closed, within a bounded memory") {
+  // Each holds an OpenSSL connection and Asio's record buffers (about 90 KiB once idle, see
+  // docs/limits.md) until the handshake timeout ends it.
+  raise_descriptor_limit();
+  TestCertificates certs;
+  HostileTarget target({"--handshake-timeout", "2", "--tls-cert", certs.file("server.pem"),
+                        "--tls-key", certs.file("server.key")});
+  const long before = target.resident_kib();
+  // A TLS record header that announces a 512-byte handshake message, and nothing of it.
+  const std::string stalled_hello("\x16\x03\x01\x02\x00", 5);
+  std::vector<RawSocket> sockets;
+  for (int i = 0; i < 1000; ++i) {
+    sockets.emplace_back(target.grpc_port());
+    sockets.back().send(stalled_hello);
+  }
+  std::this_thread::sleep_for(500ms);
+  const long growth = target.resident_kib() - before;
+  MESSAGE("1000 stalled TLS handshakes: +" << growth << " KiB");
+  CHECK(growth < 1000 * 128 * kSanitizerSlack);
+  {
+    sonic::ClientOptions trusting;
+    trusting.tls.ca_file = certs.file("ca.pem");
+    Probe probe("grpcs://127.0.0.1:" + std::to_string(target.grpc_port()), 50ms, trusting);
+    std::this_thread::sleep_for(300ms);
+    auto report = probe.stop();
+    CHECK(report.requests > 0);
+    CHECK_MESSAGE(report.failures == 0, report.first_failure);
+  }
   std::size_t closed = 0;
   for (auto& socket : sockets) closed += socket.closed_by_peer(4000ms) ? 1 : 0;
   CHECK(closed == sockets.size());
