@@ -6,6 +6,7 @@ sonic's own Python client speaks grpcs:// and tcp+tls:// to the same server."""
 import os
 import socket
 import ssl
+import subprocess
 import sys
 import warnings
 
@@ -141,5 +142,26 @@ def test_sonic_python_client_over_grpcs_and_tcp_tls(certificates):
                               max_attempts=1) as stranger:
                 with pytest.raises(sonic.Unavailable, match="unable to get local issuer"):
                     stranger.infer("simple", INPUTS)
+    finally:
+        server.stop()
+
+
+def test_the_readme_tls_and_token_commands(certificates, tmp_path):
+    """The README's "Security and deployment" commands, as written there: sonic-server with TLS
+    and a token, sonic-infer with the authority and the token file."""
+    token = tmp_path / "token"
+    token.write_text("readme-s3cret\n")
+    server = tls_server(certificates, "--auth-token-file", str(token))
+    infer = os.path.join(os.path.dirname(os.environ["SONIC_SERVER"]), "sonic-infer")
+    url = server.grpc.replace("grpc://", "grpcs://")
+    try:
+        listed = subprocess.run(
+            [infer, "-u", url, "--tls-ca", str(certificates / "ca.pem"), "--token-file",
+             str(token), "--list"], capture_output=True, text=True, timeout=30)
+        assert listed.returncode == 0, listed.stderr
+        assert "simple" in listed.stdout
+        anonymous = subprocess.run([infer, "-u", url, "--tls-ca", str(certificates / "ca.pem"),
+                                    "--list"], capture_output=True, text=True, timeout=30)
+        assert anonymous.returncode == 1 and "UNAUTHENTICATED" in anonymous.stderr
     finally:
         server.stop()

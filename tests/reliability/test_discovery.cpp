@@ -9,18 +9,13 @@
 
 #include "eventually.hpp"
 #include "fake_transport.hpp"
+#include "loopback_server.hpp"
 
 using namespace sonic;
 using namespace sonic::test;
 using namespace std::chrono_literals;
 
 namespace {
-
-InferRequest simple_request() {
-  return InferRequest("simple")
-      .input("INPUT0", Tensor::from_vector(std::vector<std::int32_t>(16, 1), {1, 16}))
-      .input("INPUT1", Tensor::from_vector(std::vector<std::int32_t>(16, 2), {1, 16}));
-}
 
 ClientOptions discovering(std::vector<std::string> endpoints) {
   ClientOptions options;
@@ -37,14 +32,14 @@ TEST_CASE("an endpoint that refuses discovery takes no requests until it answers
   Client client(discovering({busy.url(), calm.url()}));
   REQUIRE(eventually([&] { return busy.discovery_calls() > 1 && calm.discovery_calls() > 1; }));
   for (int i = 0; i < 20; ++i)
-    CHECK(client.infer(simple_request()).executed_on() == ExecutedOn::Remote);
+    CHECK(client.infer(simple_request(1, 2)).executed_on() == ExecutedOn::Remote);
   CHECK(busy.calls() == 0);
   CHECK(calm.calls() == 20);
 
   busy.refuse_discovery(std::nullopt);
   const auto asked = busy.discovery_calls();
   REQUIRE(eventually([&] { return busy.discovery_calls() > asked + 1; }));
-  for (int i = 0; i < 20; ++i) client.infer(simple_request());
+  for (int i = 0; i < 20; ++i) client.infer(simple_request(1, 2));
   CHECK(busy.calls() > 0);
 }
 
@@ -57,7 +52,7 @@ TEST_CASE("when every endpoint refuses discovery, the fallback takes the request
   options.fallback = CpuExecutor::with_models({models::simple()}, 1);
   Client client(options);
   REQUIRE(eventually([&] { return a.discovery_calls() > 1 && b.discovery_calls() > 1; }));
-  auto result = client.infer(simple_request());
+  auto result = client.infer(simple_request(1, 2));
   CHECK(result.executed_on() == ExecutedOn::Local);
   CHECK(result.output("OUTPUT0").as<std::int32_t>()[0] == 3);
   CHECK(a.calls() + b.calls() == 0);
@@ -68,5 +63,5 @@ TEST_CASE("without a fallback, endpoints that refuse discovery are still tried")
   a.refuse_discovery(Error(StatusCode::Unavailable, "no capacity"));
   Client client(discovering({a.url()}));
   REQUIRE(eventually([&] { return a.discovery_calls() > 1; }));
-  CHECK(client.infer(simple_request()).output("OUTPUT0").as<std::int32_t>()[0] == 3);
+  CHECK(client.infer(simple_request(1, 2)).output("OUTPUT0").as<std::int32_t>()[0] == 3);
 }

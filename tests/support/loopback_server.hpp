@@ -64,6 +64,11 @@ inline InferRequest simple_request(std::int32_t a, std::int32_t b) {
       .input("INPUT1", Tensor::from_vector(std::vector<std::int32_t>(16, b), {1, 16}));
 }
 
+/// How many times `server`'s `simple` model ran (to check that a refused call never reached it).
+inline std::uint64_t simple_executions(LoopbackServer& server) {
+  return server.executor().statistics("simple", "").value().execution_count;
+}
+
 inline double ms_since(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
       .count();

@@ -52,7 +52,7 @@ sonic::InferRequest digit(std::int64_t value, std::uint64_t id, bool start = fal
                        .sequence(id, start, end));
 }
 
-std::int64_t output_of(const sonic::Result<sonic::InferResult>& result) {
+std::int64_t output64_of(const sonic::Result<sonic::InferResult>& result) {
   return result.value().output("OUTPUT").as<std::int64_t>()[0];
 }
 
@@ -75,7 +75,7 @@ TEST_CASE("sequence batching: a sequence's requests run in the order they came, 
     for (std::uint64_t id : {11u, 12u}) send(digit(d, id, false, d == 6));
   }
   std::vector<std::int64_t> got;
-  for (auto& f : results) got.push_back(output_of(f.get()));
+  for (auto& f : results) got.push_back(output64_of(f.get()));
   CHECK(got[got.size() - 2] == 123456);
   CHECK(got[got.size() - 1] == 123456);
   CHECK(got[4] == 123);
@@ -200,7 +200,7 @@ TEST_CASE("sequence batching: state starts from its initial value, grows, and is
 
 TEST_CASE("sequence batching: a model that batches takes one row per request") {
   auto executor = sonic::CpuExecutor::with_models({digits(0ms, 8)}, 1);
-  CHECK(output_of(executor->infer(digit(4, 3, true, false, {1, 1}))) == 4);
+  CHECK(output64_of(executor->infer(digit(4, 3, true, false, {1, 1}))) == 4);
   auto two_rows =
       sonic::InferRequest("digits")
           .input("INPUT", sonic::Tensor::from_vector(std::vector<std::int64_t>{1, 2}, {2, 1}))
@@ -209,7 +209,7 @@ TEST_CASE("sequence batching: a model that batches takes one row per request") {
   CHECK(refused.code() == sonic::StatusCode::InvalidArgument);
   CHECK(refused.error().message().find("must specify batch-size 1 due to requirements of "
                                        "sequence batcher") != std::string::npos);
-  CHECK(output_of(executor->infer(digit(5, 3, false, true, {1, 1}))) == 45);
+  CHECK(output64_of(executor->infer(digit(5, 3, false, true, {1, 1}))) == 45);
 }
 
 TEST_CASE("sequence batching: infer() runs its sequence itself rather than wait for a thread") {
@@ -228,8 +228,8 @@ TEST_CASE("sequence batching: infer() runs its sequence itself rather than wait 
   const bool finished = sync.wait_for(5s) == std::future_status::ready;
   release.set_value();
   REQUIRE(finished);
-  CHECK(output_of(sync.get()) == 123);
-  CHECK(output_of(queued.get_future().get()) == 12);
+  CHECK(output64_of(sync.get()) == 123);
+  CHECK(output64_of(queued.get_future().get()) == 12);
 }
 
 TEST_CASE("sequence batching: a running sequence is not dropped as idle") {
@@ -247,8 +247,8 @@ TEST_CASE("sequence batching: a running sequence is not dropped as idle") {
   auto second = later(digit(2, 4));       // runs for 150 ms: longer than the idle limit
   std::this_thread::sleep_for(110ms);     // past the idle limit since it came, still running
   auto other = later(digit(7, 5, true));  // a START sweeps idle sequences: 4 is busy, not idle
-  CHECK(output_of(second.get()) == 12);
-  CHECK(output_of(executor->infer(digit(3, 4, false, true))) == 123);
+  CHECK(output64_of(second.get()) == 12);
+  CHECK(output64_of(executor->infer(digit(3, 4, false, true))) == 123);
   CHECK(other.get().ok());
   // Idle for longer than the limit with nothing queued or running: dropped.
   REQUIRE(executor->infer(digit(1, 6, true)).ok());
