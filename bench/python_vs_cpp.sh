@@ -27,7 +27,7 @@ python=${PYTHON:-/usr/bin/python3}
 "$python" -c "import grpc, grpc_tools, numpy" 2>/dev/null ||
   { echo "python_vs_cpp: needs python3-grpcio, python3-grpc-tools, python3-numpy (scripts/install-deps.sh)" >&2; exit 2; }
 
-source "$repo/bench/start_server.sh"  # $work, start_server, the cleanup
+source "$repo/bench/start_server.sh"  # $work, start_server, perf_summary, the cleanup
 start_server "$server" "$work/server.log"
 url=grpc://127.0.0.1:$port
 requests=20000
@@ -38,8 +38,7 @@ sonic_perf() {  # CONCURRENCY [OPTIONS...]
   "$perf" --url "$url" --model identity_fp32 --input "INPUT0=FP32:1,16:random" \
     --concurrency "$concurrency" "$@" --warmup 0.5 --window-requests "$requests" --max-windows 1 \
     --json "$work/perf.json" >/dev/null 2>&1
-  "$python" -c 'import json,sys; p=json.load(open(sys.argv[1]))["points"][0]; print(json.dumps(
-    {k: p[k] for k in ("throughput", "p50_us", "p99_us", "client_cpu_us")}))' "$work/perf.json"
+  perf_summary "$work/perf.json"
 }
 python_client() {  # API CONCURRENCY
   PYTHONPATH=$build/python "$python" "$repo/bench/peer_sonic_python.py" --url "$url" --api "$1" \
@@ -61,14 +60,13 @@ for round in $(seq "$rounds"); do
   done
 done
 
-"$python" - "$work/rows" "$rounds" <<'PY'
-import json, statistics, sys
+"$python" - "$work/rows" "$rounds" "$repo/bench" <<'PY'
+import sys
+sys.path.insert(0, sys.argv[3])
+from rows import load, median
 path, rounds = sys.argv[1], sys.argv[2]
-rows = {}
-for line in open(path):
-    who, inflight, data = line.split(" ", 2)
-    rows.setdefault((who, inflight), []).append(json.loads(data))
-med = lambda who, n, key: statistics.median(r[key] for r in rows[(who, n)])
+rows = load(path)
+med = lambda who, n, figure: median(rows, who, n, figure)
 print(f"identity_fp32, 64 B, one sonic-server; medians of {rounds} interleaved rounds")
 print(f"{'client':>15} {'inflight':>8} {'CPU us':>8} {'infer/s':>9} {'p50 us':>8} {'p99 us':>8}")
 for who, n in rows:

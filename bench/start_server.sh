@@ -1,12 +1,19 @@
-# Sourced by the benchmark scripts: a temporary directory $work, and on exit the server stopped
-# and $work removed. start_server PROGRAM LOG [OPTIONS...] starts a sonic-server on 127.0.0.1
-# (or $server_host, run by the command in the array $server_prefix if set) with a free port, in the background, and sets server_pid and port once it listens (exits 1
-# if it does not within 10 s).
+# Sourced by the benchmark scripts: a temporary directory $work, and on exit every server started
+# here stopped and $work removed. start_server PROGRAM LOG [OPTIONS...] starts a sonic-server on
+# 127.0.0.1 (or $server_host, run by the command in the array $server_prefix if set) with a free
+# port, in the background, and sets server_pid and port once it listens, and tcp_port when
+# OPTIONS give --tcp-port (exits 1 if it does not within 10 s). Several may run at once.
+# perf_summary JSON prints the first point of a sonic-perf --json file as the JSON object of the
+# figures the scripts compare (throughput, p50_us, p99_us, client_cpu_us).
 work=$(mktemp -d)
 server_pid=
+server_pids=()
 cleanup() {
   # A server that died of a signal must not stop the clean-up (set -e in the scripts).
-  [[ -n $server_pid ]] && kill "$server_pid" 2>/dev/null && wait "$server_pid" 2>/dev/null || true
+  local pid
+  for pid in "${server_pids[@]}"; do
+    kill "$pid" 2>/dev/null && wait "$pid" 2>/dev/null || true
+  done
   rm -rf "$work"
 }
 trap cleanup EXIT
@@ -14,16 +21,26 @@ trap cleanup EXIT
 start_server() {
   local program=$1 log=$2
   shift 2
+  local wants_tcp=
+  [[ " $* " == *" --tcp-port "* ]] && wants_tcp=1
   : >"$log"  # exists before the server starts: it is read while the server starts
   ${server_prefix+"${server_prefix[@]}"} "$program" --host "${server_host:-127.0.0.1}" --port 0 "$@" \
     >"$log" 2>&1 &
   server_pid=$!
+  server_pids+=("$server_pid")
   port=
+  tcp_port=
   for _ in $(seq 100); do
     port=$(sed -n 's/^sonic-server listening on .*:\([0-9]*\)$/\1/p' "$log")
-    [[ -n $port ]] && return
+    tcp_port=$(sed -n 's/^sonic-server tcp listening on .*:\([0-9]*\)$/\1/p' "$log")
+    [[ -n $port && ( -z $wants_tcp || -n $tcp_port ) ]] && return
     sleep 0.1
   done
   echo "$(basename "$0"): sonic-server did not start: $(cat "$log")" >&2
   exit 1
+}
+
+perf_summary() {
+  "${python:-/usr/bin/python3}" -c 'import json,sys; p=json.load(open(sys.argv[1]))["points"][0]
+print(json.dumps({k: p[k] for k in ("throughput", "p50_us", "p99_us", "client_cpu_us")}))' "$1"
 }

@@ -18,28 +18,19 @@ done
 python=${PYTHON:-/usr/bin/python3}
 [[ -x $python ]] || python=python3
 
-source "$repo/bench/start_server.sh"  # $work, start_server, the cleanup of the last server
+source "$repo/bench/start_server.sh"  # $work, start_server, perf_summary, the cleanup
 "$repo/tests/support/make_test_certificates.sh" "$work/tls" >/dev/null
 start_server "$server" "$work/plain.log" --tcp-port 0
-plain_pid=$server_pid
-trap 'kill "$plain_pid" 2>/dev/null || true; cleanup' EXIT
-plain_grpc=$port
-plain_tcp=$(sed -n 's/^sonic-server tcp listening on .*:\([0-9]*\)$/\1/p' "$work/plain.log")
+plain_grpc=$port plain_tcp=$tcp_port
 start_server "$server" "$work/tls.log" --tcp-port 0 \
   --tls-cert "$work/tls/server.pem" --tls-key "$work/tls/server.key"
-tls_grpc=$port
-for _ in $(seq 100); do
-  tls_tcp=$(sed -n 's/^sonic-server tcp listening on .*:\([0-9]*\)$/\1/p' "$work/tls.log")
-  [[ -n $tls_tcp ]] && break
-  sleep 0.1
-done
+tls_grpc=$port tls_tcp=$tcp_port
 
 sonic_perf() {  # URL ELEMENTS CONCURRENCY REQUESTS
   "$perf" --url "$1" --tls-ca "$work/tls/ca.pem" --model identity_fp32 \
     --input "INPUT0=FP32:1,$2:random" --concurrency "$3" --warmup 0.5 --window-requests "$4" \
     --max-windows 1 --json "$work/perf.json" >/dev/null 2>&1
-  "$python" -c 'import json,sys; p=json.load(open(sys.argv[1]))["points"][0]; print(json.dumps(
-    {k: p[k] for k in ("throughput", "p50_us", "client_cpu_us")}))' "$work/perf.json"
+  perf_summary "$work/perf.json"
 }
 
 for round in $(seq "$rounds"); do
@@ -52,14 +43,13 @@ for round in $(seq "$rounds"); do
   done
 done
 
-"$python" - "$work/rows" "$rounds" <<'PY'
-import json, statistics, sys
+"$python" - "$work/rows" "$rounds" "$repo/bench" <<'PY'
+import sys
+sys.path.insert(0, sys.argv[3])
+from rows import load, median
 path, rounds = sys.argv[1], sys.argv[2]
-rows = {}
-for line in open(path):
-    scheme, size, data = line.split(" ", 2)
-    rows.setdefault((scheme, size), []).append(json.loads(data))
-med = lambda scheme, size, key: statistics.median(r[key] for r in rows[(scheme, size)])
+rows = load(path)
+med = lambda scheme, size, figure: median(rows, scheme, size, figure)
 print(f"identity_fp32; small: 64 B at 16 in flight; large: 4 MiB at 2 in flight; "
       f"medians of {rounds} interleaved rounds")
 print(f"{'scheme':>8} {'size':>6} {'CPU us':>9} {'infer/s':>9} {'MB/s':>8} {'p50 us':>9}")
