@@ -16,18 +16,14 @@ set -euo pipefail
 build=${1:?usage: $0 BUILD_DIR [ROUNDS=5]}
 rounds=${2:-5}
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+source "$repo/bench/start_server.sh"  # $work, $python, start_server, perf_summary, the cleanup
 server=$build/tools/sonic-server
 perf=$build/tools/sonic-perf
-for program in "$server" "$perf"; do
-  [[ -x $program ]] || { echo "python_vs_cpp: $program is not built" >&2; exit 2; }
-done
+require_built "$server" "$perf"
 [[ -f $build/python/sonic/__init__.py ]] || { echo "python_vs_cpp: $build/python has no sonic package" >&2; exit 2; }
-python=${PYTHON:-/usr/bin/python3}
-[[ -x $python ]] || python=python3
 "$python" -c "import grpc, grpc_tools, numpy" 2>/dev/null ||
   { echo "python_vs_cpp: needs python3-grpcio, python3-grpc-tools, python3-numpy (scripts/install-deps.sh)" >&2; exit 2; }
 
-source "$repo/bench/start_server.sh"  # $work, start_server, perf_summary, the cleanup
 start_server "$server" "$work/server.log"
 url=grpc://127.0.0.1:$port
 requests=20000

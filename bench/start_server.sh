@@ -4,8 +4,12 @@
 # port, in the background, and sets server_pid and port once it listens, and tcp_port when
 # OPTIONS give --tcp-port (exits 1 if it does not within 10 s). Several may run at once.
 # perf_summary JSON prints the first point of a sonic-perf --json file as the JSON object of the
-# figures the scripts compare (throughput, p50_us, p99_us, client_cpu_us).
+# figures the scripts compare (throughput, p50_us, p99_us, client_cpu_us). require_built
+# PROGRAM... exits 2 naming the first that is not built. $python is Debian's interpreter, where
+# python3-grpcio lives (the one on PATH may be another: pyenv, a venv), unless PYTHON says.
 work=$(mktemp -d)
+python=${PYTHON:-/usr/bin/python3}
+[[ -x $python ]] || python=python3
 server_pid=
 server_pids=()
 cleanup() {
@@ -40,7 +44,14 @@ start_server() {
   exit 1
 }
 
+require_built() {
+  local program
+  for program in "$@"; do
+    [[ -x $program ]] || { echo "$(basename "$0"): $program is not built" >&2; exit 2; }
+  done
+}
+
 perf_summary() {
-  "${python:-/usr/bin/python3}" -c 'import json,sys; p=json.load(open(sys.argv[1]))["points"][0]
+  "$python" -c 'import json,sys; p=json.load(open(sys.argv[1]))["points"][0]
 print(json.dumps({k: p[k] for k in ("throughput", "p50_us", "p99_us", "client_cpu_us")}))' "$1"
 }

@@ -10,15 +10,10 @@ set -euo pipefail
 build=${1:?usage: $0 BUILD_DIR [ROUNDS=3]}
 rounds=${2:-3}
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+source "$repo/bench/start_server.sh"  # $work, $python, start_server, perf_summary, the cleanup
 server=$build/tools/sonic-server
 perf=$build/tools/sonic-perf
-for program in "$server" "$perf"; do
-  [[ -x $program ]] || { echo "tls_cost: $program is not built" >&2; exit 2; }
-done
-python=${PYTHON:-/usr/bin/python3}
-[[ -x $python ]] || python=python3
-
-source "$repo/bench/start_server.sh"  # $work, start_server, perf_summary, the cleanup
+require_built "$server" "$perf"
 "$repo/tests/support/make_test_certificates.sh" "$work/tls" >/dev/null
 start_server "$server" "$work/plain.log" --tcp-port 0
 plain_grpc=$port plain_tcp=$tcp_port

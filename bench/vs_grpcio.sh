@@ -15,19 +15,14 @@ set -euo pipefail
 build=${1:?usage: $0 BUILD_DIR [ROUNDS=3]}
 rounds=${2:-3}
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+source "$repo/bench/start_server.sh"  # $work, $python, start_server, the cleanup
 server=$build/tools/sonic-server
 perf=$build/tools/sonic-perf
 floor=$build/bench/sonic-tcp-floor
-for program in "$server" "$perf" "$floor"; do
-  [[ -x $program ]] || { echo "vs_grpcio: $program is not built" >&2; exit 2; }
-done
-# Debian's interpreter, where python3-grpcio lives (the one on PATH may be another: pyenv, a venv).
-python=${PYTHON:-/usr/bin/python3}
-[[ -x $python ]] || python=python3
+require_built "$server" "$perf" "$floor"
 "$python" -c "import grpc, grpc_tools" 2>/dev/null ||
   { echo "vs_grpcio: needs python3-grpcio and python3-grpc-tools (scripts/install-deps.sh)" >&2; exit 2; }
 
-source "$repo/bench/start_server.sh"  # $work, start_server, the cleanup
 start_server "$server" "$work/server.log"
 
 # POINT: elements:concurrency:requests. The floor moves the request's wire bytes each way.
