@@ -56,13 +56,11 @@ for round in $(seq "$rounds"); do
   done
 done
 
-"$python" - "$work/rows" "$rounds" "$repo/bench" <<'PY'
+PYTHONPATH="$repo/bench" "$python" - "$work/rows" "$rounds" <<'PY'
 import sys
-sys.path.insert(0, sys.argv[3])
-from rows import load, median
-path, rounds = sys.argv[1], sys.argv[2]
-rows = load(path)
-med = lambda who, n, figure: median(rows, who, n, figure)
+from rows import medians
+med, rows = medians(sys.argv[1])
+rounds = sys.argv[2]
 print(f"identity_fp32, 64 B, one sonic-server; medians of {rounds} interleaved rounds")
 print(f"{'client':>15} {'inflight':>8} {'CPU us':>8} {'infer/s':>9} {'p50 us':>8} {'p99 us':>8}")
 for who, n in rows:

@@ -15,3 +15,9 @@ def load(path):
 
 def median(rows, name, key, figure):
     return statistics.median(r[figure] for r in rows[(name, key)])
+
+
+def medians(path):
+    """med(name, key, figure) over the rows in `path`, and the rows themselves."""
+    rows = load(path)
+    return (lambda name, key, figure: median(rows, name, key, figure)), rows

@@ -38,13 +38,11 @@ for round in $(seq "$rounds"); do
   done
 done
 
-"$python" - "$work/rows" "$rounds" "$repo/bench" <<'PY'
+PYTHONPATH="$repo/bench" "$python" - "$work/rows" "$rounds" <<'PY'
 import sys
-sys.path.insert(0, sys.argv[3])
-from rows import load, median
-path, rounds = sys.argv[1], sys.argv[2]
-rows = load(path)
-med = lambda scheme, size, figure: median(rows, scheme, size, figure)
+from rows import medians
+med, rows = medians(sys.argv[1])
+rounds = sys.argv[2]
 print(f"identity_fp32; small: 64 B at 16 in flight; large: 4 MiB at 2 in flight; "
       f"medians of {rounds} interleaved rounds")
 print(f"{'scheme':>8} {'size':>6} {'CPU us':>9} {'infer/s':>9} {'MB/s':>8} {'p50 us':>9}")
