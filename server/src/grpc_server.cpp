@@ -128,7 +128,6 @@ class GrpcConnection final : public net::H2Session {
   void start() {
     if (lost_) return;  // stopped before it started
     watch();            // the handshake timeout covers TLS's handshake too
-    if (!link_.secure()) return begin_http2();
     auto self = std::static_pointer_cast<GrpcConnection>(shared_from_this());
     link_.handshake(std::chrono::milliseconds(0), self, [this](std::string why) {
       if (lost_) return;

@@ -52,7 +52,6 @@ class TcpConnection final : public net::FrameStream {
 
   void start() {
     watch();  // the handshake timeout covers TLS's handshake too
-    if (!link().secure()) return start_reading();
     auto self = std::static_pointer_cast<TcpConnection>(shared_from_this());
     link().handshake(std::chrono::milliseconds(0), self, [this](std::string why) {
       if (!open()) return;

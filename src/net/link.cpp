@@ -100,27 +100,27 @@ const std::vector<asio::const_buffer>& Link::coalesce(
     const std::vector<asio::const_buffer>& buffers) {
   coalesced_.clear();
   staging_.clear();
-  // Offsets into staging_ first (it may grow and move), addresses once it is complete.
-  struct Piece {
-    const void* external;  // null: `offset` into staging_
-    std::size_t offset;
-    std::size_t size;
-  };
-  std::vector<Piece> pieces;
-  pieces.reserve(buffers.size());
+  std::size_t small = 0;
+  for (const auto& buffer : buffers)
+    small += buffer.size() < kCoalesceBelowBytes ? buffer.size() : 0;
+  staging_.reserve(small);    // never reallocated below: the addresses taken into it stay valid
+  bool staging_last = false;  // whether coalesced_'s last buffer is a run in staging_
   for (const auto& buffer : buffers) {
     if (buffer.size() >= kCoalesceBelowBytes) {
-      pieces.push_back({buffer.data(), 0, buffer.size()});
+      coalesced_.push_back(buffer);
+      staging_last = false;
       continue;
     }
-    if (pieces.empty() || pieces.back().external) pieces.push_back({nullptr, staging_.size(), 0});
     const auto* bytes = static_cast<const std::uint8_t*>(buffer.data());
+    const std::uint8_t* run = staging_.data() + staging_.size();
     staging_.insert(staging_.end(), bytes, bytes + buffer.size());
-    pieces.back().size += buffer.size();
-  }
-  for (const auto& piece : pieces) {
-    coalesced_.emplace_back(piece.external ? piece.external : staging_.data() + piece.offset,
-                            piece.size);
+    if (staging_last) {
+      coalesced_.back() =
+          asio::const_buffer(coalesced_.back().data(), coalesced_.back().size() + buffer.size());
+    } else {
+      coalesced_.emplace_back(run, buffer.size());
+      staging_last = true;
+    }
   }
   return coalesced_;
 }

@@ -111,21 +111,21 @@ Result<std::shared_ptr<TlsContext>> make_client_context(const TlsOptions& option
   return context;
 }
 
-}  // namespace
-
-std::string tls_key(const TlsOptions& options) {
-  // The PEM texts by hash: the key is kept as long as the process shares connections.
+// Text that tells client contexts (and so their connections) apart; the PEM texts by hash.
+std::string key_of(const TlsOptions& options, TlsPurpose purpose) {
   auto h = [](const std::string& text) { return std::to_string(std::hash<std::string>{}(text)); };
-  return options.ca_file + '\n' + h(options.ca_pem) + '\n' + options.cert_file + '\n' +
-         h(options.cert_pem) + '\n' + options.key_file + '\n' + h(options.key_pem) + '\n' +
-         options.server_name;
+  return std::to_string(static_cast<int>(purpose)) + '\n' + options.ca_file + '\n' +
+         h(options.ca_pem) + '\n' + options.cert_file + '\n' + h(options.cert_pem) + '\n' +
+         options.key_file + '\n' + h(options.key_pem) + '\n' + options.server_name;
 }
+
+}  // namespace
 
 Result<std::shared_ptr<TlsContext>> client_tls_context(const TlsOptions& options,
                                                        TlsPurpose purpose) {
   static std::mutex mutex;
   static std::map<std::string, std::weak_ptr<TlsContext>> contexts;
-  const std::string key = std::to_string(static_cast<int>(purpose)) + '\n' + tls_key(options);
+  const std::string key = key_of(options, purpose);
   std::lock_guard<std::mutex> lock(mutex);
   for (auto it = contexts.begin(); it != contexts.end();) {
     it = it->second.expired() ? contexts.erase(it) : std::next(it);
@@ -136,6 +136,7 @@ Result<std::shared_ptr<TlsContext>> client_tls_context(const TlsOptions& options
     contexts.erase(key);
     return made.error();
   }
+  (*made)->key = key;
   contexts[key] = *made;
   return *made;
 }

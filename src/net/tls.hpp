@@ -30,6 +30,8 @@ struct TlsContext {
   bool server = false;
   /// Client: the name the server's certificate must be for, when not the endpoint's host.
   std::string server_name;
+  /// Client: text that tells its options apart from others' (for sharing connections).
+  std::string key;
 };
 
 /// The client context for `options`, made once per process for equal options and purpose
@@ -44,9 +46,6 @@ SONIC_EXPORT Result<std::shared_ptr<TlsContext>> client_tls_context(const TlsOpt
 SONIC_EXPORT Result<std::shared_ptr<TlsContext>> server_tls_context(
     const std::string& cert_file, const std::string& key_file, const std::string& client_ca_file,
     TlsPurpose purpose);
-
-/// Text that tells the client connections of `options` apart from others' (for sharing them).
-SONIC_EXPORT std::string tls_key(const TlsOptions& options);
 
 /// Why a handshake failed, in words a user can act on: the certificate check that failed
 /// ("certificate has expired", "hostname mismatch"), a peer that does not speak TLS, or

@@ -35,7 +35,7 @@ std::string ConnectionSettings::key() const {
   return std::to_string(connect_timeout.count()) + "/" +
          std::to_string(keepalive_interval.count()) + "/" +
          std::to_string(keepalive_timeout.count()) + "/" + std::to_string(stream_window_bytes) +
-         "/" + std::to_string(connection_window_bytes) + (tls ? "/tls\n" + tls_key : "");
+         "/" + std::to_string(connection_window_bytes) + (tls ? "/tls\n" + tls->key : "");
 }
 
 ClientConnection::ClientConnection(asio::io_context& io, Endpoint endpoint,
@@ -590,10 +590,6 @@ std::string ClientConnection::not_a_grpc_server(const std::string& why) const {
   const std::string line = first.substr(0, first.find_first_of("\r\n"));
   const bool text =
       std::all_of(line.begin(), line.end(), [](char c) { return c >= 0x20 && c < 0x7f; });
-  if (first.size() >= 2 && (first[0] == 0x15 || first[0] == 0x16) && first[1] == 0x03) {
-    // A TLS record (an alert, or a handshake): the server expected a ClientHello.
-    return where + " answered in TLS (" + why + "): it serves grpcs://, not grpc://";
-  }
   if (text && !line.empty()) {
     // An HTTP/1 server (a status line, or a bare error page): Triton serves HTTP/REST on 8000
     // and gRPC on 8001, and pointing grpc:// at the first is the classic mistake.

@@ -136,9 +136,8 @@ struct ConnectionSettings {
   std::chrono::milliseconds keepalive_timeout{};
   std::uint32_t stream_window_bytes = 0;
   std::uint32_t connection_window_bytes = 0;
-  /// For grpcs://: the TLS context, and what tells its options apart (null: plaintext).
+  /// For grpcs://: the TLS context (null: plaintext).
   std::shared_ptr<net::TlsContext> tls;
-  std::string tls_key;
 
   static ConnectionSettings of(const ClientOptions& options);
   /// The settings as text, for telling apart connections that cannot be shared.

@@ -27,10 +27,7 @@ using protocol::ReceivedMessage;
 std::shared_ptr<GrpcChannel> channel_for(const Endpoint& endpoint, const ClientOptions& options,
                                          std::shared_ptr<net::TlsContext> tls) {
   auto settings = ConnectionSettings::of(options);
-  if (tls) {
-    settings.tls = std::move(tls);
-    settings.tls_key = net::tls_key(options.tls);
-  }
+  settings.tls = std::move(tls);
   std::string key = endpoint.url + '\n' + settings.key() + '\n' +
                     std::to_string(options.reconnect_backoff.count()) + '/' +
                     std::to_string(options.reconnect_backoff_max.count());

@@ -10,19 +10,15 @@ using protocol::tcp::Frame;
 using protocol::tcp::FrameKind;
 
 StreamSettings StreamSettings::of(const ClientOptions& options) {
-  return {options.connect_timeout,
-          options.keepalive_interval,
-          options.keepalive_timeout,
-          options.max_message_bytes,
-          nullptr,
-          {}};
+  return {options.connect_timeout, options.keepalive_interval, options.keepalive_timeout,
+          options.max_message_bytes, nullptr};
 }
 
 std::string StreamSettings::key() const {
   return std::to_string(connect_timeout.count()) + "/" +
          std::to_string(keepalive_interval.count()) + "/" +
          std::to_string(keepalive_timeout.count()) + "/" + std::to_string(max_message_bytes) +
-         (tls ? "/tls\n" + tls_key : "");
+         (tls ? "/tls\n" + tls->key : "");
 }
 
 ClientStream::ClientStream(asio::io_context& io, Endpoint endpoint, StreamSettings settings,

@@ -49,10 +49,8 @@ struct StreamSettings {
   std::chrono::milliseconds keepalive_interval{};
   std::chrono::milliseconds keepalive_timeout{};
   std::size_t max_message_bytes = 0;
-  /// For tcp+tls:// and tcp+zstd+tls://: the TLS context, and what tells its options apart
-  /// (null: plaintext).
+  /// For tcp+tls:// and tcp+zstd+tls://: the TLS context (null: plaintext).
   std::shared_ptr<net::TlsContext> tls;
-  std::string tls_key;
 
   static StreamSettings of(const ClientOptions& options);
   std::string key() const;

@@ -29,10 +29,7 @@ std::atomic<std::uint64_t> next_id{1};
 std::shared_ptr<TcpChannel> channel_for(const Endpoint& endpoint, const ClientOptions& options,
                                         std::shared_ptr<net::TlsContext> tls) {
   auto settings = StreamSettings::of(options);
-  if (tls) {
-    settings.tls = std::move(tls);
-    settings.tls_key = net::tls_key(options.tls);
-  }
+  settings.tls = std::move(tls);
   // tcp:// and tcp+zstd:// differ per request (the frames say): one connection serves both, and
   // one TLS connection serves tcp+tls:// and tcp+zstd+tls://.
   std::string key = endpoint.host + ':' + std::to_string(endpoint.port) + '\n' + settings.key() +
