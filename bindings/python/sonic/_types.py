@@ -64,19 +64,6 @@ class InferFuture(concurrent.futures.Future):
         return True
 
 
-def _deliver_to_futures(answers):
-    """Runs in an event loop's thread: completes the asyncio futures of Client.ainfer() calls,
-    [(future, result, error)], one of result and error None. A future cancelled meanwhile (its
-    task was) is left alone."""
-    for future, result, error in answers:
-        if future.done():
-            continue
-        if error is None:
-            future.set_result(result)
-        else:
-            future.set_exception(error)
-
-
 class StreamResponse:
     """One response on a stream: `result` (an InferResult) or `error` (a sonic.Error), the
     `request_id` it answers and whether it is the `final` response to that request."""

@@ -5,7 +5,7 @@
 #include <utility>
 
 #include "completions.hpp"
-#include "loop_delivery.hpp"
+#include "loop_inbox.hpp"
 #include "options.hpp"
 
 namespace sonic::python {
@@ -40,23 +40,21 @@ py::object& stream_response_type() {
 }
 
 /// What an infer_async or ainfer call holds until its callback ran: the future to complete
-/// (a concurrent.futures one, or an asyncio one of `loop`) and the arrays its inputs borrow.
+/// (a concurrent.futures one, or an asyncio one) and the arrays its inputs borrow.
 struct PendingCall {
   py::object future;
-  py::object loop;  // asyncio's; null for infer_async
+  bool asyncio = false;
   KeepAlive keep_alive;
 
   ~PendingCall() {
-    if (!future && !loop && keep_alive.empty()) return;
+    if (!future && keep_alive.empty()) return;
     if (!Py_IsInitialized()) {  // too late to free anything: leave it to the process's end
       future.release();
-      loop.release();
       for (auto& kept : keep_alive) kept.release();
       return;
     }
     Gil gil;
     future = py::object();
-    loop = py::object();
     keep_alive.clear();
   }
 };
@@ -71,19 +69,17 @@ std::pair<py::object, py::object> result_or_error(const Result<InferResult>& out
   }
 }
 
-/// Completes the future of an infer_async or ainfer call, with the GIL held.
-void complete(PendingCall& call, Result<InferResult> outcome) {
+/// Completes the future of an infer_async call (on the completion thread) or of an ainfer
+/// call (in its event loop's thread), with the GIL held.
+void complete(PendingCall& call, const Result<InferResult>& outcome) {
   py::object future = std::move(call.future);
-  py::object loop = std::move(call.loop);
   call.keep_alive.clear();  // sonic no longer reads the inputs
   try {
-    if (loop) {  // the loop sets it, in its own thread
-      auto [result, error] = result_or_error(outcome);
-      stage_for_loop(std::move(loop), std::move(future), std::move(result), std::move(error));
-      return;
-    }
-    // The executor protocol: false when the caller cancelled the future first.
-    if (!future.attr("set_running_or_notify_cancel")().cast<bool>()) return;
+    // A future cancelled first is left alone: an asyncio one whose task was cancelled, or a
+    // concurrent.futures one (the executor protocol's answer is false then).
+    bool cancelled = call.asyncio ? future.attr("done")().cast<bool>()
+                                  : !future.attr("set_running_or_notify_cancel")().cast<bool>();
+    if (cancelled) return;
     auto [result, error] = result_or_error(outcome);
     if (error.is_none()) {
       future.attr("set_result")(std::move(result));
@@ -91,7 +87,8 @@ void complete(PendingCall& call, Result<InferResult> outcome) {
       future.attr("set_exception")(std::move(error));
     }
   } catch (py::error_already_set& failure) {
-    failure.discard_as_unraisable("sonic.Client.infer_async");
+    failure.discard_as_unraisable(call.asyncio ? "sonic.Client.ainfer"
+                                               : "sonic.Client.infer_async");
   }
 }
 
@@ -139,7 +136,7 @@ py::object PyClient::infer(const RequestArguments& arguments) {
 
 py::object PyClient::infer_async(const RequestArguments& arguments) {
   py::object future = future_type()();
-  RequestHandle handle = send_async(arguments, future, py::object());
+  RequestHandle handle = send_async(arguments, future, nullptr);
   future.attr("_handle") = py::cast(std::move(handle));
   return future;
 }
@@ -147,17 +144,17 @@ py::object PyClient::infer_async(const RequestArguments& arguments) {
 py::tuple PyClient::ainfer_start(const RequestArguments& arguments) {
   py::object loop = get_running_loop()();
   py::object future = loop.attr("create_future")();
-  RequestHandle handle = send_async(arguments, future, std::move(loop));
+  RequestHandle handle = send_async(arguments, future, LoopInbox::of(loop));
   return py::make_tuple(std::move(future), py::cast(std::move(handle)));
 }
 
 RequestHandle PyClient::send_async(const RequestArguments& arguments, py::object future,
-                                   py::object loop) {
+                                   std::shared_ptr<LoopInbox> inbox) {
   auto call = std::make_shared<PendingCall>();
   InferRequest request = build_request(arguments, call->keep_alive);
   Client& target = client();
   call->future = std::move(future);
-  call->loop = std::move(loop);
+  call->asyncio = inbox != nullptr;
   RequestHandle handle;
   {
     // Handing a small request over takes a few microseconds: letting go of the GIL for it
@@ -165,11 +162,17 @@ RequestHandle PyClient::send_async(const RequestArguments& arguments, py::object
     // copied (into shared memory, say): other Python threads run meanwhile.
     std::optional<py::gil_scoped_release> nogil;
     if (input_bytes(request) >= kReleaseGilBytes) nogil.emplace();
-    // On the network thread that read the answer: handed on at once, never waiting for the GIL.
-    handle = target.infer_async(std::move(request), [call](Result<InferResult> outcome) {
-      run_with_gil(
-          [call, outcome = std::move(outcome)]() mutable { complete(*call, std::move(outcome)); });
-    });
+    // On the network thread that read the answer: handed on at once, never waiting for the
+    // GIL, to the event loop's inbox or to the completion thread.
+    handle = target.infer_async(
+        std::move(request), [call, inbox = std::move(inbox)](Result<InferResult> outcome) {
+          auto job = [call, outcome = std::move(outcome)] { complete(*call, outcome); };
+          if (inbox) {
+            inbox->post(std::move(job));
+          } else {
+            run_with_gil(std::move(job));
+          }
+        });
   }
   return handle;
 }

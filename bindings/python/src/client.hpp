@@ -6,6 +6,7 @@
 #include <memory>
 
 #include "convert.hpp"
+#include "loop_inbox.hpp"
 #include "sonic/client.hpp"
 
 namespace sonic::python {
@@ -53,15 +54,16 @@ class PyClient {
   py::object infer_async(const RequestArguments& arguments);
   /// For Client.ainfer, in a coroutine of the running event loop: (an asyncio future of
   /// that loop, the RequestHandle). The loop completes the future in its own thread; the
-  /// answers of one batch of completions reach it with one wake-up (loop_delivery.hpp).
+  /// answers of one batch of completions reach it with one wake-up (loop_inbox.hpp).
   py::tuple ainfer_start(const RequestArguments& arguments);
 
   Client& client();
 
  private:
-  // Sends the request; `future` (with `loop` for asyncio, else null) is completed with the
-  // outcome on the completion thread.
-  RequestHandle send_async(const RequestArguments& arguments, py::object future, py::object loop);
+  // Sends the request; `future` is completed with the outcome by a job posted to `inbox`,
+  // its event loop's (an asyncio future), or else to the completion thread.
+  RequestHandle send_async(const RequestArguments& arguments, py::object future,
+                           std::shared_ptr<LoopInbox> inbox);
 
   std::unique_ptr<Client> client_;
 };

@@ -8,7 +8,6 @@
 #include <vector>
 
 #include "convert.hpp"
-#include "loop_delivery.hpp"
 
 namespace sonic::python {
 
@@ -46,8 +45,7 @@ class CompletionThread {
       if (Py_IsInitialized()) {
         Gil gil;
         for (auto& job : batch) job();
-        flush_loop_deliveries();  // one wake-up per event loop for the whole batch
-        batch.clear();            // what the jobs held goes with the GIL held
+        batch.clear();  // what the jobs held goes with the GIL held
       }
       batch.clear();  // (without an interpreter, what they hold lets go without Python)
     }
