@@ -37,9 +37,11 @@ LastFound& last_found() {
   return *last;
 }
 
-/// The mailboxes holding sends: those whose loop's turn has not ended. Guarded by the GIL.
-std::vector<LoopMailbox*>& holding_sends() {
-  static auto* holding = new std::vector<LoopMailbox*>;
+/// The mailboxes holding sends: those whose loop's turn has not ended. Weak: a mailbox may go
+/// (its loop collected, its last request timed out) before its sends were posted, which its
+/// destructor then does. Guarded by the GIL.
+std::vector<std::weak_ptr<LoopMailbox>>& holding_sends() {
+  static auto* holding = new std::vector<std::weak_ptr<LoopMailbox>>;
   return *holding;
 }
 
@@ -49,8 +51,8 @@ LoopMailbox::LoopMailbox() : wake_fd_(::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC)) 
   if (wake_fd_ < 0) throw std::system_error(errno, std::generic_category(), "eventfd");
 }
 
-// The last owner may be a network thread, without the GIL: the mailbox holds no sends then
-// (they would own it), and flush_callback_ takes the GIL to let go.
+// The last owner may be a network thread, without the GIL: flush_callback_ takes it to let go,
+// and sends_ posts what it still holds without it.
 LoopMailbox::~LoopMailbox() { ::close(wake_fd_); }
 
 std::shared_ptr<LoopMailbox> LoopMailbox::of(py::handle loop) {
@@ -114,22 +116,29 @@ void LoopMailbox::flush_at_end_of_turn(py::handle loop) noexcept {
     return;
   }
   flush_scheduled_ = true;
-  holding_sends().push_back(this);
+  holding_sends().push_back(weak_from_this());
 }
 
 void LoopMailbox::flush_sends() {
   flush_scheduled_ = false;
   auto& holding = holding_sends();
-  holding.erase(std::remove(holding.begin(), holding.end(), this), holding.end());
+  holding.erase(std::remove_if(holding.begin(), holding.end(),
+                               [this](const std::weak_ptr<LoopMailbox>& held) {
+                                 auto alive = held.lock();
+                                 return !alive || alive.get() == this;
+                               }),
+                holding.end());
   sends_.flush();
 }
 
 void LoopMailbox::flush_all_sends() {
-  std::vector<LoopMailbox*> holding;
+  std::vector<std::weak_ptr<LoopMailbox>> holding;
   holding.swap(holding_sends());
-  for (LoopMailbox* mailbox : holding) {
-    mailbox->flush_scheduled_ = false;  // its call_soon may come later: it finds nothing
-    mailbox->sends_.flush();
+  for (auto& held : holding) {
+    if (auto mailbox = held.lock()) {
+      mailbox->flush_scheduled_ = false;  // its call_soon may come later: it finds nothing
+      mailbox->sends_.flush();
+    }
   }
 }
 

@@ -34,7 +34,7 @@ namespace py = pybind11;
 /// turn, and a network thread asleep in epoll is woken once per few of them, not once each (a
 /// wake-up is an eventfd write and, under a hypervisor, an inter-processor interrupt: more
 /// than the hand-over itself).
-class LoopMailbox {
+class LoopMailbox : public std::enable_shared_from_this<LoopMailbox> {
  public:
   /// Held sends are posted once this many are. Holding a whole turn's sends costs the least
   /// CPU, but the server then idles until the loop's turn ends and the loop idles while the
@@ -94,8 +94,7 @@ class LoopMailbox {
   std::vector<std::function<void()>> jobs_;  // guarded by mutex_
   bool wake_pending_ = false;                // guarded by mutex_: wake_fd_ was written
 
-  // Guarded by the GIL. While sends_ holds anything, the mailbox is in holding_sends() and
-  // alive: each held send's completion callback owns it.
+  // Guarded by the GIL. While sends_ holds anything, the mailbox is in holding_sends().
   net::PostBatch sends_;
   bool flush_scheduled_ = false;
   std::unique_ptr<Held> flush_callback_;  // made once: the loop.call_soon callable
