@@ -20,7 +20,6 @@
 #include <vector>
 
 #include "network_threads.hpp"
-#include "post_batch.hpp"
 #include "sonic/cancel.hpp"
 #include "sonic/options.hpp"
 #include "sonic/transport.hpp"
@@ -153,7 +152,6 @@ class Channel : public std::enable_shared_from_this<Channel<Connection, Call>> {
   Channel& operator=(const Channel&) = delete;
 
   asio::io_context& io() { return *io_; }
-  const std::shared_ptr<asio::io_context>& shared_io() const { return io_; }
   const Endpoint& endpoint() const { return endpoint_; }
 
   /// Starts `call` on a usable connection, or waits or fails as the backoff says.
@@ -255,8 +253,7 @@ class CallBook {
   using ChannelType = Channel<Connection, Call>;
 
   /// Hands `call` to the channel, counted as this client's until its `done` has run; when the
-  /// book is closing, completes it with CANCELLED instead (inside this call). The hand-over
-  /// joins the PostBatch open on this thread, if any (net::post).
+  /// book is closing, completes it with CANCELLED instead (inside this call).
   static void start(const std::shared_ptr<CallBook>& book,
                     const std::shared_ptr<ChannelType>& channel, std::shared_ptr<Call> call) {
     book->outstanding_.fetch_add(1, std::memory_order_relaxed);
@@ -274,7 +271,7 @@ class CallBook {
       done(std::move(outcome));
       book->finished();
     };
-    post(channel->shared_io(), [book, channel, call = std::move(call)]() mutable {
+    asio::post(channel->io(), [book, channel, call = std::move(call)]() mutable {
       if (call->finished) return;  // cancelled on its way here
       book->link(call);
       channel->submit(std::move(call));

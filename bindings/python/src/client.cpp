@@ -5,7 +5,7 @@
 #include <utility>
 
 #include "completions.hpp"
-#include "loop_mailbox.hpp"
+#include "loop_inbox.hpp"
 #include "options.hpp"
 
 namespace sonic::python {
@@ -111,8 +111,6 @@ PyClient::~PyClient() { close(); }
 
 void PyClient::close() {
   if (!client_) return;
-  // Closing waits for every request: none may still be held for the end of a loop's turn.
-  LoopMailbox::flush_all_sends();
   // Closing waits for callbacks, which take the GIL: let go of it meanwhile.
   std::unique_ptr<Client> closing = std::move(client_);
   py::gil_scoped_release nogil;
@@ -138,7 +136,7 @@ py::object PyClient::infer(const RequestArguments& arguments) {
 
 py::object PyClient::infer_async(const RequestArguments& arguments) {
   py::object future = future_type()();
-  RequestHandle handle = send_async(arguments, future, py::handle());
+  RequestHandle handle = send_async(arguments, future, nullptr);
   future.attr("_handle") = py::cast(std::move(handle));
   return future;
 }
@@ -146,38 +144,37 @@ py::object PyClient::infer_async(const RequestArguments& arguments) {
 py::tuple PyClient::ainfer_start(const RequestArguments& arguments) {
   py::object loop = get_running_loop()();
   py::object future = loop.attr("create_future")();
-  RequestHandle handle = send_async(arguments, future, loop);
+  RequestHandle handle = send_async(arguments, future, LoopInbox::of(loop));
   return py::make_tuple(std::move(future), py::cast(std::move(handle)));
 }
 
 RequestHandle PyClient::send_async(const RequestArguments& arguments, py::object future,
-                                   py::handle loop) {
+                                   std::shared_ptr<LoopInbox> inbox) {
   auto call = std::make_shared<PendingCall>();
   InferRequest request = build_request(arguments, call->keep_alive);
   Client& target = client();
   call->future = std::move(future);
-  std::shared_ptr<LoopMailbox> mailbox = loop ? LoopMailbox::of(loop) : nullptr;
-  call->asyncio = mailbox != nullptr;
-  // Handing a small request over takes a few microseconds: letting go of the GIL for it would
-  // only pass the GIL back and forth with the completion thread. A large one may be copied
-  // (into shared memory, say): other Python threads run meanwhile.
-  bool release_gil = input_bytes(request) >= kReleaseGilBytes;
-  auto hand_over = [&] {
+  call->asyncio = inbox != nullptr;
+  RequestHandle handle;
+  {
+    // Handing a small request over takes a few microseconds: letting go of the GIL for it
+    // would only pass the GIL back and forth with the completion thread. A large one may be
+    // copied (into shared memory, say): other Python threads run meanwhile.
+    std::optional<py::gil_scoped_release> nogil;
+    if (input_bytes(request) >= kReleaseGilBytes) nogil.emplace();
     // On the network thread that read the answer: handed on at once, never waiting for the
-    // GIL, to the event loop's mailbox or to the completion thread.
-    return target.infer_async(std::move(request), [call, mailbox](Result<InferResult> outcome) {
-      auto job = [call, outcome = std::move(outcome)] { complete(*call, outcome); };
-      if (mailbox) {
-        mailbox->post(std::move(job));
-      } else {
-        run_with_gil(std::move(job));
-      }
-    });
-  };
-  if (mailbox && !release_gil) return mailbox->send_this_turn(loop, hand_over);
-  std::optional<py::gil_scoped_release> nogil;
-  if (release_gil) nogil.emplace();
-  return hand_over();
+    // GIL, to the event loop's inbox or to the completion thread.
+    handle = target.infer_async(
+        std::move(request), [call, inbox = std::move(inbox)](Result<InferResult> outcome) {
+          auto job = [call, outcome = std::move(outcome)] { complete(*call, outcome); };
+          if (inbox) {
+            inbox->post(std::move(job));
+          } else {
+            run_with_gil(std::move(job));
+          }
+        });
+  }
+  return handle;
 }
 
 // ---- PyStream ----

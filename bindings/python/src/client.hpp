@@ -6,7 +6,7 @@
 #include <memory>
 
 #include "convert.hpp"
-#include "loop_mailbox.hpp"
+#include "loop_inbox.hpp"
 #include "sonic/client.hpp"
 
 namespace sonic::python {
@@ -54,16 +54,16 @@ class PyClient {
   py::object infer_async(const RequestArguments& arguments);
   /// For Client.ainfer, in a coroutine of the running event loop: (an asyncio future of
   /// that loop, the RequestHandle). The loop completes the future in its own thread; the
-  /// answers of one batch of completions reach it with one wake-up (loop_mailbox.hpp).
+  /// answers of one batch of completions reach it with one wake-up (loop_inbox.hpp).
   py::tuple ainfer_start(const RequestArguments& arguments);
 
   Client& client();
 
  private:
-  // Sends the request; `future` is completed with the outcome by a job posted to the mailbox
-  // of `loop` (an asyncio future of that running loop), or, with no loop, to the completion
-  // thread. Small requests of a loop are handed over at the end of its turn.
-  RequestHandle send_async(const RequestArguments& arguments, py::object future, py::handle loop);
+  // Sends the request; `future` is completed with the outcome by a job posted to `inbox`,
+  // its event loop's (an asyncio future), or else to the completion thread.
+  RequestHandle send_async(const RequestArguments& arguments, py::object future,
+                           std::shared_ptr<LoopInbox> inbox);
 
   std::unique_ptr<Client> client_;
 };

@@ -10,7 +10,7 @@ namespace sonic::python {
 /// soon and never inside this call. Jobs run one at a time in the order posted. Cheap for the
 /// poster: a network thread hands its completions on without waiting for the GIL, and under
 /// load one wake-up and one GIL acquisition serve many completions. (asyncio's answers go to
-/// their event loops instead: loop_mailbox.hpp.) Thread-safe.
+/// their event loops instead: loop_inbox.hpp.) Thread-safe.
 void run_with_gil(std::function<void()> job);
 
 }  // namespace sonic::python
