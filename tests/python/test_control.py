@@ -34,6 +34,8 @@ def test_client_statistics(server):
         assert stats["endpoints"][0]["url"] == server.grpc
 
 
-def test_option_names_are_listed():
+def test_option_names_are_listed_and_each_is_documented():
     names = sonic.client_option_names()
     assert "timeout" in names and "fallback_repository" in names
+    undocumented = [name for name in names if name not in sonic.Client.__doc__]
+    assert not undocumented, "not in help(sonic.Client): %s" % undocumented

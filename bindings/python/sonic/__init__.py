@@ -31,17 +31,24 @@ class Client(_sonic.Client):
     """A client of one or more endpoints ("grpc://host:port", or a list: requests balance over
     them, failing ones are ejected and retried elsewhere). Thread-safe: share one per process.
 
-    Keyword options (durations in seconds): timeout (per request; default none), max_attempts
-    (3), retry_on (["UNAVAILABLE"]), per_attempt_timeout, control_timeout (10),
-    connect_timeout (3), compression (None, "gzip", "deflate"), headers ({name: value}),
-    bearer_token (a str) or token_file (a path, read again when the file changes: sent as
-    "authorization: Bearer TOKEN"), tls_ca_file, tls_cert_file, tls_key_file and
-    tls_server_name (for grpcs:// and tcp+tls:// URLs: the authorities the server's
-    certificate must chain to, default the system's; a client certificate and key for mutual
-    TLS; the name the certificate must be for, default the URL's host),
-    validate_inputs (True), fallback_repository (a Triton model repository, or a list, whose
-    models run in-process when no server can), fallback_threads (1), fallback_latency_budget,
-    eject_after (3), keepalive_interval (60), max_message_bytes, shm_pool_bytes,
+    Keyword options (durations in seconds), as ClientOptions in C++: timeout (per request;
+    default none), max_attempts (3), retry_on (["UNAVAILABLE"]), per_attempt_timeout,
+    control_timeout (10), connect_timeout (3), compression (None, "gzip", "deflate"),
+    zstd_level, adaptive_compression (True), headers ({name: value}), bearer_token (a str) or
+    token_file (a path, read again when the file changes: sent as "authorization: Bearer
+    TOKEN"), tls_ca_file, tls_cert_file, tls_key_file and tls_server_name (for grpcs:// and
+    tcp+tls:// URLs: the authorities the server's certificate must chain to, default the
+    system's; a client certificate and key for mutual TLS; the name the certificate must be
+    for, default the URL's host), validate_inputs (True), fallback_repository (a Triton model
+    repository, or a list, whose models run in-process when no server can), fallback_threads
+    (1), fallback_latency_budget, eject_after (3), cool_down (1), probe_interval (0.25),
+    model_recheck (10), each_address (False: every address of a host name an endpoint),
+    resolve_interval (30), max_addresses (64), discovery_interval (0: off), preferred ({model:
+    [urls]}), balancing ("least_outstanding" or "power_of_two_choices"), pins ({model:
+    {"version": v, "config_checksum": client.model_config_checksum(model)}}), batching
+    ({model: True or {"max_batch": rows, "max_delay": seconds, "ragged":
+    {"accumulated_count_input": name, "source_input": name}}}: concurrent requests merged
+    before the wire), keepalive_interval (60), max_message_bytes, shm_pool_bytes,
     share_connections (True), network_threads, callback_threads (1: they run stream
     callbacks), log (a callable(level, message)). sonic.client_option_names() lists them.
 
@@ -49,6 +56,8 @@ class Client(_sonic.Client):
     parameters=None, headers=None) -> InferResult; `inputs` is {name: numpy array} or a list
     of sonic.InferInput, `outputs` a list of names or sonic.InferRequestedOutput. Raises
     sonic.Error subclasses: sonic.Unavailable, sonic.InvalidArgument, ...
+    infer_chunked(model, inputs, ..., rows=0, target_chunk_bytes=2 MiB, max_in_flight=4) sends
+    a large batch as chunks of rows and joins their outputs in order.
     """
 
     def __init__(self, url, **options):

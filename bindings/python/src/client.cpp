@@ -134,6 +134,18 @@ py::object PyClient::infer(const RequestArguments& arguments) {
   return result_object(result);
 }
 
+py::object PyClient::infer_chunked(const RequestArguments& arguments, const ChunkOptions& chunks) {
+  KeepAlive keep_alive;  // the chunks borrow the arrays until the call returns
+  InferRequest request = build_request(arguments, keep_alive);
+  Client& target = client();
+  InferResult result;
+  {
+    py::gil_scoped_release nogil;
+    result = target.infer_chunked(std::move(request), chunks);
+  }
+  return result_object(result);
+}
+
 py::object PyClient::infer_async(const RequestArguments& arguments) {
   py::object future = future_type()();
   RequestHandle handle = send_async(arguments, future, nullptr);

@@ -48,6 +48,8 @@ class PyClient {
   void close();
 
   py::object infer(const RequestArguments& arguments);
+  /// Client::infer_chunked: the request's batch sent as chunks of rows, joined in order.
+  py::object infer_chunked(const RequestArguments& arguments, const ChunkOptions& chunks);
   /// A concurrent.futures.Future (sonic._types.InferFuture, whose cancel() cancels the
   /// request on the wire) completed on a callback thread with the InferResult or the
   /// sonic.Error.

@@ -94,6 +94,16 @@ void bind_control_calls(py::class_<PyClient>& client) {
           },
           py::arg("model"), py::arg("version") = "")
       .def(
+          "model_config_checksum",
+          [](PyClient& self, const std::string& model, const std::string& version) {
+            std::string json =
+                without_gil(self, [&](Client& c) { return c.model_config(model, version); });
+            return model_config_checksum(json);
+          },
+          py::arg("model"), py::arg("version") = "",
+          "The checksum of the model's configuration as the server reports it: what "
+          "pins={model: {\"config_checksum\": ...}} expects.")
+      .def(
           "model_statistics",
           [](PyClient& self, const std::string& model, const std::string& version) {
             auto all =

@@ -3,6 +3,9 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include <cstddef>
+#include <cstdint>
+
 #include "client.hpp"
 #include "control.hpp"
 #include "options.hpp"
@@ -13,23 +16,25 @@ using namespace sonic::python;
 
 namespace {
 
-/// Binds a method taking one request's arguments, with the keywords of Client.infer.
-template <typename Class, typename Method>
-void def_request_method(Class& cls, const char* name, Method method, const char* doc) {
+/// Binds a method taking one request's arguments, with the keywords of Client.infer, and
+/// keywords `extra_args` of types `Extra` after them, which `method` takes after the arguments.
+template <typename... Extra, typename Class, typename Method, typename... ExtraArgs>
+void def_request_method(Class& cls, const char* name, Method method, const char* doc,
+                        ExtraArgs... extra_args) {
   cls.def(
       name,
       [method](typename Class::type& self, std::string model, py::handle inputs, py::handle outputs,
                py::handle timeout, std::string version, std::string request_id,
-               py::handle parameters, py::handle headers) {
+               py::handle parameters, py::handle headers, Extra... extra) {
         RequestArguments arguments{
             std::move(model),      inputs,     outputs, timeout, std::move(version),
             std::move(request_id), parameters, headers};
-        return method(self, arguments);
+        return method(self, arguments, extra...);
       },
       py::arg("model"), py::arg("inputs"), py::arg("outputs") = py::none(),
       py::arg("timeout") = py::none(), py::kw_only(), py::arg("version") = "",
       py::arg("request_id") = "", py::arg("parameters") = py::none(),
-      py::arg("headers") = py::none(), doc);
+      py::arg("headers") = py::none(), extra_args..., doc);
 }
 
 }  // namespace
@@ -83,6 +88,27 @@ PYBIND11_MODULE(_sonic, module) {
   def_request_method(
       client, "infer", [](PyClient& self, const RequestArguments& a) { return self.infer(a); },
       "Sends a request and waits for its result (the GIL is released meanwhile).");
+  def_request_method<std::int64_t, std::size_t, std::size_t>(
+      client, "infer_chunked",
+      [](PyClient& self, const RequestArguments& a, std::int64_t rows, std::size_t chunk_bytes,
+         std::size_t max_in_flight) {
+        if (rows < 0 || max_in_flight < 1 || chunk_bytes < 1) {
+          throw sonic::Error(sonic::StatusCode::InvalidArgument,
+                             "infer_chunked: rows must be 0 or more, target_chunk_bytes and "
+                             "max_in_flight 1 or more");
+        }
+        sonic::ChunkOptions chunks;
+        chunks.rows = rows;
+        chunks.target_chunk_bytes = chunk_bytes;
+        chunks.max_in_flight = max_in_flight;
+        return self.infer_chunked(a, chunks);
+      },
+      "Sends a request with a large batch as chunks of `rows` rows (0: about "
+      "`target_chunk_bytes` of inputs each, at most the model's max_batch_size), "
+      "`max_in_flight` at once, and joins their outputs in order: one result, as if the model "
+      "had taken the whole batch, or the first error. The inputs are borrowed, not copied.",
+      py::arg("rows") = 0, py::arg("target_chunk_bytes") = sonic::ChunkOptions{}.target_chunk_bytes,
+      py::arg("max_in_flight") = sonic::ChunkOptions{}.max_in_flight);
   def_request_method(
       client, "infer_async",
       [](PyClient& self, const RequestArguments& a) { return self.infer_async(a); },

@@ -8,6 +8,8 @@
 #include <chrono>
 #include <cmath>
 #include <functional>
+#include <initializer_list>
+#include <map>
 #include <utility>
 
 #include "sonic/credentials.hpp"
@@ -73,6 +75,82 @@ LogHook log_hook_of(py::handle callable) {
       failure.discard_as_unraisable("sonic log callback");
     }
   };
+}
+
+/// `value` as a dict, or an InvalidArgument naming `what`.
+py::dict dict_of(py::handle value, const char* what) {
+  if (!py::isinstance<py::dict>(value)) out_of_range(what, "must be a dict");
+  return py::reinterpret_borrow<py::dict>(value);
+}
+
+/// Calls `take(key, value)` for each item of `spec`, a dict whose keys must be among `known`.
+template <typename Take>
+void each_key(py::handle spec, const char* what, std::initializer_list<const char*> known,
+              Take take) {
+  for (auto item : dict_of(spec, what)) {
+    auto key = item.first.cast<std::string>();
+    bool found = false;
+    for (const char* each : known) found = found || key == each;
+    if (!found) {
+      std::string names;
+      for (const char* each : known) names += std::string(names.empty() ? "" : ", ") + each;
+      out_of_range(what, "unknown key '" + key + "' (keys: " + names + ")");
+    }
+    take(key, item.second);
+  }
+}
+
+/// {model: True | {"max_batch": rows, "max_delay": seconds, "ragged":
+/// {"accumulated_count_input": name, "source_input": name}}}: ClientOptions::batching.
+std::map<std::string, BatchingOptions> batching_of(py::handle value) {
+  std::map<std::string, BatchingOptions> all;
+  for (auto item : dict_of(value, "batching")) {
+    bool defaults = py::isinstance<py::bool_>(item.second);  // True: the defaults; False: off
+    if (defaults && !item.second.cast<bool>()) continue;
+    BatchingOptions& model = all[item.first.cast<std::string>()];
+    if (defaults) continue;
+    each_key(item.second, "batching", {"max_batch", "max_delay", "ragged"},
+             [&model](const std::string& key, py::handle v) {
+               if (key == "max_batch") {
+                 model.max_batch = static_cast<std::int64_t>(count_of(v, "batching max_batch"));
+               } else if (key == "max_delay") {
+                 model.max_delay = microseconds_from_seconds(v, "batching max_delay");
+               } else {
+                 RaggedBatching& ragged = model.ragged.emplace();
+                 each_key(v, "batching ragged", {"accumulated_count_input", "source_input"},
+                          [&ragged](const std::string& name, py::handle input) {
+                            (name == "source_input" ? ragged.source_input
+                                                    : ragged.accumulated_count_input) =
+                                input.cast<std::string>();
+                          });
+                 if (ragged.accumulated_count_input.empty()) {
+                   out_of_range("batching ragged", "needs 'accumulated_count_input'");
+                 }
+               }
+             });
+  }
+  return all;
+}
+
+/// {model: {"version": str, "config_checksum": str}}: Routing::pins.
+std::map<std::string, ModelPin> pins_of(py::handle value) {
+  std::map<std::string, ModelPin> all;
+  for (auto item : dict_of(value, "pins")) {
+    ModelPin& pin = all[item.first.cast<std::string>()];
+    each_key(item.second, "pins", {"version", "config_checksum"},
+             [&pin](const std::string& key, py::handle v) {
+               (key == "version" ? pin.version : pin.config_checksum) = v.cast<std::string>();
+             });
+  }
+  return all;
+}
+
+Balancing balancing_of(py::handle value) {
+  auto name = value.cast<std::string>();
+  if (name == "least_outstanding") return Balancing::LeastOutstanding;
+  if (name == "power_of_two_choices") return Balancing::PowerOfTwoChoices;
+  out_of_range("balancing",
+               "'" + name + "' is not one of 'least_outstanding', 'power_of_two_choices'");
 }
 
 struct Fallback {
@@ -156,8 +234,45 @@ const std::vector<std::pair<const char*, Setter>>& setters() {
        [](ClientOptions& o, Fallback&, py::handle v) {
          o.shared_memory.pool_bytes = count_of(v, "shm_pool_bytes");
        }},
+      {"adaptive_compression",
+       [](ClientOptions& o, Fallback&, py::handle v) { o.compression.adaptive = v.cast<bool>(); }},
       {"eject_after", [](ClientOptions& o, Fallback&,
                          py::handle v) { o.breaker.failures_to_eject = v.cast<int>(); }},
+      {"cool_down", [](ClientOptions& o, Fallback&,
+                       py::handle v) { o.breaker.cool_down = milliseconds_of(v, "cool_down"); }},
+      {"probe_interval",
+       [](ClientOptions& o, Fallback&, py::handle v) {
+         o.breaker.probe_interval = milliseconds_of(v, "probe_interval");
+       }},
+      {"model_recheck",
+       [](ClientOptions& o, Fallback&, py::handle v) {
+         o.breaker.model_recheck = milliseconds_of(v, "model_recheck");
+       }},
+      {"each_address", [](ClientOptions& o, Fallback&,
+                          py::handle v) { o.resolution.each_address = v.cast<bool>(); }},
+      {"resolve_interval",
+       [](ClientOptions& o, Fallback&, py::handle v) {
+         o.resolution.interval = milliseconds_of(v, "resolve_interval");
+       }},
+      {"max_addresses",
+       [](ClientOptions& o, Fallback&, py::handle v) {
+         o.resolution.max_addresses = count_of(v, "max_addresses");
+       }},
+      {"discovery_interval",
+       [](ClientOptions& o, Fallback&, py::handle v) {
+         o.routing.discovery_interval = milliseconds_of(v, "discovery_interval");
+       }},
+      {"preferred",
+       [](ClientOptions& o, Fallback&, py::handle v) {
+         for (auto item : dict_of(v, "preferred")) {
+           auto& urls = o.routing.preferred[item.first.cast<std::string>()];
+           for (py::handle url : item.second) urls.push_back(url.cast<std::string>());
+         }
+       }},
+      {"balancing",
+       [](ClientOptions& o, Fallback&, py::handle v) { o.routing.balancing = balancing_of(v); }},
+      {"pins", [](ClientOptions& o, Fallback&, py::handle v) { o.routing.pins = pins_of(v); }},
+      {"batching", [](ClientOptions& o, Fallback&, py::handle v) { o.batching = batching_of(v); }},
       {"fallback_repository",
        [](ClientOptions&, Fallback& f, py::handle v) {
          if (py::isinstance<py::str>(v)) {
@@ -171,9 +286,9 @@ const std::vector<std::pair<const char*, Setter>>& setters() {
          f.threads = std::max<std::size_t>(1, count_of(v, "fallback_threads"));
        }},
       {"fallback_latency_budget",
-       [](ClientOptions& o, Fallback&, py::handle v) {
-         o.fallback_latency_budget = milliseconds_of(v, "fallback_latency_budget");
-       }},
+       [](ClientOptions& o, Fallback&,
+          py::handle
+              v) { o.fallback_latency_budget = milliseconds_of(v, "fallback_latency_budget"); }},
       {"log", [](ClientOptions& o, Fallback&, py::handle v) { o.log = log_hook_of(v); }},
   };
   return table;
