@@ -10,6 +10,7 @@ packages=(
   doctest-dev libtbb-dev
   python3 python3-grpcio python3-grpc-tools python3-protobuf python3-numpy
   python3-dev pybind11-dev python3-pytest python3-pip python3-venv python3-setuptools python3-wheel
+  python3-uvloop
   libopencv-dnn-dev libtorch-dev python3-torch python3-onnx
   nginx-light haproxy
 )

@@ -104,6 +104,22 @@ def test_every_new_event_loop_gets_its_answers(client):
         assert result["OUTPUT0"][0, 0] == i + 1
 
 
+def test_asyncio_under_uvloop(client):
+    """uvloop's loop implements add_reader itself: the answers reach it there as well."""
+    uvloop = pytest.importorskip("uvloop")
+
+    async def many():
+        return await asyncio.gather(*(client.ainfer("simple", simple_inputs(i))
+                                      for i in range(100)))
+
+    loop = uvloop.new_event_loop()
+    try:
+        results = loop.run_until_complete(asyncio.wait_for(many(), 10))
+    finally:
+        loop.close()
+    assert [int(r["OUTPUT0"][0, 0]) for r in results] == list(range(1, 101))
+
+
 def test_cancelling_an_asyncio_task(silent_url):
     async def cancelled(client):
         task = asyncio.ensure_future(
