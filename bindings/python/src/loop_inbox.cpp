@@ -26,8 +26,8 @@ py::object& registry() {
 /// usually. A weak reference, not the loop's address: a loop made where a dead one was must
 /// not find the dead one's inbox, which its selector does not watch. Guarded by the GIL.
 struct LastFound {
-  py::object loop;  // a weakref.ref
-  Owner inbox;
+  py::object loop;                 // a weakref.ref
+  std::weak_ptr<LoopInbox> inbox;  // weak: the cache keeps no inbox, and no fd, alive
 };
 
 LastFound& last_found() {
@@ -45,7 +45,9 @@ LoopInbox::~LoopInbox() { ::close(wake_fd_); }
 
 std::shared_ptr<LoopInbox> LoopInbox::of(py::handle loop) {
   LastFound& last = last_found();
-  if (last.loop && PyWeakref_GetObject(last.loop.ptr()) == loop.ptr()) return last.inbox;
+  if (last.loop && PyWeakref_GetObject(last.loop.ptr()) == loop.ptr()) {
+    if (Owner inbox = last.inbox.lock()) return inbox;
+  }
   Owner inbox = find_or_make(loop);
   last.loop = py::weakref(loop);
   last.inbox = inbox;
