@@ -2,7 +2,8 @@
 
 import asyncio
 import concurrent.futures
-import sys
+import gc
+import os
 import time
 
 import numpy as np
@@ -95,13 +96,21 @@ def test_asyncio_answers_reach_the_loop_in_batches(client):
 
 def test_every_new_event_loop_gets_its_answers(client):
     """asyncio.run() makes a loop each time, often where the last one was in memory: each
-    must be watched for its own answers, never find the inbox of a loop that is gone."""
+    must be watched for its own answers, never find the inbox of a loop that is gone; and a
+    loop that is gone takes its inbox's eventfd along."""
     async def one(i):
         return await client.ainfer("simple", simple_inputs(i))
 
+    def open_fds():
+        gc.collect()
+        return len(os.listdir("/proc/self/fd"))
+
+    asyncio.run(one(0))
+    before = open_fds()
     for i in range(50):
         result = asyncio.run(asyncio.wait_for(one(i), 5))
         assert result["OUTPUT0"][0, 0] == i + 1
+    assert open_fds() <= before + 1, "an eventfd per loop stays open"
 
 
 def test_asyncio_under_uvloop(client):
