@@ -159,19 +159,35 @@ struct Fallback {
 };
 
 using Setter = std::function<void(ClientOptions&, Fallback&, py::handle)>;
+using Option = std::pair<const char*, Setter>;
 
-const std::vector<std::pair<const char*, Setter>>& setters() {
-  static const std::vector<std::pair<const char*, Setter>> table = {
-      {"timeout", [](ClientOptions& o, Fallback&,
-                     py::handle v) { o.default_timeout = milliseconds_of(v, "timeout"); }},
-      {"control_timeout",
-       [](ClientOptions& o, Fallback&, py::handle v) {
-         o.control_timeout = milliseconds_of(v, "control_timeout");
-       }},
-      {"connect_timeout",
-       [](ClientOptions& o, Fallback&, py::handle v) {
-         o.connect_timeout = milliseconds_of(v, "connect_timeout");
-       }},
+bool flag_of(py::handle value, const char*) { return value.cast<bool>(); }
+int int_of(py::handle value, const char*) { return value.cast<int>(); }
+std::string text_of(py::handle value, const char*) { return value.cast<std::string>(); }
+std::string path_of(py::handle value, const char*) { return py::str(value).cast<std::string>(); }
+
+/// The option `name`: `read(value, name)` goes into `field` of ClientOptions.
+template <typename Field, typename Read>
+Option option(const char* name, Field ClientOptions::*field, Read read) {
+  return {name, [name, field, read](ClientOptions& o, Fallback&, py::handle v) {
+            o.*field = read(v, name);
+          }};
+}
+
+/// The option `name`: `read(value, name)` goes into `field` of the part `part` of
+/// ClientOptions (its retry policy, its TLS options, ...).
+template <typename Part, typename Field, typename Read>
+Option option(const char* name, Part ClientOptions::*part, Field Part::*field, Read read) {
+  return {name, [name, part, field, read](ClientOptions& o, Fallback&, py::handle v) {
+            (o.*part).*field = read(v, name);
+          }};
+}
+
+const std::vector<Option>& setters() {
+  static const std::vector<Option> table = {
+      option("timeout", &ClientOptions::default_timeout, milliseconds_of),
+      option("control_timeout", &ClientOptions::control_timeout, milliseconds_of),
+      option("connect_timeout", &ClientOptions::connect_timeout, milliseconds_of),
       {"max_attempts",
        [](ClientOptions& o, Fallback&, py::handle v) {
          o.retry.max_attempts = v.cast<int>();
@@ -182,14 +198,11 @@ const std::vector<std::pair<const char*, Setter>>& setters() {
          o.retry.retryable_codes.clear();
          for (py::handle code : v) o.retry.retryable_codes.push_back(status_code_of(code));
        }},
-      {"per_attempt_timeout",
-       [](ClientOptions& o, Fallback&, py::handle v) {
-         o.retry.per_attempt_timeout = milliseconds_of(v, "per_attempt_timeout");
-       }},
+      option("per_attempt_timeout", &ClientOptions::retry, &RetryPolicy::per_attempt_timeout,
+             milliseconds_of),
       {"compression",
        [](ClientOptions& o, Fallback&, py::handle v) { o.compression.grpc = compression_of(v); }},
-      {"zstd_level",
-       [](ClientOptions& o, Fallback&, py::handle v) { o.compression.zstd_level = v.cast<int>(); }},
+      option("zstd_level", &ClientOptions::compression, &CompressionOptions::zstd_level, int_of),
       {"headers",
        [](ClientOptions& o, Fallback&, py::handle v) {
          for (auto item : v.cast<py::dict>()) {
@@ -204,64 +217,35 @@ const std::vector<std::pair<const char*, Setter>>& setters() {
        [](ClientOptions& o, Fallback&, py::handle v) {
          o.bearer_token = TokenFile(py::str(v).cast<std::string>());
        }},
-      {"tls_ca_file", [](ClientOptions& o, Fallback&,
-                         py::handle v) { o.tls.ca_file = py::str(v).cast<std::string>(); }},
-      {"tls_cert_file", [](ClientOptions& o, Fallback&,
-                           py::handle v) { o.tls.cert_file = py::str(v).cast<std::string>(); }},
-      {"tls_key_file", [](ClientOptions& o, Fallback&,
-                          py::handle v) { o.tls.key_file = py::str(v).cast<std::string>(); }},
-      {"tls_server_name", [](ClientOptions& o, Fallback&,
-                             py::handle v) { o.tls.server_name = v.cast<std::string>(); }},
-      {"validate_inputs",
-       [](ClientOptions& o, Fallback&, py::handle v) { o.validate_inputs = v.cast<bool>(); }},
-      {"share_connections",
-       [](ClientOptions& o, Fallback&, py::handle v) { o.share_connections = v.cast<bool>(); }},
-      {"network_threads", [](ClientOptions& o, Fallback&,
-                             py::handle v) { o.network_threads = count_of(v, "network_threads"); }},
+      option("tls_ca_file", &ClientOptions::tls, &TlsOptions::ca_file, path_of),
+      option("tls_cert_file", &ClientOptions::tls, &TlsOptions::cert_file, path_of),
+      option("tls_key_file", &ClientOptions::tls, &TlsOptions::key_file, path_of),
+      option("tls_server_name", &ClientOptions::tls, &TlsOptions::server_name, text_of),
+      option("validate_inputs", &ClientOptions::validate_inputs, flag_of),
+      option("share_connections", &ClientOptions::share_connections, flag_of),
+      option("network_threads", &ClientOptions::network_threads, count_of),
       {"callback_threads",
        [](ClientOptions& o, Fallback&, py::handle v) {
          o.callback_threads = std::max<std::size_t>(1, count_of(v, "callback_threads"));
        }},
-      {"keepalive_interval",
-       [](ClientOptions& o, Fallback&, py::handle v) {
-         o.keepalive_interval = milliseconds_of(v, "keepalive_interval");
-       }},
-      {"max_message_bytes",
-       [](ClientOptions& o, Fallback&, py::handle v) {
-         o.max_message_bytes = count_of(v, "max_message_bytes");
-       }},
-      {"shm_pool_bytes",
-       [](ClientOptions& o, Fallback&, py::handle v) {
-         o.shared_memory.pool_bytes = count_of(v, "shm_pool_bytes");
-       }},
-      {"adaptive_compression",
-       [](ClientOptions& o, Fallback&, py::handle v) { o.compression.adaptive = v.cast<bool>(); }},
-      {"eject_after", [](ClientOptions& o, Fallback&,
-                         py::handle v) { o.breaker.failures_to_eject = v.cast<int>(); }},
-      {"cool_down", [](ClientOptions& o, Fallback&,
-                       py::handle v) { o.breaker.cool_down = milliseconds_of(v, "cool_down"); }},
-      {"probe_interval",
-       [](ClientOptions& o, Fallback&, py::handle v) {
-         o.breaker.probe_interval = milliseconds_of(v, "probe_interval");
-       }},
-      {"model_recheck",
-       [](ClientOptions& o, Fallback&, py::handle v) {
-         o.breaker.model_recheck = milliseconds_of(v, "model_recheck");
-       }},
-      {"each_address", [](ClientOptions& o, Fallback&,
-                          py::handle v) { o.resolution.each_address = v.cast<bool>(); }},
-      {"resolve_interval",
-       [](ClientOptions& o, Fallback&, py::handle v) {
-         o.resolution.interval = milliseconds_of(v, "resolve_interval");
-       }},
-      {"max_addresses",
-       [](ClientOptions& o, Fallback&, py::handle v) {
-         o.resolution.max_addresses = count_of(v, "max_addresses");
-       }},
-      {"discovery_interval",
-       [](ClientOptions& o, Fallback&, py::handle v) {
-         o.routing.discovery_interval = milliseconds_of(v, "discovery_interval");
-       }},
+      option("keepalive_interval", &ClientOptions::keepalive_interval, milliseconds_of),
+      option("max_message_bytes", &ClientOptions::max_message_bytes, count_of),
+      option("shm_pool_bytes", &ClientOptions::shared_memory, &SharedMemoryOptions::pool_bytes,
+             count_of),
+      option("adaptive_compression", &ClientOptions::compression, &CompressionOptions::adaptive,
+             flag_of),
+      option("eject_after", &ClientOptions::breaker, &CircuitBreaker::failures_to_eject, int_of),
+      option("cool_down", &ClientOptions::breaker, &CircuitBreaker::cool_down, milliseconds_of),
+      option("probe_interval", &ClientOptions::breaker, &CircuitBreaker::probe_interval,
+             milliseconds_of),
+      option("model_recheck", &ClientOptions::breaker, &CircuitBreaker::model_recheck,
+             milliseconds_of),
+      option("each_address", &ClientOptions::resolution, &Resolution::each_address, flag_of),
+      option("resolve_interval", &ClientOptions::resolution, &Resolution::interval,
+             milliseconds_of),
+      option("max_addresses", &ClientOptions::resolution, &Resolution::max_addresses, count_of),
+      option("discovery_interval", &ClientOptions::routing, &Routing::discovery_interval,
+             milliseconds_of),
       {"preferred",
        [](ClientOptions& o, Fallback&, py::handle v) {
          for (auto item : dict_of(v, "preferred")) {
@@ -285,10 +269,7 @@ const std::vector<std::pair<const char*, Setter>>& setters() {
        [](ClientOptions&, Fallback& f, py::handle v) {
          f.threads = std::max<std::size_t>(1, count_of(v, "fallback_threads"));
        }},
-      {"fallback_latency_budget",
-       [](ClientOptions& o, Fallback&,
-          py::handle
-              v) { o.fallback_latency_budget = milliseconds_of(v, "fallback_latency_budget"); }},
+      option("fallback_latency_budget", &ClientOptions::fallback_latency_budget, milliseconds_of),
       {"log", [](ClientOptions& o, Fallback&, py::handle v) { o.log = log_hook_of(v); }},
   };
   return table;
