@@ -29,9 +29,10 @@ class LoopInbox {
   static std::shared_ptr<LoopInbox> of(py::handle loop);
 
   /// Runs `job` in the loop's thread, with the GIL held, soon and never inside this call;
-  /// jobs run in the order posted. A job posted once the loop closed never runs: it is
-  /// destroyed with the inbox, so what it holds must free itself without the GIL being held
-  /// (sonic::python::Held). Thread-safe; does not need the GIL.
+  /// jobs run in the order posted and must not throw. A job posted once the loop closed never
+  /// runs: it is destroyed with the inbox, on whichever thread lets go of it last, so what it
+  /// holds must be safe to destroy there, with or without the GIL (sonic::python::Held).
+  /// Thread-safe; does not need the GIL.
   void post(std::function<void()> job);
 
   LoopInbox(const LoopInbox&) = delete;
