@@ -82,20 +82,31 @@ typedef struct sonic_result sonic_result;
 
 /** Client settings; sonic_client_options_init fills the defaults. */
 typedef struct sonic_client_options {
-  double timeout_seconds;          /**< per request; 0 (the default): no limit */
-  int max_attempts;                /**< attempts per request, the first included (3) */
-  const char* fallback_repository; /**< a Triton model repository run in-process when no
-                                        server can (its backends must be linked); NULL: none */
-  size_t fallback_threads;         /**< threads of that fallback (1) */
-  const char* token_file;          /**< a file holding a bearer token, sent with every call
-                                        ("authorization: Bearer ...") and read again when the
-                                        file changes; NULL (the default): none */
-  const char* tls_ca_file;         /**< grpcs:// and tcp+tls://: authorities (PEM) the server's
-                                        certificate must chain to; NULL: the system's */
-  const char* tls_cert_file;       /**< a client certificate (PEM) for mutual TLS; NULL: none */
-  const char* tls_key_file;        /**< its private key (PEM) */
-  const char* tls_server_name;     /**< the name the server's certificate must be for; NULL: the
-                                        URL's host */
+  double timeout_seconds;             /**< per request; 0 (the default): no limit */
+  int max_attempts;                   /**< attempts per request, the first included (3) */
+  const char* fallback_repository;    /**< a Triton model repository run in-process when no
+                                           server can (its backends must be linked); NULL: none */
+  size_t fallback_threads;            /**< threads of that fallback (1) */
+  const char* token_file;             /**< a file holding a bearer token, sent with every call
+                                           ("authorization: Bearer ...") and read again when the
+                                           file changes; NULL (the default): none */
+  const char* tls_ca_file;            /**< grpcs:// and tcp+tls://: authorities (PEM) the server's
+                                           certificate must chain to; NULL: the system's */
+  const char* tls_cert_file;          /**< a client certificate (PEM) for mutual TLS; NULL: none */
+  const char* tls_key_file;           /**< its private key (PEM) */
+  const char* tls_server_name;        /**< the name the server's certificate must be for; NULL: the
+                                           URL's host */
+  double connect_timeout_seconds;     /**< how long opening a connection may take (3) */
+  double per_attempt_timeout_seconds; /**< each attempt's own limit: one that passes it is
+                                           retried while the request's timeout allows; 0 (the
+                                           default): none */
+  int eject_after;                    /**< consecutive transport failures that take an endpoint out
+                                           of rotation until a health probe brings it back (3) */
+  const char* compression;            /**< gRPC messages sent compressed: NULL or "none" (the
+                                           default), "gzip" or "deflate" */
+  int validate_inputs; /**< 1 (the default): inputs are checked against the model's metadata
+                            (asked once per model) before a request is sent, so that mistakes
+                            fail at once; 0: sent as given */
 } sonic_client_options;
 
 /** A tensor of a result: views into it, valid while the result lives. */
@@ -135,6 +146,14 @@ SONIC_C_API sonic_code sonic_client_server_ready(sonic_client* client, int* read
  * it was and may be sent again. */
 SONIC_C_API sonic_code sonic_client_infer(sonic_client* client, const sonic_request* request,
                                           sonic_result** result);
+/** sonic_client_infer for a request with a large batch: sent as chunks of `rows` rows along
+ * the first dimension of its inputs (0: about 2 MiB of inputs per chunk, and at most the
+ * model's max_batch_size), at most `max_in_flight` chunks at once (0: 4), and their outputs
+ * joined in order into one *result, as if the model had taken the whole batch. On an error,
+ * the first one, naming its chunk. */
+SONIC_C_API sonic_code sonic_client_infer_chunked(sonic_client* client,
+                                                  const sonic_request* request, int64_t rows,
+                                                  size_t max_in_flight, sonic_result** result);
 /** Sends a request; `callback` runs once with its result, never inside this call. SONIC_OK
  * means it was sent: its failures, including a request the server refuses, reach the
  * callback. */

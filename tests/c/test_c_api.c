@@ -1,12 +1,19 @@
 /* The C API against a real sonic-server, from C: sync and callback inference, every datatype,
- * errors with codes and messages, ownership, and the fallback.
+ * errors with codes and messages, ownership, the client's options, chunks, and the fallback.
  *   test_c_api GRPC_URL DEAD_URL [MODEL_REPOSITORY]
  * Exits 0 when every check passed; prints each failed check. */
+#define _POSIX_C_SOURCE 200809L /* sockets and clock_gettime under C11 without extensions */
+
+#include <arpa/inet.h>
 #include <math.h>
+#include <netinet/in.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "sonic.h"
 
@@ -213,6 +220,115 @@ static void test_async(sonic_client* client) {
   sonic_string_free(stats);
 }
 
+static double seconds_now(void) {
+  struct timespec now;
+  clock_gettime(CLOCK_MONOTONIC, &now);
+  return (double)now.tv_sec + (double)now.tv_nsec / 1e9;
+}
+
+/* A loopback listener that never accepts: connections open (the kernel completes them),
+ * requests go out, and no answer comes. Writes its URL into `url`; returns the socket. */
+static int silent_listener(char* url, size_t size) {
+  int listener = socket(AF_INET, SOCK_STREAM, 0);
+  struct sockaddr_in address;
+  memset(&address, 0, sizeof address);
+  address.sin_family = AF_INET;
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t length = sizeof address;
+  CHECK(listener >= 0 && bind(listener, (struct sockaddr*)&address, sizeof address) == 0 &&
+        listen(listener, 16) == 0 &&
+        getsockname(listener, (struct sockaddr*)&address, &length) == 0);
+  snprintf(url, size, "grpc://127.0.0.1:%d", ntohs(address.sin_port));
+  return listener;
+}
+
+static void test_options(const char* url, const char* dead_url) {
+  sonic_client_options options;
+  sonic_client_options_init(&options);
+  CHECK(options.connect_timeout_seconds == 3 && options.per_attempt_timeout_seconds == 0 &&
+        options.eject_after == 3 && options.compression == NULL && options.validate_inputs == 1);
+  sonic_client* client = NULL;
+  /* Values sonic cannot take are refused when the client is made, each named. */
+  options.compression = "brotli";
+  CHECK(sonic_client_create(&url, 1, &options, &client) == SONIC_INVALID_ARGUMENT);
+  CHECK(client == NULL && strstr(sonic_last_error(), "brotli") != NULL);
+  sonic_client_options_init(&options);
+  options.eject_after = 0;
+  CHECK(sonic_client_create(&url, 1, &options, &client) == SONIC_INVALID_ARGUMENT);
+  CHECK(strstr(sonic_last_error(), "eject_after") != NULL);
+  sonic_client_options_init(&options);
+  options.connect_timeout_seconds = -1;
+  CHECK(sonic_client_create(&url, 1, &options, &client) == SONIC_INVALID_ARGUMENT);
+  CHECK(strstr(sonic_last_error(), "connect_timeout_seconds") != NULL);
+
+  /* gzip-compressed requests, which sonic-server takes as Triton's does. */
+  int32_t a[16], b[16];
+  for (int i = 0; i < 16; ++i) a[i] = i, b[i] = 2;
+  sonic_request* request = simple_request(a, b);
+  sonic_result* result = NULL;
+  sonic_client_options_init(&options);
+  options.compression = "gzip";
+  CHECK(sonic_client_create(&url, 1, &options, &client) == SONIC_OK);
+  CHECK(sonic_client_infer(client, request, &result) == SONIC_OK);
+  sonic_tensor sum;
+  CHECK(sonic_result_output(result, "OUTPUT0", &sum) == SONIC_OK &&
+        ((const int32_t*)sum.data)[15] == 17);
+  sonic_result_destroy(result);
+  sonic_client_destroy(client);
+
+  /* One failure ejects a dead endpoint (eject_after 1; by default it takes 3): the first
+   * request tries it, fails over to the live one, and the dead one is out. */
+  const char* both[2] = {dead_url, url};
+  sonic_client_options_init(&options);
+  options.eject_after = 1;
+  CHECK(sonic_client_create(both, 2, &options, &client) == SONIC_OK);
+  CHECK(sonic_client_infer(client, request, &result) == SONIC_OK);
+  sonic_result_destroy(result);
+  char* stats = sonic_client_stats_json(client);
+  CHECK(stats != NULL && strstr(stats, "\"ejections\":1") != NULL);
+  sonic_string_free(stats);
+  sonic_client_destroy(client);
+
+  /* A per-attempt limit ends each attempt on a server that never answers: two attempts of
+   * 0.2 s, where the request's own limit is 20 s. (Unvalidated: validating would first ask
+   * that server for the model's metadata, which the control timeout bounds instead.) */
+  char silent_url[64];
+  int listener = silent_listener(silent_url, sizeof silent_url);
+  const char* silent = silent_url;
+  sonic_client_options_init(&options);
+  options.per_attempt_timeout_seconds = 0.2;
+  options.max_attempts = 2;
+  options.timeout_seconds = 20;
+  options.validate_inputs = 0;
+  CHECK(sonic_client_create(&silent, 1, &options, &client) == SONIC_OK);
+  double start = seconds_now();
+  CHECK(sonic_client_infer(client, request, &result) == SONIC_DEADLINE_EXCEEDED);
+  double took = seconds_now() - start;
+  CHECK(took >= 0.3 && took < 10);
+  sonic_client_destroy(client);
+  close(listener);
+  sonic_request_destroy(request);
+}
+
+static void test_chunked(sonic_client* client) {
+  enum { kRows = 10, kWidth = 4 };
+  float batch[kRows * kWidth];
+  for (int i = 0; i < kRows * kWidth; ++i) batch[i] = (float)i;
+  int64_t shape[2] = {kRows, kWidth};
+  sonic_request* request = sonic_request_create("identity_fp32", NULL);
+  CHECK(sonic_request_add_input(request, "INPUT0", SONIC_FP32, shape, 2, batch, sizeof batch,
+                                SONIC_BORROW) == SONIC_OK);
+  sonic_result* result = NULL;
+  CHECK(sonic_client_infer_chunked(client, request, 3, 2, &result) == SONIC_OK); /* 4 chunks */
+  sonic_tensor out;
+  CHECK(sonic_result_output(result, "OUTPUT0", &out) == SONIC_OK);
+  CHECK(out.rank == 2 && out.shape[0] == kRows && out.byte_size == sizeof batch);
+  CHECK(memcmp(out.data, batch, sizeof batch) == 0);
+  sonic_result_destroy(result);
+  CHECK(sonic_client_infer_chunked(client, request, -1, 0, &result) == SONIC_INVALID_ARGUMENT);
+  sonic_request_destroy(request);
+}
+
 static void test_fallback(const char* dead_url, const char* repository) {
   sonic_client_options options;
   sonic_client_options_init(&options);
@@ -253,7 +369,9 @@ int main(int argc, char** argv) {
   test_errors(client);
   test_every_datatype(client);
   test_async(client);
+  test_chunked(client);
   sonic_client_destroy(client);
+  test_options(url, argv[2]);
   if (argc > 3) test_fallback(argv[2], argv[3]);
   printf("%s: %d failed checks (sonic %s)\n", failures ? "FAIL" : "OK", failures, sonic_version());
   return failures ? 1 : 0;

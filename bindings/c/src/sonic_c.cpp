@@ -2,6 +2,7 @@
 // turns it into a code and a thread-local message.
 #include "sonic.h"
 
+#include <chrono>
 #include <cstdlib>
 #include <cstring>
 #include <new>
@@ -82,6 +83,14 @@ std::optional<std::chrono::microseconds> duration_of(double seconds) {
   return std::chrono::microseconds(static_cast<std::int64_t>(seconds * 1e6));
 }
 
+/// The compression a C caller named; nothing for a name sonic does not know.
+std::optional<sonic::Compression> compression_of(const char* name) {
+  if (!name || std::strcmp(name, "none") == 0) return sonic::Compression::None;
+  if (std::strcmp(name, "gzip") == 0) return sonic::Compression::Gzip;
+  if (std::strcmp(name, "deflate") == 0) return sonic::Compression::Deflate;
+  return std::nullopt;
+}
+
 sonic_result* new_result(sonic::Result<sonic::InferResult> outcome) {
   auto* result = new sonic_result;
   if (!outcome) result->error = outcome.error().message();
@@ -112,6 +121,13 @@ void sonic_client_options_init(sonic_client_options* options) {
   options->tls_cert_file = nullptr;
   options->tls_key_file = nullptr;
   options->tls_server_name = nullptr;
+  sonic::ClientOptions defaults;
+  options->connect_timeout_seconds =
+      std::chrono::duration<double>(defaults.connect_timeout).count();
+  options->per_attempt_timeout_seconds = 0;
+  options->eject_after = defaults.breaker.failures_to_eject;
+  options->compression = nullptr;
+  options->validate_inputs = defaults.validate_inputs ? 1 : 0;
 }
 
 sonic_code sonic_client_create(const char* const* urls, size_t url_count,
@@ -137,6 +153,30 @@ sonic_code sonic_client_create(const char* const* urls, size_t url_count,
           "timeout_seconds must be 0 to 1e9 seconds, not " + std::to_string(given.timeout_seconds));
     }
     config.default_timeout = std::chrono::duration_cast<std::chrono::milliseconds>(*timeout);
+    auto connect_timeout = duration_of(given.connect_timeout_seconds);
+    auto per_attempt_timeout = duration_of(given.per_attempt_timeout_seconds);
+    if (!connect_timeout || !per_attempt_timeout) {
+      return fail(sonic::StatusCode::InvalidArgument,
+                  "connect_timeout_seconds and per_attempt_timeout_seconds must be 0 to 1e9 "
+                  "seconds");
+    }
+    config.connect_timeout =
+        std::chrono::duration_cast<std::chrono::milliseconds>(*connect_timeout);
+    config.retry.per_attempt_timeout =
+        std::chrono::duration_cast<std::chrono::milliseconds>(*per_attempt_timeout);
+    if (given.eject_after < 1) {
+      return fail(sonic::StatusCode::InvalidArgument, "eject_after must be at least 1");
+    }
+    config.breaker.failures_to_eject = given.eject_after;
+    auto compression = compression_of(given.compression);
+    if (!compression) {
+      return fail(sonic::StatusCode::InvalidArgument,
+                  std::string("compression must be NULL, \"none\", \"gzip\" or \"deflate\", "
+                              "not \"") +
+                      given.compression + "\"");
+    }
+    config.compression.grpc = *compression;
+    config.validate_inputs = given.validate_inputs != 0;
     if (given.max_attempts < 1) {
       return fail(sonic::StatusCode::InvalidArgument, "max_attempts must be at least 1");
     }
@@ -174,6 +214,23 @@ sonic_code sonic_client_infer(sonic_client* client, const sonic_request* request
     if (!result) return null_argument("result");
     *result = nullptr;
     sonic::InferResult outputs = client->client.infer(request->request);
+    *result = new_result(std::move(outputs));
+    return SONIC_OK;
+  });
+}
+
+sonic_code sonic_client_infer_chunked(sonic_client* client, const sonic_request* request,
+                                      int64_t rows, size_t max_in_flight, sonic_result** result) {
+  return guarded([&] {
+    if (!client) return null_argument("client");
+    if (!request) return null_argument("request");
+    if (!result) return null_argument("result");
+    *result = nullptr;
+    if (rows < 0) return fail(sonic::StatusCode::InvalidArgument, "rows must not be negative");
+    sonic::ChunkOptions chunks;
+    chunks.rows = rows;
+    if (max_in_flight > 0) chunks.max_in_flight = max_in_flight;
+    sonic::InferResult outputs = client->client.infer_chunked(request->request, chunks);
     *result = new_result(std::move(outputs));
     return SONIC_OK;
   });
