@@ -80,7 +80,9 @@ typedef struct sonic_client sonic_client;
 typedef struct sonic_request sonic_request;
 typedef struct sonic_result sonic_result;
 
-/** Client settings; sonic_client_options_init fills the defaults. */
+/** Client settings; sonic_client_options_init fills the defaults. Fields are added at the end
+ * as sonic grows (before 1.0 without a new soname): compile against the header of the library
+ * the program runs with. */
 typedef struct sonic_client_options {
   double timeout_seconds;             /**< per request; 0 (the default): no limit */
   int max_attempts;                   /**< attempts per request, the first included (3) */
