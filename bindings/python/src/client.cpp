@@ -122,28 +122,29 @@ Client& PyClient::client() {
   return *client_;
 }
 
-py::object PyClient::infer(const RequestArguments& arguments) {
-  KeepAlive keep_alive;
+template <typename Send>
+py::object PyClient::infer_blocking(const RequestArguments& arguments, Send send) {
+  KeepAlive keep_alive;  // the request borrows the arrays until the call returns
   InferRequest request = build_request(arguments, keep_alive);
   Client& target = client();
   InferResult result;
   {
     py::gil_scoped_release nogil;
-    result = target.infer(std::move(request));
+    result = send(target, std::move(request));
   }
   return result_object(result);
 }
 
+py::object PyClient::infer(const RequestArguments& arguments) {
+  return infer_blocking(arguments, [](Client& target, InferRequest request) {
+    return target.infer(std::move(request));
+  });
+}
+
 py::object PyClient::infer_chunked(const RequestArguments& arguments, const ChunkOptions& chunks) {
-  KeepAlive keep_alive;  // the chunks borrow the arrays until the call returns
-  InferRequest request = build_request(arguments, keep_alive);
-  Client& target = client();
-  InferResult result;
-  {
-    py::gil_scoped_release nogil;
-    result = target.infer_chunked(std::move(request), chunks);
-  }
-  return result_object(result);
+  return infer_blocking(arguments, [&chunks](Client& target, InferRequest request) {
+    return target.infer_chunked(std::move(request), chunks);
+  });
 }
 
 py::object PyClient::infer_async(const RequestArguments& arguments) {

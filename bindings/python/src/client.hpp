@@ -62,6 +62,10 @@ class PyClient {
   Client& client();
 
  private:
+  // Builds the request, hands it to `send(client, request)` without the GIL, which waits for
+  // its result, and returns that as a sonic.InferResult.
+  template <typename Send>
+  py::object infer_blocking(const RequestArguments& arguments, Send send);
   // Sends the request; `future` is completed with the outcome by a job posted to `inbox`,
   // its event loop's (an asyncio future), or else to the completion thread.
   RequestHandle send_async(const RequestArguments& arguments, py::object future,
