@@ -101,6 +101,31 @@ TEST_CASE("a preferred endpoint takes its model's requests while it is in rotati
   CHECK(client.stats().failed == 0);
 }
 
+TEST_CASE("ties take turns over the endpoints in rotation, whichever are out") {
+  // Three endpoints, the model's preferred one down and ejected: the other two must take
+  // turns. The rotation once moved on for each pass of a pick (the preferred endpoints, then
+  // the rest), and the scan began at a fixed place, so the endpoint after one that is out got
+  // its turns too: one server took twice the other's share.
+  auto a = server_of({models::simple()});
+  auto b = server_of({models::simple()});
+  auto c = server_of({models::simple()});
+  ClientOptions options;
+  options.endpoints = {a->url(), b->url(), c->url()};
+  options.routing.preferred["simple"] = {c->url()};
+  options.breaker.failures_to_eject = 1;
+  c->stop();
+  Client client(options);
+  REQUIRE(eventually([&] {
+    send_simple(client, 1);  // c fails once, and that request is retried at a or b
+    return !client.stats().endpoints.at(2).healthy;
+  }));
+  const auto a_before = attempts(client, 0), b_before = attempts(client, 1);
+  send_simple(client, 30);
+  CHECK(attempts(client, 0) - a_before == 15);
+  CHECK(attempts(client, 1) - b_before == 15);
+  CHECK(client.stats().failed == 0);
+}
+
 TEST_CASE("power of two choices sends most requests to the faster server") {
   auto slow = server_of({work(20ms)});
   auto fast = server_of({work(0ms)});

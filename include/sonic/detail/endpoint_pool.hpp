@@ -134,6 +134,7 @@ class EndpointPool : public std::enable_shared_from_this<EndpointPool> {
       if (!options_.fallback)
         pass([&](const Slot& s) { return candidates.qualifies(s, true, true); });
       if (best != kNone) {
+        last_picked_ = best;
         auto& stats = slots_[best]->stats;
         ++stats.outstanding;
         ++stats.attempts;
@@ -444,8 +445,10 @@ class EndpointPool : public std::enable_shared_from_this<EndpointPool> {
       if ((i == avoid) != (best == avoid)) return best == avoid;
       return slots_[i]->stats.outstanding < slots_[best]->stats.outstanding;
     };
-    // Start the scan one further each time, so that ties rotate over the endpoints.
-    const std::size_t start = rotation_++ % n;
+    // The scan starts after the endpoint picked last, so that ties take turns over the
+    // endpoints that qualify: a pass that finds none, or an endpoint that is out, moves no
+    // turn on.
+    const std::size_t start = (last_picked_ + 1) % n;
     for (std::size_t k = 0; k < n; ++k) {
       const std::size_t i = (start + k) % n;
       if (eligible(*slots_[i]) && better(i)) best = i;
@@ -819,7 +822,7 @@ class EndpointPool : public std::enable_shared_from_this<EndpointPool> {
   bool rediscover_scheduled_ = false;
   static constexpr std::chrono::seconds kRediscoverySpacing{1};
   Clock::time_point last_discovery_{};
-  std::size_t rotation_ = 0;
+  std::size_t last_picked_ = kNone;  // LeastOutstanding's ties take turns after it
   std::mt19937 random_{std::random_device{}()};  // PowerOfTwoChoices draws
   std::vector<Name> names_;                      // fixed after construction (looking_up: mutex_)
   std::vector<std::unique_ptr<Slot>> slots_;     // fixed after construction; contents: mutex_
