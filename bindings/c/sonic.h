@@ -70,6 +70,14 @@ typedef enum sonic_datatype {
   SONIC_BYTES = 13 /**< each element: a 4-byte little-endian length, then that many bytes */
 } sonic_datatype;
 
+/** How a request chooses among the endpoints that may serve it. */
+typedef enum sonic_balancing {
+  SONIC_LEAST_OUTSTANDING = 0,   /**< the one with the fewest of this client's requests in
+                                      flight (ties rotate): the default */
+  SONIC_POWER_OF_TWO_CHOICES = 1 /**< two drawn at random, and of them the one that looks
+                                      faster (requests in flight times recent latency) */
+} sonic_balancing;
+
 /** How sonic_request_add_input takes the bytes. */
 typedef enum sonic_ownership {
   SONIC_BORROW = 0, /**< no copy: the caller keeps them valid until the inferences completed */
@@ -79,6 +87,36 @@ typedef enum sonic_ownership {
 typedef struct sonic_client sonic_client;
 typedef struct sonic_request sonic_request;
 typedef struct sonic_result sonic_result;
+
+/** What a client does for one model (sonic_client_options.models); sonic_model_options_init
+ * fills the defaults: no preferred endpoints, no pin, no batching. Grows at its end like
+ * sonic_client_options. */
+typedef struct sonic_model_options {
+  const char* model;                 /**< the model's name */
+  const char* const* preferred_urls; /**< endpoints, among the client's URLs, that take this
+                                          model's requests; the others only while none of
+                                          these is in rotation and has the model */
+  size_t preferred_count;
+  const char* pin_version;         /**< the version requests ask for when they name none; a
+                                        request or an answer of another version fails with
+                                        SONIC_FAILED_PRECONDITION; NULL: any */
+  const char* pin_config_checksum; /**< an endpoint gets the model's requests only once it
+                                        reports a configuration with this checksum
+                                        (sonic_client_model_config_checksum); NULL: unchecked */
+  int batching;                    /**< 1: concurrent requests for the model, from any threads,
+                                        merge along their first dimension into one request,
+                                        and each gets its rows back; 0 (the default): each is
+                                        sent alone */
+  int64_t max_batch;               /**< most rows in one merged request; 0 (the default): the
+                                        model's max_batch_size, asked once */
+  double max_delay_seconds;        /**< how long the first request of a batch waits for others
+                                        (0.0005); a full batch goes at once */
+  const char* ragged_count_input;  /**< ragged batching: requests of any shapes merge into 1-D
+                                        inputs, and this INT32 input, shape [requests], says
+                                        where each one's elements end (Triton's
+                                        BATCH_ACCUMULATED_ELEMENT_COUNT); NULL: off */
+  const char* ragged_source_input; /**< the input whose elements it counts; NULL: the first */
+} sonic_model_options;
 
 /** Client settings; sonic_client_options_init fills the defaults. Fields are added at the end
  * as sonic grows (before 1.0 without a new soname): compile against the header of the library
@@ -106,9 +144,17 @@ typedef struct sonic_client_options {
                                            of rotation until a health probe brings it back (3) */
   const char* compression;            /**< gRPC messages sent compressed: NULL or "none" (the
                                            default), "gzip" or "deflate" */
-  int validate_inputs; /**< 1 (the default): inputs are checked against the model's metadata
-                            (asked once per model) before a request is sent, so that mistakes
-                            fail at once; 0: sent as given */
+  int validate_inputs;       /**< 1 (the default): inputs are checked against the model's metadata
+                                  (asked once per model) before a request is sent, so that mistakes
+                                  fail at once; 0: sent as given */
+  sonic_balancing balancing; /**< among endpoints that may serve a request
+                                  (SONIC_LEAST_OUTSTANDING) */
+  double discovery_interval_seconds; /**< ask every endpoint which models it has ready at start
+                                          and this often, and send a model's requests only to
+                                          those that list it; 0 (the default): no discovery */
+  const sonic_model_options* models; /**< per-model routing and batching, `model_count` of
+                                          them (copied by sonic_client_create); NULL: none */
+  size_t model_count;
 } sonic_client_options;
 
 /** A tensor of a result: views into it, valid while the result lives. */
@@ -133,6 +179,7 @@ SONIC_C_API const char* sonic_code_name(sonic_code code);
 SONIC_C_API const char* sonic_version(void);
 
 SONIC_C_API void sonic_client_options_init(sonic_client_options* options);
+SONIC_C_API void sonic_model_options_init(sonic_model_options* options);
 /** A client of `url_count` endpoint URLs ("grpc://host:port", "tcp://host:port", ...);
  * `options` may be NULL for the defaults. Connects lazily: a bad URL fails here, an absent
  * server on the first request. */
@@ -164,6 +211,11 @@ SONIC_C_API sonic_code sonic_client_infer_async(sonic_client* client, const soni
 /** The client's counters as JSON (requests, retries, fallbacks, failures, endpoints): a
  * string to free with sonic_string_free. NULL on failure. */
 SONIC_C_API char* sonic_client_stats_json(sonic_client* client);
+/** The checksum of the configuration of `model` (version: NULL or "" for the server's choice)
+ * as the server reports it, 16 hex digits: what pin_config_checksum expects. A string to free
+ * with sonic_string_free; NULL on failure. */
+SONIC_C_API char* sonic_client_model_config_checksum(sonic_client* client, const char* model,
+                                                     const char* version);
 SONIC_C_API void sonic_string_free(char* string);
 
 /** A request for `model` (version: NULL or "" for the server's choice); NULL on failure. */

@@ -15,18 +15,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "check.h"
 #include "sonic.h"
-
-static int failures = 0;
-
-#define CHECK(condition)                                                                \
-  do {                                                                                  \
-    if (!(condition)) {                                                                 \
-      fprintf(stderr, "%s:%d: CHECK(%s) failed (last error: %s)\n", __FILE__, __LINE__, \
-              #condition, sonic_last_error());                                          \
-      ++failures;                                                                       \
-    }                                                                                   \
-  } while (0)
 
 static sonic_request* simple_request(int32_t* a, int32_t* b) {
   static const int64_t shape[2] = {1, 16};

@@ -6,13 +6,12 @@
 #include <cstdlib>
 #include <cstring>
 #include <new>
-#include <optional>
 #include <string>
-#include <type_traits>
 #include <vector>
 
-#include "sonic/credentials.hpp"
-#include "sonic/repository/repository.hpp"
+#include "c_values.hpp"
+#include "client_options.hpp"
+#include "sonic/routing.hpp"
 #include "sonic/sonic.hpp"
 
 struct sonic_client {
@@ -29,6 +28,9 @@ struct sonic_result {
 };
 
 namespace {
+
+using sonic::c_api::duration_of;
+using sonic::c_api::number_of;
 
 // The C enums are the C++ ones, value for value.
 static_assert(SONIC_UNAUTHENTICATED == static_cast<int>(sonic::StatusCode::Unauthenticated));
@@ -65,30 +67,12 @@ sonic_code null_argument(const char* name) {
   return fail(sonic::StatusCode::InvalidArgument, std::string(name) + " is NULL");
 }
 
-/// The number a C caller passed as an enum. A C program may pass any int there; in C++, loading
-/// an enum object whose value lies outside its enumerators' range is undefined, so the bits are
-/// read as the integer they are.
-template <typename Enum>
-long long number_of(const Enum& value) {
-  std::underlying_type_t<Enum> raw;
-  static_assert(sizeof raw == sizeof value);
-  std::memcpy(&raw, &value, sizeof raw);
-  return static_cast<long long>(raw);
-}
-
-/// A duration a C caller gave in seconds: 0 to a billion seconds. Nothing for a negative
-/// number, NaN or more (converting a double past int64's range is undefined).
-std::optional<std::chrono::microseconds> duration_of(double seconds) {
-  if (!(seconds >= 0 && seconds <= 1e9)) return std::nullopt;
-  return std::chrono::microseconds(static_cast<std::int64_t>(seconds * 1e6));
-}
-
-/// The compression a C caller named; nothing for a name sonic does not know.
-std::optional<sonic::Compression> compression_of(const char* name) {
-  if (!name || std::strcmp(name, "none") == 0) return sonic::Compression::None;
-  if (std::strcmp(name, "gzip") == 0) return sonic::Compression::Gzip;
-  if (std::strcmp(name, "deflate") == 0) return sonic::Compression::Deflate;
-  return std::nullopt;
+/// `text` as a string the caller frees with sonic_string_free, in `copy`.
+sonic_code copied_string(const std::string& text, char*& copy) {
+  copy = static_cast<char*>(std::malloc(text.size() + 1));
+  if (!copy) return fail(sonic::StatusCode::ResourceExhausted, "out of memory");
+  std::memcpy(copy, text.c_str(), text.size() + 1);
+  return SONIC_OK;
 }
 
 sonic_result* new_result(sonic::Result<sonic::InferResult> outcome) {
@@ -112,8 +96,10 @@ const char* sonic_version(void) { return sonic::kVersion; }
 
 void sonic_client_options_init(sonic_client_options* options) {
   if (!options) return;
-  options->timeout_seconds = 0;
-  options->max_attempts = sonic::RetryPolicy{}.max_attempts;
+  const sonic::ClientOptions defaults;
+  auto seconds = [](auto duration) { return std::chrono::duration<double>(duration).count(); };
+  options->timeout_seconds = seconds(defaults.default_timeout);
+  options->max_attempts = defaults.retry.max_attempts;
   options->fallback_repository = nullptr;
   options->fallback_threads = 1;
   options->token_file = nullptr;
@@ -121,13 +107,21 @@ void sonic_client_options_init(sonic_client_options* options) {
   options->tls_cert_file = nullptr;
   options->tls_key_file = nullptr;
   options->tls_server_name = nullptr;
-  sonic::ClientOptions defaults;
-  options->connect_timeout_seconds =
-      std::chrono::duration<double>(defaults.connect_timeout).count();
-  options->per_attempt_timeout_seconds = 0;
+  options->connect_timeout_seconds = seconds(defaults.connect_timeout);
+  options->per_attempt_timeout_seconds = seconds(defaults.retry.per_attempt_timeout);
   options->eject_after = defaults.breaker.failures_to_eject;
   options->compression = nullptr;
   options->validate_inputs = defaults.validate_inputs ? 1 : 0;
+  options->balancing = defaults.routing.balancing == sonic::Balancing::PowerOfTwoChoices
+                           ? SONIC_POWER_OF_TWO_CHOICES
+                           : SONIC_LEAST_OUTSTANDING;
+  options->discovery_interval_seconds = seconds(defaults.routing.discovery_interval);
+  options->models = nullptr;
+  options->model_count = 0;
+}
+
+void sonic_model_options_init(sonic_model_options* options) {
+  if (options) sonic::c_api::init_model_options(*options);
 }
 
 sonic_code sonic_client_create(const char* const* urls, size_t url_count,
@@ -135,62 +129,11 @@ sonic_code sonic_client_create(const char* const* urls, size_t url_count,
   return guarded([&] {
     if (!client) return null_argument("client");
     *client = nullptr;
-    if (!urls || url_count == 0) {
-      return fail(sonic::StatusCode::InvalidArgument, "a client needs at least one URL");
-    }
     sonic_client_options given;
     sonic_client_options_init(&given);
     if (options) given = *options;
-    sonic::ClientOptions config;
-    for (size_t i = 0; i < url_count; ++i) {
-      if (!urls[i]) return null_argument("a URL");
-      config.endpoints.emplace_back(urls[i]);
-    }
-    auto timeout = duration_of(given.timeout_seconds);
-    if (!timeout) {
-      return fail(
-          sonic::StatusCode::InvalidArgument,
-          "timeout_seconds must be 0 to 1e9 seconds, not " + std::to_string(given.timeout_seconds));
-    }
-    config.default_timeout = std::chrono::duration_cast<std::chrono::milliseconds>(*timeout);
-    auto connect_timeout = duration_of(given.connect_timeout_seconds);
-    auto per_attempt_timeout = duration_of(given.per_attempt_timeout_seconds);
-    if (!connect_timeout || !per_attempt_timeout) {
-      return fail(sonic::StatusCode::InvalidArgument,
-                  "connect_timeout_seconds and per_attempt_timeout_seconds must be 0 to 1e9 "
-                  "seconds");
-    }
-    config.connect_timeout =
-        std::chrono::duration_cast<std::chrono::milliseconds>(*connect_timeout);
-    config.retry.per_attempt_timeout =
-        std::chrono::duration_cast<std::chrono::milliseconds>(*per_attempt_timeout);
-    if (given.eject_after < 1) {
-      return fail(sonic::StatusCode::InvalidArgument, "eject_after must be at least 1");
-    }
-    config.breaker.failures_to_eject = given.eject_after;
-    auto compression = compression_of(given.compression);
-    if (!compression) {
-      return fail(sonic::StatusCode::InvalidArgument,
-                  std::string("compression must be NULL, \"none\", \"gzip\" or \"deflate\", "
-                              "not \"") +
-                      given.compression + "\"");
-    }
-    config.compression.grpc = *compression;
-    config.validate_inputs = given.validate_inputs != 0;
-    if (given.max_attempts < 1) {
-      return fail(sonic::StatusCode::InvalidArgument, "max_attempts must be at least 1");
-    }
-    config.retry.max_attempts = given.max_attempts;
-    if (given.fallback_repository) {
-      config.fallback = sonic::repository::executor_from_repository(
-          {given.fallback_repository}, given.fallback_threads ? given.fallback_threads : 1);
-    }
-    if (given.token_file) config.bearer_token = sonic::TokenFile(given.token_file);
-    if (given.tls_ca_file) config.tls.ca_file = given.tls_ca_file;
-    if (given.tls_cert_file) config.tls.cert_file = given.tls_cert_file;
-    if (given.tls_key_file) config.tls.key_file = given.tls_key_file;
-    if (given.tls_server_name) config.tls.server_name = given.tls_server_name;
-    *client = new sonic_client{sonic::Client(std::move(config))};
+    *client =
+        new sonic_client{sonic::Client(sonic::c_api::client_options_of(urls, url_count, given))};
     return SONIC_OK;
   });
 }
@@ -260,11 +203,20 @@ char* sonic_client_stats_json(sonic_client* client) {
   char* copy = nullptr;
   guarded([&] {
     if (!client) return null_argument("client");
-    std::string json = client->client.stats().to_json();
-    copy = static_cast<char*>(std::malloc(json.size() + 1));
-    if (!copy) return fail(sonic::StatusCode::ResourceExhausted, "out of memory");
-    std::memcpy(copy, json.c_str(), json.size() + 1);
-    return SONIC_OK;
+    return copied_string(client->client.stats().to_json(), copy);
+  });
+  return copy;
+}
+
+char* sonic_client_model_config_checksum(sonic_client* client, const char* model,
+                                         const char* version) {
+  char* copy = nullptr;
+  guarded([&] {
+    if (!client) return null_argument("client");
+    if (!model) return null_argument("model");
+    std::string checksum =
+        sonic::model_config_checksum(client->client.model_config(model, version ? version : ""));
+    return copied_string(checksum, copy);
   });
   return copy;
 }
