@@ -822,7 +822,7 @@ class EndpointPool : public std::enable_shared_from_this<EndpointPool> {
   bool rediscover_scheduled_ = false;
   static constexpr std::chrono::seconds kRediscoverySpacing{1};
   Clock::time_point last_discovery_{};
-  std::size_t last_picked_ = kNone;  // LeastOutstanding's ties take turns after it
+  std::size_t last_picked_ = kNone;              // LeastOutstanding's ties take turns after it
   std::mt19937 random_{std::random_device{}()};  // PowerOfTwoChoices draws
   std::vector<Name> names_;                      // fixed after construction (looking_up: mutex_)
   std::vector<std::unique_ptr<Slot>> slots_;     // fixed after construction; contents: mutex_
