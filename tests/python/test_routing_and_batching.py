@@ -117,3 +117,17 @@ def test_breaker_and_compression_options_are_taken(server, dead_url):
         assert dead["ejections"] >= 1
     with pytest.raises(sonic.InvalidArgument, match="cool_down"):
         sonic.Client(server.grpc, cool_down=-1)
+
+
+def test_connection_options_are_taken_and_checked(server):
+    with sonic.Client(server.grpc, keepalive_timeout=5, reconnect_backoff=0.05,
+                      reconnect_backoff_max=1, stream_window_bytes=1 << 20,
+                      connection_window_bytes=1 << 24, shm_min_region_bytes=1 << 16) as client:
+        np.testing.assert_array_equal(
+            client.infer("identity_fp32", {"INPUT0": rows(0, 2)})["OUTPUT0"], rows(0, 2))
+    for window in (0, 1 << 31):
+        with pytest.raises(sonic.InvalidArgument, match="stream_window_bytes"):
+            sonic.Client(server.grpc, stream_window_bytes=window)
+    with pytest.raises(sonic.InvalidArgument, match="reconnect_backoff"):
+        sonic.Client(server.grpc, reconnect_backoff=-1)
+

@@ -146,6 +146,23 @@ def test_sonic_python_client_over_grpcs_and_tcp_tls(certificates):
         server.stop()
 
 
+def test_tls_authorities_given_as_pem_text(certificates):
+    """tls_ca_pem: the authority's PEM text itself, for programs that hold it in memory (a
+    secret store, a notebook) rather than in a file. The wrong one fails the handshake."""
+    server = tls_server(certificates)
+    try:
+        url = server.grpc.replace("grpc://", "grpcs://")
+        ca = (certificates / "ca.pem").read_text()
+        with sonic.Client(url, tls_ca_pem=ca) as client:
+            assert client.infer("simple", INPUTS)["OUTPUT0"][0, 0] == 5
+        other = (certificates / "other-ca.pem").read_text()
+        with sonic.Client(url, tls_ca_pem=other, max_attempts=1) as stranger:
+            with pytest.raises(sonic.Unavailable, match="unable to get local issuer"):
+                stranger.infer("simple", INPUTS)
+    finally:
+        server.stop()
+
+
 def test_the_readme_tls_and_token_commands(certificates, tmp_path):
     """The README's "Security and deployment" commands, as written there: sonic-server with TLS
     and a token, sonic-infer with the authority and the token file."""

@@ -39,7 +39,8 @@ class Client(_sonic.Client):
     TOKEN"), tls_ca_file, tls_cert_file, tls_key_file and tls_server_name (for grpcs:// and
     tcp+tls:// URLs: the authorities the server's certificate must chain to, default the
     system's; a client certificate and key for mutual TLS; the name the certificate must be
-    for, default the URL's host), validate_inputs (True), fallback_repository (a Triton model
+    for, default the URL's host) or, instead of the three files, tls_ca_pem, tls_cert_pem and
+    tls_key_pem (the PEM text itself), validate_inputs (True), fallback_repository (a Triton model
     repository, or a list, whose models run in-process when no server can), fallback_threads
     (1), fallback_latency_budget, eject_after (3), cool_down (1), probe_interval (0.25),
     model_recheck (10), each_address (False: every address of a host name an endpoint),
@@ -48,8 +49,11 @@ class Client(_sonic.Client):
     {"version": v, "config_checksum": client.model_config_checksum(model)}}), batching
     ({model: True or {"max_batch": rows, "max_delay": seconds, "ragged":
     {"accumulated_count_input": name, "source_input": name}}}: concurrent requests merged
-    before the wire), keepalive_interval (60), max_message_bytes, shm_pool_bytes,
-    share_connections (True), network_threads, callback_threads (1: they run stream
+    before the wire), keepalive_interval (60) and keepalive_timeout (10), reconnect_backoff
+    (0.1, doubling up to reconnect_backoff_max, 5), stream_window_bytes (16 MiB) and
+    connection_window_bytes (256 MiB: HTTP/2 receive windows), max_message_bytes,
+    shm_pool_bytes (1 GiB) and shm_min_region_bytes (64 KiB), share_connections (True),
+    network_threads, callback_threads (1: they run stream
     callbacks), log (a callable(level, message)). sonic.client_option_names() lists them.
 
     infer(model, inputs, outputs=None, timeout=None, *, version="", request_id="",

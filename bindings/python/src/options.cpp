@@ -35,6 +35,13 @@ std::size_t count_of(py::handle value, const char* what) {
   return static_cast<std::size_t>(count);
 }
 
+/// An HTTP/2 receive window: 1 byte to 2^31 - 1, the most HTTP/2 allows (RFC 9113, 6.9.1).
+std::uint32_t window_of(py::handle value, const char* what) {
+  auto bytes = value.cast<long long>();
+  if (bytes < 1 || bytes > 0x7fffffff) out_of_range(what, "must be 1 to 2**31 - 1 bytes");
+  return static_cast<std::uint32_t>(bytes);
+}
+
 Compression compression_of(py::handle value) {
   if (value.is_none()) return Compression::None;
   auto name = value.cast<std::string>();
@@ -221,6 +228,9 @@ const std::vector<Option>& setters() {
       option("tls_cert_file", &ClientOptions::tls, &TlsOptions::cert_file, path_of),
       option("tls_key_file", &ClientOptions::tls, &TlsOptions::key_file, path_of),
       option("tls_server_name", &ClientOptions::tls, &TlsOptions::server_name, text_of),
+      option("tls_ca_pem", &ClientOptions::tls, &TlsOptions::ca_pem, text_of),
+      option("tls_cert_pem", &ClientOptions::tls, &TlsOptions::cert_pem, text_of),
+      option("tls_key_pem", &ClientOptions::tls, &TlsOptions::key_pem, text_of),
       option("validate_inputs", &ClientOptions::validate_inputs, flag_of),
       option("share_connections", &ClientOptions::share_connections, flag_of),
       option("network_threads", &ClientOptions::network_threads, count_of),
@@ -229,9 +239,16 @@ const std::vector<Option>& setters() {
          o.callback_threads = std::max<std::size_t>(1, count_of(v, "callback_threads"));
        }},
       option("keepalive_interval", &ClientOptions::keepalive_interval, milliseconds_of),
+      option("keepalive_timeout", &ClientOptions::keepalive_timeout, milliseconds_of),
+      option("reconnect_backoff", &ClientOptions::reconnect_backoff, milliseconds_of),
+      option("reconnect_backoff_max", &ClientOptions::reconnect_backoff_max, milliseconds_of),
+      option("stream_window_bytes", &ClientOptions::stream_window_bytes, window_of),
+      option("connection_window_bytes", &ClientOptions::connection_window_bytes, window_of),
       option("max_message_bytes", &ClientOptions::max_message_bytes, count_of),
       option("shm_pool_bytes", &ClientOptions::shared_memory, &SharedMemoryOptions::pool_bytes,
              count_of),
+      option("shm_min_region_bytes", &ClientOptions::shared_memory,
+             &SharedMemoryOptions::min_region_bytes, count_of),
       option("adaptive_compression", &ClientOptions::compression, &CompressionOptions::adaptive,
              flag_of),
       option("eject_after", &ClientOptions::breaker, &CircuitBreaker::failures_to_eject, int_of),
