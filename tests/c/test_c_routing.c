@@ -98,15 +98,47 @@ static void test_option_checks(const char* url) {
   CHECK(client == NULL);
 }
 
-struct Batch {
+/* Callbacks completed, and how many of them got what they should. */
+struct Tally {
   pthread_mutex_t mutex;
   pthread_cond_t changed;
   int completed;
   int correct;
 };
 
+static void tally_add(struct Tally* tally, int correct) {
+  pthread_mutex_lock(&tally->mutex);
+  tally->completed += 1;
+  tally->correct += correct;
+  pthread_cond_signal(&tally->changed);
+  pthread_mutex_unlock(&tally->mutex);
+}
+
+static void tally_wait(struct Tally* tally, int count) {
+  pthread_mutex_lock(&tally->mutex);
+  while (tally->completed < count) pthread_cond_wait(&tally->changed, &tally->mutex);
+  pthread_mutex_unlock(&tally->mutex);
+}
+
+/* A client of `urls` with `options` (the defaults when NULL) and `model` as its one model's
+ * settings; NULL (a failed check) when it cannot be made. */
+static sonic_client* client_with_model(const char* const* urls, size_t url_count,
+                                       const sonic_model_options* model,
+                                       sonic_client_options* options) {
+  sonic_client_options defaults;
+  if (!options) {
+    sonic_client_options_init(&defaults);
+    options = &defaults;
+  }
+  options->models = model;
+  options->model_count = 1;
+  sonic_client* client = NULL;
+  CHECK(sonic_client_create(urls, url_count, options, &client) == SONIC_OK);
+  return client;
+}
+
 struct BatchedCall {
-  struct Batch* batch;
+  struct Tally* tally;
   float row[kWidth];
 };
 
@@ -118,11 +150,7 @@ static void check_own_row(sonic_result* result, void* user_data) {
             sonic_result_output(result, "OUTPUT0", &out) == SONIC_OK && out.rank == 2 &&
             out.shape[0] == 1 && memcmp(out.data, call->row, sizeof call->row) == 0;
   sonic_result_destroy(result);
-  pthread_mutex_lock(&call->batch->mutex);
-  call->batch->completed += 1;
-  call->batch->correct += own;
-  pthread_cond_signal(&call->batch->changed);
-  pthread_mutex_unlock(&call->batch->mutex);
+  tally_add(call->tally, own);
 }
 
 static void test_batching(const char* url) {
@@ -132,26 +160,19 @@ static void test_batching(const char* url) {
   model.batching = 1;
   model.max_batch = kBatched;
   model.max_delay_seconds = 0.02;
-  sonic_client_options options;
-  sonic_client_options_init(&options);
-  options.models = &model;
-  options.model_count = 1;
-  sonic_client* client = NULL;
-  CHECK(sonic_client_create(&url, 1, &options, &client) == SONIC_OK);
+  sonic_client* client = client_with_model(&url, 1, &model, NULL);
   if (!client) return;
   /* The first request asks for the model's configuration; the ones after it merge. */
-  struct Batch batch = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0, 0};
+  struct Tally tally = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0, 0};
   struct BatchedCall calls[kBatched];
   sonic_request* requests[kBatched];
   for (int i = 0; i < kBatched; ++i) {
-    calls[i].batch = &batch;
+    calls[i].tally = &tally;
     requests[i] = identity_request(calls[i].row, (float)(10 * i));
     CHECK(sonic_client_infer_async(client, requests[i], check_own_row, &calls[i]) == SONIC_OK);
   }
-  pthread_mutex_lock(&batch.mutex);
-  while (batch.completed < kBatched) pthread_cond_wait(&batch.changed, &batch.mutex);
-  pthread_mutex_unlock(&batch.mutex);
-  CHECK(batch.correct == kBatched);
+  tally_wait(&tally, kBatched);
+  CHECK(tally.correct == kBatched);
   for (int i = 0; i < kBatched; ++i) sonic_request_destroy(requests[i]);
   CHECK(client_counter(client, "batched_requests") == kBatched);
   long merged = client_counter(client, "merged_requests");
@@ -166,12 +187,7 @@ static void test_preferred_endpoint(const char* url, const char* second) {
   model.model = "identity_fp32";
   model.preferred_urls = &second;
   model.preferred_count = 1;
-  sonic_client_options options;
-  sonic_client_options_init(&options);
-  options.models = &model;
-  options.model_count = 1;
-  sonic_client* client = NULL;
-  CHECK(sonic_client_create(both, 2, &options, &client) == SONIC_OK);
+  sonic_client* client = client_with_model(both, 2, &model, NULL);
   if (!client) return;
   float row[kWidth];
   for (int i = 0; i < 20; ++i) {
@@ -187,14 +203,9 @@ static void test_preferred_endpoint(const char* url, const char* second) {
 }
 
 static void count_completion(sonic_result* result, void* user_data) {
-  struct Batch* batch = user_data;
   int ok = sonic_result_code(result) == SONIC_OK;
   sonic_result_destroy(result);
-  pthread_mutex_lock(&batch->mutex);
-  batch->completed += 1;
-  batch->correct += ok;
-  pthread_cond_signal(&batch->changed);
-  pthread_mutex_unlock(&batch->mutex);
+  tally_add(user_data, ok);
 }
 
 static void test_power_of_two_choices(const char* url, const char* second) {
@@ -208,13 +219,11 @@ static void test_power_of_two_choices(const char* url, const char* second) {
   enum { kRequests = 200 };
   float row[kWidth];
   sonic_request* request = identity_request(row, 1);
-  struct Batch done = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0, 0};
+  struct Tally done = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0, 0};
   for (int i = 0; i < kRequests; ++i) {
     CHECK(sonic_client_infer_async(client, request, count_completion, &done) == SONIC_OK);
   }
-  pthread_mutex_lock(&done.mutex);
-  while (done.completed < kRequests) pthread_cond_wait(&done.changed, &done.mutex);
-  pthread_mutex_unlock(&done.mutex);
+  tally_wait(&done, kRequests);
   sonic_request_destroy(request);
   CHECK(done.correct == kRequests);
   long first = endpoint_counter(client, url, "attempts");
@@ -251,12 +260,7 @@ static void test_pins(const char* url) {
   model.model = "simple";
   model.pin_version = "1";
   model.pin_config_checksum = checksum;
-  sonic_client_options options;
-  sonic_client_options_init(&options);
-  options.models = &model;
-  options.model_count = 1;
-  sonic_client* client = NULL;
-  CHECK(sonic_client_create(&url, 1, &options, &client) == SONIC_OK);
+  sonic_client* client = client_with_model(&url, 1, &model, NULL);
   sonic_request* request = simple_request(NULL, ones);
   sonic_result* result = NULL;
   CHECK(sonic_client_infer(client, request, &result) == SONIC_OK);
@@ -274,8 +278,10 @@ static void test_pins(const char* url) {
   /* A server that reports another configuration gets none of the model's requests. */
   model.pin_version = NULL;
   model.pin_config_checksum = "0000000000000000";
+  sonic_client_options options;
+  sonic_client_options_init(&options);
   options.max_attempts = 1;
-  CHECK(sonic_client_create(&url, 1, &options, &client) == SONIC_OK);
+  client = client_with_model(&url, 1, &model, &options);
   request = simple_request(NULL, ones);
   CHECK(sonic_client_infer(client, request, &result) != SONIC_OK);
   CHECK(strstr(sonic_last_error(), "checksum") || strstr(sonic_last_error(), "configuration"));
