@@ -155,6 +155,10 @@ typedef struct sonic_client_options {
   const sonic_model_options* models; /**< per-model routing and batching, `model_count` of
                                           them (copied by sonic_client_create); NULL: none */
   size_t model_count;
+  const char* tls_ca_pem;   /**< the authorities as PEM text, for a program that holds them
+                                 in memory: instead of tls_ca_file; NULL: none */
+  const char* tls_cert_pem; /**< the client certificate as PEM text (tls_cert_file) */
+  const char* tls_key_pem;  /**< its private key as PEM text (tls_key_file) */
 } sonic_client_options;
 
 /** A tensor of a result: views into it, valid while the result lives. */

@@ -107,6 +107,12 @@ static void test_errors(sonic_client* client) {
   sonic_client* secure = NULL;
   CHECK(sonic_client_create(&secure_url, 1, &options, &secure) == SONIC_INVALID_ARGUMENT);
   CHECK(secure == NULL && strstr(sonic_last_error(), "/nonexistent/sonic-ca.pem") != NULL);
+  /* and so is PEM text that holds no certificate */
+  sonic_client_options_init(&options);
+  CHECK(options.tls_ca_pem == NULL && options.tls_cert_pem == NULL && options.tls_key_pem == NULL);
+  options.tls_ca_pem = "not a certificate";
+  CHECK(sonic_client_create(&secure_url, 1, &options, &secure) == SONIC_INVALID_ARGUMENT);
+  CHECK(secure == NULL && strstr(sonic_last_error(), "PEM text") != NULL);
   sonic_request_destroy(request);
 
   request = sonic_request_create("no_such_model", NULL);

@@ -137,6 +137,9 @@ ClientOptions client_options_of(const char* const* urls, std::size_t url_count,
   if (given.tls_cert_file) config.tls.cert_file = given.tls_cert_file;
   if (given.tls_key_file) config.tls.key_file = given.tls_key_file;
   if (given.tls_server_name) config.tls.server_name = given.tls_server_name;
+  if (given.tls_ca_pem) config.tls.ca_pem = given.tls_ca_pem;
+  if (given.tls_cert_pem) config.tls.cert_pem = given.tls_cert_pem;
+  if (given.tls_key_pem) config.tls.key_pem = given.tls_key_pem;
   return config;
 }
 

@@ -118,6 +118,9 @@ void sonic_client_options_init(sonic_client_options* options) {
   options->discovery_interval_seconds = seconds(defaults.routing.discovery_interval);
   options->models = nullptr;
   options->model_count = 0;
+  options->tls_ca_pem = nullptr;
+  options->tls_cert_pem = nullptr;
+  options->tls_key_pem = nullptr;
 }
 
 void sonic_model_options_init(sonic_model_options* options) {
