@@ -4,8 +4,10 @@
 #include <chrono>
 #include <cstdint>
 #include <cstring>
-#include <optional>
+#include <string>
 #include <type_traits>
+
+#include "sonic/error.hpp"
 
 namespace sonic::c_api {
 
@@ -20,10 +22,14 @@ long long number_of(const Enum& value) {
   return static_cast<long long>(raw);
 }
 
-/// A duration a C caller gave in seconds: 0 to a billion seconds. Nothing for a negative
-/// number, NaN or more (converting a double past int64's range is undefined).
-inline std::optional<std::chrono::microseconds> duration_of(double seconds) {
-  if (!(seconds >= 0 && seconds <= 1e9)) return std::nullopt;
+/// A duration a C caller gave in seconds, for `what`: 0 to a billion seconds. A negative
+/// number, NaN or more is refused (INVALID_ARGUMENT naming `what`): converting a double past
+/// int64's range is undefined.
+inline std::chrono::microseconds duration_of(double seconds, const std::string& what) {
+  if (!(seconds >= 0 && seconds <= 1e9)) {
+    throw Error(StatusCode::InvalidArgument,
+                what + " must be 0 to 1e9 seconds, not " + std::to_string(seconds));
+  }
   return std::chrono::microseconds(static_cast<std::int64_t>(seconds * 1e6));
 }
 

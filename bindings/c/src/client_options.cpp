@@ -18,11 +18,7 @@ namespace {
 [[noreturn]] void refuse(const std::string& why) { throw Error(StatusCode::InvalidArgument, why); }
 
 std::chrono::milliseconds milliseconds_of(double seconds, const char* field) {
-  auto duration = duration_of(seconds);
-  if (!duration) {
-    refuse(std::string(field) + " must be 0 to 1e9 seconds, not " + std::to_string(seconds));
-  }
-  return std::chrono::duration_cast<std::chrono::milliseconds>(*duration);
+  return std::chrono::duration_cast<std::chrono::milliseconds>(duration_of(seconds, field));
 }
 
 /// The compression a C caller named; nothing for a name sonic does not know.
@@ -69,9 +65,7 @@ void add_model(const sonic_model_options& given, ClientOptions& config) {
   if (given.max_batch < 0) refuse(field + "max_batch must not be negative");
   BatchingOptions& batching = config.batching[model];
   batching.max_batch = given.max_batch;
-  auto delay = duration_of(given.max_delay_seconds);
-  if (!delay) refuse(field + "max_delay_seconds must be 0 to 1e9 seconds");
-  batching.max_delay = *delay;
+  batching.max_delay = duration_of(given.max_delay_seconds, field + "max_delay_seconds");
   if (given.ragged_count_input) {
     RaggedBatching& ragged = batching.ragged.emplace();
     ragged.accumulated_count_input = given.ragged_count_input;

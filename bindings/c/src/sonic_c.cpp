@@ -283,12 +283,7 @@ sonic_code sonic_request_add_output(sonic_request* request, const char* name) {
 sonic_code sonic_request_set_timeout(sonic_request* request, double seconds) {
   return guarded([&] {
     if (!request) return null_argument("request");
-    auto timeout = duration_of(seconds);
-    if (!timeout) {
-      return fail(sonic::StatusCode::InvalidArgument,
-                  "a timeout must be 0 to 1e9 seconds, not " + std::to_string(seconds));
-    }
-    request->request.timeout(*timeout);
+    request->request.timeout(duration_of(seconds, "the timeout"));
     return SONIC_OK;
   });
 }
