@@ -6,8 +6,6 @@ set -euo pipefail
 server=$1 program=$2
 source "$(dirname "$0")/../tools/serve.sh"
 serve "$server"
-first_port=$port first_pid=$pid first_work=$work
+first_port=$port
 serve "$server"
-trap 'kill $pid $first_pid 2>/dev/null || true; wait $pid $first_pid 2>/dev/null || true
-      rm -rf "$work" "$first_work"' EXIT
 "$program" "grpc://127.0.0.1:$first_port" "grpc://127.0.0.1:$port"

@@ -1,8 +1,19 @@
 # Sourced by the tool tests. `serve SONIC_SERVER [OPTIONS...]` starts sonic-server on loopback
 # ports it picks, logging into a fresh $work folder, and waits until it says where it listens:
-# sets $port, and $tcp when started with --tcp-port. The server and $work go away when the test
-# exits (stop_server ends it sooner); a server that does not start fails the test.
+# sets $pid, $port, and $tcp when started with --tcp-port. Each server serve started, and its
+# $work, go away when the test exits (stop_server ends the last one sooner); a server that does
+# not start fails the test. A test may start several.
 fail() { echo "FAIL: $*"; exit 1; }
+
+served_pids=() served_works=()
+stop_every_server() {
+  local each
+  for each in "${served_pids[@]}"; do
+    kill "$each" 2>/dev/null || true
+    wait "$each" 2>/dev/null || true
+  done
+  rm -rf "${served_works[@]}"
+}
 
 serve() {
   local server=$1
@@ -11,7 +22,8 @@ serve() {
   : >"$work/server.log"  # exists before the server starts: it is read while the server starts
   "$server" --host 127.0.0.1 --port 0 "$@" >"$work/server.log" 2>&1 &
   pid=$!
-  trap 'kill $pid 2>/dev/null || true; wait $pid 2>/dev/null || true; rm -rf "$work"' EXIT
+  served_pids+=("$pid") served_works+=("$work")
+  trap stop_every_server EXIT
   local want_tcp=
   [[ " $* " == *" --tcp-port "* ]] && want_tcp=1
   port= tcp=
@@ -24,7 +36,7 @@ serve() {
   fail "sonic-server did not start: $(cat "$work/server.log")"
 }
 
-# Stops the server `serve` started and removes its $work folder.
+# Stops the server `serve` started last and removes its $work folder.
 stop_server() {
   kill "$pid" 2>/dev/null || true
   wait "$pid" 2>/dev/null || true
