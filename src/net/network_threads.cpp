@@ -10,6 +10,7 @@
 #include <utility>
 #include <vector>
 
+#include "callback_clock.hpp"
 #include "sonic/detail/callback_host.hpp"
 
 namespace sonic::net {
@@ -43,15 +44,16 @@ struct NetworkThreads::State : std::enable_shared_from_this<NetworkThreads::Stat
   std::atomic<bool> watcher_idle{true};
 
   void start_runner(Lane& lane);  // mutex held
-  void hand_off(Lane& lane);      // mutex held
-  void hand_off(const Runner& runner);
+  void move_on(Lane& lane);       // mutex held; the hand-off is in the runner's clock
+  void hand_off(Runner& runner);
   void wake_watcher();
   void watch();
 };
 
 namespace {
 // The thread of one lane, and the callback host on it. Its clock is odd while it runs a
-// callback; the watcher compares the clock between looks.
+// callback; the watcher compares the clock between looks (CallbackClock says how a hand-off
+// and a callback's end exclude each other).
 class Runner final : public detail::CallbackHost {
  public:
   Runner(std::shared_ptr<NetworkThreads::State> state, std::shared_ptr<asio::io_context> io)
@@ -59,10 +61,11 @@ class Runner final : public detail::CallbackHost {
 
   // Runs the lane until its work is done, or until the lane moves on. A handler that throws
   // (std::bad_alloc when memory cannot be had, say) costs what it was doing, never the thread
-  // and every connection on it.
+  // and every connection on it; a callback that throws after its lane moved on still ends
+  // this thread's part.
   static void run(const std::shared_ptr<Runner>& self) {
     CallbackHost::current() = self.get();
-    for (;;) {
+    while (!self->handed_off()) {
       try {
         self->io_->run();
         return;
@@ -88,35 +91,33 @@ class Runner final : public detail::CallbackHost {
     if (!handed_off()) state_->hand_off(*this);
   }
 
-  bool handed_off() const override { return replaced_.load(std::memory_order_acquire); }
+  bool handed_off() const override { return clock_.handed_off(); }
 
-  std::uint32_t clock() const { return clock_.load(std::memory_order_acquire); }
-  std::uint32_t last_seen = 0;  // the clock at the watcher's last look; the watcher's alone
+  CallbackClock& clock() { return clock_; }
+  std::uint64_t last_seen = 0;  // the clock at the watcher's last look; the watcher's alone
   std::thread thread;           // guarded by the state's mutex
-
-  // The lane has a new thread: this one leaves after its callback.
-  void replace() { replaced_.store(true, std::memory_order_release); }
 
  private:
   void run_callback(detail::UniqueFunction<void()>& callback) {
+    bool moved_on = false;
     {
       // Sequentially consistent with the watcher's going idle: either it sees the odd clock,
       // or this thread sees it idle and wakes it.
-      clock_.fetch_add(1);
+      clock_.begin();
       if (state_->watcher_idle.load()) state_->wake_watcher();
-      struct Even {
-        std::atomic<std::uint32_t>& clock;
-        ~Even() { clock.fetch_add(1, std::memory_order_release); }
-      } even{clock_};
+      struct End {
+        CallbackClock& clock;
+        bool& moved_on;
+        ~End() { moved_on = clock.end(); }
+      } end{clock_, moved_on};
       callback();
     }
-    if (handed_off()) throw HandedOff{};
+    if (moved_on) throw HandedOff{};
   }
 
   std::shared_ptr<NetworkThreads::State> state_;
   std::shared_ptr<asio::io_context> io_;
-  std::atomic<std::uint32_t> clock_{0};
-  std::atomic<bool> replaced_{false};
+  CallbackClock clock_;
 };
 }  // namespace
 
@@ -126,17 +127,16 @@ void NetworkThreads::State::start_runner(Lane& lane) {
   lane.runner = std::move(runner);
 }
 
-void NetworkThreads::State::hand_off(Lane& lane) {
-  lane.runner->replace();
+void NetworkThreads::State::move_on(Lane& lane) {
   lane.runner->thread.detach();  // it leaves on its own once its callback returns
   start_runner(lane);
 }
 
-void NetworkThreads::State::hand_off(const Runner& runner) {
+void NetworkThreads::State::hand_off(Runner& runner) {
   std::lock_guard<std::mutex> lock(mutex);
   if (stopping) return;  // the pool is going: its threads finish where they are
   for (auto& lane : lanes) {
-    if (lane.runner.get() == &runner) return hand_off(lane);
+    if (lane.runner.get() == &runner && runner.clock().hand_off()) return move_on(lane);
   }
 }
 
@@ -158,13 +158,14 @@ void NetworkThreads::State::watch() {
     bool active = false;
     for (auto& lane : lanes) {
       Runner& runner = *lane.runner;
-      const std::uint32_t clock = runner.clock();
+      const std::uint64_t clock = runner.clock().look();
       if (clock != runner.last_seen) {
         active = true;
         runner.last_seen = clock;
       } else if (clock % 2 == 1) {
         active = true;
-        hand_off(lane);  // the same callback at two looks a tick apart
+        // The same callback at two looks a tick apart, unless it has just returned.
+        if (runner.clock().hand_off_if_still(clock)) move_on(lane);
       }
     }
     quiet_ticks = active ? 0 : quiet_ticks + 1;
@@ -175,8 +176,9 @@ void NetworkThreads::State::watch() {
     // No callback for a while: sleep until one starts (Runner::run_callback wakes it). A
     // callback that started before going idle was seen its clock odd here.
     watcher_idle.store(true);
-    const bool running = std::any_of(
-        lanes.begin(), lanes.end(), [](const Lane& lane) { return lane.runner->clock() % 2 == 1; });
+    const bool running = std::any_of(lanes.begin(), lanes.end(), [](const Lane& lane) {
+      return lane.runner->clock().look() % 2 == 1;
+    });
     if (running) {
       watcher_idle.store(false);
     } else {
