@@ -130,4 +130,3 @@ def test_connection_options_are_taken_and_checked(server):
             sonic.Client(server.grpc, stream_window_bytes=window)
     with pytest.raises(sonic.InvalidArgument, match="reconnect_backoff"):
         sonic.Client(server.grpc, reconnect_backoff=-1)
-
