@@ -1,7 +1,10 @@
 #include "sonic/repository/model_config.hpp"
 
+#include <algorithm>
 #include <cstring>
+#include <initializer_list>
 #include <set>
+#include <utility>
 
 #include "protocol/config_types.hpp"
 #include "protocol/proto_json.hpp"
@@ -14,35 +17,6 @@ namespace {
 
 namespace wire = protocol::wire;
 using wire::WireType;
-
-// Triton's ModelConfig fields that model_config.proto leaves out: read past, and named. Any
-// other unknown name is a mistake in the file (libprotobuf, and so Triton, refuses it too).
-bool is_triton_field(std::string_view message, std::string_view field) {
-  static const std::set<std::string, std::less<>> kModelConfig = {"optimization",
-                                                                  "ensemble_scheduling",
-                                                                  "batch_input",
-                                                                  "batch_output",
-                                                                  "model_warmup",
-                                                                  "model_operations",
-                                                                  "model_repository_agents",
-                                                                  "response_cache",
-                                                                  "model_metrics"};
-  // Newer fields of Triton's sequence batcher, of no use to one that runs a request at a time.
-  static const std::set<std::string, std::less<>> kSequenceBatching = {"iterative_sequence"};
-  static const std::set<std::string, std::less<>> kState = {"use_same_buffer_for_input_output",
-                                                            "use_growable_memory"};
-  static const std::set<std::string, std::less<>> kOldest = {"preserve_ordering"};
-  static const std::set<std::string, std::less<>> kInstanceGroup = {"rate_limiter",
-                                                                    "secondary_devices"};
-  if (message == "inference.ModelConfig") return kModelConfig.count(field) != 0;
-  if (message == "inference.ModelInstanceGroup") return kInstanceGroup.count(field) != 0;
-  if (message == "inference.ModelSequenceBatching") return kSequenceBatching.count(field) != 0;
-  if (message == "inference.ModelSequenceBatching.State") return kState.count(field) != 0;
-  if (message == "inference.ModelSequenceBatching.StrategyOldest") {
-    return kOldest.count(field) != 0;
-  }
-  return false;
-}
 
 // Calls visit(field, type, reader) for each field of `bytes`; the visitor reads the value (or
 // skips it). The bytes come from our own text parser: a failure here is a bug, reported.
@@ -57,6 +31,25 @@ Result<void> each_field(std::string_view bytes, Visit&& visit) {
     }
   }
   return {};
+}
+
+// The fields of `bytes` whose numbers are not in `read`, as they were on the wire: what sonic
+// does not act on, kept to be written back as it came (the ModelConfig call answers every
+// field the file set). Empty for bytes that do not decode (each_field reports those).
+std::string unread_fields(std::string_view bytes, std::initializer_list<std::uint32_t> read) {
+  std::string kept;
+  wire::Reader r(bytes);
+  while (!r.done()) {
+    const std::uint8_t* start = r.position();
+    std::uint32_t field;
+    WireType type;
+    if (!r.tag(field, type) || !r.skip(type)) return {};
+    if (std::find(read.begin(), read.end(), field) == read.end()) {
+      kept.append(reinterpret_cast<const char*>(start),
+                  static_cast<std::size_t>(r.position() - start));
+    }
+  }
+  return kept;
 }
 
 bool read_string(wire::Reader& r, std::string& out) {
@@ -116,9 +109,13 @@ Result<TensorConfig> decode_tensor(std::string_view bytes, std::uint32_t dims_fi
           .ok();
     }
     if (field == 8 && dims_field == 4) return read_varint(r, t.optional);
+    if (field == 4 && dims_field == 3) return read_string(r, t.label_filename);
     return r.skip(type);
   });
   if (!decoded) return decoded.error();
+  // ModelInput: name 1, data_type 2, dims 4, reshape 5, optional 8; ModelOutput: name 1,
+  // data_type 2, dims 3, label_filename 4, reshape 5.
+  t.kept = dims_field == 4 ? unread_fields(bytes, {1, 2, 4, 5, 8}) : unread_fields(bytes, {1, 2, 3, 4, 5});
   return t;
 }
 
@@ -180,6 +177,7 @@ bool decode_dynamic_batching(std::string_view bytes, DynamicBatching& batching) 
       default: return r.skip(type);
     }
   };
+  batching.kept = unread_fields(bytes, {1, 2, 3, 4, 5, 6, 7});
   return each_field(bytes, field).ok();
 }
 
@@ -294,6 +292,36 @@ bool decode_sequence_batching(std::string_view bytes, SequenceBatchingConfig& ba
       .ok();
 }
 
+// The ModelConfig fields sonic reads (and writes back from what it read).
+constexpr std::initializer_list<std::uint32_t> kReadModelConfigFields = {1, 2,  3,  4,  5,  6, 7,
+                                                                         8, 11, 13, 14, 17, 19};
+// Triton's other ModelConfig fields, by number: kept as they came, named in ignored_fields.
+const std::pair<std::uint32_t, const char*> kKeptModelConfigFields[] = {
+    {9, "ModelConfig.cc_model_filenames"},
+    {10, "ModelConfig.metric_tags"},
+    {12, "ModelConfig.optimization"},
+    {15, "ModelConfig.ensemble_scheduling"},
+    {16, "ModelConfig.model_warmup"},
+    {18, "ModelConfig.model_operations"},
+    {20, "ModelConfig.batch_input"},
+    {21, "ModelConfig.batch_output"},
+    {23, "ModelConfig.model_repository_agents"},
+    {24, "ModelConfig.response_cache"},
+    {25, "ModelConfig.runtime"},
+    {26, "ModelConfig.model_metrics"}};
+
+// Whether serialized fields hold field `number`.
+bool has_field(std::string_view bytes, std::uint32_t number) {
+  wire::Reader r(bytes);
+  std::uint32_t field;
+  WireType type;
+  while (!r.done() && r.tag(field, type)) {
+    if (field == number) return true;
+    if (!r.skip(type)) return false;
+  }
+  return false;
+}
+
 Result<ModelConfig> decode(std::string_view bytes) {
   ModelConfig c;
   auto decoded = each_field(bytes, [&](std::uint32_t field, WireType type, wire::Reader& r) {
@@ -346,6 +374,7 @@ Result<ModelConfig> decode(std::string_view bytes) {
                     if (f == 4) return read_varint(v, group.kind);
                     return v.skip(ft);
                   }).ok();
+        group.kept = unread_fields(sub, {1, 2, 4});
         c.instance_groups.push_back(std::move(group));
         return ok;
       }
@@ -385,6 +414,10 @@ Result<ModelConfig> decode(std::string_view bytes) {
     }
   });
   if (!decoded) return decoded.error();
+  c.kept = unread_fields(bytes, kReadModelConfigFields);
+  for (auto field : kKeptModelConfigFields) {
+    if (has_field(c.kept, field.first)) c.ignored_fields.push_back(field.second);
+  }
   return c;
 }
 
@@ -544,16 +577,11 @@ std::int32_t ModelConfig::instance_count() const {
 }
 
 Result<ModelConfig> parse_model_config(std::string_view text, const std::string& origin) {
-  protocol::TextParseOptions options;
-  options.skip_unknown_field = is_triton_field;
-  auto parsed = protocol::parse_text_message("inference.ModelConfig", text, options);
+  // The schema has every field of Triton's ModelConfig: a name it does not know is a mistake,
+  // refused as libprotobuf (and so Triton) refuses it.
+  auto parsed = protocol::parse_text_message("inference.ModelConfig", text);
   if (!parsed) return Error(parsed.error().code(), origin + ":" + parsed.error().message());
-  auto config = decode(parsed->bytes);
-  if (!config) return config.error();
-  for (auto& field : parsed->skipped_fields) {
-    config->ignored_fields.push_back(field.substr(field.find('.') + 1));
-  }
-  return config;
+  return decode(parsed->bytes);
 }
 
 Result<ModelConfig> parse_model_config_json(std::string_view json, const std::string& origin) {
@@ -630,6 +658,8 @@ std::string serialize_model_config(const ModelConfig& config) {
       wire::put_len_field(out, 5, reshape);
     }
     if (t.optional) wire::put_varint_field(out, 8, 1);
+    if (!t.label_filename.empty()) wire::put_string_field(out, 4, t.label_filename);
+    out += t.kept;
     return out;
   };
   std::string out;
@@ -663,6 +693,7 @@ std::string serialize_model_config(const ModelConfig& config) {
     if (g.kind != InstanceGroup::Kind::Auto) {
       wire::put_varint_field(group, 4, static_cast<std::uint64_t>(g.kind));
     }
+    group += g.kept;
     wire::put_len_field(out, 7, group);
   }
   if (!config.default_model_filename.empty()) {
@@ -689,6 +720,7 @@ std::string serialize_model_config(const ModelConfig& config) {
       wire::put_len_field(entry, 2, encode_queue_policy(policy));
       wire::put_len_field(batching, 7, entry);
     }
+    batching += b.kept;
     wire::put_len_field(out, 11, batching);
   }
   if (config.sequence_batching) wire::put_len_field(out, 13, config.sequence_batching->encoded);
@@ -705,6 +737,7 @@ std::string serialize_model_config(const ModelConfig& config) {
     wire::put_varint_field(policy, 1, 1);
     wire::put_len_field(out, 19, policy);
   }
+  out += config.kept;
   return out;
 }
 

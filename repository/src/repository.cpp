@@ -7,6 +7,7 @@
 
 #include "reshape.hpp"
 #include "sequence_tensors.hpp"
+#include "triton_defaults.hpp"
 
 namespace sonic::repository {
 
@@ -14,8 +15,9 @@ namespace fs = std::filesystem;
 
 namespace {
 
-// No config is near this; a bigger file is not one (and is not read into memory).
-constexpr std::uintmax_t kMaxConfigBytes = 4 << 20;
+// No config or label file is near this; a bigger file is not one (and is not read into
+// memory).
+constexpr std::uintmax_t kMaxTextFileBytes = 4 << 20;
 
 Error invalid(const std::string& what) { return Error(StatusCode::InvalidArgument, what); }
 
@@ -60,18 +62,41 @@ std::vector<std::int64_t> selected(const VersionPolicy& policy, std::vector<std:
   return {};
 }
 
-Result<std::string> read_config(const fs::path& file) {
+// A config or label file's text; `what` it is, for the error.
+Result<std::string> read_text_file(const fs::path& file, const char* what) {
   std::error_code error;
   auto size = fs::file_size(file, error);
   if (error) return invalid(file.string() + ": cannot read: " + error.message());
-  if (size > kMaxConfigBytes) {
-    return invalid(file.string() + ": " + std::to_string(size) + " bytes is not a config");
+  if (size > kMaxTextFileBytes) {
+    return invalid(file.string() + ": " + std::to_string(size) + " bytes is not " + what);
   }
   std::ifstream in(file, std::ios::binary);
   std::ostringstream text;
   text << in.rdbuf();
   if (!in && !in.eof()) return invalid(file.string() + ": cannot read");
   return text.str();
+}
+
+// An output's labels (Triton's label_filename, core src/model.cc and label_provider.cc): a file
+// of the model's directory, not outside it, one label per line.
+Result<std::vector<std::string>> read_labels(const std::string& directory,
+                                             const TensorConfig& output) {
+  const fs::path file = fs::path(directory) / output.label_filename;
+  std::error_code error;
+  const fs::path inside = fs::weakly_canonical(file, error);
+  const fs::path root = fs::weakly_canonical(directory, error);
+  auto [end, ignored] = std::mismatch(root.begin(), root.end(), inside.begin(), inside.end());
+  if (error || end != root.end()) {
+    // Triton's words.
+    return invalid("label file path '" + output.label_filename + "' for output '" + output.name +
+                   "' is outside model directory");
+  }
+  auto text = read_text_file(file, "a label file");
+  if (!text) return text.error();
+  std::vector<std::string> labels;
+  std::istringstream lines(*text);
+  for (std::string line; std::getline(lines, line);) labels.push_back(std::move(line));
+  return labels;
 }
 
 // The batch a request carries: every input's first dimension, the same for all, within
@@ -174,6 +199,12 @@ Result<Model> load_version(const std::string& name, const ModelConfig& config,
   for (const auto& t : complete.outputs) {
     model.outputs.push_back({t.name, *t.data_type, metadata_shape(t, batched)});
   }
+  for (const auto& t : complete.outputs) {
+    if (t.label_filename.empty()) continue;
+    auto labels = read_labels(directory, t);
+    if (!labels) return labels.error();
+    model.labels[t.name] = std::move(*labels);
+  }
   model.config = serialize_model_config(complete);
   model.instances = complete.instance_count();
   if (complete.dynamic_batching && batched) {
@@ -263,7 +294,7 @@ Result<ModelConfig> Repository::config(const std::string& name,
     if (!parsed) return parsed.error();
     config = std::move(*parsed);
   } else if (fs::exists(file, error)) {
-    auto text = read_config(file);
+    auto text = read_text_file(file, "a config");
     if (!text) return text.error();
     auto parsed = parse_model_config(*text, file.string());
     if (!parsed) return parsed.error();
@@ -273,6 +304,9 @@ Result<ModelConfig> Repository::config(const std::string& name,
   if (config.name != name) {
     return invalid(file.string() + ": name \"" + config.name +
                    "\" differs from its directory's name '" + name + "' (they must be the same)");
+  }
+  if (auto ok = apply_triton_defaults(config, *directory); !ok) {
+    return invalid(file.string() + ": " + ok.error().message());
   }
   return config;
 }

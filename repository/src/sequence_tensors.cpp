@@ -35,8 +35,13 @@ SequenceTensors sequence_tensors(const SequenceBatchingConfig& config) {
     tensors.inputs.push_back(std::move(t));
   }
   for (const auto& state : config.states) {
-    tensors.inputs.push_back({state.input_name, state.data_type, state.dims, {}, false});
-    tensors.outputs.push_back({state.output_name, state.data_type, state.dims, {}, false});
+    TensorConfig t;
+    t.data_type = state.data_type;
+    t.dims = state.dims;
+    t.name = state.input_name;
+    tensors.inputs.push_back(t);
+    t.name = state.output_name;
+    tensors.outputs.push_back(std::move(t));
   }
   return tensors;
 }

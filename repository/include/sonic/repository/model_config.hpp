@@ -25,6 +25,11 @@ struct TensorConfig {
   /// The shape the model itself takes or gives, when it differs from dims (same element count).
   std::optional<std::vector<std::int64_t>> reshape;
   bool optional = false;  ///< an input requests may leave out
+  /// An output's labels, one per line, a file of the model's directory: a request that asks
+  /// for the output's top classes ("classification") gets "value:index:label".
+  std::string label_filename;
+  /// The fields sonic does not act on (format, is_shape_tensor, ...), serialized as they came.
+  std::string kept;
 };
 
 /// Which numbered version directories are served (ModelVersionPolicy).
@@ -41,6 +46,8 @@ struct InstanceGroup {
   std::string name;
   Kind kind = Kind::Auto;
   std::int32_t count = 1;
+  /// The fields sonic does not act on (gpus, rate_limiter, host_policy, ...), serialized.
+  std::string kept;
 };
 
 /// What happens to waiting requests (ModelQueuePolicy).
@@ -60,6 +67,8 @@ struct DynamicBatching {
   std::uint64_t default_priority_level = 0;
   QueuePolicyConfig default_queue_policy;
   std::map<std::uint64_t, QueuePolicyConfig> priority_queue_policy;
+  /// The fields sonic does not act on, serialized as they came.
+  std::string kept;
 };
 
 /// One control input of a stateful model (a ControlInput with its one Control).
@@ -115,8 +124,12 @@ struct SONIC_EXPORT ModelConfig {
       default_model_filename;  ///< the model file in a version directory, if not the default
   std::map<std::string, std::string> parameters;  ///< the free-form parameters (string_value)
   bool decoupled = false;
-  /// Triton's fields sonic does not act on, as "ModelConfig.optimization".
+  /// Triton's fields sonic does not act on, as "ModelConfig.optimization": kept in `kept`.
   std::vector<std::string> ignored_fields;
+  /// Those fields serialized as they came, written back by serialize_model_config(), so that
+  /// the ModelConfig call answers every field the file set (CMS's SonicTriton reads the
+  /// checksum agent of model_repository_agents, for one).
+  std::string kept;
 
   /// Instances in all groups (1 when no group is given, as Triton's default on a CPU).
   std::int32_t instance_count() const;
