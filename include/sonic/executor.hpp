@@ -5,14 +5,19 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
+#include <set>
 #include <string>
+#include <thread>
 #include <utility>
 #include <vector>
 
+#include "sonic/detail/classification.hpp"
 #include "sonic/detail/dynamic_batcher.hpp"
 #include "sonic/detail/sequence_batcher.hpp"
 #include "sonic/detail/thread_pool.hpp"
@@ -64,6 +69,9 @@ struct Model {
   /// Executions at once when batching (Triton's instance_group count): the runners that form
   /// and run batches. The model's function itself may limit how many run at once too.
   int instances = 1;
+  /// The labels of an output's classes, by output name (Triton's label_filename: line i names
+  /// class i), for requests that ask for the output's top classes ("classification").
+  std::map<std::string, std::vector<std::string>> labels;
   /// The model's configuration as its repository gives it (a serialized inference.ModelConfig,
   /// proto/model_config.proto), reported by the ModelConfig call; empty: the server derives
   /// one from the fields above.
@@ -171,8 +179,18 @@ class CpuExecutor {
       }
       return set_loaded(name, true);
     }
-    std::lock_guard<std::mutex> one_load(load_mutex_);
+    auto one_load = lock_loads_of(name);
     return load_from_source(name, config_json);
+  }
+
+  /// How long a load of a model of the source may take (0: no limit; default 300 s). A load
+  /// that takes longer fails with DEADLINE_EXCEEDED and leaves the model UNAVAILABLE, its reason
+  /// saying so; the backend's call cannot be interrupted, so it goes on, on a thread of its own,
+  /// and its result is dropped when it comes. Until it does, loads of that model fail at once
+  /// (UNAVAILABLE), so a model that never returns holds one thread, not one per attempt.
+  void set_load_timeout(std::chrono::milliseconds timeout) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    load_timeout_ = timeout;
   }
 
   /// Models come from `source` too: `load_model()` reads them from it, and with `on_demand` a
@@ -184,15 +202,18 @@ class CpuExecutor {
     load_on_demand_ = on_demand;
   }
 
-  /// Every model, registered or in the source, and its state: READY, or UNAVAILABLE with the
-  /// reason ("unloaded", or why it failed to load) (KServe RepositoryIndex). As in Triton, a
-  /// model held in several versions has an entry for each, and one not held an entry with no
-  /// version.
+  /// Every model, registered or in the source, and its state: READY, LOADING, or UNAVAILABLE
+  /// with the reason ("unloaded", or why it failed to load) (KServe RepositoryIndex). As in
+  /// Triton, a model held in several versions has an entry for each, and one not held an entry
+  /// with no version.
   std::vector<ModelIndex> repository_index() const {
     std::map<std::string, std::vector<ModelIndex>> index;
     for (const auto& name : source_names()) index[name] = {{name, "", "UNAVAILABLE", "unloaded"}};
     std::lock_guard<std::mutex> lock(mutex_);
     for (const auto& [name, reason] : states_) index[name] = {{name, "", "UNAVAILABLE", reason}};
+    for (const auto& name : loading_) {
+      if (!models_.count(name)) index[name] = {{name, "", "LOADING", ""}};
+    }
     for (const auto& [name, versions] : models_) {
       auto& entries = index[name];
       entries.clear();
@@ -318,8 +339,11 @@ class CpuExecutor {
     Result<void> outcome = validate(entry, request);
     if (outcome) {
       ResponseSink sink = [&](std::vector<NamedTensor> outputs) {
+        // Classification was checked with the request; the model's own outputs are kept if
+        // its tensors defy their declared types.
+        auto chosen = requested(model, request, outputs);
         respond(InferResult(model.name, model.version, request.request_id(),
-                            requested(request, std::move(outputs))));
+                            chosen ? std::move(*chosen) : std::move(outputs)));
       };
       try {
         outcome = model.decoupled(request, sink);
@@ -650,8 +674,9 @@ class CpuExecutor {
     count(entry, request, outputs.ok(), finished - queued);
     if (!outputs) return outputs.error();
     const Model& model = entry.model;
-    InferResult result(model.name, model.version, request.request_id(),
-                       requested(request, std::move(*outputs)));
+    auto chosen = requested(model, request, std::move(*outputs));
+    if (!chosen) return chosen.error();
+    InferResult result(model.name, model.version, request.request_id(), std::move(*chosen));
     result.timing().server_queue = started - queued;
     result.timing().server_compute = finished - started;
     return result;
@@ -740,23 +765,94 @@ class CpuExecutor {
     for (std::size_t r = 0; r < batch.size(); ++r) {
       auto& p = batch[r];
       add(entry->success, t3 - p.queued);
-      InferResult result(model.name, model.version, p.request.request_id(),
-                         requested(p.request, std::move(split[r])));
+      auto chosen = requested(model, p.request, std::move(split[r]));
+      if (!chosen) {
+        p.done(chosen.error());
+        continue;
+      }
+      InferResult result(model.name, model.version, p.request.request_id(), std::move(*chosen));
       result.timing().server_queue = t0 - p.queued;
       result.timing().server_compute = t3 - t0;
       p.done(std::move(result));
     }
   }
 
-  // Called with load_mutex_ held: one load at a time, so that concurrent first requests for a
-  // model read it once.
+  // What a load of the source gives, shared by the thread that runs it and the caller that
+  // waits for it (which may stop waiting: the thread then finishes alone).
+  struct LoadCall {
+    std::mutex mutex;
+    std::condition_variable finished;
+    std::optional<Result<std::vector<Model>>> models;
+  };
+
+  // The lock that makes loads of one model take turns (concurrent first requests for a model
+  // read it once); loads of different models run at once, so one slow model delays no other.
+  std::unique_lock<std::mutex> lock_loads_of(const std::string& name) {
+    std::shared_ptr<std::mutex> turn;
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      auto& slot = load_turns_[name];
+      if (!slot) slot = std::make_shared<std::mutex>();
+      turn = slot;
+    }
+    // The map keeps the mutex for as long as the executor lives: one per model name loaded.
+    return std::unique_lock<std::mutex>(*turn);
+  }
+
+  // The source's versions of a model, read on a thread of its own within `timeout`; a load
+  // that passes it is remembered in stuck_loads_ until it returns.
+  Result<std::vector<Model>> read_from_source(const std::shared_ptr<const ModelSource>& source,
+                                              const std::string& name,
+                                              const std::string& config_json,
+                                              std::chrono::milliseconds timeout) {
+    if (timeout.count() == 0) return source->load_versions(name, config_json);
+    auto call = std::make_shared<LoadCall>();
+    // The thread holds only the source and the call: it may outlive this executor.
+    std::thread([call, source, name, config_json] {
+      Result<std::vector<Model>> models = Error(StatusCode::Internal, "the load did not run");
+      try {
+        models = source->load_versions(name, config_json);
+      } catch (const std::exception& e) {
+        models = Error(StatusCode::Internal, "loading '" + name + "' threw: " + e.what());
+      }
+      std::lock_guard<std::mutex> lock(call->mutex);
+      call->models = std::move(models);
+      call->finished.notify_all();
+    }).detach();
+    std::unique_lock<std::mutex> wait(call->mutex);
+    call->finished.wait_for(wait, timeout, [&] { return call->models.has_value(); });
+    if (call->models) return std::move(*call->models);
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      stuck_loads_[name] = call;
+    }
+    return Error(StatusCode::DeadlineExceeded,
+                 "loading model '" + name + "' took longer than its limit of " +
+                     std::to_string(timeout.count()) +
+                     " ms (the load goes on in the background; its result will not be used)");
+  }
+
+  // Called with lock_loads_of(name) held.
   Result<void> load_from_source(const std::string& name, const std::string& config_json = {}) {
     std::shared_ptr<const ModelSource> source;
+    std::chrono::milliseconds timeout;
     {
       std::lock_guard<std::mutex> lock(mutex_);
       source = source_;
+      timeout = load_timeout_;
+      if (auto stuck = stuck_loads_.find(name); stuck != stuck_loads_.end()) {
+        std::lock_guard<std::mutex> call(stuck->second->mutex);
+        if (!stuck->second->models) {
+          return Error(StatusCode::Unavailable,
+                       "model '" + name +
+                           "' cannot load now: its previous load, which passed its time limit, "
+                           "has not returned yet");
+        }
+        stuck_loads_.erase(stuck);
+      }
+      loading_.insert(name);
     }
-    auto models = source->load_versions(name, config_json);
+    auto models = read_from_source(source, name, config_json, timeout);
     if (models) {
       for (const auto& model : *models) {
         if (auto ok = check_functions(model); !ok) models = ok.error();
@@ -772,6 +868,7 @@ class CpuExecutor {
       for (auto& model : *models) add_version(versions, make_entry(std::move(model), true));
     }
     std::lock_guard<std::mutex> lock(mutex_);
+    loading_.erase(name);
     if (!models) {
       models_.erase(name);
       states_[name] = models.error().message();
@@ -792,7 +889,7 @@ class CpuExecutor {
       if (!source_ || !load_on_demand_ || states_.count(name)) return found;
     }
     if (!in_source(name)) return found;
-    std::lock_guard<std::mutex> one_load(load_mutex_);
+    auto one_load = lock_loads_of(name);
     if (auto loaded_meanwhile = find(name, version);
         loaded_meanwhile || loaded_meanwhile.error().code() != StatusCode::NotFound) {
       return loaded_meanwhile;
@@ -876,6 +973,9 @@ class CpuExecutor {
   static Result<void> validate(const Entry& entry, const InferRequest& request) {
     const Model& model = entry.model;
     if (auto ok = validate_request(entry.metadata, request); !ok) return ok.error();
+    for (const auto& wanted : request.outputs()) {
+      if (auto k = detail::requested_class_count(wanted); !k) return k.error();
+    }
     std::vector<std::string> missing;
     for (const auto& spec : model.inputs) {
       if (!request.find_input(spec.name) && !model.is_optional_input(spec.name)) {
@@ -912,14 +1012,28 @@ class CpuExecutor {
                      ". Please provide all required input(s).");
   }
 
-  // The outputs the request asked for (all of them when it named none), in its order.
-  static std::vector<NamedTensor> requested(const InferRequest& request,
-                                            std::vector<NamedTensor> computed) {
+  // The outputs the request asked for (all of them when it named none), in its order; one
+  // asked for with "classification" as its top classes (Triton's classification extension).
+  static Result<std::vector<NamedTensor>> requested(const Model& model,
+                                                    const InferRequest& request,
+                                                    std::vector<NamedTensor> computed) {
     if (request.outputs().empty()) return computed;
     std::vector<NamedTensor> outputs;
+    static const std::vector<std::string> kNoLabels;
     for (const auto& wanted : request.outputs()) {
+      auto k = detail::requested_class_count(wanted);
+      if (!k) return k.error();
       for (auto& out : computed) {
-        if (out.name == wanted.name) outputs.push_back(out);
+        if (out.name != wanted.name) continue;
+        if (*k == 0) {
+          outputs.push_back(out);
+          continue;
+        }
+        auto labels = model.labels.find(out.name);
+        auto classes = detail::classify(out.tensor, model.max_batch_size > 0, *k,
+                                        labels == model.labels.end() ? kNoLabels : labels->second);
+        if (!classes) return classes.error();
+        outputs.push_back({out.name, std::move(*classes), out.parameters});
       }
     }
     return outputs;
@@ -935,9 +1049,10 @@ class CpuExecutor {
     add(entry.compute_infer, t2 - t1);
     remember_compute_time(entry, t2 - t1);
     if (!computed) return computed.error();
-    std::vector<NamedTensor> outputs = requested(request, std::move(*computed));
+    auto outputs = requested(model, request, std::move(*computed));
     add(entry.compute_output, Clock::now() - t2);
-    return InferResult(model.name, model.version, request.request_id(), std::move(outputs));
+    if (!outputs) return outputs.error();
+    return InferResult(model.name, model.version, request.request_id(), std::move(*outputs));
   }
 
   static constexpr std::size_t kModelsListed = 16;  // in a NOT_FOUND's message, at most
@@ -952,7 +1067,12 @@ class CpuExecutor {
   std::map<std::string, std::string> states_;  // models of the source out of service, and why
   std::shared_ptr<const ModelSource> source_;
   bool load_on_demand_ = false;
-  std::mutex load_mutex_;    // held while a model of the source loads (never with mutex_ held)
+  std::set<std::string> loading_;  // models of the source whose load is under way
+  // Loads that passed their time limit, by model: none of that model starts until it returns.
+  std::map<std::string, std::shared_ptr<LoadCall>> stuck_loads_;
+  std::chrono::milliseconds load_timeout_{300'000};
+  // One per model name: loads of a model take turns (never taken with mutex_ held).
+  std::map<std::string, std::shared_ptr<std::mutex>> load_turns_;
   detail::ThreadPool pool_;  // last: joined first, while the models still exist
 };
 
