@@ -90,6 +90,18 @@ Result<std::string> load_or_unload(const ControlContext& context, bool load,
 
 }  // namespace
 
+// Triton's server.cc, IsReady() with strict readiness: a model whose version is not READY
+// makes the server not ready, unless its reason is "unloaded" (taken out of service on
+// purpose); a model with no version at all (it never loaded) is not ready either. Models of
+// the repository never asked to load (explicit mode) are listed here as "unloaded".
+bool server_ready(const CpuExecutor& executor, bool strict) {
+  if (!strict) return true;
+  for (const auto& model : executor.repository_index()) {
+    if (model.state != "READY" && model.reason != "unloaded") return false;
+  }
+  return true;
+}
+
 Error unimplemented(std::string_view method) {
   return Error(StatusCode::Unimplemented,
                "method " + std::string(method) + " is not implemented by this server");
@@ -117,10 +129,15 @@ Result<std::string> answer_control(const ControlContext& context, std::string_vi
                                    std::string_view bytes) {
   if (!serves_control(method, context.shared_memory != nullptr)) return unimplemented(method);
   CpuExecutor& executor = context.executor;
-  if (method == "ServerLive" || method == "ServerReady") return pc::encode_flag(true);
+  if (method == "ServerLive") return pc::encode_flag(true);
+  if (method == "ServerReady") {
+    return pc::encode_flag(server_ready(executor, context.options.strict_readiness));
+  }
   if (method == "ServerMetadata") {
     ServerMetadata metadata{
-        context.options.name, kVersion, {"model_configuration", "statistics", "model_repository"}};
+        context.options.name,
+        kVersion,
+        {"classification", "sequence", "model_configuration", "statistics", "model_repository"}};
     if (context.shared_memory) {
       metadata.extensions.push_back("system_shared_memory");
       if (SharedMemoryRegistry::cuda_supported()) {

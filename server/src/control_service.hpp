@@ -21,6 +21,10 @@ struct ControlContext {
   std::function<const ShmClient&()> client;
 };
 
+/// ServerReady's answer: with `strict` (Triton's --strict-readiness), whether every model the
+/// executor was to serve is READY; else true.
+bool server_ready(const CpuExecutor& executor, bool strict);
+
 /// UNIMPLEMENTED for a method of inference.GRPCInferenceService this server does not serve.
 Error unimplemented(std::string_view method);
 

@@ -7,6 +7,7 @@
 
 #include "connection_watch.hpp"
 #include "control_service.hpp"
+#include "health_service.hpp"
 #include "model_queue.hpp"
 #include "net/h2_session.hpp"
 #include "net/peer_user.hpp"
@@ -469,6 +470,7 @@ class GrpcConnection final : public net::H2Session {
   std::optional<Error> refusal(const ServerStream& stream) const {
     // First: a caller without the token learns nothing else (not even which methods exist),
     // and none of its message is read.
+    if (stream.path.rfind(kHealthServicePrefix, 0) == 0) return health_refusal(stream);
     if (auto refused = context_->authenticator.refusal(stream.authorization)) return refused;
     if (stream.path.rfind(protocol::kServicePrefix, 0) != 0) {
       return Error(StatusCode::Unimplemented, "unknown service in path '" + stream.path + "'");
@@ -484,6 +486,22 @@ class GrpcConnection final : public net::H2Session {
       return Error(StatusCode::Unimplemented, "grpc-encoding '" + stream.encoding +
                                                   "' is not supported (supported: " +
                                                   std::string(protocol::kAcceptEncoding) + ")");
+    }
+    return std::nullopt;
+  }
+
+  // The health service answers without the bearer token: Kubernetes' gRPC probes send no
+  // metadata, and SERVING or NOT_SERVING is all it tells. As Triton, only Check is served.
+  std::optional<Error> health_refusal(const ServerStream& stream) const {
+    if (stream.path != kHealthCheckPath) {
+      return Error(StatusCode::Unimplemented,
+                   "method " + stream.path.substr(kHealthServicePrefix.size()) +
+                       " of grpc.health.v1.Health is not implemented by this server (as in "
+                       "Triton, only Check is)");
+    }
+    if (!stream.encoding.empty() && !protocol::parse_encoding(stream.encoding)) {
+      return Error(StatusCode::Unimplemented,
+                   "grpc-encoding '" + stream.encoding + "' is not supported");
     }
     return std::nullopt;
   }
@@ -538,6 +556,7 @@ class GrpcConnection final : public net::H2Session {
     ReceivedMessage message = std::move(messages.front());
     messages.clear();
     if (stream->method == "ModelInfer") return infer(id, std::move(message));
+    if (stream->path == kHealthCheckPath) return health_check(id, message.envelope);
     control(id, stream->method, message.envelope);
   }
 
@@ -875,12 +894,21 @@ class GrpcConnection final : public net::H2Session {
     ControlContext context{*context_->executor, context_->options,
                            context_->options.shared_memory ? &context_->shared_memory : nullptr,
                            [this]() -> const ShmClient& { return shm_client(); }};
-    auto reply = answer_control(context, method, bytes);
-    if (!reply) return respond_error(id, reply.error());
+    reply(id, answer_control(context, method, bytes));
+  }
+
+  void health_check(std::int32_t id, const std::string& bytes) {
+    reply(id, answer_health_check(*context_->executor, context_->options.strict_readiness, bytes));
+  }
+
+  // A unary call's answer: its serialized response message, or its error.
+  void reply(std::int32_t id, Result<std::string> message) {
+    if (!message) return respond_error(id, message.error());
     auto body = std::make_shared<OutgoingBody>();
-    body->append_owned(*reply);
-    if (auto ok = body->finish(context_->options.max_message_bytes); !ok)
+    body->append_owned(*message);
+    if (auto ok = body->finish(context_->options.max_message_bytes); !ok) {
       return respond_error(id, ok.error());
+    }
     respond(id, std::move(body), {});
   }
 

@@ -8,17 +8,23 @@
 #include <sonic/sonic.hpp>
 
 #include <malloc.h>
+#include <pthread.h>
+
 #include <algorithm>
+#include <atomic>
 #include <cctype>
 #include <chrono>
+#include <condition_variable>
 #include <csignal>
 #include <cstdlib>
 #include <functional>
 #include <iostream>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <thread>
 #include <type_traits>
 #include <vector>
 
@@ -84,6 +90,8 @@ std::chrono::milliseconds parse_seconds(std::string_view flag, const std::string
 // One line per model, as tritonserver prints its model table: READY, or why not.
 void report(const std::string& model, const sonic::Result<void>& loaded,
             sonic::CpuExecutor& executor) {
+  static std::mutex lines;  // loads report from several threads
+  std::lock_guard<std::mutex> lock(lines);
   if (!loaded) {
     std::cout << "model " << model << ": UNAVAILABLE: " << loaded.error().message() << std::endl;
     return;
@@ -104,14 +112,86 @@ void report_change(const sonic::repository::WatchEvent& event) {
   }
 }
 
-// Every model of the repositories (modes none and poll), or those named (explicit; '*': all).
+// Every model of the repositories (modes none and poll), or those named (explicit; '*': all),
+// `threads` at a time, as tritonserver's --model-load-thread-count: a slow model delays the
+// others by no more than its share. Each load ends within the executor's load timeout.
 void load_at_start(sonic::CpuExecutor& executor, const sonic::repository::Repository& repository,
-                   const std::string& mode, const std::vector<std::string>& named) {
+                   const std::string& mode, const std::vector<std::string>& named,
+                   std::size_t threads) {
   std::vector<std::string> models = repository.model_names();
   const bool all = mode != "explicit" || std::find(named.begin(), named.end(), "*") != named.end();
   if (!all) models = named;
-  for (const auto& model : models) report(model, executor.load_model(model), executor);
+  std::atomic<std::size_t> next{0};
+  auto loader = [&] {
+    for (std::size_t i = next++; i < models.size(); i = next++) {
+      report(models[i], executor.load_model(models[i]), executor);
+    }
+  };
+  std::vector<std::thread> loaders;
+  for (std::size_t t = 1; t < std::min(threads, models.size()); ++t) loaders.emplace_back(loader);
+  loader();
+  for (auto& thread : loaders) thread.join();
 }
+
+// SIGINT and SIGTERM, waited for on a thread of their own from the start, so that the server
+// stops at any moment: during model loads (a backend's load cannot be interrupted, so the
+// process exits at once: nothing is served yet), or while serving (the listeners close and
+// open calls are reset; a model execution that does not return within `exit_timeout` is not
+// waited for, as tritonserver's --exit-timeout-secs).
+class StopSignals {
+ public:
+  explicit StopSignals(std::chrono::milliseconds exit_timeout) : exit_timeout_(exit_timeout) {
+    // Blocked here, before any other thread starts, so that only sigwait() receives them.
+    sigemptyset(&signals_);
+    sigaddset(&signals_, SIGINT);
+    sigaddset(&signals_, SIGTERM);
+    pthread_sigmask(SIG_BLOCK, &signals_, nullptr);
+    // Detached: it may still wait for a signal while the process exits.
+    std::thread([this] { watch(); }).detach();
+  }
+  StopSignals(const StopSignals&) = delete;
+  StopSignals& operator=(const StopSignals&) = delete;
+
+  /// From now on a signal stops the server through wait_for_stop() rather than at once.
+  void serving() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    serving_ = true;
+  }
+
+  /// Blocks until a stop signal came; returns it.
+  int wait_for_stop() {
+    std::unique_lock<std::mutex> lock(mutex_);
+    arrived_.wait(lock, [&] { return signal_ != 0; });
+    return signal_;
+  }
+
+ private:
+  [[noreturn]] static void exit_now(const char* why) {
+    std::cout << "sonic-server stopping: " << why << std::endl;
+    std::_Exit(0);
+  }
+
+  void watch() {
+    int signal = 0;
+    sigwait(&signals_, &signal);
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      if (!serving_) exit_now("a signal came while models were loading");
+      signal_ = signal;
+    }
+    arrived_.notify_all();
+    if (exit_timeout_.count() == 0) return;
+    std::this_thread::sleep_for(exit_timeout_);
+    exit_now("open calls did not end within --exit-timeout-secs");
+  }
+
+  const std::chrono::milliseconds exit_timeout_;
+  sigset_t signals_;
+  std::mutex mutex_;
+  std::condition_variable arrived_;
+  bool serving_ = false;
+  int signal_ = 0;
+};
 
 // What the command line asks for.
 struct Command {
@@ -120,6 +200,9 @@ struct Command {
   std::vector<std::string> repositories, models_to_load;
   std::string control_mode = "none";
   std::chrono::milliseconds poll_period{15000};
+  std::chrono::milliseconds load_timeout{300'000};
+  std::size_t load_threads = 4;  // tritonserver's --model-load-thread-count default
+  std::chrono::milliseconds exit_timeout{1000};
 };
 
 // The backends built in, for the help.
@@ -215,6 +298,21 @@ Command parse_args(int argc, char** argv) {
                  }))
       .option("--load-model", "NAME", "with explicit: load this model at start (repeat; '*': all)",
               [&](const std::string& v) { command.models_to_load.push_back(v); })
+      .option("--model-load-timeout", "SECONDS",
+              "a model whose load takes longer is UNAVAILABLE, the load's reason saying "
+              "so, and the others are served (default 300; 0: no limit)",
+              seconds("--model-load-timeout", command.load_timeout))
+      .option("--model-load-thread-count", "N",
+              "models loaded at once (default 4, as tritonserver)",
+              [&](const std::string& v) {
+                command.load_threads = std::max<unsigned long long>(
+                    1, parse_number("--model-load-thread-count", v, 256));
+              })
+      .option("--strict-readiness", "BOOL",
+              "true (default, as tritonserver): ServerReady (and the gRPC health check) "
+              "answers ready only while every model to serve is READY; false: once listening",
+              choice("--strict-readiness", {"true", "false"},
+                     [&](int which) { options.strict_readiness = which == 0; }))
       .option("--repository-poll-secs", "N",
               "with poll: seconds between reads of the repositories (default 15)",
               [&](const std::string& v) {
@@ -280,6 +378,10 @@ Command parse_args(int argc, char** argv) {
               count("--max-concurrent-streams", options.max_concurrent_streams, 0x7fffffff))
       .option("--max-header-list-bytes", "SIZE", "headers of one gRPC call (default 16K)",
               size("--max-header-list-bytes", limits.max_header_list_bytes))
+      .option("--exit-timeout-secs", "SECONDS",
+              "after SIGINT or SIGTERM, how long calls under way may take before the "
+              "process exits without them (default 1; tritonserver's is 30)",
+              seconds("--exit-timeout-secs", command.exit_timeout))
       .option("--handshake-timeout", "SECONDS", "to finish the handshake (default 10)",
               seconds("--handshake-timeout", limits.handshake_timeout))
       .option("--idle-timeout", "SECONDS", "without a call (default 600)",
@@ -295,8 +397,8 @@ Command parse_args(int argc, char** argv) {
       .option("--max-connection-shm-bytes", "SIZE", "mapped for one connection (default 16G)",
               size("--max-connection-shm-bytes", limits.max_connection_shm_bytes));
   line.epilogue(
-      "A model that fails to load is reported with its reason and stays UNAVAILABLE; the\n"
-      "others are served. Prints 'sonic-server listening on HOST:PORT' once ready (and\n"
+      "A model that fails to load, or passes --model-load-timeout, is reported with its reason\n"
+      "and stays UNAVAILABLE; the others are served. Prints 'sonic-server listening on HOST:PORT' once ready (and\n"
       "'sonic-server tcp listening on HOST:PORT' with --tcp-port); stops on SIGINT/SIGTERM.\n"
       "Exit status: 0 stopped by a signal, 1 could not start, 2 bad command line.\n");
 
@@ -326,22 +428,18 @@ Command parse_args(int argc, char** argv) {
 // Serves until SIGINT or SIGTERM; throws what stops it from starting.
 int serve(Command command) {
   sonic::ServerOptions& options = command.options;
-  // Block the stop signals before any thread starts, so that only sigwait below receives them.
-  sigset_t stop_signals;
-  sigemptyset(&stop_signals);
-  sigaddset(&stop_signals, SIGINT);
-  sigaddset(&stop_signals, SIGTERM);
-  pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
-
+  StopSignals stop(command.exit_timeout);
   {
     auto executor = command.repositories.empty()
                         ? sonic::CpuExecutor::with_models(sonic::models::builtin(), command.threads)
                         : std::make_shared<sonic::CpuExecutor>(command.threads);
+    executor->set_load_timeout(command.load_timeout);
     std::unique_ptr<sonic::repository::RepositoryWatch> watch;
     if (!command.repositories.empty()) {
       auto repository = std::make_shared<sonic::repository::Repository>(command.repositories);
       executor->set_source(repository, false);
-      load_at_start(*executor, *repository, command.control_mode, command.models_to_load);
+      load_at_start(*executor, *repository, command.control_mode, command.models_to_load,
+                    command.load_threads);
       if (command.control_mode == "poll") {
         watch = std::make_unique<sonic::repository::RepositoryWatch>(
             executor, repository, command.poll_period, report_change);
@@ -349,13 +447,13 @@ int serve(Command command) {
     }
     sonic::Server server(executor, options);
     server.start();
+    stop.serving();
     std::cout << "sonic-server listening on " << options.host << ":" << server.port() << std::endl;
     if (options.tcp_port) {
       std::cout << "sonic-server tcp listening on " << options.host << ":" << server.tcp_port()
                 << std::endl;
     }
-    int signal = 0;
-    sigwait(&stop_signals, &signal);
+    const int signal = stop.wait_for_stop();
     std::cout << "sonic-server stopping (signal " << signal << ")" << std::endl;
     server.stop();
   }

@@ -127,6 +127,13 @@ struct ServerOptions {
   /// Triton's --model-control-mode=explicit. Off, as Triton's default: those calls answer
   /// UNAVAILABLE, so that no client can take a model out of service for the others.
   bool model_control = false;
+  /// As Triton's --strict-readiness (on by default there too): ServerReady answers true only
+  /// while every model the server was to serve is READY (one out of service because a client
+  /// unloaded it, or never asked to load in explicit mode, does not count), so that a load
+  /// balancer or a Kubernetes readiness probe sends no traffic to a server whose models failed
+  /// to load. Off: ServerReady is true once the server listens (Triton's "live and ready to
+  /// take requests").
+  bool strict_readiness = true;
   /// Require a bearer token on every call: "authorization: Bearer TOKEN" (gRPC metadata; a
   /// metadata frame on tcp://), TOKEN being this file's text without the whitespace around
   /// it, read again when the file changes (as sonic::TokenFile). Calls without it are answered
