@@ -7,9 +7,9 @@ same shape [n] and UINT32 WAIT [1], n responses, the i'th after DELAY[i] ms, wit
 and IDX = [i]; WAIT is when Triton releases the request, and does not change the responses.
 
 simple_sequence follows Triton's sequence batcher: a request needs a non-zero or non-empty
-`sequence_id`; the first of a sequence says `sequence_start` (the sum restarts from its
-input), the last `sequence_end` (the state is freed); a request of a sequence that has not
-started is INVALID_ARGUMENT with Triton's words.
+`sequence_id`; the first of a sequence says `sequence_start` (its answer is its input plus
+one), the last `sequence_end`; a request of a sequence that has not started is
+INVALID_ARGUMENT with Triton's words.
 """
 
 import struct
@@ -68,11 +68,13 @@ def simple_identity(tensors, params):
 
 
 class SequenceModel:
-    """simple_sequence: the sum of a sequence's inputs so far."""
+    """simple_sequence as Triton publishes it: OUTPUT = (INPUT + START) * READY (server
+    qa/common/gen_qa_sequence_models.py, the ONNX sequence model), the sequence batcher giving
+    START = 1 on a sequence's first request and READY = 1 on each."""
 
     def __init__(self):
         self.lock = threading.Lock()
-        self.sums = {}
+        self.started = set()
 
     def __call__(self, tensors, params):
         def flag(name):
@@ -93,18 +95,18 @@ class SequenceModel:
                              "inference request to model 'simple_sequence' must specify "
                              "a non-zero or non-empty correlation ID")
         value = int(tensors["INPUT"].ravel()[0])
+        start = flag("sequence_start")
         with self.lock:
-            if flag("sequence_start"):
-                self.sums[key] = 0
-            elif key not in self.sums:
+            if start:
+                self.started.add(key)
+            elif key not in self.started:
                 raise StatusError(grpc.StatusCode.INVALID_ARGUMENT,
                                  "inference request for sequence %s to model "
                                  "'simple_sequence' must specify the START flag on the "
                                  "first request of the sequence" % (key[1],))
-            self.sums[key] = (self.sums[key] + value + 2**31) % 2**32 - 2**31
-            total = self.sums[key]
             if flag("sequence_end"):
-                del self.sums[key]
+                self.started.discard(key)
+        total = (value + int(start) + 2**31) % 2**32 - 2**31  # READY is 1
         return {"OUTPUT": np.array([[total]], dtype="<i4")}
 
 

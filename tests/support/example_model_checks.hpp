@@ -29,9 +29,10 @@ inline void check_example_models(Client& client) {
         .output("OUTPUT")
         .as<std::int32_t>()[0];
   };
-  CHECK(step(10, true, false) == 10);
-  CHECK(step(5, false, false) == 15);
-  CHECK(step(-3, false, true) == 12);
+  // Triton's simple_sequence: (INPUT + START) * READY.
+  CHECK(step(10, true, false) == 11);
+  CHECK(step(5, false, false) == 5);
+  CHECK(step(-3, false, true) == -3);
   try {
     (void)step(1, false, false);  // ended: Triton's sequence batcher wants START first
     FAIL("a request of an ended sequence must fail");

@@ -1,5 +1,5 @@
 // Triton's example models as sonic-server hosts them: the values Triton's example clients
-// expect; simple_sequence's state: kept per sequence, restarted by START, freed by END,
+// expect; simple_sequence's sequences: begun by START, freed by END,
 // dropped when idle, bounded in number; repeat_int32's responses, and its bounds.
 #include <doctest/doctest.h>
 
@@ -70,27 +70,32 @@ TEST_CASE("simple_identity: strings of any length come back as they went") {
   CHECK(result.output("OUTPUT0").shape() == sonic::Shape{2, 2});
 }
 
-TEST_CASE("simple_sequence: sums per sequence, as Triton's sequence example expects") {
+TEST_CASE("simple_sequence: answers as Triton's published model, (INPUT + START) * READY") {
   auto executor = sonic::CpuExecutor::with_models({sonic::models::simple_sequence()}, 2);
-  // Triton's example client: one sequence starts at 0 and adds the values, another starts at
-  // 100 and subtracts them, interleaved; numeric and string ids.
+  // Triton's example client (simple_grpc_sequence_sync_infer_client): sequences started with
+  // 0, 100 and 20, then given the values (or their negatives), interleaved, with numeric and
+  // string ids; it expects "1 : 101 : 21", then each request's own input.
   const std::vector<std::int32_t> values{11, 7, 5, 3, 2, 0, 1};
-  std::int32_t first = 0, second = 100;
-  CHECK(output_of(executor->infer(step(0, std::int64_t{1001}, true))) == 0);
-  CHECK(output_of(executor->infer(step(100, std::string("seq-b"), true))) == 100);
+  CHECK(output_of(executor->infer(step(0, std::int64_t{1000}, true))) == 1);
+  CHECK(output_of(executor->infer(step(100, std::int64_t{1001}, true))) == 101);
+  CHECK(output_of(executor->infer(step(20, std::string("seq-c"), true))) == 21);
   for (std::size_t i = 0; i < values.size(); ++i) {
     const bool last = i + 1 == values.size();
-    first += values[i];
-    second -= values[i];
-    CHECK(output_of(executor->infer(step(values[i], std::int64_t{1001}, false, last))) == first);
-    CHECK(output_of(executor->infer(step(-values[i], std::string("seq-b"), false, last))) ==
-          second);
+    CHECK(output_of(executor->infer(step(values[i], std::int64_t{1000}, false, last))) ==
+          values[i]);
+    CHECK(output_of(executor->infer(step(-values[i], std::int64_t{1001}, false, last))) ==
+          -values[i]);
+    CHECK(output_of(executor->infer(step(-values[i], std::string("seq-c"), false, last))) ==
+          -values[i]);
   }
   // Ended: a further request without START is refused, as Triton's sequence batcher does.
-  CHECK(executor->infer(step(1, std::int64_t{1001})).code() == sonic::StatusCode::InvalidArgument);
+  CHECK(executor->infer(step(1, std::int64_t{1000})).code() == sonic::StatusCode::InvalidArgument);
   // START restarts a sequence in progress.
-  CHECK(output_of(executor->infer(step(5, std::int64_t{7}, true))) == 5);
-  CHECK(output_of(executor->infer(step(5, std::int64_t{7}, true))) == 5);
+  CHECK(output_of(executor->infer(step(5, std::int64_t{7}, true))) == 6);
+  CHECK(output_of(executor->infer(step(5, std::int64_t{7}, true))) == 6);
+  // The metadata is the published config's: max_batch_size 8, dims [1].
+  auto metadata = executor->metadata("simple_sequence").value();
+  CHECK(metadata.inputs.at(0).shape == sonic::Shape{-1, 1});
   // No id at all.
   sonic::InferRequest anonymous("simple_sequence");
   anonymous.input("INPUT", sonic::Tensor::from_vector(std::vector<std::int32_t>{1}, {1, 1}));
@@ -103,17 +108,17 @@ TEST_CASE("simple_sequence: idle sequences are dropped and their number is bound
   limits.max_sequences = 3;
   auto executor = sonic::CpuExecutor::with_models({sonic::models::simple_sequence(limits)}, 1);
   for (std::int64_t id = 1; id <= 3; ++id) {
-    CHECK(output_of(executor->infer(step(1, id, true))) == 1);
+    CHECK(output_of(executor->infer(step(1, id, true))) == 2);
   }
   CHECK(executor->infer(step(1, std::int64_t{4}, true)).code() ==
         sonic::StatusCode::ResourceExhausted);
   std::this_thread::sleep_for(250ms);  // all three idle past the limit: dropped
   CHECK(executor->infer(step(1, std::int64_t{2})).code() == sonic::StatusCode::InvalidArgument);
-  CHECK(output_of(executor->infer(step(1, std::int64_t{4}, true))) == 1);
+  CHECK(output_of(executor->infer(step(1, std::int64_t{4}, true))) == 2);
   // Each sequence's key is bounded too: a long string id would make 3 sequences hold megabytes.
   CHECK(executor->infer(step(1, std::string(limits.max_id_bytes + 1, 'x'), true)).code() ==
         sonic::StatusCode::InvalidArgument);
-  CHECK(output_of(executor->infer(step(1, std::string(limits.max_id_bytes, 'x'), true))) == 1);
+  CHECK(output_of(executor->infer(step(1, std::string(limits.max_id_bytes, 'x'), true))) == 2);
 }
 
 namespace {

@@ -82,33 +82,42 @@ inline Model simple_identity() {
   return m;
 }
 
-/// Triton's simple_sequence, a stateful model: INT32 INPUT of shape [1,1] → OUTPUT, the sum of
-/// the inputs of the sequence so far. The executor's sequence batcher does the bookkeeping, as
-/// Triton's does for its example: the request's `sequence_id` (int64, or a string of at most
-/// `limits.max_id_bytes`) names the sequence, START restarts the sum (a control input), END frees
-/// it, and the sum travels as implicit state. A request of a sequence that has not started (or
-/// was dropped after `limits.idle`) is INVALID_ARGUMENT, with Triton's words; so is one without
-/// an id; a START beyond `limits.max_sequences` is RESOURCE_EXHAUSTED.
+/// Triton's simple_sequence as its example repository publishes it (server
+/// docs/examples/model_repository/simple_sequence: max_batch_size 8, INT32 INPUT and OUTPUT of
+/// dims [1], control inputs START and READY as int32 0/1), and as its model computes it (server
+/// qa/common/gen_qa_sequence_models.py, the ONNX sequence model): OUTPUT = (INPUT + START) *
+/// READY. So a sequence's first request answers its input plus one and the others their input,
+/// which is what Triton's sequence examples check ("1 : 101 : 21", then the inputs). The
+/// executor's sequence batcher does the bookkeeping, as Triton's does: the request's
+/// `sequence_id` (int64, or a string of at most `limits.max_id_bytes`) names the sequence,
+/// START begins it, END frees it. A request of a sequence that has not started (or was dropped
+/// after `limits.idle`) is INVALID_ARGUMENT, with Triton's words; so is one without an id; a
+/// START beyond `limits.max_sequences` is RESOURCE_EXHAUSTED.
 inline Model simple_sequence(SequenceLimits limits = {}) {
   Model m;
   m.name = "simple_sequence";
-  m.inputs = {{"INPUT", DataType::Int32, {1, 1}}};
-  m.outputs = {{"OUTPUT", DataType::Int32, {1, 1}}};
+  m.max_batch_size = 8;
+  m.inputs = {{"INPUT", DataType::Int32, {-1, 1}}};
+  m.outputs = {{"OUTPUT", DataType::Int32, {-1, 1}}};
   SequenceBatching sequences;
-  sequences.controls = {{SequenceControl::Kind::Start, "START", DataType::Int32, 0, 1}};
-  sequences.states = {{"SUM_IN", "SUM_OUT", DataType::Int64, {1}, {}, {}}};
+  sequences.controls = {{SequenceControl::Kind::Start, "START", DataType::Int32, 0, 1},
+                        {SequenceControl::Kind::Ready, "READY", DataType::Int32, 0, 1}};
   sequences.limits = limits;
   m.sequence_batching = std::move(sequences);
   m.compute = [](const InferRequest& request) -> Result<std::vector<NamedTensor>> {
-    const bool start = request.find_input("START")->tensor.as<std::int32_t>()[0] != 0;
-    const std::int64_t before =
-        start ? 0 : request.find_input("SUM_IN")->tensor.as<std::int64_t>()[0];
-    const std::int64_t sum = before + request.find_input("INPUT")->tensor.as<std::int32_t>()[0];
+    auto input = request.find_input("INPUT")->tensor.as<std::int32_t>();
+    auto start = request.find_input("START")->tensor.as<std::int32_t>();
+    auto ready = request.find_input("READY")->tensor.as<std::int32_t>();
+    std::vector<std::int32_t> output(input.size());
+    for (std::size_t i = 0; i < output.size(); ++i) {
+      // int32 arithmetic that wraps, as the ONNX model's Add and Mul do.
+      const auto sum = detail::wrapping_sum(input[i], start[i]);
+      output[i] = static_cast<std::int32_t>(static_cast<std::uint32_t>(sum) *
+                                            static_cast<std::uint32_t>(ready[i]));
+    }
+    const auto rows = static_cast<std::int64_t>(output.size());
     return std::vector<NamedTensor>{
-        {"OUTPUT",
-         Tensor::from_vector(std::vector<std::int32_t>{static_cast<std::int32_t>(sum)}, {1, 1}),
-         {}},
-        {"SUM_OUT", Tensor::from_vector(std::vector<std::int64_t>{sum}, {1}), {}}};
+        {"OUTPUT", Tensor::from_vector(std::move(output), {rows, 1}), {}}};
   };
   return m;
 }
