@@ -442,3 +442,72 @@ TEST_CASE("reshape: clients use the config's dims, the model its own shape, byte
   CHECK(mismatch.error().message().find("4 elements by its dims but 3 by its reshape") !=
         std::string::npos);
 }
+
+TEST_CASE("Triton's config defaults: backend, platform, model file, instance groups") {
+  // As core src/model_config_utils.cc completes a config on a host without GPUs.
+  Scratch repo("triton_defaults");
+  repo.write("by_platform/config.pbtxt", "platform: \"onnxruntime_onnx\"");
+  repo.write("by_backend/config.pbtxt", "backend: \"pytorch\"");
+  repo.write("by_file/1/model.onnx", "");
+  repo.write("by_file/config.pbtxt",
+             "instance_group [ { kind: KIND_CPU }, { count: 3 }, { name: \"g\" count: 0 } ]");
+  repo.write("own_platform/config.pbtxt", "platform: \"scale_platform\"");
+  repo.write("conflict/config.pbtxt", "platform: \"onnxruntime_onnx\" backend: \"pytorch\"");
+  repo.write("unknown_platform/config.pbtxt", "platform: \"my_engine\"");
+  repo.write("nothing/1/weights.bin", "");
+  repo.write("gpu/config.pbtxt",
+             "platform: \"onnxruntime_onnx\" instance_group [ { kind: KIND_GPU } ]");
+  repository::Repository r({repo.root()});
+
+  auto by_platform = r.config("by_platform").value();
+  CHECK(by_platform.backend == "onnxruntime");
+  CHECK(by_platform.default_model_filename == "model.onnx");
+  // No instance_group: one group named after the model, on the CPU, of 2 instances for ONNX
+  // Runtime (SetDefaultInstanceCount).
+  REQUIRE(by_platform.instance_groups.size() == 1);
+  CHECK(by_platform.instance_groups[0].name == "by_platform");
+  CHECK(by_platform.instance_groups[0].kind == repository::InstanceGroup::Kind::Cpu);
+  CHECK(by_platform.instance_groups[0].count == 2);
+  CHECK(by_platform.version_policy.kind == repository::VersionPolicy::Kind::Latest);
+  CHECK(by_platform.version_policy.latest_count == 1);
+
+  auto by_backend = r.config("by_backend").value();
+  CHECK(by_backend.platform == "pytorch_libtorch");
+  CHECK(by_backend.default_model_filename == "model.pt");
+  CHECK(by_backend.instance_groups.at(0).count == 1);  // 1 for the others
+
+  // Neither given: the model file in the first version directory decides. Groups without a
+  // name are "<model>_<index>"; without a count (or 0) they take the default.
+  auto by_file = r.config("by_file").value();
+  CHECK(by_file.platform == "onnxruntime_onnx");
+  CHECK(by_file.backend == "onnxruntime");
+  REQUIRE(by_file.instance_groups.size() == 3);
+  CHECK(by_file.instance_groups[0].name == "by_file_0");
+  CHECK(by_file.instance_groups[0].count == 2);
+  CHECK(by_file.instance_groups[1].name == "by_file_1");
+  CHECK(by_file.instance_groups[1].count == 3);
+  CHECK(by_file.instance_groups[1].kind == repository::InstanceGroup::Kind::Cpu);  // KIND_AUTO
+  CHECK(by_file.instance_groups[2].name == "g");
+  CHECK(by_file.instance_groups[2].count == 2);
+
+  // A platform of a backend this program registered.
+  auto own = r.config("own_platform").value();
+  CHECK(own.backend == "scale");
+  CHECK(own.default_model_filename == "model.scale");
+
+  // Triton's refusals, in its words.
+  auto message = [&](const std::string& model) {
+    auto config = r.config(model);
+    REQUIRE_FALSE(config);
+    CHECK(config.error().code() == StatusCode::InvalidArgument);
+    return config.error().message();
+  };
+  CHECK(message("conflict").find("unexpected 'platform' and 'backend' pair, "
+                                 "got:onnxruntime_onnx, pytorch") != std::string::npos);
+  CHECK(message("unknown_platform").find("unexpected platform type 'my_engine' for "
+                                         "unknown_platform") != std::string::npos);
+  CHECK(message("nothing").find("Could not determine backend for model 'nothing'") !=
+        std::string::npos);
+  CHECK(message("gpu").find("instance group gpu_0 of model gpu has kind KIND_GPU but server does "
+                            "not support GPUs") != std::string::npos);
+}
