@@ -31,12 +31,15 @@ Result<LoadedModel> load_scale(const ModelConfig& given, const std::string& file
   if (!(model_file >> k)) return Error(StatusCode::InvalidArgument, "no number in the model file");
   LoadedModel loaded;
   loaded.config = given;
-  if (loaded.config.inputs.empty()) {
-    loaded.config.inputs.push_back({"INPUT0", DataType::Fp32, {-1}, {}, false});
-  }
-  if (loaded.config.outputs.empty()) {
-    loaded.config.outputs.push_back({"OUTPUT0", DataType::Fp32, {-1}, {}, false});
-  }
+  auto tensor = [](const char* name) {
+    repository::TensorConfig t;
+    t.name = name;
+    t.data_type = DataType::Fp32;
+    t.dims = {-1};
+    return t;
+  };
+  if (loaded.config.inputs.empty()) loaded.config.inputs.push_back(tensor("INPUT0"));
+  if (loaded.config.outputs.empty()) loaded.config.outputs.push_back(tensor("OUTPUT0"));
   loaded.compute = [k](const InferRequest& request) -> Result<std::vector<NamedTensor>> {
     const Tensor& in = request.find_input("INPUT0")->tensor;
     {
@@ -242,7 +245,8 @@ TEST_CASE("mistakes name the file and what to do") {
   auto no_backend = repository.load("no_backend");
   REQUIRE_FALSE(no_backend);
   CHECK(no_backend.error().code() == StatusCode::NotFound);
-  CHECK(no_backend.error().message().find("platform 'tensorrt_plan'") != std::string::npos);
+  // The platform names Triton's backend (tensorrt), which this program lacks.
+  CHECK(no_backend.error().message().find("no backend 'tensorrt'") != std::string::npos);
   auto onnx = repository.load("onnx");
   REQUIRE_FALSE(onnx);
   CHECK(onnx.error().message().find("link sonic::onnx") != std::string::npos);
