@@ -1014,8 +1014,7 @@ class CpuExecutor {
 
   // The outputs the request asked for (all of them when it named none), in its order; one
   // asked for with "classification" as its top classes (Triton's classification extension).
-  static Result<std::vector<NamedTensor>> requested(const Model& model,
-                                                    const InferRequest& request,
+  static Result<std::vector<NamedTensor>> requested(const Model& model, const InferRequest& request,
                                                     std::vector<NamedTensor> computed) {
     if (request.outputs().empty()) return computed;
     std::vector<NamedTensor> outputs;

@@ -115,7 +115,8 @@ Result<TensorConfig> decode_tensor(std::string_view bytes, std::uint32_t dims_fi
   if (!decoded) return decoded.error();
   // ModelInput: name 1, data_type 2, dims 4, reshape 5, optional 8; ModelOutput: name 1,
   // data_type 2, dims 3, label_filename 4, reshape 5.
-  t.kept = dims_field == 4 ? unread_fields(bytes, {1, 2, 4, 5, 8}) : unread_fields(bytes, {1, 2, 3, 4, 5});
+  t.kept = dims_field == 4 ? unread_fields(bytes, {1, 2, 4, 5, 8})
+                           : unread_fields(bytes, {1, 2, 3, 4, 5});
   return t;
 }
 

@@ -107,8 +107,7 @@ Result<void> complete_backend_fields(ModelConfig& config, const std::string& mod
                        config.default_model_filename + "': name the backend");
       }
       // Triton's words when it cannot tell the backend.
-      return invalid("Invalid model name: Could not determine backend for model '" +
-                     config.name +
+      return invalid("Invalid model name: Could not determine backend for model '" + config.name +
                      "' with no backend in model configuration. Expected model name of the form "
                      "'model.<backend_name>'.");
     }

@@ -32,7 +32,8 @@ bool is_health_check_request(std::string_view bytes) {
 Result<std::string> answer_health_check(const CpuExecutor& executor, bool strict_readiness,
                                         std::string_view request) {
   if (!is_health_check_request(request)) {
-    return Error(StatusCode::InvalidArgument, "the message is not a grpc.health.v1.HealthCheckRequest");
+    return Error(StatusCode::InvalidArgument,
+                 "the message is not a grpc.health.v1.HealthCheckRequest");
   }
   const auto status = server_ready(executor, strict_readiness) ? ServingStatus::kServing
                                                                : ServingStatus::kNotServing;

@@ -506,10 +506,12 @@ TEST_CASE("Triton's config defaults: backend, platform, model file, instance gro
     CHECK(config.error().code() == StatusCode::InvalidArgument);
     return config.error().message();
   };
-  CHECK(message("conflict").find("unexpected 'platform' and 'backend' pair, "
-                                 "got:onnxruntime_onnx, pytorch") != std::string::npos);
-  CHECK(message("unknown_platform").find("unexpected platform type 'my_engine' for "
-                                         "unknown_platform") != std::string::npos);
+  CHECK(message("conflict")
+            .find("unexpected 'platform' and 'backend' pair, "
+                  "got:onnxruntime_onnx, pytorch") != std::string::npos);
+  CHECK(message("unknown_platform")
+            .find("unexpected platform type 'my_engine' for "
+                  "unknown_platform") != std::string::npos);
   CHECK(message("nothing").find("Could not determine backend for model 'nothing'") !=
         std::string::npos);
   CHECK(message("gpu").find("instance group gpu_0 of model gpu has kind KIND_GPU but server does "

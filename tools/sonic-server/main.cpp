@@ -302,12 +302,12 @@ Command parse_args(int argc, char** argv) {
               "a model whose load takes longer is UNAVAILABLE, the load's reason saying "
               "so, and the others are served (default 300; 0: no limit)",
               seconds("--model-load-timeout", command.load_timeout))
-      .option("--model-load-thread-count", "N",
-              "models loaded at once (default 4, as tritonserver)",
-              [&](const std::string& v) {
-                command.load_threads = std::max<unsigned long long>(
-                    1, parse_number("--model-load-thread-count", v, 256));
-              })
+      .option(
+          "--model-load-thread-count", "N", "models loaded at once (default 4, as tritonserver)",
+          [&](const std::string& v) {
+            command.load_threads =
+                std::max<unsigned long long>(1, parse_number("--model-load-thread-count", v, 256));
+          })
       .option("--strict-readiness", "BOOL",
               "true (default, as tritonserver): ServerReady (and the gRPC health check) "
               "answers ready only while every model to serve is READY; false: once listening",
@@ -398,7 +398,8 @@ Command parse_args(int argc, char** argv) {
               size("--max-connection-shm-bytes", limits.max_connection_shm_bytes));
   line.epilogue(
       "A model that fails to load, or passes --model-load-timeout, is reported with its reason\n"
-      "and stays UNAVAILABLE; the others are served. Prints 'sonic-server listening on HOST:PORT' once ready (and\n"
+      "and stays UNAVAILABLE; the others are served. Prints 'sonic-server listening on HOST:PORT' "
+      "once ready (and\n"
       "'sonic-server tcp listening on HOST:PORT' with --tcp-port); stops on SIGINT/SIGTERM.\n"
       "Exit status: 0 stopped by a signal, 1 could not start, 2 bad command line.\n");
 

@@ -75,18 +75,21 @@ inline Result<Tensor> classify(const Tensor& output, bool batched, std::int64_t 
   batched = batched && !output.shape().empty();
   std::vector<std::string> classes;
   Shape shape;
-  const auto n = static_cast<std::size_t>(k);
+  auto add = [&](auto zero) {
+    add_class_results<decltype(zero)>(output, batched, static_cast<std::size_t>(k), labels, classes,
+                                      shape);
+  };
   switch (output.dtype()) {
-    case DataType::UInt8: add_class_results<std::uint8_t>(output, batched, n, labels, classes, shape); break;
-    case DataType::UInt16: add_class_results<std::uint16_t>(output, batched, n, labels, classes, shape); break;
-    case DataType::UInt32: add_class_results<std::uint32_t>(output, batched, n, labels, classes, shape); break;
-    case DataType::UInt64: add_class_results<std::uint64_t>(output, batched, n, labels, classes, shape); break;
-    case DataType::Int8: add_class_results<std::int8_t>(output, batched, n, labels, classes, shape); break;
-    case DataType::Int16: add_class_results<std::int16_t>(output, batched, n, labels, classes, shape); break;
-    case DataType::Int32: add_class_results<std::int32_t>(output, batched, n, labels, classes, shape); break;
-    case DataType::Int64: add_class_results<std::int64_t>(output, batched, n, labels, classes, shape); break;
-    case DataType::Fp32: add_class_results<float>(output, batched, n, labels, classes, shape); break;
-    case DataType::Fp64: add_class_results<double>(output, batched, n, labels, classes, shape); break;
+    case DataType::UInt8: add(std::uint8_t{}); break;
+    case DataType::UInt16: add(std::uint16_t{}); break;
+    case DataType::UInt32: add(std::uint32_t{}); break;
+    case DataType::UInt64: add(std::uint64_t{}); break;
+    case DataType::Int8: add(std::int8_t{}); break;
+    case DataType::Int16: add(std::int16_t{}); break;
+    case DataType::Int32: add(std::int32_t{}); break;
+    case DataType::Int64: add(std::int64_t{}); break;
+    case DataType::Fp32: add(float{}); break;
+    case DataType::Fp64: add(double{}); break;
     default:
       // Triton's words (server src/classification.cc).
       return Error(StatusCode::InvalidArgument,
