@@ -170,7 +170,8 @@ class CpuExecutor {
   /// (requests under way finish on the version they started with); a registered one is put back. On
   /// failure the model stays out of service and the error is its state's reason. `config_json`, for
   /// a model of the source: a ModelConfig as JSON that replaces its own for this load; a registered
-  /// model takes none (INVALID_ARGUMENT).
+  /// model takes none (INVALID_ARGUMENT). A load of the source takes at most the load timeout
+  /// (set_load_timeout()): DEADLINE_EXCEEDED past it. Loads of different models run at once.
   Result<void> load_model(const std::string& name, const std::string& config_json = {}) {
     if (!in_source(name)) {
       if (!config_json.empty()) {

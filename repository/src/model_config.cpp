@@ -426,28 +426,36 @@ Error invalid(const std::string& origin, const std::string& what) {
   return Error(StatusCode::InvalidArgument, origin + ": " + what);
 }
 
+// Triton's words (core src/model_config_utils.cc, ValidateIOShape and ValidateModelIOConfig:
+// "model input 'x' must specify 'data_type' for m"), then what to write where it helps.
 Result<void> check_tensors(const ModelConfig& config, const std::vector<TensorConfig>& tensors,
                            const char* kind, const std::string& origin) {
+  const std::string model = " for " + config.name;
   std::set<std::string> names;
   for (const auto& t : tensors) {
-    if (t.name.empty()) return invalid(origin, std::string("an ") + kind + " has no name");
+    if (t.name.empty()) {
+      return invalid(origin, std::string("model ") + kind + " must specify 'name'" + model);
+    }
     if (!names.insert(t.name).second) {
       return invalid(origin, std::string(kind) + " '" + t.name + "' is given twice");
     }
-    const std::string what = std::string(kind) + " '" + t.name + "'";
+    const std::string what = std::string("model ") + kind + " '" + t.name + "'";
     if (!t.data_type) {
-      return invalid(origin, what + " needs a data_type (TYPE_FP32, TYPE_INT64, ...)");
+      return invalid(origin,
+                     what + " must specify 'data_type'" + model + " (TYPE_FP32, TYPE_INT64, ...)");
     }
     if (t.dims.empty()) {
-      return invalid(origin, what + " needs dims" +
+      return invalid(origin, what + " must specify 'dims'" + model +
                                  (config.max_batch_size > 0
                                       ? " (without the batch dimension: max_batch_size > 0)"
                                       : ""));
     }
     for (auto d : t.dims) {
       if (d == 0 || d < -1) {
-        return invalid(origin, what + " has dimension " + std::to_string(d) +
-                                   ": a size is positive, or -1 for any size");
+        return invalid(origin, what +
+                                   " dimension must be integer >= 1, or -1 to indicate a "
+                                   "variable-size dimension" +
+                                   model + " (it has " + std::to_string(d) + ")");
       }
     }
     if (t.reshape) {
@@ -460,9 +468,9 @@ Result<void> check_tensors(const ModelConfig& config, const std::vector<TensorCo
       };
       const std::int64_t from = known(t.dims), to = known(*t.reshape);
       if (from >= 0 && to >= 0 && from != to) {
-        return invalid(origin, what + " has " + std::to_string(from) +
-                                   " elements by its dims but " + std::to_string(to) +
-                                   " by its reshape: they must be the same");
+        return invalid(origin, what + " has different size for dims and reshape" + model + " (" +
+                                   std::to_string(from) + " elements by its dims but " +
+                                   std::to_string(to) + " by its reshape)");
       }
     }
   }
@@ -591,8 +599,13 @@ Result<ModelConfig> parse_model_config_json(std::string_view json, const std::st
   return decode(*bytes);
 }
 
+// Triton's rules and words (core src/model_config_utils.cc, ValidateModelConfig), and sonic's
+// own where Triton has none (a model without outputs, a tensor listed twice).
 Result<void> check_model_config(const ModelConfig& config, const std::string& origin) {
-  if (config.max_batch_size < 0) return invalid(origin, "max_batch_size must be 0 or more");
+  const std::string model = " for " + config.name;
+  if (config.max_batch_size < 0) {
+    return invalid(origin, "'max_batch_size' must be non-negative value" + model);
+  }
   if (auto ok = check_tensors(config, config.inputs, "input", origin); !ok) return ok;
   if (auto ok = check_tensors(config, config.outputs, "output", origin); !ok) return ok;
   if (config.outputs.empty()) return invalid(origin, "the model has no output");
@@ -608,35 +621,36 @@ Result<void> check_model_config(const ModelConfig& config, const std::string& or
       return invalid(origin, "instance_group '" + group.name + "' needs a count of 1 or more");
     }
     if (group.kind == InstanceGroup::Kind::Gpu) {
-      return invalid(origin,
-                     "instance_group kind KIND_GPU: sonic's backends run on the CPU "
-                     "(use KIND_CPU, or KIND_AUTO)");
+      // Triton's words in a build without GPU support, which sonic's backends are.
+      return invalid(origin, "instance group " + group.name + " of model " + config.name +
+                                 " has kind KIND_GPU but server does not support GPUs (use "
+                                 "KIND_CPU, or KIND_AUTO)");
     }
   }
-  if (config.dynamic_batching) {
-    if (config.max_batch_size == 0) {
-      // Triton refuses it too: there is nothing to merge requests along.
-      return invalid(origin, "dynamic_batching needs max_batch_size > 0");
-    }
+  // With max_batch_size 0 Triton accepts dynamic_batching, and it merges nothing.
+  if (config.dynamic_batching && config.max_batch_size > 0) {
     const auto& b = *config.dynamic_batching;
     if (b.priority_levels > 0 &&
         (b.default_priority_level < 1 || b.default_priority_level > b.priority_levels)) {
-      // Triton's rule: requests without a priority need a level to go to.
-      return invalid(origin, "default_priority_level must be between 1 and priority_levels (" +
-                                 std::to_string(b.priority_levels) + ")");
+      // Requests without a priority need a level to go to.
+      return invalid(origin, "default priority level must be in range [1, " +
+                                 std::to_string(b.priority_levels) + "]" + model);
     }
     for (const auto& [level, policy] : b.priority_queue_policy) {
       if (level < 1 || level > b.priority_levels) {
-        return invalid(origin, "priority_queue_policy names level " + std::to_string(level) +
-                                   ", outside 1 to priority_levels (" +
-                                   std::to_string(b.priority_levels) + ")");
+        return invalid(origin, "priority queue policy must have priority level in range [1, " +
+                                   std::to_string(b.priority_levels) + "]" + model);
       }
     }
-    for (auto size : config.dynamic_batching->preferred_batch_sizes) {
-      if (size < 1 || size > config.max_batch_size) {
-        return invalid(origin, "preferred_batch_size " + std::to_string(size) +
-                                   " must be between 1 and max_batch_size (" +
-                                   std::to_string(config.max_batch_size) + ")");
+    for (auto size : b.preferred_batch_sizes) {
+      if (size < 1) {
+        return invalid(origin, "dynamic batching preferred size must be positive" + model);
+      }
+      if (size > config.max_batch_size) {
+        return invalid(origin, "dynamic batching preferred size must be <= max batch size" +
+                                   model + " (preferred_batch_size " + std::to_string(size) +
+                                   ", max_batch_size " + std::to_string(config.max_batch_size) +
+                                   ")");
       }
     }
   }

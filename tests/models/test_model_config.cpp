@@ -193,25 +193,31 @@ TEST_CASE("configs Triton would refuse are refused, saying what to change") {
     return ok.error().message();
   };
   const std::string output = " output { name: \"y\" data_type: TYPE_FP32 dims: [1] }";
-  CHECK(refused("input { name: \"x\" dims: [4] }" + output) ==
-        "m/config.pbtxt: input 'x' needs a data_type (TYPE_FP32, TYPE_INT64, ...)");
-  CHECK(refused("max_batch_size: 8 input { name: \"x\" data_type: TYPE_FP32 }" + output) ==
-        "m/config.pbtxt: input 'x' needs dims (without the batch dimension: max_batch_size > 0)");
+  // Triton's words (core model_config_utils.cc), then sonic's hint.
+  CHECK(refused("name: \"m\" input { name: \"x\" dims: [4] }" + output) ==
+        "m/config.pbtxt: model input 'x' must specify 'data_type' for m (TYPE_FP32, TYPE_INT64, "
+        "...)");
+  CHECK(refused("name: \"m\" max_batch_size: 8 input { name: \"x\" data_type: TYPE_FP32 }" +
+                output) ==
+        "m/config.pbtxt: model input 'x' must specify 'dims' for m (without the batch "
+        "dimension: max_batch_size > 0)");
   CHECK(refused("input { name: \"x\" data_type: TYPE_FP32 dims: [0] }" + output)
-            .find("dimension 0") != std::string::npos);
+            .find("dimension must be integer >= 1, or -1 to indicate a variable-size dimension") !=
+        std::string::npos);
   CHECK(refused("input { name: \"x\" data_type: TYPE_FP32 dims: [1] }"
                 "input { name: \"x\" data_type: TYPE_FP32 dims: [1] }" +
                 output) == "m/config.pbtxt: input 'x' is given twice");
-  CHECK(refused("dynamic_batching {}" + output) ==
-        "m/config.pbtxt: dynamic_batching needs max_batch_size > 0");
   CHECK(refused("max_batch_size: 8 dynamic_batching { preferred_batch_size: 16 }" + output)
-            .find("preferred_batch_size 16") != std::string::npos);
-  CHECK(refused("max_batch_size: 8 dynamic_batching { priority_levels: 2 }" + output)
-            .find("default_priority_level must be between 1 and priority_levels (2)") !=
+            .find("dynamic batching preferred size must be <= max batch size") !=
         std::string::npos);
+  CHECK(refused("max_batch_size: 8 dynamic_batching { priority_levels: 2 }" + output)
+            .find("default priority level must be in range [1, 2]") != std::string::npos);
   CHECK(refused("version_policy { specific {} }" + output).find("lists no versions") !=
         std::string::npos);
-  CHECK(refused("instance_group { count: 1 kind: KIND_GPU }" + output).find("KIND_CPU") !=
-        std::string::npos);
+  CHECK(refused("instance_group { count: 1 kind: KIND_GPU }" + output)
+            .find("has kind KIND_GPU but server does not support GPUs") != std::string::npos);
   CHECK(refused("max_batch_size: 0").find("no output") != std::string::npos);
+  // Triton accepts a dynamic batcher on a model that does not batch: it merges nothing.
+  auto unbatched = repository::parse_model_config("dynamic_batching {}" + output, "m");
+  CHECK(repository::check_model_config(unbatched.value(), "m"));
 }

@@ -212,33 +212,34 @@ TEST_CASE("mutated configs: both parsers accept and refuse the same texts") {
 }
 
 TEST_CASE("fields the caller chooses to skip are read past and named") {
+  // Names the schema does not have (a newer Triton's fields, say), which a caller may skip.
   protocol::TextParseOptions options;
   options.skip_unknown_field = [](std::string_view message, std::string_view field) {
-    return message == "inference.ModelConfig" && field == "optimization";
+    return message == "inference.ModelConfig" && field == "future_policy";
   };
   auto parsed = protocol::parse_text_message(
       "inference.ModelConfig",
-      "name: \"m\" optimization { execution_accelerators { cpu_execution_accelerator : "
-      "[ { name : \"openvino\" } ] } input_pinned_memory: { enable: false } } max_batch_size: 4",
+      "name: \"m\" future_policy { accelerators { cpu_accelerator : "
+      "[ { name : \"openvino\" } ] } pinned_memory: { enable: false } } max_batch_size: 4",
       options);
   REQUIRE(parsed);
-  CHECK(parsed->skipped_fields == std::vector<std::string>{"inference.ModelConfig.optimization"});
+  CHECK(parsed->skipped_fields == std::vector<std::string>{"inference.ModelConfig.future_policy"});
   inference::ModelConfig config;
   REQUIRE(config.ParseFromString(parsed->bytes));
   CHECK(config.name() == "m");
   CHECK(config.max_batch_size() == 4);
   // A list of messages needs no colon (Triton's configs write model_warmup [ {...} ]).
   options.skip_unknown_field = [](std::string_view, std::string_view field) {
-    return field == "model_warmup";
+    return field == "future_list";
   };
   auto list = protocol::parse_text_message(
-      "inference.ModelConfig", "model_warmup [ { name: \"a\" }, { name: \"b\" } ] name: \"m\"",
+      "inference.ModelConfig", "future_list [ { name: \"a\" }, { name: \"b\" } ] name: \"m\"",
       options);
   REQUIRE(list);
   CHECK(list->skipped_fields.size() == 1);
   // Any other unknown field is still an error.
   CHECK_FALSE(
-      protocol::parse_text_message("inference.ModelConfig", "ensemble_scheduling {}", options));
+      protocol::parse_text_message("inference.ModelConfig", "future_scheduling {}", options));
 }
 
 TEST_CASE("nesting deeper than the limit is refused, not followed down the stack") {
