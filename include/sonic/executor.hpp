@@ -786,6 +786,11 @@ class CpuExecutor {
     std::optional<Result<std::vector<Model>>> models;
   };
 
+  static bool has_returned(LoadCall& call) {
+    std::lock_guard<std::mutex> lock(call.mutex);
+    return call.models.has_value();
+  }
+
   // The lock that makes loads of one model take turns (concurrent first requests for a model
   // read it once); loads of different models run at once, so one slow model delays no other.
   std::unique_lock<std::mutex> lock_loads_of(const std::string& name) {
@@ -820,9 +825,12 @@ class CpuExecutor {
       call->models = std::move(models);
       call->finished.notify_all();
     }).detach();
-    std::unique_lock<std::mutex> wait(call->mutex);
-    call->finished.wait_for(wait, timeout, [&] { return call->models.has_value(); });
-    if (call->models) return std::move(*call->models);
+    {
+      std::unique_lock<std::mutex> wait(call->mutex);
+      call->finished.wait_for(wait, timeout, [&] { return call->models.has_value(); });
+      if (call->models) return std::move(*call->models);
+    }
+    // Not with call->mutex held: load_from_source() takes mutex_, then a stuck call's mutex.
     {
       std::lock_guard<std::mutex> lock(mutex_);
       stuck_loads_[name] = call;
@@ -842,14 +850,13 @@ class CpuExecutor {
       source = source_;
       timeout = load_timeout_;
       if (auto stuck = stuck_loads_.find(name); stuck != stuck_loads_.end()) {
-        std::lock_guard<std::mutex> call(stuck->second->mutex);
-        if (!stuck->second->models) {
+        if (!has_returned(*stuck->second)) {
           return Error(StatusCode::Unavailable,
                        "model '" + name +
                            "' cannot load now: its previous load, which passed its time limit, "
                            "has not returned yet");
         }
-        stuck_loads_.erase(stuck);
+        stuck_loads_.erase(stuck);  // the thread keeps its own reference until it ends
       }
       loading_.insert(name);
     }

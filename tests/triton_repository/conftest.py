@@ -53,6 +53,8 @@ class Server:
         return grpc.insecure_channel(self.address)
 
     def stop(self):
+        """SIGTERM; the server must end by itself, with status 0 (a sanitizer's report, or a
+        server that had to be killed, fails the test)."""
         if self.process.poll() is None:
             self.process.send_signal(signal.SIGTERM)
             try:
@@ -60,7 +62,9 @@ class Server:
             except subprocess.TimeoutExpired:
                 self.process.kill()
                 self.process.wait()
+        output = self.output()
         self.log.close()
+        assert self.process.returncode == 0, output
 
 
 @pytest.fixture(scope="session")

@@ -140,57 +140,69 @@ void load_at_start(sonic::CpuExecutor& executor, const sonic::repository::Reposi
 // waited for, as tritonserver's --exit-timeout-secs).
 class StopSignals {
  public:
-  explicit StopSignals(std::chrono::milliseconds exit_timeout) : exit_timeout_(exit_timeout) {
+  explicit StopSignals(std::chrono::milliseconds exit_timeout) : state_(std::make_shared<State>()) {
+    state_->exit_timeout = exit_timeout;
     // Blocked here, before any other thread starts, so that only sigwait() receives them.
-    sigemptyset(&signals_);
-    sigaddset(&signals_, SIGINT);
-    sigaddset(&signals_, SIGTERM);
-    pthread_sigmask(SIG_BLOCK, &signals_, nullptr);
-    // Detached: it may still wait for a signal while the process exits.
-    std::thread([this] { watch(); }).detach();
+    sigemptyset(&state_->signals);
+    sigaddset(&state_->signals, SIGINT);
+    sigaddset(&state_->signals, SIGTERM);
+    pthread_sigmask(SIG_BLOCK, &state_->signals, nullptr);
+    // Detached, and holding the state: it may still wait while the process exits.
+    std::thread([state = state_] { watch(*state); }).detach();
   }
   StopSignals(const StopSignals&) = delete;
   StopSignals& operator=(const StopSignals&) = delete;
 
   /// From now on a signal stops the server through wait_for_stop() rather than at once.
   void serving() {
-    std::lock_guard<std::mutex> lock(mutex_);
-    serving_ = true;
+    std::lock_guard<std::mutex> lock(state_->mutex);
+    state_->serving = true;
   }
 
   /// Blocks until a stop signal came; returns it.
   int wait_for_stop() {
-    std::unique_lock<std::mutex> lock(mutex_);
-    arrived_.wait(lock, [&] { return signal_ != 0; });
-    return signal_;
+    std::unique_lock<std::mutex> lock(state_->mutex);
+    state_->changed.wait(lock, [&] { return state_->signal != 0; });
+    return state_->signal;
+  }
+
+  /// The server stopped: the process ends on its own, the exit timeout no longer applies.
+  void stopped() {
+    std::lock_guard<std::mutex> lock(state_->mutex);
+    state_->stopped = true;
+    state_->changed.notify_all();
   }
 
  private:
+  struct State {
+    std::chrono::milliseconds exit_timeout{0};
+    sigset_t signals;
+    std::mutex mutex;
+    std::condition_variable changed;
+    bool serving = false;
+    bool stopped = false;
+    int signal = 0;
+  };
+
   [[noreturn]] static void exit_now(const char* why) {
     std::cout << "sonic-server stopping: " << why << std::endl;
     std::_Exit(0);
   }
 
-  void watch() {
+  static void watch(State& state) {
     int signal = 0;
-    sigwait(&signals_, &signal);
-    {
-      std::lock_guard<std::mutex> lock(mutex_);
-      if (!serving_) exit_now("a signal came while models were loading");
-      signal_ = signal;
+    sigwait(&state.signals, &signal);
+    std::unique_lock<std::mutex> lock(state.mutex);
+    if (!state.serving) exit_now("a signal came while models were loading");
+    state.signal = signal;
+    state.changed.notify_all();
+    if (state.exit_timeout.count() == 0) return;
+    if (!state.changed.wait_for(lock, state.exit_timeout, [&] { return state.stopped; })) {
+      exit_now("open calls did not end within --exit-timeout-secs");
     }
-    arrived_.notify_all();
-    if (exit_timeout_.count() == 0) return;
-    std::this_thread::sleep_for(exit_timeout_);
-    exit_now("open calls did not end within --exit-timeout-secs");
   }
 
-  const std::chrono::milliseconds exit_timeout_;
-  sigset_t signals_;
-  std::mutex mutex_;
-  std::condition_variable arrived_;
-  bool serving_ = false;
-  int signal_ = 0;
+  std::shared_ptr<State> state_;
 };
 
 // What the command line asks for.
@@ -458,6 +470,7 @@ int serve(Command command) {
     std::cout << "sonic-server stopping (signal " << signal << ")" << std::endl;
     server.stop();
   }
+  stop.stopped();
   return 0;
 }
 
