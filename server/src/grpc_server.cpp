@@ -415,8 +415,11 @@ class GrpcConnection final : public net::H2Session {
     stream->last_data = activity_.last_read;
     if (!stream->reader) {
       bool infer = stream->method == "ModelInfer" || stream->streaming();
-      stream->reader.emplace(infer ? protocol::kRawInputField : 0,
-                             context_->options.max_message_bytes, budget_);
+      // A health check is read without the token: it may hold no more than its service name.
+      const std::size_t limit = stream->path == kHealthCheckPath
+                                    ? kMaxHealthCheckRequestBytes
+                                    : context_->options.max_message_bytes;
+      stream->reader.emplace(infer ? protocol::kRawInputField : 0, limit, budget_);
       // Known: refusal() answered an unknown one when the headers came.
       stream->reader->set_encoding(
           protocol::parse_encoding(stream->encoding).value_or(Compression::None));

@@ -2,6 +2,7 @@
 // inference service: Kubernetes' gRPC probes and load balancers call its Check.
 #pragma once
 
+#include <cstddef>
 #include <string>
 #include <string_view>
 
@@ -14,6 +15,9 @@ namespace sonic::server {
 inline constexpr std::string_view kHealthCheckPath = "/grpc.health.v1.Health/Check";
 /// The service's path prefix: its other method, Watch, is answered UNIMPLEMENTED.
 inline constexpr std::string_view kHealthServicePrefix = "/grpc.health.v1.Health/";
+/// The largest HealthCheckRequest read. It carries a service name, and it is read without the
+/// bearer token: a caller without one must not make the server hold more.
+inline constexpr std::size_t kMaxHealthCheckRequestBytes = 4096;
 
 /// Answers a serialized HealthCheckRequest { string service = 1 } with a serialized
 /// HealthCheckResponse { ServingStatus status = 1 }: SERVING (1) while the server is ready

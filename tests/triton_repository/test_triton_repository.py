@@ -59,6 +59,10 @@ def test_readiness_is_strict_and_the_health_service_says_so(triton_server, pb, h
     for name in ("", "inference.GRPCInferenceService", "simple"):
         answer = health.Check(health_pb[0].HealthCheckRequest(service=name), timeout=5)
         assert answer.status == status.NOT_SERVING
+    # Read without a token, a health check holds no more than a service name.
+    with pytest.raises(grpc.RpcError) as oversized:
+        health.Check(health_pb[0].HealthCheckRequest(service="x" * 100000), timeout=5)
+    assert oversized.value.code() == grpc.StatusCode.RESOURCE_EXHAUSTED
     # Triton serves Check only.
     with pytest.raises(grpc.RpcError) as watch:
         next(health.Watch(health_pb[0].HealthCheckRequest(), timeout=5))
@@ -290,3 +294,20 @@ def test_the_fallback_reads_the_same_repository_the_same_way(triton_repository):
         assert client.stats()["fallbacks"] >= 2
     finally:
         client.close()
+
+
+def test_the_health_check_needs_no_token_when_the_rest_does(tmp_path, pb, health_pb):
+    # Kubernetes' gRPC probe sends no metadata; everything else still needs the token.
+    from conftest import Server
+    token = tmp_path / "token"
+    token.write_text("s3cret\n")
+    server = Server("--auth-token-file", str(token))
+    try:
+        health = health_pb[1].HealthStub(server.channel())
+        answer = health.Check(health_pb[0].HealthCheckRequest(), timeout=5)
+        assert answer.status == health_pb[0].HealthCheckResponse.SERVING  # built-in models
+        with pytest.raises(grpc.RpcError) as refused:
+            stub(server, pb).ServerReady(pb[1].ServerReadyRequest(), timeout=5)
+        assert refused.value.code() == grpc.StatusCode.UNAUTHENTICATED
+    finally:
+        server.stop()
