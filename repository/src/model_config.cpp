@@ -647,8 +647,8 @@ Result<void> check_model_config(const ModelConfig& config, const std::string& or
         return invalid(origin, "dynamic batching preferred size must be positive" + model);
       }
       if (size > config.max_batch_size) {
-        return invalid(origin, "dynamic batching preferred size must be <= max batch size" +
-                                   model + " (preferred_batch_size " + std::to_string(size) +
+        return invalid(origin, "dynamic batching preferred size must be <= max batch size" + model +
+                                   " (preferred_batch_size " + std::to_string(size) +
                                    ", max_batch_size " + std::to_string(config.max_batch_size) +
                                    ")");
       }
