@@ -820,6 +820,8 @@ class CpuExecutor {
         models = source->load_versions(name, config_json);
       } catch (const std::exception& e) {
         models = Error(StatusCode::Internal, "loading '" + name + "' threw: " + e.what());
+      } catch (...) {
+        models = Error(StatusCode::Internal, "loading '" + name + "' threw");
       }
       std::lock_guard<std::mutex> lock(call->mutex);
       call->models = std::move(models);

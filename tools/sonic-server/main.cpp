@@ -8,13 +8,10 @@
 #include <sonic/sonic.hpp>
 
 #include <malloc.h>
-#include <pthread.h>
-
 #include <algorithm>
 #include <atomic>
 #include <cctype>
 #include <chrono>
-#include <condition_variable>
 #include <csignal>
 #include <cstdlib>
 #include <functional>
@@ -30,6 +27,7 @@
 
 #include "command_line.hpp"
 #include "number_option.hpp"
+#include "stop_signals.hpp"
 
 namespace {
 
@@ -132,78 +130,6 @@ void load_at_start(sonic::CpuExecutor& executor, const sonic::repository::Reposi
   loader();
   for (auto& thread : loaders) thread.join();
 }
-
-// SIGINT and SIGTERM, waited for on a thread of their own from the start, so that the server
-// stops at any moment: during model loads (a backend's load cannot be interrupted, so the
-// process exits at once: nothing is served yet), or while serving (the listeners close and
-// open calls are reset; a model execution that does not return within `exit_timeout` is not
-// waited for, as tritonserver's --exit-timeout-secs).
-class StopSignals {
- public:
-  explicit StopSignals(std::chrono::milliseconds exit_timeout) : state_(std::make_shared<State>()) {
-    state_->exit_timeout = exit_timeout;
-    // Blocked here, before any other thread starts, so that only sigwait() receives them.
-    sigemptyset(&state_->signals);
-    sigaddset(&state_->signals, SIGINT);
-    sigaddset(&state_->signals, SIGTERM);
-    pthread_sigmask(SIG_BLOCK, &state_->signals, nullptr);
-    // Detached, and holding the state: it may still wait while the process exits.
-    std::thread([state = state_] { watch(*state); }).detach();
-  }
-  StopSignals(const StopSignals&) = delete;
-  StopSignals& operator=(const StopSignals&) = delete;
-
-  /// From now on a signal stops the server through wait_for_stop() rather than at once.
-  void serving() {
-    std::lock_guard<std::mutex> lock(state_->mutex);
-    state_->serving = true;
-  }
-
-  /// Blocks until a stop signal came; returns it.
-  int wait_for_stop() {
-    std::unique_lock<std::mutex> lock(state_->mutex);
-    state_->changed.wait(lock, [&] { return state_->signal != 0; });
-    return state_->signal;
-  }
-
-  /// The server stopped: the process ends on its own, the exit timeout no longer applies.
-  void stopped() {
-    std::lock_guard<std::mutex> lock(state_->mutex);
-    state_->stopped = true;
-    state_->changed.notify_all();
-  }
-
- private:
-  struct State {
-    std::chrono::milliseconds exit_timeout{0};
-    sigset_t signals;
-    std::mutex mutex;
-    std::condition_variable changed;
-    bool serving = false;
-    bool stopped = false;
-    int signal = 0;
-  };
-
-  [[noreturn]] static void exit_now(const char* why) {
-    std::cout << "sonic-server stopping: " << why << std::endl;
-    std::_Exit(0);
-  }
-
-  static void watch(State& state) {
-    int signal = 0;
-    sigwait(&state.signals, &signal);
-    std::unique_lock<std::mutex> lock(state.mutex);
-    if (!state.serving) exit_now("a signal came while models were loading");
-    state.signal = signal;
-    state.changed.notify_all();
-    if (state.exit_timeout.count() == 0) return;
-    if (!state.changed.wait_for(lock, state.exit_timeout, [&] { return state.stopped; })) {
-      exit_now("open calls did not end within --exit-timeout-secs");
-    }
-  }
-
-  std::shared_ptr<State> state_;
-};
 
 // What the command line asks for.
 struct Command {
@@ -441,7 +367,7 @@ Command parse_args(int argc, char** argv) {
 // Serves until SIGINT or SIGTERM; throws what stops it from starting.
 int serve(Command command) {
   sonic::ServerOptions& options = command.options;
-  StopSignals stop(command.exit_timeout);
+  sonic::tools::StopSignals stop(command.exit_timeout);
   {
     auto executor = command.repositories.empty()
                         ? sonic::CpuExecutor::with_models(sonic::models::builtin(), command.threads)
