@@ -291,7 +291,17 @@ def test_the_fallback_reads_the_same_repository_the_same_way(triton_repository):
         texts = [t.decode() if isinstance(t, bytes) else t
                  for t in result.as_numpy("fc6_1").ravel()]
         check_classes(texts, make_models.densenet_scores(image)[0], 4, "densenet class")
-        assert client.stats()["fallbacks"] >= 2
+        # Triton's sequence example, in-process: the fallback's sequence batcher gives the model
+        # START and READY as the server's does.
+        values = [0, 11, 7, 5, 3, 2, 0, 1]
+        got = []
+        for i, value in enumerate(values):
+            result = client.infer("simple_sequence", {"INPUT": np.full((1, 1), value, np.int32)},
+                                  parameters={"sequence_id": 1000, "sequence_start": i == 0,
+                                              "sequence_end": i == len(values) - 1})
+            got.append(int(result.as_numpy("OUTPUT")[0][0]))
+        assert got == [1] + values[1:]
+        assert client.stats()["fallbacks"] >= 2 + len(values)
     finally:
         client.close()
 
