@@ -44,7 +44,7 @@ if(TARGET sonic_repository)
     sonic "-L\${libdir} -lsonic_repository")
 endif()
 if(TARGET sonic_onnx)
-  sonic_pkg_config(sonic-onnx "sonic's ONNX backend (OpenCV DNN)" sonic-repository
+  sonic_pkg_config(sonic-onnx "sonic's ONNX backend (ONNX Runtime, loaded at run time)" sonic-repository
     "-L\${libdir} -lsonic_onnx")
 endif()
 if(TARGET sonic_torch)

@@ -35,5 +35,5 @@ if [ -x "$build/examples/workflow/protodune_job" ]; then
   echo
   "$(dirname "$0")/../examples/workflow/run.sh" "$build"
 else
-  echo "demo: the mini-workflow needs the ONNX backend (libopencv-dnn-dev); it was not built"
+  echo "demo: the mini-workflow needs the ONNX backend; it was not built"
 fi

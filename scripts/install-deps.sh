@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Installs the Debian 12 packages sonic needs to build and test, skipping those already present.
+# Installs the Debian 12 packages sonic needs to build and test, skipping those already present,
+# then ONNX Runtime's official library (scripts/install-onnxruntime.sh: Debian has no package).
 # Runs apt as root (directly, or through sudo when available).
 set -euo pipefail
 
@@ -11,9 +12,15 @@ packages=(
   python3 python3-grpcio python3-grpc-tools python3-protobuf python3-numpy
   python3-dev pybind11-dev python3-pytest python3-pip python3-venv python3-setuptools python3-wheel
   python3-uvloop
-  libopencv-dnn-dev libtorch-dev python3-torch python3-onnx
+  libtorch-dev python3-torch python3-onnx libonnx-testdata
+  libopenblas0-pthread curl ca-certificates
   nginx-light haproxy
 )
+# libopenblas0-pthread: libtorch computes its matrix products through the libblas.so.3
+# alternative, which is Debian's reference BLAS unless an optimized one is installed; OpenBLAS
+# made the TorchScript CNN 5x faster (docs/performance.md). libonnx-testdata: ONNX's own
+# conformance suite, run through the ONNX backend by tests/onnx_conformance. curl: to fetch ONNX
+# Runtime.
 # nginx and haproxy are for the proxy tests (tests/python/test_proxies.py), which start their
 # own on loopback: their system services are not started, or left enabled, by installing them.
 daemons=(nginx haproxy)
@@ -22,9 +29,10 @@ missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
 done
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 if [ ${#missing[@]} -eq 0 ]; then
   echo "install-deps: all ${#packages[@]} packages present"
-  exit 0
+  exec "$here/install-onnxruntime.sh"
 fi
 
 as_root=()
@@ -47,3 +55,4 @@ if command -v systemctl >/dev/null && [ -d /run/systemd/system ]; then
     if [[ " ${missing[*]} " == *" $d"* ]]; then "${as_root[@]}" systemctl disable --now "$d" 2>/dev/null || true; fi
   done
 fi
+"$here/install-onnxruntime.sh"

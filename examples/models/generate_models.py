@@ -6,8 +6,8 @@
 OUT_DIR/repository/<model>/config.pbtxt and <model>/1/model.{onnx,pt}: a layout that Triton,
 sonic-server and sonic's in-process fallback all serve. OUT_DIR/reference/<model>/ holds, as .npy
 files, one input batch per input and the outputs torch computes for it (the answers every server
-must give). OUT_DIR/unsupported/ holds models a backend must refuse at load rather than answer
-wrongly. The weights come from a fixed seed, so two runs write the same numbers. Needs only
+must give). OUT_DIR/edge_cases/ holds models that try a backend's edges (an operator OpenCV's DNN
+lacked, a graph that works at one batch size only). The weights come from a fixed seed, so two runs write the same numbers. Needs only
 Debian's python3-torch, python3-onnx and python3-numpy; nothing is downloaded.
 
 The models:
@@ -31,7 +31,7 @@ import numpy as np
 import torch
 from torch import nn
 
-# OpenCV 4.6's ONNX importer (Debian 12) reads opset 11 reliably; torch 1.13 exports it.
+# The opset CMS's ONNX models are mostly exported at; the field-shaped networks come at 13 too.
 ONNX_OPSET = 11
 BATCH = 4  # rows in each reference batch
 MAX_BATCH = 64
@@ -105,7 +105,7 @@ def write_reference(out, name, inputs, outputs):
 
 
 class TopTwo(nn.Module):
-    """ONNX TopK, which OpenCV 4.6's importer lacks."""
+    """ONNX TopK (as in the kNN of ParticleNet-like networks)."""
 
     def forward(self, x):
         return torch.topk(x, 2, dim=1).values
@@ -118,8 +118,8 @@ class FixedBatch(nn.Module):
         return torch.softmax(x.reshape(4, 16), dim=1)
 
 
-def export_unsupported(out, name, module, example):
-    version = os.path.join(out, "unsupported", name, "1")
+def export_edge_case(out, name, module, example):
+    version = os.path.join(out, "edge_cases", name, "1")
     os.makedirs(version, exist_ok=True)
     torch.onnx.export(module, example, os.path.join(version, "model.onnx"),
                       input_names=["x"], output_names=["y"],
@@ -251,8 +251,8 @@ def main():
            ["points"], ["probabilities"], ["torch"])
     export_track_energy(out)
     export_calibrated_energy(out)
-    export_unsupported(out, "topk_onnx", TopTwo(), (torch.randn(BATCH, 16, generator=generator),))
-    export_unsupported(out, "fixed_batch_onnx", FixedBatch(),
+    export_edge_case(out, "topk_onnx", TopTwo(), (torch.randn(BATCH, 16, generator=generator),))
+    export_edge_case(out, "fixed_batch_onnx", FixedBatch(),
                        (torch.randn(BATCH, 16, generator=generator),))
 
 

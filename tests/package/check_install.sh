@@ -20,11 +20,11 @@ libdir=$(dirname "$(find "$prefix" -name 'libsonic_grpc.so' | head -n 1)")
 [[ -d $libdir ]] || { echo "check_install: no libsonic_grpc.so under $prefix" >&2; exit 1; }
 
 echo "== client libraries need no libprotobuf"
-# The repository library too (a client's fallback links it); not the ONNX backend, whose
-# OpenCV DNN links libprotobuf itself (it registers its own .proto files, not KServe's).
+# The repository library too (a client's fallback links it), and the ONNX backend: ONNX Runtime,
+# which carries its own protobuf, is loaded with its symbols kept to itself (RTLD_LOCAL).
 for lib in "$libdir"/libsonic_grpc.so.* "$libdir"/libsonic_shm.so.* "$libdir"/libsonic_tcp.so.* \
-  "$libdir"/libsonic_repository.so.*; do
-  [[ -L $lib ]] && continue
+  "$libdir"/libsonic_repository.so.* "$libdir"/libsonic_onnx.so.*; do
+  [[ -e $lib && ! -L $lib ]] || continue
   needed=$(LD_LIBRARY_PATH=$libdir ldd "$lib")
   if grep -q protobuf <<<"$needed"; then
     echo "check_install: $lib needs libprotobuf:" >&2

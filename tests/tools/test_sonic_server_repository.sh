@@ -24,10 +24,15 @@ PY
 }
 
 # --- none (the default): every model loads at start; a broken one is reported, not fatal ---
-serve "$server" --model-repository "$models/repository" --model-repository "$models/unsupported"
+broken=$(mktemp -d)
+served_works+=("$broken")  # removed with the servers' directories
+mkdir -p "$broken/broken_onnx/1"
+echo "not an ONNX file" >"$broken/broken_onnx/1/model.onnx"
+serve "$server" --model-repository "$models/repository" --model-repository "$broken"
 grep -q "^model jet_mlp_onnx: READY (version 1)$" "$work/server.log" || fail "table: $(cat "$work/server.log")"
 grep -q "^model edgeconv_torch: READY (version 1)$" "$work/server.log" || fail "torch model not ready"
-grep -q "^model topk_onnx: UNAVAILABLE: .*TopK" "$work/server.log" || fail "TopK not refused"
+grep -q "^model broken_onnx: UNAVAILABLE: .*ONNX Runtime cannot load" "$work/server.log" ||
+  fail "broken model not reported: $(cat "$work/server.log")"
 url=grpc://127.0.0.1:$port
 "$infer" --url "$url" --save-dir "$work/mlp" jet_mlp_onnx \
   features=@"$models/reference/jet_mlp_onnx/features.npy" >/dev/null
@@ -36,7 +41,7 @@ same_as_reference jet_mlp_onnx "$work/mlp"
   INPUT__0=@"$models/reference/emtrk_cnn_torch/INPUT__0.npy" >/dev/null
 same_as_reference emtrk_cnn_torch "$work/cnn"
 out=$("$infer" --url "$url" --list)
-grep -q "^  topk_onnx  UNAVAILABLE (.*TopK" <<<"$out" || fail "--list shows why: $out"
+grep -q "^  broken_onnx  UNAVAILABLE (.*ONNX Runtime cannot load" <<<"$out" || fail "--list shows why: $out"
 stop_server
 
 # --- explicit: only --load-model models load ---

@@ -41,8 +41,16 @@ def save(graph, path):
 def add_sub(element, batch_shape=("batch", 16)):
     x = [helper.make_tensor_value_info(n, element, batch_shape) for n in ("INPUT0", "INPUT1")]
     y = [helper.make_tensor_value_info(n, element, batch_shape) for n in ("OUTPUT0", "OUTPUT1")]
-    nodes = [helper.make_node("Add", ["INPUT0", "INPUT1"], ["OUTPUT0"]),
-             helper.make_node("Sub", ["INPUT0", "INPUT1"], ["OUTPUT1"])]
+    if element == TensorProto.INT32:
+        nodes = [helper.make_node("Add", ["INPUT0", "INPUT1"], ["OUTPUT0"]),
+                 helper.make_node("Sub", ["INPUT0", "INPUT1"], ["OUTPUT1"])]
+    else:  # ONNX Runtime's CPU Add and Sub take 32- and 64-bit types: compute in INT32, wrapping
+        nodes = [helper.make_node("Cast", ["INPUT0"], ["a"], to=TensorProto.INT32),
+                 helper.make_node("Cast", ["INPUT1"], ["b"], to=TensorProto.INT32),
+                 helper.make_node("Add", ["a", "b"], ["sum"]),
+                 helper.make_node("Sub", ["a", "b"], ["difference"]),
+                 helper.make_node("Cast", ["sum"], ["OUTPUT0"], to=element),
+                 helper.make_node("Cast", ["difference"], ["OUTPUT1"], to=element)]
     return helper.make_graph(nodes, "simple", x, y)
 
 

@@ -15,10 +15,10 @@ import make_models
 
 ALL_MODELS = {"simple", "simple_int8", "simple_string", "simple_sequence",
               "simple_dyna_sequence", "simple_identity", "densenet_onnx", "inception_onnx"}
-# The models sonic's backends run. simple_string's graph casts strings to numbers, which the
-# ONNX backend (OpenCV's DNN module) cannot run; simple_identity and simple_dyna_sequence
-# name TensorFlow, which sonic has no backend for.
-SERVED = {"simple", "simple_int8", "simple_sequence", "densenet_onnx", "inception_onnx"}
+# The models sonic's backends run: simple_identity and simple_dyna_sequence name TensorFlow,
+# which sonic has no backend for.
+SERVED = {"simple", "simple_int8", "simple_string", "simple_sequence", "densenet_onnx",
+          "inception_onnx"}
 
 
 def stub(server, pb):
@@ -41,7 +41,7 @@ def test_the_index_lists_every_model_directory_with_its_state(triton_server, pb)
         assert models[name].state == "UNAVAILABLE"
         assert models[name].reason, name
     assert "tensorflow" in models["simple_identity"].reason
-    assert "simple_string" in models["simple_string"].reason
+    assert "tensorflow" in models["simple_dyna_sequence"].reason
     assert set(index(triton_server, pb, ready=True)) == SERVED
 
 
@@ -53,7 +53,7 @@ def test_readiness_is_strict_and_the_health_service_says_so(triton_server, pb, h
     assert service.ServerLive(pb[1].ServerLiveRequest()).live
     assert not service.ServerReady(pb[1].ServerReadyRequest()).ready
     assert service.ModelReady(pb[1].ModelReadyRequest(name="simple")).ready
-    assert not service.ModelReady(pb[1].ModelReadyRequest(name="simple_string")).ready
+    assert not service.ModelReady(pb[1].ModelReadyRequest(name="simple_identity")).ready
     health = health_pb[1].HealthStub(triton_server.channel())
     status = health_pb[0].HealthCheckResponse
     for name in ("", "inference.GRPCInferenceService", "simple"):
@@ -168,7 +168,7 @@ def infer(server, pb, model, inputs, outputs=(), parameters=None):
     for name, array in inputs.items():
         tensor = request.inputs.add(name=name, datatype=datatype(array), shape=array.shape)
         del tensor
-        request.raw_input_contents.append(np.ascontiguousarray(array).tobytes())
+        request.raw_input_contents.append(raw_contents(array))
     for name, classes in outputs:
         wanted = request.outputs.add(name=name)
         if classes:
@@ -184,7 +184,16 @@ def infer(server, pb, model, inputs, outputs=(), parameters=None):
 
 
 def datatype(array):
-    return {np.int32: "INT32", np.int8: "INT8", np.float32: "FP32"}[array.dtype.type]
+    return {np.int32: "INT32", np.int8: "INT8", np.float32: "FP32",
+            np.str_: "BYTES"}[array.dtype.type]
+
+
+def raw_contents(array):
+    """An array's raw_input_contents: BYTES elements each a 4-byte little-endian length and the
+    bytes (KServe v2's binary form), other types their bytes."""
+    if array.dtype.type is np.str_:
+        return b"".join(len(e.encode()).to_bytes(4, "little") + e.encode() for e in array.flat)
+    return np.ascontiguousarray(array).tobytes()
 
 
 def output(answer, name, dtype):
@@ -212,6 +221,18 @@ def test_simple_adds_and_subtracts(triton_server, pb, model, dtype):
     answer = infer(triton_server, pb, model, {"INPUT0": a, "INPUT1": b})
     assert (output(answer, "OUTPUT0", dtype)[1] == a + b).all()
     assert (output(answer, "OUTPUT1", dtype)[1] == a - b).all()
+
+
+def test_simple_string_adds_and_subtracts_decimal_strings(triton_server, pb):
+    # Triton's simple_grpc_string_infer_client: INPUT0 = "0".."15", INPUT1 = "1"s; the answers
+    # are the sums and differences, as decimal strings.
+    a = np.array([[str(i) for i in range(16)]])
+    b = np.array([["1"] * 16])
+    answer = infer(triton_server, pb, "simple_string", {"INPUT0": a, "INPUT1": b})
+    tensor, raw = output(answer, "OUTPUT0", None)
+    assert tensor.datatype == "BYTES" and list(tensor.shape) == [1, 16]
+    assert bytes_elements(raw) == [str(i + 1) for i in range(16)]
+    assert bytes_elements(output(answer, "OUTPUT1", None)[1]) == [str(i - 1) for i in range(16)]
 
 
 def test_the_sequence_examples_get_what_triton_answers(triton_server, pb):

@@ -149,7 +149,7 @@ std::string backend_list() {
   for (const auto& name : sonic::repository::backend_names()) {
     backends += (backends.empty() ? "" : ", ") + name;
   }
-  return backends.empty() ? "none (built without OpenCV DNN and libtorch)" : backends;
+  return backends.empty() ? "none (built without the ONNX and TorchScript backends)" : backends;
 }
 
 // The command line as a Command; throws UsageError, exits after --help and --version.

@@ -1,4 +1,4 @@
-"""Loads the fallback's model backends (ONNX through OpenCV DNN, TorchScript through libtorch)
+"""Loads the fallback's model backends (ONNX through ONNX Runtime, TorchScript through libtorch)
 on first use, so that `import sonic` never pays for libtorch."""
 
 import ctypes
