@@ -23,13 +23,24 @@ class StopSignals {
  public:
   explicit StopSignals(std::chrono::milliseconds exit_timeout) : state_(std::make_shared<State>()) {
     state_->exit_timeout = exit_timeout;
-    // Blocked here, before any other thread starts, so that only sigwait() receives them.
+    // Blocked here, before the server starts its threads, so that they inherit the mask and
+    // sigwait() receives the signals.
     sigemptyset(&state_->signals);
     sigaddset(&state_->signals, SIGINT);
     sigaddset(&state_->signals, SIGTERM);
     pthread_sigmask(SIG_BLOCK, &state_->signals, nullptr);
     // Detached, and holding the state: it may still wait while the process exits.
-    std::thread([state = state_] { watch(*state); }).detach();
+    std::thread watcher([state = state_] { watch(*state); });
+    watcher_thread() = watcher.native_handle();
+    watcher.detach();
+    // Threads that libraries start before main() (OpenBLAS starts its pool when it is loaded)
+    // do not block them: the kernel may deliver a signal to one of those, whose default action
+    // would end the process at once. This handler passes it on to the watcher instead.
+    struct sigaction forward = {};
+    forward.sa_handler = [](int signal) { pthread_kill(watcher_thread(), signal); };
+    sigemptyset(&forward.sa_mask);
+    sigaction(SIGINT, &forward, nullptr);
+    sigaction(SIGTERM, &forward, nullptr);
   }
   StopSignals(const StopSignals&) = delete;
   StopSignals& operator=(const StopSignals&) = delete;
@@ -64,6 +75,11 @@ class StopSignals {
     bool stopped = false;
     int signal = 0;
   };
+
+  static pthread_t& watcher_thread() {
+    static pthread_t thread;
+    return thread;
+  }
 
   [[noreturn]] static void exit_now(const char* why) {
     std::cout << "sonic-server stopping: " << why << std::endl;
