@@ -19,6 +19,9 @@ The models:
   calibrated_energy_torch  energies times a gain, plus an offset when one is sent: an optional
                            input (Optional[Tensor] = None in TorchScript, optional: true in
                            its config)
+  <net>_{onnx,onnx13,torch} the field's network shapes (field_models.py: particlenet, part,
+                           deeptau, deepjet, deepmet, gravnet), ONNX at opsets 11 and 13
+  bdt_onnx                 a boosted decision tree as ai.onnx.ml's TreeEnsembleRegressor (bdt.py)
   track_energy_onnx        a stateful model (sequence_batching): the hits of a track come one
                            request each, and each answer is the mean energy of the track's hits
                            so far; the sum and the count are Triton-style implicit state
@@ -30,6 +33,9 @@ from typing import Optional
 import numpy as np
 import torch
 from torch import nn
+
+import bdt
+import field_models
 
 # The opset CMS's ONNX models are mostly exported at; the field-shaped networks come at 13 too.
 ONNX_OPSET = 11
@@ -84,14 +90,18 @@ class EdgeConv(nn.Module):
         return torch.softmax(self.head(pooled), dim=1)
 
 
-def tensor_config(name, dims):
-    return f'  {{\n    name: "{name}"\n    data_type: TYPE_FP32\n    dims: {list(dims)}\n  }}'
+CONFIG_TYPES = {torch.float32: "TYPE_FP32", torch.int64: "TYPE_INT64"}
+
+
+def tensor_config(name, dims, dtype=torch.float32):
+    return (f'  {{\n    name: "{name}"\n    data_type: {CONFIG_TYPES[dtype]}\n'
+            f'    dims: {list(dims)}\n  }}')
 
 
 def write_config(path, name, platform, inputs, outputs, extra=""):
     text = (f'name: "{name}"\nplatform: "{platform}"\nmax_batch_size: {MAX_BATCH}\n'
-            f'input [\n' + ",\n".join(tensor_config(n, d) for n, d in inputs) + "\n]\n"
-            f'output [\n' + ",\n".join(tensor_config(n, d) for n, d in outputs) + "\n]\n"
+            f'input [\n' + ",\n".join(tensor_config(*t) for t in inputs) + "\n]\n"
+            f'output [\n' + ",\n".join(tensor_config(*t) for t in outputs) + "\n]\n"
             + extra)
     with open(path, "w") as f:
         f.write(text)
@@ -101,7 +111,9 @@ def write_reference(out, name, inputs, outputs):
     folder = os.path.join(out, "reference", name)
     os.makedirs(folder, exist_ok=True)
     for tensor_name, value in list(inputs.items()) + list(outputs.items()):
-        np.save(os.path.join(folder, tensor_name + ".npy"), value.detach().numpy().astype(np.float32))
+        value = value.detach().numpy()
+        np.save(os.path.join(folder, tensor_name + ".npy"),
+                value if value.dtype == np.int64 else value.astype(np.float32))
 
 
 class TopTwo(nn.Module):
@@ -127,8 +139,10 @@ def export_edge_case(out, name, module, example):
                       opset_version=ONNX_OPSET)
 
 
-def export(out, name, module, example, input_names, output_names, formats):
-    """Writes `module` as each of `formats` ("onnx", "torch") with its config and reference."""
+def export(out, name, module, example, input_names, output_names, formats, variable=None):
+    """Writes `module` as each of `formats` ("onnx" at opset 11, "onnx13", "torch") with its
+    config and reference. `variable`: {tensor name: [dimensions beyond the batch that vary]}."""
+    variable = variable or {}
     module.eval()
     with torch.no_grad():
         results = module(*example)
@@ -138,23 +152,35 @@ def export(out, name, module, example, input_names, output_names, formats):
         model_name = f"{name}_{fmt}"
         version = os.path.join(out, "repository", model_name, "1")
         os.makedirs(version, exist_ok=True)
-        if fmt == "onnx":
+        if fmt.startswith("onnx"):
             names_in, names_out = input_names, output_names
+            axes = {n: {0: "batch", **{d: f"{n}_{d}" for d in variable.get(n, [])}}
+                    for n in names_in + names_out}
             torch.onnx.export(module, example, os.path.join(version, "model.onnx"),
-                              input_names=names_in, output_names=names_out,
-                              dynamic_axes={n: {0: "batch"} for n in names_in + names_out},
-                              opset_version=ONNX_OPSET)
+                              input_names=names_in, output_names=names_out, dynamic_axes=axes,
+                              opset_version=13 if fmt == "onnx13" else ONNX_OPSET)
             platform = "onnxruntime_onnx"
         else:
             # Triton's PyTorch backend names tensors <name>__<index> when the module's own
             # argument names cannot be read; the numbered form works with every Triton version.
             names_in = [f"INPUT__{i}" for i in range(len(input_names))]
             names_out = [f"OUTPUT__{i}" for i in range(len(output_names))]
-            torch.jit.trace(module, example).save(os.path.join(version, "model.pt"))
+            # The trace's self-check re-traces and compares graphs, which differ in mangled
+            # module names for the transformer; the tests compare the traced model's answers
+            # with the eager module's instead.
+            torch.jit.trace(module, example, check_trace=False).save(
+                os.path.join(version, "model.pt"))
             platform = "pytorch_libtorch"
+
+        def dims(original, tensor):
+            shape = list(tensor.shape[1:])
+            for d in variable.get(original, []):
+                shape[d - 1] = -1
+            return shape
         write_config(os.path.join(out, "repository", model_name, "config.pbtxt"), model_name,
-                     platform, [(n, t.shape[1:]) for n, t in zip(names_in, example)],
-                     [(n, t.shape[1:]) for n, t in zip(names_out, results)])
+                     platform,
+                     [(n, dims(o, t), t.dtype) for n, o, t in zip(names_in, input_names, example)],
+                     [(n, dims(o, t), t.dtype) for n, o, t in zip(names_out, output_names, results)])
         write_reference(out, model_name, dict(zip(names_in, example)),
                         dict(zip(names_out, results)))
 
@@ -249,6 +275,9 @@ def main():
            ["patch"], ["em_trk_none", "michel"], ["onnx", "torch"])
     export(out, "edgeconv", EdgeConv(), (torch.randn(BATCH, 32, 7, generator=generator),),
            ["points"], ["probabilities"], ["torch"])
+    for name, module, example, inputs, outputs, variable in field_models.examples(generator, BATCH):
+        export(out, name, module, example, inputs, outputs, ["onnx", "onnx13", "torch"], variable)
+    bdt.export(out)
     export_track_energy(out)
     export_calibrated_energy(out)
     export_edge_case(out, "topk_onnx", TopTwo(), (torch.randn(BATCH, 16, generator=generator),))

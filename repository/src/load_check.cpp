@@ -41,6 +41,14 @@ InferRequest ones_request(const ModelConfig& config, std::int64_t batch) {
 
 Result<LoadedModel> checked_at_load(ModelConfig config, ModelFunction compute,
                                     const std::string& hint_at_max_batch) {
+  // A variable dimension beyond the batch (a particle count) has no size to try that every
+  // model takes: ones at 1 would fail a kNN over more neighbours than that. Such a model is
+  // checked by its first request.
+  for (const auto& input : config.inputs) {
+    for (auto d : input.dims) {
+      if (d < 0) return LoadedModel{std::move(config), std::move(compute)};
+    }
+  }
   const std::int64_t max_batch = config.max_batch_size;
   std::vector<std::int64_t> batches{max_batch > 0 ? 1 : -1};
   if (max_batch > 1) batches.push_back(max_batch);

@@ -39,15 +39,19 @@ inline InferRequest reference_request(const std::string& model,
   return request;
 }
 
-/// Empty when every named output of `result` is within 1e-5 of torch's; else what differs.
+/// Empty when every named output of `result` is within `tolerance` of torch's; else what
+/// differs.
 inline std::string compare_with_reference(const std::string& model,
                                           const std::vector<std::string>& outputs,
-                                          const Result<InferResult>& result) {
+                                          const Result<InferResult>& result,
+                                          float tolerance = 1e-5f) {
   if (!result) return model + ": " + result.error().message();
   for (const auto& name : outputs) {
     const Tensor expected = tools::read_npy(kModels + "/reference/" + model + "/" + name + ".npy");
-    if (max_abs_difference(result->output(name), expected) > 1e-5f) {
-      return model + "/" + name + ": not torch's answer";
+    const float difference = max_abs_difference(result->output(name), expected);
+    if (difference > tolerance) {
+      return model + "/" + name + ": not torch's answer (off by " + std::to_string(difference) +
+             ")";
     }
   }
   return {};
