@@ -56,6 +56,10 @@ TEST_CASE("a model file alone is served, its config completed from the graph as 
   auto model = repository::Repository({root}).load("jet_mlp_onnx");
   REQUIRE_MESSAGE(model, model.error().message());
   CHECK(model->max_batch_size == 4);  // Triton's default-max-batch-size for a dynamic batch
+  // Triton's onnxruntime backend adds dynamic_batching {} to the max_batch_size it completes
+  // (above 1, with no batcher configured); Triton's normalization then prefers that size.
+  REQUIRE(model->dynamic_batching);
+  CHECK(model->dynamic_batching->preferred_batch_sizes == std::vector<std::int64_t>{4});
   REQUIRE(model->inputs.size() == 1);
   CHECK(model->inputs[0].name == "features");
   CHECK(model->inputs[0].dtype == DataType::Fp32);

@@ -160,7 +160,15 @@ Result<ModelConfig> complete(ModelConfig config, const ort::Session& session) {
         all_symbolic &= !v.shape.empty() && v.shape.front() < 0;
       }
     }
-    if (all_symbolic) config.max_batch_size = 4;
+    if (all_symbolic) {
+      config.max_batch_size = 4;
+      // Triton's onnxruntime backend adds an empty dynamic_batching to the max_batch_size it
+      // completes, when no batcher is configured; Triton's normalization then prefers the max.
+      if (!config.dynamic_batching && !config.sequence_batching) {
+        config.dynamic_batching = repository::DynamicBatching{};
+        config.dynamic_batching->preferred_batch_sizes = {config.max_batch_size};
+      }
+    }
   }
   const bool batched = config.max_batch_size > 0;
   if (auto ok = merge(config.inputs, session.inputs(), batched, "input"); !ok) return ok.error();

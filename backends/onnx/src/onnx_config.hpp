@@ -11,7 +11,8 @@ namespace sonic::onnx {
 /// The config with what it leaves out taken from the graph (`session`'s inputs and outputs),
 /// or INVALID_ARGUMENT naming the first way the two disagree. As Triton does: tensors the config
 /// leaves out come from the graph; with no config at all, a graph whose every input and output
-/// has a symbolic first dimension batches, up to 4 (Triton's default-max-batch-size). Outputs
+/// has a symbolic first dimension batches, up to 4 (Triton's default-max-batch-size), through
+/// the dynamic batcher when no batcher is configured (as Triton's backend adds one). Outputs
 /// that are not tensors (a sequence of maps, as scikit-learn's ZipMap gives) are left out of a
 /// completed config, and refused when the config names them.
 Result<repository::ModelConfig> complete(repository::ModelConfig config,
