@@ -139,6 +139,21 @@ def export_edge_case(out, name, module, example):
                       opset_version=ONNX_OPSET)
 
 
+def export_passthrough(out):
+    """A graph that answers one of its inputs as an output, as ONNX allows: ONNX Runtime then
+    hands back the input's own buffer."""
+    import onnx
+    from onnx import TensorProto, helper
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", 4])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, ["batch", 4])
+    graph = helper.make_graph([helper.make_node("Relu", ["x"], ["y"])], "passthrough", [x], [x, y])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+    onnx.checker.check_model(model)
+    version = os.path.join(out, "edge_cases", "passthrough_onnx", "1")
+    os.makedirs(version, exist_ok=True)
+    onnx.save(model, os.path.join(version, "model.onnx"))
+
+
 def export(out, name, module, example, input_names, output_names, formats, variable=None):
     """Writes `module` as each of `formats` ("onnx" at opset 11, "onnx13", "torch") with its
     config and reference. `variable`: {tensor name: [dimensions beyond the batch that vary]}."""
@@ -281,6 +296,7 @@ def main():
     export_track_energy(out)
     export_calibrated_energy(out)
     export_edge_case(out, "topk_onnx", TopTwo(), (torch.randn(BATCH, 16, generator=generator),))
+    export_passthrough(out)
     export_edge_case(out, "fixed_batch_onnx", FixedBatch(),
                        (torch.randn(BATCH, 16, generator=generator),))
 

@@ -49,7 +49,7 @@ std::vector<Network> served_models() {
 
 bool same_bytes(const Tensor& a, const Tensor& b) {
   return a.dtype() == b.dtype() && a.shape() == b.shape() && a.byte_size() == b.byte_size() &&
-         std::memcmp(a.data(), b.data(), a.byte_size()) == 0;
+         (a.byte_size() == 0 || std::memcmp(a.data(), b.data(), a.byte_size()) == 0);
 }
 
 }  // namespace

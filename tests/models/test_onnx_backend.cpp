@@ -4,6 +4,7 @@
 #include <doctest/doctest.h>
 
 #include <cmath>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <thread>
@@ -136,6 +137,28 @@ TEST_CASE("TopK runs; a graph fixed to one batch size fails at others with ONNX 
           .input("x", Tensor::from_vector(std::vector<float>(32, 1), {2, 16})));
   REQUIRE_FALSE(at_two);
   CHECK(at_two.error().message().find("Reshape") != std::string::npos);
+}
+
+TEST_CASE("an output that is one of the graph's inputs owns its bytes, never the request's") {
+  // ONNX Runtime answers such an output in the input's own buffer: the request's bytes, or the
+  // backend's aligned copy of them, neither of which outlives the call.
+  auto executor = repository::executor_from_repository(
+      {scratch_model("passthrough", "passthrough_onnx", "", "edge_cases")}, 1);
+  for (std::size_t offset : {0, 1}) {  // aligned, and misaligned (copied before the run)
+    std::vector<std::uint8_t> bytes(offset + 8 * sizeof(float));
+    const float values[8] = {-1, 2, -3, 4, -5, 6, -7, 8};
+    std::memcpy(bytes.data() + offset, values, sizeof values);
+    const Tensor x =
+        Tensor::view_bytes(DataType::Fp32, {2, 4}, bytes.data() + offset, sizeof values);
+    auto result = executor->infer(InferRequest("passthrough_onnx").input("x", x));
+    REQUIRE_MESSAGE(result, result.error().message());
+    const Tensor& echoed = result->output("x");
+    const auto* begin = bytes.data();
+    CHECK_FALSE((echoed.data() >= begin && echoed.data() < begin + bytes.size()));
+    std::fill(bytes.begin(), bytes.end(), 0);  // the caller reuses its buffer
+    CHECK(echoed.as<float>().to_vector() == std::vector<float>(values, values + 8));
+    CHECK(result->output("y").as<float>()[1] == 2);
+  }
 }
 
 TEST_CASE("instances serve concurrent requests, each answer right") {

@@ -98,12 +98,33 @@ class OnnxModel {
     for (std::size_t i = 0; i < outputs->size(); ++i) {
       auto tensor = ort::to_tensor(runtime_, std::move((*outputs)[i]));
       if (!tensor) return tensor.error();
+      // An output that is one of the graph's inputs (ONNX allows it) comes back in the buffer
+      // the input was lent in: the request's bytes or their aligned copy, which do not outlive
+      // the call. Such an output is copied.
+      if (lies_in_inputs(*tensor, request, scratch))
+        tensor = Tensor::copy_bytes(tensor->dtype(), tensor->shape(), tensor->data(),
+                                    tensor->byte_size());
       named.push_back({output_names[i], std::move(*tensor), {}});
     }
     return named;
   }
 
  private:
+  static bool lies_in_inputs(const Tensor& output, const InferRequest& request,
+                             const std::vector<std::vector<std::uint64_t>>& scratch) {
+    auto within = [&](const void* begin, std::size_t size) {
+      const auto* first = static_cast<const std::uint8_t*>(begin);
+      return size > 0 && output.data() >= first && output.data() < first + size;
+    };
+    for (const auto& input : request.inputs()) {
+      if (within(input.tensor.data(), input.tensor.byte_size())) return true;
+    }
+    for (const auto& copy : scratch) {
+      if (within(copy.data(), copy.size() * sizeof(std::uint64_t))) return true;
+    }
+    return false;
+  }
+
   const ort::Runtime& runtime_;
   ModelConfig config_;
   SessionPool pool_;
