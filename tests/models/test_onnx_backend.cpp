@@ -161,6 +161,33 @@ TEST_CASE("an output that is one of the graph's inputs owns its bytes, never the
   }
 }
 
+TEST_CASE("Triton's onnxruntime parameters are read as Triton reads them") {
+  auto with_parameters = [](const std::string& name, const std::string& parameters) {
+    return repository::Repository(
+               {scratch_model(name, "jet_mlp_onnx", "max_batch_size: 8 " + parameters)})
+        .load("jet_mlp_onnx");
+  };
+  auto parameter = [](const std::string& key, const std::string& value) {
+    return "parameters { key: \"" + key + "\" value: { string_value: \"" + value + "\" } } ";
+  };
+  // Booleans as Triton's ParseBoolValue takes them; thread counts of 0 or less leave ONNX
+  // Runtime's default; one session for all instances.
+  auto loaded =
+      with_parameters("parameters_taken", parameter("enable_mem_arena", "OFF") +
+                                              parameter("enable_mem_pattern", "true") +
+                                              parameter("intra_op_thread_count", "-1") +
+                                              parameter("share_session_between_instances", "on") +
+                                              "instance_group { count: 3 kind: KIND_CPU }");
+  REQUIRE_MESSAGE(loaded, loaded.error().message());
+  auto refused = with_parameters("parameters_refused", parameter("enable_mem_arena", "maybe"));
+  REQUIRE_FALSE(refused);
+  CHECK(refused.error().message().find("'enable_mem_arena' must be true or false, not 'maybe'") !=
+        std::string::npos);
+  auto mode = with_parameters("mode_refused", parameter("execution_mode", "2"));
+  REQUIRE_FALSE(mode);
+  CHECK(mode.error().message().find("execution_mode") != std::string::npos);
+}
+
 TEST_CASE("instances serve concurrent requests, each answer right") {
   auto root = scratch_model("instances", "jet_mlp_onnx",
                             "max_batch_size: 64 instance_group { count: 3 kind: KIND_CPU }");

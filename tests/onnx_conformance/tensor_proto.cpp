@@ -131,6 +131,7 @@ Result<NamedTensor> read_tensor_proto(std::string_view bytes) {
   Shape shape(dims.begin(), dims.end());
   if (*data_type == DataType::Bytes) {
     named.tensor = Tensor::from_strings(strings, std::move(shape));
+    if (auto ok = named.tensor.check(); !ok) return ok.error();
     return named;
   }
   const std::size_t size = element_size(*data_type);

@@ -28,6 +28,7 @@ using repository::ModelConfig;
 class SessionPool {
  public:
   SessionPool(std::vector<ort::Session> sessions, int slots) : sessions_(std::move(sessions)) {
+    slots = std::max(slots, 1);
     for (int i = 0; i < slots; ++i) free_.push_back(static_cast<std::size_t>(i) % sessions_.size());
   }
 
@@ -130,11 +131,6 @@ class OnnxModel {
   SessionPool pool_;
 };
 
-bool parameter_is_true(const ModelConfig& config, const std::string& key) {
-  auto it = config.parameters.find(key);
-  return it != config.parameters.end() && (it->second == "true" || it->second == "1");
-}
-
 Result<LoadedModel> load(const ModelConfig& given, const std::string& model_file) {
   auto runtime = ort::Runtime::get();
   if (!runtime) return runtime.error();
@@ -146,9 +142,7 @@ Result<LoadedModel> load(const ModelConfig& given, const std::string& model_file
   auto config = complete(given, *first);
   if (!config) return config.error();
   sessions.push_back(std::move(*first));
-  const int count = parameter_is_true(given, "share_session_between_instances")
-                        ? 1
-                        : std::max(1, config->instance_count());
+  const int count = settings->share_session ? 1 : std::max(1, config->instance_count());
   while (static_cast<int>(sessions.size()) < count) {
     auto next = ort::Session::open(**runtime, model_file, *settings);
     if (!next) return next.error();

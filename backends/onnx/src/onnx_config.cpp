@@ -1,6 +1,7 @@
 #include "onnx_config.hpp"
 
 #include <algorithm>
+#include <cctype>
 #include <charconv>
 
 #include "ort_tensors.hpp"
@@ -115,6 +116,18 @@ Result<int> integer_parameter(const ModelConfig& config, const std::string& key,
   return value;
 }
 
+// A boolean parameter as Triton's backends read one (ParseBoolValue): true/false, on/off, 1/0,
+// in any case; `fallback` when the config sets none.
+Result<bool> boolean_parameter(const ModelConfig& config, const std::string& key, bool fallback) {
+  auto it = config.parameters.find(key);
+  if (it == config.parameters.end()) return fallback;
+  std::string value = it->second;
+  for (auto& c : value) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  if (value == "true" || value == "on" || value == "1") return true;
+  if (value == "false" || value == "off" || value == "0") return false;
+  return invalid("parameter '" + key + "' must be true or false, not '" + it->second + "'");
+}
+
 // ModelConfig.optimization (12) .graph (1) .level (1), read from the fields the config keeps
 // as they came; nothing when the config sets none.
 std::optional<std::int32_t> graph_level(const std::string& kept) {
@@ -183,20 +196,26 @@ Result<ort::SessionSettings> session_settings(const ModelConfig& config) {
   auto intra = integer_parameter(config, "intra_op_thread_count", settings.intra_op_threads);
   auto inter = integer_parameter(config, "inter_op_thread_count", settings.inter_op_threads);
   auto mode = integer_parameter(config, "execution_mode", 0);
-  auto arena = integer_parameter(config, "enable_mem_arena", 1);
-  auto pattern = integer_parameter(config, "enable_mem_pattern", 1);
-  for (const auto* value : {&intra, &inter, &mode, &arena, &pattern}) {
+  auto arena = boolean_parameter(config, "enable_mem_arena", settings.memory_arena);
+  auto pattern = boolean_parameter(config, "enable_mem_pattern", settings.memory_pattern);
+  auto shared = boolean_parameter(config, "share_session_between_instances", false);
+  for (const auto* value : {&intra, &inter, &mode}) {
     if (!*value) return value->error();
   }
-  if (*intra < 0 || *inter < 0) return invalid("thread counts must be 0 or more");
+  for (const auto* value : {&arena, &pattern, &shared}) {
+    if (!*value) return value->error();
+  }
   if (*mode != 0 && *mode != 1) {
     return invalid("parameter 'execution_mode' must be 0 (sequential) or 1 (parallel)");
   }
-  settings.intra_op_threads = *intra;
-  settings.inter_op_threads = *inter;
+  // Triton sets a thread count only when it is above 0: 0 or less leaves ONNX Runtime's
+  // default, one thread per core.
+  settings.intra_op_threads = std::max(*intra, 0);
+  settings.inter_op_threads = std::max(*inter, 0);
   settings.execution_mode = *mode ? ort::ExecutionMode::Parallel : ort::ExecutionMode::Sequential;
-  settings.memory_arena = *arena != 0;
-  settings.memory_pattern = *pattern != 0;
+  settings.memory_arena = *arena;
+  settings.memory_pattern = *pattern;
+  settings.share_session = *shared;
   // Triton's onnxruntime backend (its README): "-1 refers to BASIC optimizations, 1 refers to
   // basic plus extended optimizations like fusions and 2 refers to all optimizations being
   // disabled"; anything else, 0 and no level among them, enables all.

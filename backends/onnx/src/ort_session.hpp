@@ -20,6 +20,8 @@ struct SessionSettings {
   GraphOptimization optimization = GraphOptimization::All;
   bool memory_arena = true;
   bool memory_pattern = true;
+  /// One session for every instance (Triton's share_session_between_instances).
+  bool share_session = false;
   /// Session config entries ("session.*" keys of ONNX Runtime), set as given.
   std::vector<std::pair<std::string, std::string>> entries;
 };
