@@ -154,6 +154,23 @@ def export_passthrough(out):
     onnx.save(model, os.path.join(version, "model.onnx"))
 
 
+def export_row_sum(out):
+    """One number per row: an output of shape [batch], which a config gives as dims [1] with an
+    empty reshape, as Triton completes it."""
+    import onnx
+    from onnx import TensorProto, helper
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", 4])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, ["batch"])
+    axes = helper.make_tensor("axes", TensorProto.INT64, [1], [1])
+    graph = helper.make_graph([helper.make_node("ReduceSum", ["x", "axes"], ["y"], keepdims=0)],
+                              "row_sum", [x], [y], initializer=[axes])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+    onnx.checker.check_model(model)
+    version = os.path.join(out, "edge_cases", "row_sum_onnx", "1")
+    os.makedirs(version, exist_ok=True)
+    onnx.save(model, os.path.join(version, "model.onnx"))
+
+
 def export(out, name, module, example, input_names, output_names, formats, variable=None):
     """Writes `module` as each of `formats` ("onnx" at opset 11, "onnx13", "torch") with its
     config and reference. `variable`: {tensor name: [dimensions beyond the batch that vary]}."""
@@ -297,6 +314,7 @@ def main():
     export_calibrated_energy(out)
     export_edge_case(out, "topk_onnx", TopTwo(), (torch.randn(BATCH, 16, generator=generator),))
     export_passthrough(out)
+    export_row_sum(out)
     export_edge_case(out, "fixed_batch_onnx", FixedBatch(),
                        (torch.randn(BATCH, 16, generator=generator),))
 

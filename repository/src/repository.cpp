@@ -179,6 +179,7 @@ Result<Model> load_version(const std::string& name, const ModelConfig& config,
   }
   ModelConfig& complete = loaded->config;
   restore_reshapes(complete, reshapes);
+  add_completed_reshapes(complete, reshapes);
   remove_sequence_tensors(complete, sequence);
   if (complete.backend.empty()) complete.backend = backend->name;
   if (complete.platform.empty() && !backend->platforms.empty()) {

@@ -68,6 +68,15 @@ void restore_reshapes(ModelConfig& config, const Reshapes& reshapes) {
   }
 }
 
+void add_completed_reshapes(const ModelConfig& config, Reshapes& reshapes) {
+  for (const auto* list : {&config.inputs, &config.outputs}) {
+    auto& target = list == &config.inputs ? reshapes.inputs : reshapes.outputs;
+    for (const auto& t : *list) {
+      if (t.reshape && !target.count(t.name)) target[t.name] = {t.dims, *t.reshape};
+    }
+  }
+}
+
 ModelFunction apply_reshapes(ModelFunction compute, Reshapes reshapes, bool batched) {
   if (reshapes.empty()) return compute;
   return [compute = std::move(compute), reshapes = std::move(reshapes),

@@ -30,6 +30,10 @@ Reshapes take_reshapes(ModelConfig& config);
 /// completed.
 void restore_reshapes(ModelConfig& config, const Reshapes& reshapes);
 
+/// Adds the reshapes a backend completed (tensors the config did not list, given dims [1] and an
+/// empty reshape for a model shape of no dims beyond the batch, as Triton completes them).
+void add_completed_reshapes(const ModelConfig& config, Reshapes& reshapes);
+
 /// `compute` wrapped so that reshaped inputs reach it in the model's shape and reshaped outputs
 /// leave it in the clients' (a batch dimension first when `batched`). A -1 in a shape takes the
 /// size that keeps the element count.

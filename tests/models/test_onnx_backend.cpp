@@ -139,6 +139,23 @@ TEST_CASE("TopK runs; a graph fixed to one batch size fails at others with ONNX 
   CHECK(at_two.error().message().find("Reshape") != std::string::npos);
 }
 
+TEST_CASE("a completed tensor of no dims beyond the batch is dims [1] with an empty reshape") {
+  // Triton's onnxruntime backend (AutoCompleteIO): a tensor whose only dimension is the batch
+  // gets dims [1] and reshape { shape: [] }; clients send and receive [N, 1].
+  const auto root = scratch_model("row_sum", "row_sum_onnx", "", "edge_cases");
+  auto model = repository::Repository({root}).load("row_sum_onnx");
+  REQUIRE_MESSAGE(model, model.error().message());
+  REQUIRE(model->outputs.size() == 1);
+  CHECK(model->outputs[0].shape == Shape{-1, 1});
+  auto executor = repository::executor_from_repository({root}, 1);
+  auto result = executor->infer(
+      InferRequest("row_sum_onnx")
+          .input("x", Tensor::from_vector(std::vector<float>{1, 2, 3, 4, 5, 6, 7, 8}, {2, 4})));
+  REQUIRE_MESSAGE(result, result.error().message());
+  CHECK(result->output("y").shape() == Shape{2, 1});
+  CHECK(result->output("y").as<float>().to_vector() == std::vector<float>{10, 26});
+}
+
 TEST_CASE("an output that is one of the graph's inputs owns its bytes, never the request's") {
   // ONNX Runtime answers such an output in the input's own buffer: the request's bytes, or the
   // backend's aligned copy of them, neither of which outlives the call.

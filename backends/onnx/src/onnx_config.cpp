@@ -87,6 +87,12 @@ Result<void> merge(std::vector<TensorConfig>& configured, const std::vector<ort:
       c.data_type = ort::data_type(value.element);
       c.dims.assign(value.shape.begin() + (batched && !value.shape.empty() ? 1 : 0),
                     value.shape.end());
+      // Triton's AutoCompleteIO: no dims beyond the batch (or a scalar) become dims [1], the
+      // model's own shape kept as an empty reshape.
+      if (c.dims.empty()) {
+        c.dims = {1};
+        c.reshape = std::vector<std::int64_t>{};
+      }
       configured.push_back(std::move(c));
     }
   }
