@@ -171,6 +171,20 @@ def export_row_sum(out):
     onnx.save(model, os.path.join(version, "model.onnx"))
 
 
+def export_fixed_first_dim(out):
+    """A graph whose inputs and outputs have a fixed first dimension: it cannot batch."""
+    import onnx
+    from onnx import TensorProto, helper
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [3, 4])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [3, 4])
+    graph = helper.make_graph([helper.make_node("Relu", ["x"], ["y"])], "fixed", [x], [y])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+    onnx.checker.check_model(model)
+    version = os.path.join(out, "edge_cases", "fixed_first_dim_onnx", "1")
+    os.makedirs(version, exist_ok=True)
+    onnx.save(model, os.path.join(version, "model.onnx"))
+
+
 def export(out, name, module, example, input_names, output_names, formats, variable=None):
     """Writes `module` as each of `formats` ("onnx" at opset 11, "onnx13", "torch") with its
     config and reference. `variable`: {tensor name: [dimensions beyond the batch that vary]}."""
@@ -315,6 +329,7 @@ def main():
     export_edge_case(out, "topk_onnx", TopTwo(), (torch.randn(BATCH, 16, generator=generator),))
     export_passthrough(out)
     export_row_sum(out)
+    export_fixed_first_dim(out)
     export_edge_case(out, "fixed_batch_onnx", FixedBatch(),
                        (torch.randn(BATCH, 16, generator=generator),))
 

@@ -139,6 +139,22 @@ TEST_CASE("TopK runs; a graph fixed to one batch size fails at others with ONNX 
   CHECK(at_two.error().message().find("Reshape") != std::string::npos);
 }
 
+TEST_CASE("a graph with a fixed first dimension does not batch, as Triton refuses it") {
+  auto refused = repository::Repository({scratch_model("fixed_first", "fixed_first_dim_onnx",
+                                                       "max_batch_size: 8", "edge_cases")})
+                     .load("fixed_first_dim_onnx");
+  REQUIRE_FALSE(refused);
+  CHECK(refused.error().message().find(
+            "model does not support batching while non-zero max_batch_size is specified") !=
+        std::string::npos);
+  auto unbatched = repository::Repository({scratch_model("fixed_first_alone",
+                                                         "fixed_first_dim_onnx", "", "edge_cases")})
+                       .load("fixed_first_dim_onnx");
+  REQUIRE_MESSAGE(unbatched, unbatched.error().message());
+  CHECK(unbatched->max_batch_size == 0);
+  CHECK(unbatched->inputs[0].shape == Shape{3, 4});
+}
+
 TEST_CASE("a completed tensor of no dims beyond the batch is dims [1] with an empty reshape") {
   // Triton's onnxruntime backend (AutoCompleteIO): a tensor whose only dimension is the batch
   // gets dims [1] and reshape { shape: [] }; clients send and receive [N, 1].

@@ -190,6 +190,21 @@ Result<ModelConfig> complete(ModelConfig config, const ort::Session& session) {
     }
   }
   const bool batched = config.max_batch_size > 0;
+  if (batched) {
+    // Triton's onnxruntime backend: every input and output needs a variable first dimension
+    // to batch.
+    for (const auto* list : {&session.inputs(), &session.outputs()}) {
+      for (const auto& v : *list) {
+        if (servable(v) && (v.shape.empty() || v.shape.front() >= 0)) {
+          return invalid(
+              "model does not support batching while non-zero max_batch_size is "
+              "specified: '" +
+              v.name + "' has shape " + shape_text(v.shape) +
+              " in the ONNX graph (set max_batch_size: 0)");
+        }
+      }
+    }
+  }
   if (auto ok = merge(config.inputs, session.inputs(), batched, "input"); !ok) return ok.error();
   if (auto ok = merge(config.outputs, session.outputs(), batched, "output"); !ok) {
     return ok.error();
