@@ -6,9 +6,10 @@
 OUT_DIR/repository/<model>/config.pbtxt and <model>/1/model.{onnx,pt}: a layout that Triton,
 sonic-server and sonic's in-process fallback all serve. OUT_DIR/reference/<model>/ holds, as .npy
 files, one input batch per input and the outputs torch computes for it (the answers every server
-must give). OUT_DIR/edge_cases/ holds models that try a backend's edges (an operator OpenCV's DNN
-lacked, a graph that works at one batch size only). The weights come from a fixed seed, so two runs write the same numbers. Needs only
-Debian's python3-torch, python3-onnx and python3-numpy; nothing is downloaded.
+must give). OUT_DIR/edge_cases/ holds models that try a backend's edges (TopK, a graph that works
+at one batch size only, an output that is an input, a per-row output, a fixed first dimension).
+The weights come from a fixed seed, so two runs write the same numbers. Needs only Debian's
+python3-torch, python3-onnx and python3-numpy; nothing is downloaded.
 
 The models:
   jet_mlp_{onnx,torch}     a jet tagger: 16 features -> 5 class probabilities (softmax)
@@ -235,7 +236,7 @@ class TrackEnergy(nn.Module):
     """mean = (sum + energy) / (count + 1), the running sums restarted where `continuing` is 0.
 
     `continuing` is the sequence batcher's START control given as fp32_false_true: [1, 0], so
-    that restarting is a product rather than a branch (OpenCV's importer runs Mul and Add).
+    that restarting is a product rather than a branch.
     """
 
     def forward(self, energy, continuing, sum_in, count_in):
