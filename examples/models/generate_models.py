@@ -140,50 +140,46 @@ def export_edge_case(out, name, module, example):
                       opset_version=ONNX_OPSET)
 
 
+def save_edge_case(out, name, graph):
+    """Writes an ONNX graph made with onnx's helper (opset 13) as OUT/edge_cases/NAME."""
+    import onnx
+    from onnx import helper
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+    onnx.checker.check_model(model)
+    version = os.path.join(out, "edge_cases", name, "1")
+    os.makedirs(version, exist_ok=True)
+    onnx.save(model, os.path.join(version, "model.onnx"))
+
+
 def export_passthrough(out):
     """A graph that answers one of its inputs as an output, as ONNX allows: ONNX Runtime then
     hands back the input's own buffer."""
-    import onnx
     from onnx import TensorProto, helper
     x = helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", 4])
     y = helper.make_tensor_value_info("y", TensorProto.FLOAT, ["batch", 4])
     graph = helper.make_graph([helper.make_node("Relu", ["x"], ["y"])], "passthrough", [x], [x, y])
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
-    onnx.checker.check_model(model)
-    version = os.path.join(out, "edge_cases", "passthrough_onnx", "1")
-    os.makedirs(version, exist_ok=True)
-    onnx.save(model, os.path.join(version, "model.onnx"))
+    save_edge_case(out, "passthrough_onnx", graph)
 
 
 def export_row_sum(out):
     """One number per row: an output of shape [batch], which a config gives as dims [1] with an
     empty reshape, as Triton completes it."""
-    import onnx
     from onnx import TensorProto, helper
     x = helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", 4])
     y = helper.make_tensor_value_info("y", TensorProto.FLOAT, ["batch"])
     axes = helper.make_tensor("axes", TensorProto.INT64, [1], [1])
     graph = helper.make_graph([helper.make_node("ReduceSum", ["x", "axes"], ["y"], keepdims=0)],
                               "row_sum", [x], [y], initializer=[axes])
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
-    onnx.checker.check_model(model)
-    version = os.path.join(out, "edge_cases", "row_sum_onnx", "1")
-    os.makedirs(version, exist_ok=True)
-    onnx.save(model, os.path.join(version, "model.onnx"))
+    save_edge_case(out, "row_sum_onnx", graph)
 
 
 def export_fixed_first_dim(out):
     """A graph whose inputs and outputs have a fixed first dimension: it cannot batch."""
-    import onnx
     from onnx import TensorProto, helper
     x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [3, 4])
     y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [3, 4])
     graph = helper.make_graph([helper.make_node("Relu", ["x"], ["y"])], "fixed", [x], [y])
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
-    onnx.checker.check_model(model)
-    version = os.path.join(out, "edge_cases", "fixed_first_dim_onnx", "1")
-    os.makedirs(version, exist_ok=True)
-    onnx.save(model, os.path.join(version, "model.onnx"))
+    save_edge_case(out, "fixed_first_dim_onnx", graph)
 
 
 def export(out, name, module, example, input_names, output_names, formats, variable=None):

@@ -44,9 +44,9 @@ SONIC_EXPORT InferRequest ones_request(const ModelConfig& config, std::int64_t b
 /// How a backend finishes loading a model: `compute` runs on ones at batch 1 and at
 /// max_batch_size (once, without a batch dimension, for a model that does not batch) and must
 /// give what the config promises (skipped when an input has a variable dimension besides the
-/// batch: no one size suits every such model); then the two are the loaded model. INVALID_ARGUMENT "the model
-/// fails at batch N: ..." otherwise, followed at the max batch by `hint_at_max_batch` (why a
-/// model may work at 1 only).
+/// batch: no one size suits every such model); then the two are the loaded model. INVALID_ARGUMENT
+/// "the model fails at batch N: ..." otherwise, followed at the max batch by `hint_at_max_batch`
+/// (why a model may work at 1 only).
 SONIC_EXPORT Result<LoadedModel> checked_at_load(ModelConfig config, ModelFunction compute,
                                                  const std::string& hint_at_max_batch = {});
 
