@@ -297,6 +297,12 @@ TEST_CASE("a stateful ONNX model: control and state tensors through the sequence
   CHECK(model->sequence_batching->controls.at(0).true_value == 0.0);  // fp32_false_true [1, 0]
 
   auto executor = repository::executor_from_repository({kModels + "/repository"}, 2);
+  // A client that names the output it wants: the model still gives its state outputs.
+  auto named = InferRequest("track_energy_onnx")
+                   .input("energy", Tensor::from_vector(std::vector<float>{5}, {1, 1}))
+                   .output("mean_energy")
+                   .sequence(99, true);
+  CHECK(mean_of(executor->infer(named)) == doctest::Approx(5));
   // Two tracks, interleaved: each keeps its own sums.
   CHECK(mean_of(executor->infer(hit(2, 1, true))) == doctest::Approx(2));
   CHECK(mean_of(executor->infer(hit(10, 2, true))) == doctest::Approx(10));
