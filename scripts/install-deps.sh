@@ -18,9 +18,9 @@ packages=(
 )
 # libopenblas0-pthread: libtorch computes its matrix products through the libblas.so.3
 # alternative, which is Debian's reference BLAS unless an optimized one is installed; OpenBLAS
-# made the field-shaped TorchScript networks 1.1 to 5.6x faster (docs/performance.md). libonnx-testdata: ONNX's own
-# conformance suite, run through the ONNX backend by tests/onnx_conformance. curl: to fetch ONNX
-# Runtime.
+# made the field-shaped TorchScript networks 1.1 to 5.6x faster (docs/performance.md).
+# libonnx-testdata: ONNX's own conformance suite, run through the ONNX backend by
+# tests/onnx_conformance. curl: to fetch ONNX Runtime.
 # nginx and haproxy are for the proxy tests (tests/python/test_proxies.py), which start their
 # own on loopback: their system services are not started, or left enabled, by installing them.
 daemons=(nginx haproxy)
