@@ -47,7 +47,6 @@ void bind(Api& api, const AnyFunction* table) {
   take(api.GetDimensions, table, 62);
   take(api.GetTensorShapeElementCount, table, 64);
   take(api.GetTensorTypeAndShape, table, 65);
-  take(api.GetValueType, table, 67);
   take(api.CreateCpuMemoryInfo, table, 69);
   take(api.AllocatorFree, table, 76);
   take(api.GetAllocatorWithDefaultOptions, table, 78);

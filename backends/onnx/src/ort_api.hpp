@@ -159,7 +159,6 @@ struct Api {
                                            std::size_t* out);  // slot 64
   OrtStatus* (*GetTensorTypeAndShape)(const OrtValue* value,
                                       OrtTensorTypeAndShapeInfo** out);  // slot 65
-  OrtStatus* (*GetValueType)(const OrtValue* value, ValueKind* out);     // slot 67
   OrtStatus* (*CreateCpuMemoryInfo)(AllocatorType allocator, MemoryType memory,
                                     OrtMemoryInfo** out);             // slot 69
   OrtStatus* (*AllocatorFree)(OrtAllocator* allocator, void* block);  // slot 76

@@ -84,11 +84,6 @@ Result<const Runtime*> Runtime::load() {
   // during exit.
   std::unique_ptr<Runtime> runtime(new Runtime());
   bind(runtime->api_, table);
-  char resolved[4096];
-  if (dlinfo(library, RTLD_DI_ORIGIN, resolved) == 0 && path.find('/') == std::string::npos) {
-    path = std::string(resolved) + "/" + path;
-  }
-  runtime->description_ = version + " (" + path + ")";
   const Api& api = runtime->api_;
   // Fatal errors only: what fails reaches the caller as a status, which the server logs and
   // answers; ONNX Runtime's own log would repeat each failed run on stderr, and its warnings (an

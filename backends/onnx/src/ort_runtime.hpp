@@ -30,8 +30,6 @@ class Runtime {
   const OrtMemoryInfo* cpu_memory() const noexcept { return cpu_memory_; }
   /// The CPU allocator for names and tensors ONNX Runtime allocates for sonic.
   OrtAllocator* allocator() const noexcept { return allocator_; }
-  /// "1.30.0 (/usr/local/lib/libonnxruntime.so.1)".
-  const std::string& description() const noexcept { return description_; }
 
   /// Nothing for a null status; otherwise the status as an Error, `what` first, and released.
   Result<void> check(OrtStatus* status, std::string_view what) const;
@@ -47,7 +45,6 @@ class Runtime {
   OrtEnv* env_ = nullptr;
   OrtMemoryInfo* cpu_memory_ = nullptr;
   OrtAllocator* allocator_ = nullptr;
-  std::string description_;
 };
 
 /// Releases a handle of type T through `release`, the API's member that releases a T.
