@@ -12,6 +12,7 @@
 //
 // Prints one JSON line per model, batch and path: the median over rounds of each round's
 // median (mean for `server`, whose statistics are sums), in microseconds.
+#include <sonic/executor.hpp>
 #include <sonic/repository/repository.hpp>
 #include <sonic/server.hpp>
 #include <sonic/sonic.hpp>

@@ -6,6 +6,7 @@
 //   sonic-model-overhead REPOSITORY MODEL [CALLS=2000]
 //
 // Prints one JSON line per path: {"path": ..., "p50_us": ..., "mean_us": ...}.
+#include <sonic/executor.hpp>
 #include <sonic/repository/repository.hpp>
 #include <sonic/sonic.hpp>
 

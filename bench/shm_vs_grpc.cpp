@@ -11,6 +11,7 @@
 // Columns: time per round trip; GB/s = payload both ways (2 x size) / time; memcpy GB/s =
 // size / time of one memcpy of it; speedup = grpc time / shm time.
 #include <sonic/builtin_models.hpp>
+#include <sonic/executor.hpp>
 #include <sonic/server.hpp>
 #include <sonic/sonic.hpp>
 

@@ -13,7 +13,8 @@
 # tiny object file referencing it, libsonic_NAME_anchor.o, goes in front of every user's link:
 #   - CMake consumers get it as a link option of the target (placed before the libraries);
 #   - `-lsonic_NAME` finds libsonic_NAME.so, which is then a linker script listing the anchor
-#     object and the library itself (installed, and in the build tree under lib/).
+#     object, the library itself and sonic::client, the compiled engine behind the public Client
+#     (a plain `-lsonic_grpc` then links a program; installed, and in the build tree under lib/).
 function(sonic_library name)
   cmake_parse_arguments(L "ANCHOR;INTERNAL" "" "" ${ARGN})
   set(target sonic_${name})
@@ -45,8 +46,10 @@ function(sonic_library name)
       LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR} NAMELINK_SKIP)
     return()
   endif()
+  set(lib_dir ${PROJECT_BINARY_DIR}/lib)
   if(NOT L_ANCHOR)
     install(TARGETS ${target} EXPORT sonicTargets LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR})
+    sonic_link_into_lib_dir(${target} ${lib_dir})
     return()
   endif()
   install(TARGETS ${target} EXPORT sonicTargets
@@ -65,7 +68,6 @@ function(sonic_library name)
   set_target_properties(${target}_anchor PROPERTIES POSITION_INDEPENDENT_CODE ON)
   target_compile_options(${target}_anchor PRIVATE -fno-sanitize=all)  # no runtime needed
   # A fixed name next to the library: the object file, and the linker script that lists it.
-  set(lib_dir ${PROJECT_BINARY_DIR}/lib)
   set(anchor_object ${lib_dir}/${anchor_name}.o)
   add_custom_command(OUTPUT ${anchor_object}
     COMMAND ${CMAKE_COMMAND} -E make_directory ${lib_dir}
@@ -75,13 +77,19 @@ function(sonic_library name)
   add_dependencies(${target} ${target}_anchor_file)
   set(script ${lib_dir}/lib${target}.so)
   file(GENERATE OUTPUT ${script} CONTENT
-    "/* GNU ld script: the anchor object keeps ${target} linked under --as-needed. */\nINPUT(${anchor_name}.o $<TARGET_SONAME_FILE_NAME:${target}>)\n")
-  add_custom_command(TARGET ${target} POST_BUILD
-    COMMAND ${CMAKE_COMMAND} -E create_symlink $<TARGET_FILE:${target}>
-            ${lib_dir}/$<TARGET_SONAME_FILE_NAME:${target}>
-    VERBATIM)
+    "/* GNU ld script: the anchor object keeps ${target} linked under --as-needed; sonic_client is the Client's engine. */\nINPUT(${anchor_name}.o $<TARGET_SONAME_FILE_NAME:${target}> $<TARGET_SONAME_FILE_NAME:sonic_client>)\n")
+  sonic_link_into_lib_dir(${target} ${lib_dir})
   target_link_options(${target} INTERFACE
     $<BUILD_INTERFACE:${anchor_object}>
     $<INSTALL_INTERFACE:$<INSTALL_PREFIX>/${CMAKE_INSTALL_LIBDIR}/${anchor_name}.o>)
   install(FILES ${anchor_object} ${script} DESTINATION ${CMAKE_INSTALL_LIBDIR})
+endfunction()
+
+# The build tree's lib/ holds each library under its soname, for the linker scripts there.
+function(sonic_link_into_lib_dir target lib_dir)
+  add_custom_command(TARGET ${target} POST_BUILD
+    COMMAND ${CMAKE_COMMAND} -E make_directory ${lib_dir}
+    COMMAND ${CMAKE_COMMAND} -E create_symlink $<TARGET_FILE:${target}>
+            ${lib_dir}/$<TARGET_SONAME_FILE_NAME:${target}>
+    VERBATIM)
 endfunction()

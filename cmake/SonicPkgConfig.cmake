@@ -21,7 +21,10 @@ function(sonic_pkg_config name description requires libs)
   install(FILES ${file} DESTINATION ${sonic_pc_dir})
 endfunction()
 
-sonic_pkg_config(sonic "sonic's header-only API (tensors, requests, Client)" "" "-pthread")
+sonic_pkg_config(sonic "sonic's API (tensors, requests, Client) and the client engine behind it" ""
+  "-L\${libdir} -lsonic_client -pthread")
+sonic_pkg_config(sonic-executor "sonic's CPU executor (a client's fallback, a server's engine)" sonic
+  "-L\${libdir} -lsonic_executor")
 if(TARGET sonic_grpc)
   sonic_pkg_config(sonic-grpc "sonic's grpc:// transport" sonic "-L\${libdir} -lsonic_grpc")
 endif()
@@ -36,12 +39,12 @@ if(TARGET sonic_c)
   sonic_pkg_config(sonic-c "sonic's C API (sonic.h)" "" "-L\${libdir} -lsonic_c")
 endif()
 if(TARGET sonic_server)
-  sonic_pkg_config(sonic-server "sonic's inference server library" sonic
+  sonic_pkg_config(sonic-server "sonic's inference server library" sonic-executor
     "-L\${libdir} -lsonic_server")
 endif()
 if(TARGET sonic_repository)
   sonic_pkg_config(sonic-repository "Triton model repositories for sonic's server and fallback"
-    sonic "-L\${libdir} -lsonic_repository")
+    sonic-executor "-L\${libdir} -lsonic_repository")
 endif()
 if(TARGET sonic_onnx)
   sonic_pkg_config(sonic-onnx "sonic's ONNX backend (ONNX Runtime, loaded at run time)" sonic-repository

@@ -21,7 +21,7 @@
 
 namespace sonic {
 
-class CpuExecutor;
+class Fallback;
 
 /// Looks up a host name: the addresses it stands for now, each as "address:port" (an IPv6
 /// address in brackets: "[::1]:8001"). It may block; sonic calls it on a thread of its own.
@@ -192,7 +192,7 @@ struct ClientOptions {
   /// Runs a request in-process when no endpoint can: all ejected, attempts spent on
   /// server-side failures, or the model unknown to the servers. Only models registered in it
   /// fall back; the result says where it ran (InferResult::executed_on()).
-  std::shared_ptr<CpuExecutor> fallback;
+  std::shared_ptr<Fallback> fallback;
   /// With a fallback: a request still unanswered after this long also starts locally, and the
   /// first answer wins. Zero disables it.
   std::chrono::milliseconds fallback_latency_budget{0};

@@ -4,7 +4,6 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
-#include <random>
 #include <vector>
 
 #include "sonic/error.hpp"
@@ -35,14 +34,14 @@ struct RetryPolicy {
     return std::find(retryable_codes.begin(), retryable_codes.end(), code) != retryable_codes.end();
   }
 
-  /// The pause before attempt `attempt` (2 for the first retry).
-  template <typename Random>
-  std::chrono::milliseconds backoff(int attempt, Random& random) const {
+  /// The pause before attempt `attempt` (2 for the first retry), spread by `jitter`: `draw`,
+  /// uniform in [0, 1), picks a point in [1 - jitter, 1 + jitter] times the backoff.
+  std::chrono::milliseconds backoff(int attempt, double draw) const {
     double ms = static_cast<double>(initial_backoff.count());
     for (int i = 2; i < attempt; ++i) ms *= backoff_multiplier;
     ms = std::min(ms, static_cast<double>(max_backoff.count()));
-    std::uniform_real_distribution<double> spread(1.0 - jitter, 1.0 + jitter);
-    return std::chrono::milliseconds(static_cast<std::int64_t>(std::max(0.0, ms * spread(random))));
+    const double spread = 1.0 - jitter + 2.0 * jitter * draw;
+    return std::chrono::milliseconds(static_cast<std::int64_t>(std::max(0.0, ms * spread)));
   }
 };
 

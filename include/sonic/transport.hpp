@@ -45,68 +45,7 @@ struct Endpoint {
 
 /// Parses "scheme://host:port" ("grpc://127.0.0.1:8001", "grpc://[::1]:8001"). A URL without a
 /// scheme means grpc; one without a port means 8001, Triton's gRPC port.
-inline Result<Endpoint> parse_endpoint(std::string_view url) {
-  Endpoint ep;
-  ep.url = std::string(url);
-  std::string_view rest = url;
-  if (auto sep = rest.find("://"); sep != std::string_view::npos) {
-    ep.scheme = std::string(rest.substr(0, sep));
-    rest.remove_prefix(sep + 3);
-  } else {
-    ep.scheme = "grpc";
-  }
-  if (!rest.empty() && rest.back() == '/') rest.remove_suffix(1);
-  std::string_view port_text;
-  bool port_given = false;  // a ':' after the host: a port must follow
-  if (!rest.empty() && rest.front() == '[') {
-    auto close = rest.find(']');
-    if (close == std::string_view::npos) {
-      return Error(StatusCode::InvalidArgument, "endpoint '" + ep.url + "': unclosed '[' in host");
-    }
-    ep.host = std::string(rest.substr(1, close - 1));
-    rest.remove_prefix(close + 1);
-    if (!rest.empty()) {
-      if (rest.front() != ':') {
-        return Error(StatusCode::InvalidArgument, "endpoint '" + ep.url + "': junk after host");
-      }
-      port_text = rest.substr(1);
-      port_given = true;
-    }
-  } else {
-    auto colon = rest.rfind(':');
-    ep.host = std::string(rest.substr(0, colon));
-    if (colon != std::string_view::npos) {
-      port_text = rest.substr(colon + 1);
-      port_given = true;
-    }
-  }
-  if (ep.host.empty()) {
-    return Error(StatusCode::InvalidArgument,
-                 "endpoint '" + ep.url + "' has no host; expected scheme://host:port");
-  }
-  if (!port_given) {
-    ep.port = 8001;
-    return ep;
-  }
-  if (port_text.empty()) {  // "host:" (an unset variable in a script, say)
-    return Error(StatusCode::InvalidArgument,
-                 "endpoint '" + ep.url + "' has an empty port; expected scheme://host:port");
-  }
-  unsigned long port = 0;
-  for (char c : port_text) {
-    if (c < '0' || c > '9' || port > 65535) {
-      port = 70000;
-      break;
-    }
-    port = port * 10 + static_cast<unsigned long>(c - '0');
-  }
-  if (port == 0 || port > 65535) {
-    return Error(StatusCode::InvalidArgument,
-                 "endpoint '" + ep.url + "' has an invalid port '" + std::string(port_text) + "'");
-  }
-  ep.port = static_cast<std::uint16_t>(port);
-  return ep;
-}
+SONIC_EXPORT Result<Endpoint> parse_endpoint(std::string_view url);
 
 /// One response on a stream (ModelStreamInfer): one of the answers to a request sent on it.
 struct StreamResponse {
@@ -243,81 +182,32 @@ using TransportFactory =
 
 /// The transports linked into this program, by URL scheme. Transport libraries add themselves
 /// when linked; users do not normally touch this.
-class TransportRegistry {
+class SONIC_EXPORT TransportRegistry {
  public:
   /// Registers (or replaces) the factory of a scheme.
-  void add(std::string scheme, TransportFactory factory) {
-    std::lock_guard<std::mutex> lock(mutex_);
-    factories_[std::move(scheme)] = std::move(factory);
-  }
+  void add(std::string scheme, TransportFactory factory);
 
   /// A transport for the endpoint; an unlinked scheme is an error naming the target to link.
   Result<std::unique_ptr<Transport>> create(const Endpoint& endpoint,
-                                            const ClientOptions& options) const {
-    TransportFactory factory;
-    {
-      std::lock_guard<std::mutex> lock(mutex_);
-      auto it = factories_.find(endpoint.scheme);
-      if (it != factories_.end()) factory = it->second;
-    }
-    if (!factory) {
-      return Error(StatusCode::InvalidArgument, "no transport for scheme '" + endpoint.scheme +
-                                                    "' in '" + endpoint.url +
-                                                    "': " + link_hint(endpoint.scheme));
-    }
-    return factory(endpoint, options);
-  }
+                                            const ClientOptions& options) const;
 
-  bool has(std::string_view scheme) const {
-    std::lock_guard<std::mutex> lock(mutex_);
-    return factories_.find(scheme) != factories_.end();
-  }
+  bool has(std::string_view scheme) const;
 
   /// Installs the system's name lookup; transport libraries, which have one, do this.
-  void set_resolver(Resolver resolver) {
-    std::lock_guard<std::mutex> lock(mutex_);
-    resolver_ = std::move(resolver);
-  }
+  void set_resolver(Resolver resolver);
   /// The system's name lookup; empty when no linked transport provides one.
-  Resolver resolver() const {
-    std::lock_guard<std::mutex> lock(mutex_);
-    return resolver_;
-  }
+  Resolver resolver() const;
 
  private:
-  static std::string link_hint(std::string_view scheme) {
-    if (scheme == "grpc" || scheme == "grpcs") return "link the CMake target sonic::grpc";
-    if (scheme == "grpc+shm") return "link the CMake target sonic::shm";
-    if (scheme == "tcp" || scheme == "tcp+zstd" || scheme == "tcp+tls" || scheme == "tcp+zstd+tls")
-      return "link the CMake target sonic::tcp";
-    return "known schemes are grpc, grpcs, grpc+shm, tcp, tcp+zstd, tcp+tls and tcp+zstd+tls";
-  }
-
   mutable std::mutex mutex_;
   std::map<std::string, TransportFactory, std::less<>> factories_;
   Resolver resolver_;
 };
 
 /// Whether `host` is an IP address literal (which is never looked up) rather than a name.
-inline bool is_ip_literal(std::string_view host) {
-  if (host.find(':') != std::string_view::npos) return true;  // IPv6
-  int dots = 0;
-  for (char c : host) {
-    if (c == '.') {
-      ++dots;
-    } else if (c < '0' || c > '9') {
-      return false;
-    }
-  }
-  return dots == 3;
-}
+SONIC_EXPORT bool is_ip_literal(std::string_view host);
 
-/// The program-wide registry: one instance in the whole process, whatever the number of
-/// translation units and shared libraries that use it (hence its default visibility, which
-/// makes every copy of this inline function share one object).
-SONIC_EXPORT inline TransportRegistry& transport_registry() {
-  static TransportRegistry registry;
-  return registry;
-}
+/// The program-wide registry: one instance in the whole process (it lives in sonic::client).
+SONIC_EXPORT TransportRegistry& transport_registry();
 
 }  // namespace sonic

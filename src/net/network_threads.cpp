@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "callback_clock.hpp"
-#include "sonic/detail/callback_host.hpp"
+#include "client/callback_host.hpp"
 
 namespace sonic::net {
 

@@ -1,5 +1,6 @@
-# cmake -P script: compiles each public header alone, then builds and runs a program that uses
-# the header-only API, all with only the include directory and the standard library.
+# cmake -P script: compiles each public header alone, with only the include directory and the
+# standard library, then builds and runs a program that uses the API, linked with LIBS (sonic's
+# client and executor libraries) alone.
 file(MAKE_DIRECTORY ${WORK_DIR})
 file(GLOB_RECURSE headers RELATIVE ${INCLUDE_DIR} ${INCLUDE_DIR}/sonic/*.hpp)
 set(flags -std=c++${STD} -Wall -Wextra -Wpedantic -Werror -I${INCLUDE_DIR})
@@ -13,13 +14,18 @@ foreach(header ${headers})
   endif()
 endforeach()
 list(LENGTH headers count)
-execute_process(COMMAND ${COMPILER} ${flags} ${PROGRAM} -pthread -o ${WORK_DIR}/standalone_program
-  RESULT_VARIABLE rc ERROR_VARIABLE err)
+set(link)
+foreach(lib ${LIBS})
+  get_filename_component(dir ${lib} DIRECTORY)
+  list(APPEND link ${lib} -Wl,-rpath,${dir})
+endforeach()
+execute_process(COMMAND ${COMPILER} ${flags} ${PROGRAM} ${link} -pthread
+  -o ${WORK_DIR}/standalone_program RESULT_VARIABLE rc ERROR_VARIABLE err)
 if(NOT rc EQUAL 0)
-  message(FATAL_ERROR "the header-only program does not build with the standard library alone:\n${err}")
+  message(FATAL_ERROR "the program does not build with sonic's libraries and the standard library alone:\n${err}")
 endif()
 execute_process(COMMAND ${WORK_DIR}/standalone_program RESULT_VARIABLE rc OUTPUT_VARIABLE out)
 if(NOT rc EQUAL 0)
-  message(FATAL_ERROR "the header-only program failed (${rc}): ${out}")
+  message(FATAL_ERROR "the program failed (${rc}): ${out}")
 endif()
 message(STATUS "${count} headers compile alone at C++${STD}; ${out}")

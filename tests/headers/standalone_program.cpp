@@ -1,5 +1,6 @@
-// Uses the header-only API (tensors, requests, the CPU executor) with no library but the
-// standard one. Exits non-zero when an answer is wrong.
+// Uses the API (tensors, requests, the CPU executor) with sonic's client and executor libraries
+// and the standard library alone. Exits non-zero when an answer is wrong.
+#include <sonic/executor.hpp>
 #include <sonic/sonic.hpp>
 
 #include <iostream>

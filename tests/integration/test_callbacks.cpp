@@ -16,6 +16,7 @@
 #include <thread>
 #include <vector>
 
+#include "client/callback_host.hpp"
 #include "eventually.hpp"
 #include "loopback_server.hpp"
 

@@ -23,6 +23,7 @@
 #include <thread>
 #include <vector>
 
+#include <sonic/executor.hpp>
 #include <sonic/sonic.hpp>
 
 #include "compression_checks.hpp"

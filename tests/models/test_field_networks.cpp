@@ -7,6 +7,7 @@
 #include <cstring>
 
 #include "reference_checks.hpp"
+#include "sonic/executor.hpp"
 #include "sonic/repository/repository.hpp"
 #include "sonic/server.hpp"
 #include "sonic/sonic.hpp"

@@ -3,6 +3,7 @@
 // own refusals passed on, and instances used by concurrent requests.
 #include <doctest/doctest.h>
 
+#include <atomic>
 #include <cmath>
 #include <cstring>
 #include <filesystem>

@@ -12,6 +12,7 @@
 #include <thread>
 
 #include "reference_checks.hpp"
+#include "sonic/executor.hpp"
 #include "sonic/repository/repository.hpp"
 #include "sonic/server.hpp"
 #include "sonic/sonic.hpp"

@@ -22,6 +22,7 @@
 #include <set>
 #include <sstream>
 
+#include "sonic/executor.hpp"
 #include "sonic/repository/repository.hpp"
 #include "sonic/server.hpp"
 #include "sonic/sonic.hpp"

@@ -1,7 +1,7 @@
 #include "fake_transport.hpp"
 
 #include <sonic/builtin_models.hpp>
-#include <sonic/detail/timer_queue.hpp>
+#include "client/timer_queue.hpp"
 
 #include <algorithm>
 #include <utility>

@@ -18,6 +18,7 @@
 #include <string>
 #include <vector>
 
+#include <sonic/executor.hpp>
 #include <sonic/sonic.hpp>
 
 namespace sonic::test {

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <sonic/builtin_models.hpp>
+#include <sonic/executor.hpp>
 #include <sonic/sonic.hpp>
 
 #include <algorithm>

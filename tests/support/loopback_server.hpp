@@ -4,6 +4,7 @@
 #pragma once
 
 #include <sonic/builtin_models.hpp>
+#include <sonic/executor.hpp>
 #include <sonic/server.hpp>
 #include <sonic/sonic.hpp>
 

@@ -1,6 +1,6 @@
 // Triton's classification extension (server src/classification.cc): the top k classes of an
 // output as BYTES "value:index[:label]", highest first, per batch row.
-#include "sonic/detail/classification.hpp"
+#include "executor/classification.hpp"
 
 #include <doctest/doctest.h>
 

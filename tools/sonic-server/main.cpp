@@ -2,6 +2,7 @@
 // Triton model repositories (ONNX, TorchScript), or sonic's built-in CPU models without one. The
 // reference server for tests, demos and benchmarks: a thin program over the server library.
 #include <sonic/builtin_models.hpp>
+#include <sonic/executor.hpp>
 #include <sonic/repository/repository.hpp>
 #include <sonic/repository/watch.hpp>
 #include <sonic/server.hpp>

@@ -2,6 +2,7 @@
 // `simple` request through sonic::Client over grpc://, grpc+shm://, tcp:// and tcp+zstd://.
 // Exits non-zero when anything is wrong.
 #include <sonic/builtin_models.hpp>
+#include <sonic/executor.hpp>
 #include <sonic/server.hpp>
 #include <sonic/sonic.hpp>
 

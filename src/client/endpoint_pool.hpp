@@ -16,7 +16,7 @@
 #include <utility>
 #include <vector>
 
-#include "sonic/detail/timer_queue.hpp"
+#include "client/timer_queue.hpp"
 #include "sonic/error.hpp"
 #include "sonic/options.hpp"
 #include "sonic/stats.hpp"

@@ -17,14 +17,15 @@
 #include <utility>
 #include <vector>
 
+#include "client/callback_host.hpp"
+#include "client/cancellable.hpp"
+#include "client/endpoint_pool.hpp"
+#include "client/thread_pool.hpp"
+#include "client/timer_queue.hpp"
 #include "sonic/cancel.hpp"
-#include "sonic/detail/callback_host.hpp"
-#include "sonic/detail/endpoint_pool.hpp"
 #include "sonic/detail/export.hpp"
-#include "sonic/detail/thread_pool.hpp"
-#include "sonic/detail/timer_queue.hpp"
 #include "sonic/error.hpp"
-#include "sonic/executor.hpp"
+#include "sonic/fallback.hpp"
 #include "sonic/metadata.hpp"
 #include "sonic/options.hpp"
 #include "sonic/request.hpp"
@@ -79,22 +80,33 @@ class ScopedCount {
 /// sonic reads the request's borrowed inputs any more. That one place keeps the contracts of
 /// Client: a callback never runs inside infer_async() or cancel() (whatever the transports do),
 /// and borrowed inputs are read until the callback runs, never after.
+/// How an outcome reaches its caller.
+enum class Delivery {
+  /// On whichever thread decides it, even inside submit(): a promise (futures, the blocking
+  /// API) does not mind.
+  Direct,
+  /// A user callback, where ClientOptions::callbacks says; never inside this request's
+  /// submit() or cancel().
+  Callback,
+};
+
 class ClientCore : public std::enable_shared_from_this<ClientCore> {
  public:
-  /// How an outcome reaches its caller.
-  enum class Delivery {
-    /// On whichever thread decides it, even inside submit(): a promise (futures, the blocking
-    /// API) does not mind.
-    Direct,
-    /// A user callback, where ClientOptions::callbacks says; never inside this request's
-    /// submit() or cancel().
-    Callback,
-  };
-
   /// One request on its way, across all of its attempts.
-  struct Flight {
-    Flight(InferRequest r, Deadline d, Callback<InferResult> cb, Delivery how)
-        : request(std::move(r)), deadline(d), done(std::move(cb)), delivery(how) {}
+  /// A RequestHandle cancels it through its client, if the client is still there.
+  struct Flight final : Cancellable, std::enable_shared_from_this<Flight> {
+    Flight(std::weak_ptr<ClientCore> c, InferRequest r, Deadline d, Callback<InferResult> cb,
+           Delivery how)
+        : core(std::move(c)),
+          request(std::move(r)),
+          deadline(d),
+          done(std::move(cb)),
+          delivery(how) {}
+    bool cancel() override {
+      auto client = core.lock();
+      return client && client->cancel(shared_from_this());
+    }
+    std::weak_ptr<ClientCore> core;
     InferRequest request;
     Deadline deadline;
     Callback<InferResult> done;
@@ -229,7 +241,8 @@ class ClientCore : public std::enable_shared_from_this<ClientCore> {
                                  Callback<InferResult> done, Delivery delivery) {
     counters_.requests.fetch_add(1, std::memory_order_relaxed);
     undelivered_.fetch_add(1, std::memory_order_relaxed);
-    auto flight = std::make_shared<Flight>(std::move(request), deadline, std::move(done), delivery);
+    auto flight = std::make_shared<Flight>(weak_from_this(), std::move(request), deadline,
+                                           std::move(done), delivery);
     flight->submitting = std::this_thread::get_id();
     start(flight);
     flight->submitting = std::thread::id();
@@ -308,7 +321,7 @@ class ClientCore : public std::enable_shared_from_this<ClientCore> {
   std::optional<std::int64_t> local_max_batch(const InferRequest& request) const {
     if (!local_model_serves(request)) return std::nullopt;
     auto model = options_.fallback->model(request.model_name(), request.model_version());
-    if (!model && options_.fallback->load_model(request.model_name()).ok()) {
+    if (!model && options_.fallback->load_model(request.model_name(), {}).ok()) {
       model = options_.fallback->model(request.model_name(), request.model_version());
     }
     if (!model) return std::nullopt;
@@ -600,7 +613,8 @@ class ClientCore : public std::enable_shared_from_this<ClientCore> {
       Clock::time_point at;
       {
         std::lock_guard<std::mutex> lock(mutex_);
-        at = Clock::now() + options_.retry.backoff(flight->attempts + 1, random_);
+        const double draw = std::uniform_real_distribution<double>(0.0, 1.0)(random_);
+        at = Clock::now() + options_.retry.backoff(flight->attempts + 1, draw);
       }
       if (try_later(flight, at)) return;
     }

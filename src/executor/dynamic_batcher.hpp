@@ -18,45 +18,12 @@
 #include <variant>
 #include <vector>
 
+#include "sonic/batching.hpp"
 #include "sonic/detail/unique_function.hpp"
 #include "sonic/request.hpp"
 #include "sonic/transport.hpp"
 
-namespace sonic {
-
-/// What happens to the requests waiting in one queue of a batching model (Triton's
-/// ModelQueuePolicy).
-struct QueuePolicy {
-  /// A request that waited past its timeout is rejected (UNAVAILABLE, "Request timeout
-  /// expired"), or with `delay_expired` (Triton's DELAY) kept and served after the requests of
-  /// its queue still in time.
-  bool delay_expired = false;
-  /// How long a request may wait; 0: as long as it takes.
-  std::chrono::microseconds default_timeout{0};
-  /// A request's own "timeout" parameter (InferRequest::server_timeout) replaces the default.
-  bool allow_timeout_override = false;
-  /// Requests waiting at most; more are refused (UNAVAILABLE, "Exceeds maximum queue size").
-  /// 0: no bound but the server's memory budget.
-  std::uint32_t max_queue_size = 0;
-};
-
-/// When to merge a model's requests (Triton's ModelDynamicBatching): a batch runs as soon as it
-/// reaches the model's max_batch_size or one of the preferred sizes, or once its oldest request
-/// has waited max_queue_delay (0: at once, merging only what arrived while the model was busy).
-/// With priority_levels, each level has its own queue and a batch takes from the highest
-/// (level 1) first.
-struct DynamicBatching {
-  std::vector<std::int64_t> preferred_batch_sizes;
-  std::chrono::microseconds max_queue_delay{0};
-  /// 0: one queue, every request alike. N: requests' "priority" parameter (1 is the highest)
-  /// chooses one of N queues; 0, or a priority past N, means default_priority_level.
-  std::uint64_t priority_levels = 0;
-  std::uint64_t default_priority_level = 0;
-  QueuePolicy default_queue_policy;
-  std::map<std::uint64_t, QueuePolicy> priority_queue_policy;  ///< by level; others: the default
-};
-
-namespace detail {
+namespace sonic::detail {
 
 /// The first dimension of a request's inputs: its batch, or -1 when the inputs have none or
 /// disagree (such a request runs alone).
@@ -376,5 +343,4 @@ class DynamicBatcher : public std::enable_shared_from_this<DynamicBatcher> {
   State state_;
 };
 
-}  // namespace detail
-}  // namespace sonic
+}  // namespace sonic::detail

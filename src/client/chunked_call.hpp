@@ -15,9 +15,9 @@
 #include <utility>
 #include <vector>
 
-#include "sonic/detail/batch_rows.hpp"
-#include "sonic/detail/cancellable.hpp"
-#include "sonic/detail/client_core.hpp"
+#include "client/batch_rows.hpp"
+#include "client/cancellable.hpp"
+#include "client/client_core.hpp"
 #include "sonic/error.hpp"
 #include "sonic/options.hpp"
 #include "sonic/request.hpp"
@@ -32,7 +32,7 @@ namespace sonic::detail {
 class ChunkedCall final : public Cancellable, public std::enable_shared_from_this<ChunkedCall> {
  public:
   ChunkedCall(std::shared_ptr<ClientCore> core, InferRequest request, Deadline deadline,
-              ChunkOptions options, Callback<InferResult> done, ClientCore::Delivery delivery)
+              ChunkOptions options, Callback<InferResult> done, Delivery delivery)
       : core_(std::move(core)),
         request_(std::move(request)),
         deadline_(deadline),
@@ -186,7 +186,7 @@ class ChunkedCall final : public Cancellable, public std::enable_shared_from_thi
             [self = shared_from_this(), index](Result<InferResult> result) {
               self->on_chunk(index, std::move(result));
             },
-            ClientCore::Delivery::Direct);
+            Delivery::Direct);
         lock.lock();
         auto it = in_flight_.find(index);
         if (it == in_flight_.end()) continue;  // answered inside submit()
@@ -300,7 +300,7 @@ class ChunkedCall final : public Cancellable, public std::enable_shared_from_thi
   const Deadline deadline_;
   ChunkOptions options_;
   Callback<InferResult> done_;
-  const ClientCore::Delivery delivery_;
+  const Delivery delivery_;
   // The threads inside start() and cancel(), where the callback must not run.
   std::atomic<std::thread::id> starting_{}, cancelling_{};
 

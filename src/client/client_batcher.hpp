@@ -14,10 +14,10 @@
 #include <utility>
 #include <vector>
 
-#include "sonic/detail/batch_rows.hpp"
-#include "sonic/detail/cancellable.hpp"
-#include "sonic/detail/client_core.hpp"
-#include "sonic/detail/timer_queue.hpp"
+#include "client/batch_rows.hpp"
+#include "client/cancellable.hpp"
+#include "client/client_core.hpp"
+#include "client/timer_queue.hpp"
 #include "sonic/error.hpp"
 #include "sonic/options.hpp"
 #include "sonic/request.hpp"
@@ -30,7 +30,7 @@ class ModelBatcher;
 /// A caller's request inside client-side batching, from infer_async to its callback.
 struct BatchedPart final : Cancellable, std::enable_shared_from_this<BatchedPart> {
   BatchedPart(std::weak_ptr<ModelBatcher> b, InferRequest r, Deadline d, Callback<InferResult> cb,
-              ClientCore::Delivery how, std::int64_t n)
+              Delivery how, std::int64_t n)
       : batcher(std::move(b)),
         request(std::move(r)),
         deadline(d),
@@ -43,7 +43,7 @@ struct BatchedPart final : Cancellable, std::enable_shared_from_this<BatchedPart
   InferRequest request;
   Deadline deadline;
   Callback<InferResult> done;
-  ClientCore::Delivery delivery;       // as the caller's call asked (a future: Direct)
+  Delivery delivery;                   // as the caller's call asked (a future: Direct)
   std::int64_t rows;                   // of the merged request: its batch, or 1 when ragged
   std::atomic<bool> completed{false};  // its outcome is decided
   std::mutex mutex;                    // orders a cancel() against send_alone(); guards `alone`
@@ -87,7 +87,7 @@ class ModelBatcher : public std::enable_shared_from_this<ModelBatcher> {
 
   /// Queues a request that rows_for() accepted; `done` runs once, as `delivery` says.
   std::shared_ptr<BatchedPart> add(InferRequest request, Deadline deadline,
-                                   Callback<InferResult> done, ClientCore::Delivery delivery,
+                                   Callback<InferResult> done, Delivery delivery,
                                    std::int64_t rows) {
     ScopedCount inside(callers_calls());
     core_->expect_outcome();
@@ -306,7 +306,7 @@ class ModelBatcher : public std::enable_shared_from_this<ModelBatcher> {
         [self = shared_from_this(), parts, rows](Result<InferResult> result) {
           self->answer(*parts, rows, std::move(result));
         },
-        ClientCore::Delivery::Direct);
+        Delivery::Direct);
   }
 
   // The merged request's outcome, handed to each part; runs wherever it was decided.
@@ -351,7 +351,7 @@ class ModelBatcher : public std::enable_shared_from_this<ModelBatcher> {
       own.set_executed_on(merged.executed_on());
       own.timing() = merged.timing();
       if (part->completed.exchange(true)) continue;  // cancelled meanwhile
-      if (part->delivery == ClientCore::Delivery::Direct) {
+      if (part->delivery == Delivery::Direct) {
         deliver(*part, std::move(own));
       } else {
         handoffs.push_back({std::move(part->done), std::move(own)});
@@ -397,7 +397,7 @@ class ModelBatcher : public std::enable_shared_from_this<ModelBatcher> {
         [self = shared_from_this(), part](Result<InferResult> result) {
           self->complete(*part, std::move(result));
         },
-        ClientCore::Delivery::Direct);
+        Delivery::Direct);
   }
 
   // Decides a part's outcome unless it was decided; true when this call did.

@@ -1,0 +1,97 @@
+// sonic — a model as the CPU executor runs it (its metadata and the function that computes it),
+// and where an executor finds models it was not given (ModelSource: a model repository).
+#pragma once
+
+#include <algorithm>
+#include <functional>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "sonic/batching.hpp"
+#include "sonic/error.hpp"
+#include "sonic/metadata.hpp"
+#include "sonic/request.hpp"
+
+namespace sonic {
+
+/// Computes a model's outputs from a validated request. It may run on several threads at once.
+/// Returned tensors should own their bytes (Tensor::from_vector); an Error becomes the
+/// request's error.
+using ModelFunction = std::function<Result<std::vector<NamedTensor>>(const InferRequest&)>;
+
+/// Hands one response of a decoupled model to whoever asked: the outputs of that response.
+using ResponseSink = std::function<void(std::vector<NamedTensor> outputs)>;
+
+/// Computes a decoupled model (Triton's decoupled transaction policy): any number of responses
+/// to one request, none included, each given to `respond` as soon as it is made. Returns once
+/// the last one was given, or an Error (the request's error; no response follows it). It may
+/// run on several threads at once.
+using DecoupledFunction =
+    std::function<Result<void>(const InferRequest& request, const ResponseSink& respond)>;
+
+/// A model the executor can run: its metadata plus the function that computes it: `compute`
+/// (one response per request), or `decoupled` (any number).
+struct Model {
+  std::string name;
+  std::string version = "1";
+  std::string platform = "sonic_cpu";
+  int max_batch_size = 0;  ///< 0: no batch dimension is implied
+  std::vector<TensorMetadata> inputs;
+  std::vector<TensorMetadata> outputs;
+  /// Inputs a request may leave out (Triton's `optional: true`), named as in `inputs`: the
+  /// model's function gets only those the request sent. The others are required.
+  std::vector<std::string> optional_inputs;
+  ModelFunction compute;
+  DecoupledFunction decoupled;
+  /// Merge concurrent requests into one execution (needs max_batch_size > 0 and `compute`):
+  /// the executor's asynchronous calls queue them; infer() still runs one at once.
+  std::optional<DynamicBatching> dynamic_batching;
+  /// A stateful model (needs `compute`; not with dynamic_batching): requests carry a sequence
+  /// id, each sequence's requests run one at a time in the order they came, and the model
+  /// gets the control and state inputs named here besides the request's own (see
+  /// SequenceBatching). `inputs` and `outputs` list what clients send and get, not those.
+  std::optional<SequenceBatching> sequence_batching;
+  /// Executions at once when batching (Triton's instance_group count): the runners that form
+  /// and run batches. The model's function itself may limit how many run at once too.
+  int instances = 1;
+  /// The labels of an output's classes, by output name (Triton's label_filename: line i names
+  /// class i), for requests that ask for the output's top classes ("classification").
+  std::map<std::string, std::vector<std::string>> labels;
+  /// The model's configuration as its repository gives it (a serialized inference.ModelConfig,
+  /// proto/model_config.proto), reported by the ModelConfig call; empty: the server derives
+  /// one from the fields above.
+  std::string config;
+
+  bool is_decoupled() const noexcept { return static_cast<bool>(decoupled); }
+  bool is_optional_input(const std::string& input) const {
+    return std::find(optional_inputs.begin(), optional_inputs.end(), input) !=
+           optional_inputs.end();
+  }
+  ModelMetadata metadata() const { return {name, {version}, platform, inputs, outputs}; }
+};
+
+/// Where an executor finds the models it was not given: a model repository
+/// (sonic::repository implements it). Called from any thread, never under the executor's lock.
+class ModelSource {
+ public:
+  virtual ~ModelSource() = default;
+  /// The models it can load, sorted.
+  virtual std::vector<std::string> model_names() const = 0;
+  /// Reads and prepares a model: may take long (files, a network's graph); an Error says why
+  /// the model cannot be served (the file, the line, what to fix). A non-empty `config_json`
+  /// replaces the model's own configuration for this load (Triton's RepositoryModelLoad
+  /// "config" parameter: a ModelConfig as JSON).
+  virtual Result<Model> load(const std::string& name, const std::string& config_json) const = 0;
+  /// Every version of the model to serve at once (its version policy's choice), the default
+  /// one (the highest) last; the same errors as load(). The executor loads models with this.
+  virtual Result<std::vector<Model>> load_versions(const std::string& name,
+                                                   const std::string& config_json) const {
+    auto model = load(name, config_json);
+    if (!model) return model.error();
+    return std::vector<Model>{std::move(*model)};
+  }
+};
+
+}  // namespace sonic
