@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "sonic/compression.hpp"
+#include "sonic/detail/export.hpp"
 #include "sonic/error.hpp"
 #include "sonic/tensor.hpp"
 
@@ -38,24 +39,18 @@ struct RequestedOutput {
 /// One inference call: a model, its input tensors, and options. Built fluently:
 ///   InferRequest("simple").input("INPUT0", Tensor::view(a, {1, 16})).timeout(50ms)
 /// A request holds its tensors by value; borrowed tensors must stay valid until it completes.
-class InferRequest {
+class SONIC_EXPORT InferRequest {
  public:
   explicit InferRequest(std::string model, std::string version = {})
       : model_(std::move(model)), version_(std::move(version)) {}
 
   /// Adds an input tensor.
-  InferRequest& input(std::string name, Tensor tensor, Parameters parameters = {}) & {
-    inputs_.push_back({std::move(name), std::move(tensor), std::move(parameters)});
-    return *this;
-  }
+  InferRequest& input(std::string name, Tensor tensor, Parameters parameters = {}) &;
   InferRequest&& input(std::string name, Tensor tensor, Parameters parameters = {}) && {
     return std::move(input(std::move(name), std::move(tensor), std::move(parameters)));
   }
   /// Asks for one output by name (repeat for several); without any, all outputs come back.
-  InferRequest& output(std::string name, Parameters parameters = {}) & {
-    outputs_.push_back({std::move(name), std::move(parameters)});
-    return *this;
-  }
+  InferRequest& output(std::string name, Parameters parameters = {}) &;
   InferRequest&& output(std::string name, Parameters parameters = {}) && {
     return std::move(output(std::move(name), std::move(parameters)));
   }
@@ -74,10 +69,7 @@ class InferRequest {
   }
   InferRequest&& id(std::string request_id) && { return std::move(id(std::move(request_id))); }
   /// A request parameter (priority, sequence_id, ... or model-specific ones).
-  InferRequest& parameter(std::string name, Parameter value) & {
-    parameters_[std::move(name)] = std::move(value);
-    return *this;
-  }
+  InferRequest& parameter(std::string name, Parameter value) &;
   InferRequest&& parameter(std::string name, Parameter value) && {
     return std::move(parameter(std::move(name), std::move(value)));
   }
@@ -99,17 +91,11 @@ class InferRequest {
     return std::move(sequence(std::move(id), start, end));
   }
   /// Scheduling priority: 1 is the highest; 0 leaves the model's default.
-  InferRequest& priority(std::uint64_t level) & {
-    parameters_["priority"] = level;
-    return *this;
-  }
+  InferRequest& priority(std::uint64_t level) &;
   InferRequest&& priority(std::uint64_t level) && { return std::move(priority(level)); }
   /// How long the server may hold this request before running it (Triton's "timeout"
   /// parameter). Unlike timeout(), it does not bound the client's wait.
-  InferRequest& server_timeout(std::chrono::microseconds limit) & {
-    parameters_["timeout"] = static_cast<std::int64_t>(limit.count());
-    return *this;
-  }
+  InferRequest& server_timeout(std::chrono::microseconds limit) &;
   InferRequest&& server_timeout(std::chrono::microseconds limit) && {
     return std::move(server_timeout(limit));
   }
@@ -123,12 +109,7 @@ class InferRequest {
   InferRequest&& timeout(std::chrono::microseconds limit) && { return std::move(timeout(limit)); }
   /// Copies the bytes of borrowed inputs into the request (owned ones are shared, not copied),
   /// so that it no longer reads the caller's memory.
-  InferRequest& own_inputs() & {
-    for (auto& in : inputs_) {
-      if (in.tensor.borrowed()) in.tensor = in.tensor.to_owned();
-    }
-    return *this;
-  }
+  InferRequest& own_inputs() &;
   InferRequest&& own_inputs() && { return std::move(own_inputs()); }
   /// How this request's message is compressed over gRPC, instead of ClientOptions::compression.
   InferRequest& compression(Compression how) & {
@@ -137,10 +118,7 @@ class InferRequest {
   }
   InferRequest&& compression(Compression how) && { return std::move(compression(how)); }
   /// A metadata header sent with this request only (lower-case name; "-bin" names carry binary).
-  InferRequest& header(std::string name, std::string value) & {
-    headers_.emplace_back(std::move(name), std::move(value));
-    return *this;
-  }
+  InferRequest& header(std::string name, std::string value) &;
   InferRequest&& header(std::string name, std::string value) && {
     return std::move(header(std::move(name), std::move(value)));
   }
@@ -148,17 +126,7 @@ class InferRequest {
   /// A copy of this request with other inputs; everything else (model, id, outputs,
   /// parameters, timeout, compression, headers) stays. For requests made of parts of others:
   /// chunks of a large batch, requests merged into one.
-  InferRequest with_inputs(std::vector<NamedTensor> inputs) const {
-    InferRequest copy(model_, version_);
-    copy.id_ = id_;
-    copy.inputs_ = std::move(inputs);
-    copy.outputs_ = outputs_;
-    copy.parameters_ = parameters_;
-    copy.timeout_ = timeout_;
-    copy.compression_ = compression_;
-    copy.headers_ = headers_;
-    return copy;
-  }
+  InferRequest with_inputs(std::vector<NamedTensor> inputs) const;
 
   const std::string& model_name() const noexcept { return model_; }
   const std::string& model_version() const noexcept { return version_; }
@@ -181,12 +149,7 @@ class InferRequest {
   }
 
  private:
-  InferRequest& sequence_flags(Parameter id, bool start, bool end) {
-    parameters_["sequence_id"] = std::move(id);
-    parameters_["sequence_start"] = start;
-    parameters_["sequence_end"] = end;
-    return *this;
-  }
+  InferRequest& sequence_flags(Parameter id, bool start, bool end);
 
   std::string model_;
   std::string version_;
@@ -223,7 +186,7 @@ enum class ExecutedOn : std::uint8_t {
 
 /// The answer to an InferRequest. Output tensors are views into the received message (no copy);
 /// they stay valid as long as any copy of this result or of the tensor lives.
-class InferResult {
+class SONIC_EXPORT InferResult {
  public:
   InferResult() = default;
   InferResult(std::string model, std::string version, std::string id,
@@ -240,9 +203,7 @@ class InferResult {
   const std::string& request_id() const noexcept { return id_; }
   const Parameters& parameters() const noexcept { return parameters_; }
   /// Sets a response parameter (a server's, such as Triton's triton_final_response).
-  void set_parameter(std::string name, Parameter value) {
-    parameters_[std::move(name)] = std::move(value);
-  }
+  void set_parameter(std::string name, Parameter value);
   const std::vector<NamedTensor>& outputs() const noexcept { return outputs_; }
   ExecutedOn executed_on() const noexcept { return executed_on_; }
   void set_executed_on(ExecutedOn where) noexcept { executed_on_ = where; }
@@ -259,13 +220,7 @@ class InferResult {
     return nullptr;
   }
   /// The output of that name; throws sonic::Error(NotFound) listing the outputs present.
-  const Tensor& output(std::string_view name) const {
-    if (const NamedTensor* out = find_output(name)) return out->tensor;
-    std::string present;
-    for (const auto& out : outputs_) present += (present.empty() ? "" : ", ") + out.name;
-    throw Error(StatusCode::NotFound, "result of model '" + model_ + "' has no output '" +
-                                          std::string(name) + "' (outputs: " + present + ")");
-  }
+  const Tensor& output(std::string_view name) const;
   /// The elements of the output of that name as T: output(name).as<T>(), with errors that name
   /// the output and the model ("output 'OUTPUT0' of model 'simple': cannot read an INT32 ...").
   template <typename T>

@@ -8,6 +8,7 @@
 #include <string_view>
 #include <vector>
 
+#include "sonic/detail/export.hpp"
 #include "sonic/error.hpp"
 
 namespace sonic {
@@ -42,7 +43,7 @@ struct EndpointStats {
 };
 
 /// Cumulative counters of a client.
-struct ClientStats {
+struct SONIC_EXPORT ClientStats {
   /// Requests sent through the client's request path (infer / infer_async / infer_future):
   /// a merged request of client-side batching counts once, a chunk of infer_chunked once each.
   std::uint64_t requests = 0;
@@ -66,59 +67,7 @@ struct ClientStats {
   std::vector<EndpointStats> endpoints;
 
   /// The counters as one JSON object (failure codes by name, endpoints as an array).
-  std::string to_json() const {
-    std::string out = "{";
-    auto field = [&out](std::string_view name, std::uint64_t value, bool comma = true) {
-      out += '"';
-      out += name;
-      out += "\":" + std::to_string(value);
-      if (comma) out += ',';
-    };
-    field("requests", requests);
-    field("batched_requests", batched_requests);
-    field("merged_requests", merged_requests);
-    field("succeeded", succeeded);
-    field("failed", failed);
-    field("retries", retries);
-    field("fallbacks", fallbacks);
-    field("slow_callbacks", slow_callbacks);
-    field("callback_exceptions", callback_exceptions);
-    out += "\"failures_by_code\":{";
-    bool first = true;
-    for (std::size_t code = 0; code < failures_by_code.size(); ++code) {
-      if (failures_by_code[code] == 0) continue;
-      if (!first) out += ',';
-      first = false;
-      out += '"';
-      out += to_string(static_cast<StatusCode>(code));
-      out += "\":" + std::to_string(failures_by_code[code]);
-    }
-    out += "},\"endpoints\":[";
-    for (std::size_t i = 0; i < endpoints.size(); ++i) {
-      const EndpointStats& e = endpoints[i];
-      if (i) out += ',';
-      out += "{\"url\":\"" + escape(e.url) + "\",\"healthy\":" + (e.healthy ? "true," : "false,");
-      field("outstanding", e.outstanding);
-      field("attempts", e.attempts);
-      field("successes", e.successes);
-      field("failures", e.failures);
-      field("ejections", e.ejections);
-      field("latency_ns", e.latency_ns, false);
-      out += '}';
-    }
-    return out + "]}";
-  }
-
- private:
-  static std::string escape(const std::string& text) {
-    std::string out;
-    for (char c : text) {
-      if (c == '"' || c == '\\') out += '\\';
-      if (static_cast<unsigned char>(c) < 0x20) continue;  // URLs carry no control characters
-      out += c;
-    }
-    return out;
-  }
+  std::string to_json() const;
 };
 
 }  // namespace sonic

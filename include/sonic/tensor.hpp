@@ -11,6 +11,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "sonic/detail/export.hpp"
 #include "sonic/error.hpp"
 
 namespace sonic {
@@ -216,14 +217,7 @@ inline std::optional<std::size_t> element_count(const Shape& shape) noexcept {
 }
 
 /// "[1,16]": how shapes appear in error messages.
-inline std::string to_string(const Shape& shape) {
-  std::string text = "[";
-  for (std::size_t i = 0; i < shape.size(); ++i) {
-    if (i) text += ',';
-    text += std::to_string(shape[i]);
-  }
-  return text + "]";
-}
+SONIC_EXPORT std::string to_string(const Shape& shape);
 
 /// A read-only, bounds-aware view of contiguous elements (a C++17 stand-in for std::span).
 template <typename T>
@@ -275,35 +269,15 @@ std::vector<std::uint8_t> encode_bytes_elements(const Strings& strings) {
 
 /// Splits serialised BYTES elements into views; fails on a length that runs past the end or on
 /// trailing bytes, which is how a lying or truncated tensor shows.
-inline Result<std::vector<std::string_view>> decode_bytes_elements(const std::uint8_t* data,
-                                                                   std::size_t size) {
-  std::vector<std::string_view> items;
-  std::size_t pos = 0;
-  while (pos < size) {
-    if (size - pos < 4) {
-      return Error(StatusCode::InvalidArgument, "BYTES tensor ends inside an element length");
-    }
-    std::uint32_t n = static_cast<std::uint32_t>(data[pos]) |
-                      static_cast<std::uint32_t>(data[pos + 1]) << 8 |
-                      static_cast<std::uint32_t>(data[pos + 2]) << 16 |
-                      static_cast<std::uint32_t>(data[pos + 3]) << 24;
-    pos += 4;
-    if (n > size - pos) {
-      return Error(StatusCode::InvalidArgument, "BYTES element of " + std::to_string(n) +
-                                                    " bytes runs past the end of its tensor");
-    }
-    items.emplace_back(reinterpret_cast<const char*>(data + pos), n);
-    pos += n;
-  }
-  return items;
-}
+SONIC_EXPORT Result<std::vector<std::string_view>> decode_bytes_elements(const std::uint8_t* data,
+                                                                         std::size_t size);
 
 }  // namespace detail
 
 /// A typed, shaped block of bytes. The bytes are either owned (kept alive by the tensor, shared
 /// cheaply between copies) or borrowed from the caller, who then keeps them valid and unchanged
 /// until the request that carries them has completed. Copying a Tensor never copies its bytes.
-class Tensor {
+class SONIC_EXPORT Tensor {
  public:
   /// An empty FP32 tensor of shape [0].
   Tensor() : shape_{0} {}
@@ -369,11 +343,7 @@ class Tensor {
     return Tensor(datatype_of<T>, std::move(shape), bytes, size, std::move(owner));
   }
   /// Copies raw bytes in the wire layout.
-  static Tensor copy_bytes(DataType type, Shape shape, const void* data, std::size_t byte_size) {
-    const auto* begin = static_cast<const std::uint8_t*>(data);
-    auto owner = std::make_shared<std::vector<std::uint8_t>>(begin, begin + byte_size);
-    return owning(type, std::move(shape), std::move(owner));
-  }
+  static Tensor copy_bytes(DataType type, Shape shape, const void* data, std::size_t byte_size);
   /// A BYTES tensor holding the given strings (serialised once, owned).
   template <typename Strings>
   static Tensor from_strings(const Strings& strings, Shape shape) {
@@ -396,38 +366,10 @@ class Tensor {
   bool borrowed() const noexcept { return owner_ == nullptr && size_ != 0; }
 
   /// A copy that owns its bytes (returns *this when it already does).
-  Tensor to_owned() const {
-    if (!borrowed()) return *this;
-    return copy_bytes(dtype_, shape_, data_, size_);
-  }
+  Tensor to_owned() const;
 
   /// Checks that the bytes fit the shape and datatype; the error says what differs.
-  Result<void> check() const {
-    auto count = element_count(shape_);
-    if (!count) {
-      return Error(StatusCode::InvalidArgument,
-                   "shape " + to_string(shape_) + " has a negative dimension or is too large");
-    }
-    if (dtype_ == DataType::Bytes) {
-      auto items = detail::decode_bytes_elements(data_, size_);
-      if (!items) return items.error();
-      if (items->size() != *count) {
-        return Error(StatusCode::InvalidArgument,
-                     "BYTES tensor holds " + std::to_string(items->size()) +
-                         " elements but its shape " + to_string(shape_) + " needs " +
-                         std::to_string(*count));
-      }
-      return {};
-    }
-    std::size_t expected = *count * element_size(dtype_);
-    if (expected / element_size(dtype_) != *count || expected != size_) {
-      return Error(StatusCode::InvalidArgument, std::string(to_string(dtype_)) +
-                                                    " tensor of shape " + to_string(shape_) +
-                                                    " needs " + std::to_string(expected) +
-                                                    " bytes but has " + std::to_string(size_));
-    }
-    return {};
-  }
+  Result<void> check() const;
 
   /// The elements as T. Throws sonic::Error(InvalidArgument) when T is not this tensor's
   /// datatype or the byte size does not fit the shape.
@@ -446,29 +388,13 @@ class Tensor {
   }
 
   /// The elements of a BYTES tensor as views into its bytes (valid while the tensor lives).
-  std::vector<std::string_view> string_views() const {
-    if (dtype_ != DataType::Bytes) {
-      throw Error(StatusCode::InvalidArgument, type_mismatch("strings"));
-    }
-    check().value();
-    return detail::decode_bytes_elements(data_, size_).value();
-  }
+  std::vector<std::string_view> string_views() const;
   /// The elements of a BYTES tensor, copied into strings.
-  std::vector<std::string> to_strings() const {
-    auto views = string_views();
-    return std::vector<std::string>(views.begin(), views.end());
-  }
+  std::vector<std::string> to_strings() const;
 
  private:
   // "cannot read an INT32 tensor as FP32: read it as std::int32_t".
-  std::string type_mismatch(const char* asked) const {
-    std::string name = to_string(dtype_);
-    bool vowel = name[0] == 'I' || name[0] == 'U';  // INT*, UINT*: "an"
-    return std::string("cannot read ") + (vowel ? "an " : "a ") + name + " tensor as " + asked +
-           ": read it " +
-           (dtype_ == DataType::Bytes ? std::string("with string_views() or to_strings()")
-                                      : std::string("as ") + element_type_name(dtype_));
-  }
+  std::string type_mismatch(const char* asked) const;
 
   // Reads the vector's address before the pointer moves into the tensor (argument evaluation
   // order is unspecified, so this cannot be one call).

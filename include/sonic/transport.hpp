@@ -71,9 +71,9 @@ struct StreamResponse {
 /// the transport's threads, one at a time and in the order the server sent the responses.
 /// Thread-safe. Destroying it cancels the call unless it ended, and returns once its `done`
 /// has run.
-class TransportStream {
+class SONIC_EXPORT TransportStream {
  public:
-  virtual ~TransportStream() = default;
+  virtual ~TransportStream();
   /// Sends a request on the stream. The transport keeps what it needs of it (borrowed inputs
   /// are copied). FAILED_PRECONDITION once the stream was closed or ended.
   virtual Result<void> send(InferRequest request) = 0;
@@ -96,9 +96,9 @@ class TransportStream {
 /// - destroying the transport completes every outstanding call with CANCELLED before the
 ///   destructor returns.
 /// Every function is thread-safe.
-class Transport {
+class SONIC_EXPORT Transport {
  public:
-  virtual ~Transport() = default;
+  virtual ~Transport();
 
   /// Sends an inference request. `request` is the caller's, and stays valid and unchanged
   /// until `done` has been called (a Client keeps it with the request it is an attempt of), so
@@ -141,26 +141,13 @@ class Transport {
 
   /// The server's models and their states (RepositoryIndex); `ready_only`: READY ones only.
   virtual void repository_index_async(bool ready_only, Deadline deadline,
-                                      Callback<std::vector<ModelIndex>> done) {
-    (void)ready_only;
-    (void)deadline;
-    done(Error(StatusCode::Unimplemented, "this transport has no model repository calls"));
-  }
+                                      Callback<std::vector<ModelIndex>> done);
   /// Loads (or reloads) a model (RepositoryModelLoad); `config_json`, unless empty, is the
   /// model configuration to load it with (Triton's "config" parameter). `done` gets true.
   virtual void load_model_async(std::string model, std::string config_json, Deadline deadline,
-                                Callback<bool> done) {
-    (void)model;
-    (void)config_json;
-    (void)deadline;
-    done(Error(StatusCode::Unimplemented, "this transport has no model repository calls"));
-  }
+                                Callback<bool> done);
   /// Unloads a model (RepositoryModelUnload). `done` gets true.
-  virtual void unload_model_async(std::string model, Deadline deadline, Callback<bool> done) {
-    (void)model;
-    (void)deadline;
-    done(Error(StatusCode::Unimplemented, "this transport has no model repository calls"));
-  }
+  virtual void unload_model_async(std::string model, Deadline deadline, Callback<bool> done);
 
   /// Opens a ModelStreamInfer call: requests sent on it are answered through `on_response`,
   /// then `done` gets how the call ended (OK once the client closed its side and the server
@@ -168,12 +155,7 @@ class Transport {
   /// Neither runs inside this call. A transport without streams answers UNIMPLEMENTED. The
   /// stream holds what it needs (connection, buffers), not the transport: it may outlive it.
   virtual Result<std::unique_ptr<TransportStream>> open_stream(
-      Deadline deadline, std::function<void(StreamResponse)> on_response, Callback<void> done) {
-    (void)deadline;
-    (void)on_response;
-    (void)done;
-    return Error(StatusCode::Unimplemented, "this transport has no streams (ModelStreamInfer)");
-  }
+      Deadline deadline, std::function<void(StreamResponse)> on_response, Callback<void> done);
 };
 
 /// Makes a transport for an endpoint; returns an Error for a URL it cannot serve.

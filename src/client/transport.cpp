@@ -95,6 +95,28 @@ bool is_ip_literal(std::string_view host) {
   return dots == 3;
 }
 
+TransportStream::~TransportStream() = default;
+
+Transport::~Transport() = default;
+
+void Transport::repository_index_async(bool, Deadline, Callback<std::vector<ModelIndex>> done) {
+  done(Error(StatusCode::Unimplemented, "this transport has no model repository calls"));
+}
+
+void Transport::load_model_async(std::string, std::string, Deadline, Callback<bool> done) {
+  done(Error(StatusCode::Unimplemented, "this transport has no model repository calls"));
+}
+
+void Transport::unload_model_async(std::string, Deadline, Callback<bool> done) {
+  done(Error(StatusCode::Unimplemented, "this transport has no model repository calls"));
+}
+
+Result<std::unique_ptr<TransportStream>> Transport::open_stream(Deadline,
+                                                                std::function<void(StreamResponse)>,
+                                                                Callback<void>) {
+  return Error(StatusCode::Unimplemented, "this transport has no streams (ModelStreamInfer)");
+}
+
 void TransportRegistry::add(std::string scheme, TransportFactory factory) {
   std::lock_guard<std::mutex> lock(mutex_);
   factories_[std::move(scheme)] = std::move(factory);
