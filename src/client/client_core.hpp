@@ -38,9 +38,8 @@ namespace sonic::detail {
 // Whether the current thread is running a completion callback of sonic's, and which kind, for
 // what must not happen there: blocking calls inside an inline callback (the thread would stall,
 // or wait for itself), and a client's destruction waiting for the very thread that runs it.
-/// Per-thread depth counters. Default visibility: every library and program that includes this
-/// shares one counter per thread, so that a callback started by code in one library is seen by
-/// code in another.
+/// Per-thread depth counters, one of each per thread in the process: sonic::client holds them,
+/// with default visibility, so that a plugin built with hidden visibility shares them too.
 struct CallbackContext {
   /// Callbacks of any kind running on this thread (inline or on a callback thread).
   SONIC_EXPORT static int& callbacks() {
