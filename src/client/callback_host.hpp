@@ -1,10 +1,18 @@
 // sonic — a network thread's offer to run completion callbacks itself, after its I/O.
 #pragma once
 
+#include <chrono>
+
 #include "sonic/detail/export.hpp"
 #include "sonic/detail/unique_function.hpp"
 
 namespace sonic::detail {
+
+/// The "short budget" below, one figure for both sides: how often a host's watcher looks at a
+/// thread that runs a callback (seen running at two looks in a row, the callback has held the
+/// thread one to two ticks, and its connections move), and how long a client's callbacks may
+/// take to count as quick once it has moved them to the callback threads.
+inline constexpr std::chrono::microseconds kCallbackTick{1000};
 
 /// A thread that completes requests (a network thread) and can run their callbacks once it is
 /// done with its sockets for the moment, instead of waking a callback thread for each: that

@@ -985,7 +985,7 @@ class ClientCore : public std::enable_shared_from_this<ClientCore> {
   std::atomic<std::int64_t> trial_ns_{0};
   // What the network threads tolerate of a callback (their watcher's tick), and how long a
   // moved client's callbacks must stay under it to go back: first, and at most.
-  static constexpr std::chrono::nanoseconds kQuickCallback = std::chrono::milliseconds(1);
+  static constexpr std::chrono::nanoseconds kQuickCallback = kCallbackTick;
   // How long a request waits for the endpoints to report a pinned model's configuration before
   // it looks again.
   static constexpr std::chrono::milliseconds kDiscoveryWait{5};

@@ -10,6 +10,7 @@
 #include <cstddef>
 #include <memory>
 
+#include "client/callback_host.hpp"
 #include "sonic/detail/export.hpp"
 
 namespace sonic::net {
@@ -22,7 +23,7 @@ class SONIC_EXPORT NetworkThreads {
   /// How often a watcher looks at lanes whose thread runs a callback, while callbacks run: a
   /// callback seen running at two looks in a row (so for one to two ticks) makes its lane move
   /// to a fresh thread. The watcher sleeps while no callback has run for 100 ticks.
-  static constexpr std::chrono::microseconds kCallbackTick{1000};
+  static constexpr std::chrono::microseconds kCallbackTick = sonic::detail::kCallbackTick;
 
   /// The process's pool. `max_threads` raises its limit (never lowers it): the pool grows to
   /// the largest any caller asked for (0 asks for the default, 2).
