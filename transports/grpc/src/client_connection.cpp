@@ -21,23 +21,6 @@ const std::string kUserAgent = std::string("sonic/") + kVersion;
 
 }  // namespace
 
-ConnectionSettings ConnectionSettings::of(const ClientOptions& options) {
-  ConnectionSettings s;
-  s.connect_timeout = options.connect_timeout;
-  s.keepalive_interval = options.keepalive_interval;
-  s.keepalive_timeout = options.keepalive_timeout;
-  s.stream_window_bytes = options.stream_window_bytes;
-  s.connection_window_bytes = options.connection_window_bytes;
-  return s;
-}
-
-std::string ConnectionSettings::key() const {
-  return std::to_string(connect_timeout.count()) + "/" +
-         std::to_string(keepalive_interval.count()) + "/" +
-         std::to_string(keepalive_timeout.count()) + "/" + std::to_string(stream_window_bytes) +
-         "/" + std::to_string(connection_window_bytes) + (tls ? "/tls\n" + tls->key : "");
-}
-
 ClientConnection::ClientConnection(asio::io_context& io, Endpoint endpoint,
                                    ConnectionSettings settings,
                                    net::ChannelEvents<ClientCall> events)

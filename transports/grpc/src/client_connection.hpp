@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "net/channel.hpp"
+#include "net/connection_settings.hpp"
 #include "net/connector.hpp"
 #include "net/h2_session.hpp"
 #include "net/keepalive.hpp"
@@ -128,21 +129,7 @@ struct ClientCall
   std::unique_ptr<Result<protocol::ReceivedMessage>> parked;
 };
 
-/// What shapes a connection (the client options that do): clients whose settings agree may
-/// share one.
-struct ConnectionSettings {
-  std::chrono::milliseconds connect_timeout{};
-  std::chrono::milliseconds keepalive_interval{};
-  std::chrono::milliseconds keepalive_timeout{};
-  std::uint32_t stream_window_bytes = 0;
-  std::uint32_t connection_window_bytes = 0;
-  /// For grpcs://: the TLS context (null: plaintext).
-  std::shared_ptr<net::TlsContext> tls;
-
-  static ConnectionSettings of(const ClientOptions& options);
-  /// The settings as text, for telling apart connections that cannot be shared.
-  std::string key() const;
-};
+using net::ConnectionSettings;
 
 /// A client connection. Replaced by its channel when it fails or receives GOAWAY.
 class ClientConnection final : public net::H2Session {

@@ -26,13 +26,9 @@ using protocol::ReceivedMessage;
 /// With `tls`, its connections speak TLS.
 std::shared_ptr<GrpcChannel> channel_for(const Endpoint& endpoint, const ClientOptions& options,
                                          std::shared_ptr<net::TlsContext> tls) {
-  auto settings = ConnectionSettings::of(options);
-  settings.tls = std::move(tls);
-  std::string key = endpoint.url + '\n' + settings.key() + '\n' +
-                    std::to_string(options.reconnect_backoff.count()) + '/' +
-                    std::to_string(options.reconnect_backoff_max.count());
+  auto settings = ConnectionSettings::of(options, std::move(tls));
   return GrpcChannel::get(
-      key, options.share_connections, endpoint, options,
+      settings.sharing_key(endpoint.url), options.share_connections, endpoint, options,
       [endpoint, settings](asio::io_context& io, net::ChannelEvents<ClientCall> events) {
         return std::make_shared<ClientConnection>(io, endpoint, settings, std::move(events));
       });

@@ -9,20 +9,8 @@ namespace sonic::tcp {
 using protocol::tcp::Frame;
 using protocol::tcp::FrameKind;
 
-StreamSettings StreamSettings::of(const ClientOptions& options) {
-  return {options.connect_timeout, options.keepalive_interval, options.keepalive_timeout,
-          options.max_message_bytes, nullptr};
-}
-
-std::string StreamSettings::key() const {
-  return std::to_string(connect_timeout.count()) + "/" +
-         std::to_string(keepalive_interval.count()) + "/" +
-         std::to_string(keepalive_timeout.count()) + "/" + std::to_string(max_message_bytes) +
-         (tls ? "/tls\n" + tls->key : "");
-}
-
-ClientStream::ClientStream(asio::io_context& io, Endpoint endpoint, StreamSettings settings,
-                           net::ChannelEvents<TcpCall> events)
+ClientStream::ClientStream(asio::io_context& io, Endpoint endpoint,
+                           net::ConnectionSettings settings, net::ChannelEvents<TcpCall> events)
     : FrameStream(io, settings.max_message_bytes, settings.tls),
       io_(io),
       endpoint_(std::move(endpoint)),

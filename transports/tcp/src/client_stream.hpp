@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "net/channel.hpp"
+#include "net/connection_settings.hpp"
 #include "net/connector.hpp"
 #include "net/frame_stream.hpp"
 #include "net/keepalive.hpp"
@@ -43,22 +44,9 @@ struct TcpCall
   std::unique_ptr<Result<protocol::tcp::Frame>> parked;
 };
 
-/// What shapes a connection: clients whose settings agree may share one.
-struct StreamSettings {
-  std::chrono::milliseconds connect_timeout{};
-  std::chrono::milliseconds keepalive_interval{};
-  std::chrono::milliseconds keepalive_timeout{};
-  std::size_t max_message_bytes = 0;
-  /// For tcp+tls:// and tcp+zstd+tls://: the TLS context (null: plaintext).
-  std::shared_ptr<net::TlsContext> tls;
-
-  static StreamSettings of(const ClientOptions& options);
-  std::string key() const;
-};
-
 class ClientStream final : public net::FrameStream {
  public:
-  ClientStream(asio::io_context& io, Endpoint endpoint, StreamSettings settings,
+  ClientStream(asio::io_context& io, Endpoint endpoint, net::ConnectionSettings settings,
                net::ChannelEvents<TcpCall> events);
 
   bool usable() const { return open() && !failed_; }
@@ -90,7 +78,7 @@ class ClientStream final : public net::FrameStream {
 
   asio::io_context& io_;
   Endpoint endpoint_;
-  StreamSettings settings_;
+  net::ConnectionSettings settings_;
   net::ChannelEvents<TcpCall> events_;
   net::Connector connector_;
   net::Keepalive keepalive_;

@@ -28,15 +28,12 @@ std::atomic<std::uint64_t> next_id{1};
 
 std::shared_ptr<TcpChannel> channel_for(const Endpoint& endpoint, const ClientOptions& options,
                                         std::shared_ptr<net::TlsContext> tls) {
-  auto settings = StreamSettings::of(options);
-  settings.tls = std::move(tls);
+  auto settings = net::ConnectionSettings::of(options, std::move(tls));
   // tcp:// and tcp+zstd:// differ per request (the frames say): one connection serves both, and
   // one TLS connection serves tcp+tls:// and tcp+zstd+tls://.
-  std::string key = endpoint.host + ':' + std::to_string(endpoint.port) + '\n' + settings.key() +
-                    '\n' + std::to_string(options.reconnect_backoff.count()) + '/' +
-                    std::to_string(options.reconnect_backoff_max.count());
   return TcpChannel::get(
-      key, options.share_connections, endpoint, options,
+      settings.sharing_key(endpoint.host + ':' + std::to_string(endpoint.port)),
+      options.share_connections, endpoint, options,
       [endpoint, settings](asio::io_context& io, net::ChannelEvents<TcpCall> events) {
         return std::make_shared<ClientStream>(io, endpoint, settings, std::move(events));
       });
