@@ -106,24 +106,4 @@ inline std::optional<std::int64_t> batch_of(const InferRequest& request) {
   return batch;
 }
 
-/// The value of `"max_batch_size"` in a model configuration as JSON (protobuf's JSON mapping,
-/// either field spelling): 0 when absent, as proto3 leaves out a zero; none when unreadable.
-inline std::optional<std::int64_t> config_max_batch_size(std::string_view json) {
-  for (std::string_view key : {"\"max_batch_size\"", "\"maxBatchSize\""}) {
-    const auto found = json.find(key);
-    if (found == std::string_view::npos) continue;
-    std::size_t at = found + key.size();
-    while (at < json.size() && (json[at] == ' ' || json[at] == ':' || json[at] == '"')) ++at;
-    std::int64_t value = 0;
-    std::size_t digits = 0;
-    while (at < json.size() && json[at] >= '0' && json[at] <= '9' && digits < 10) {
-      value = value * 10 + (json[at++] - '0');
-      ++digits;
-    }
-    if (digits == 0) return std::nullopt;
-    return value;
-  }
-  return std::int64_t{0};
-}
-
 }  // namespace sonic::detail
