@@ -20,6 +20,7 @@
 #include "client/callback_host.hpp"
 #include "client/cancellable.hpp"
 #include "client/endpoint_pool.hpp"
+#include "client/model_ref.hpp"
 #include "client/thread_pool.hpp"
 #include "client/timer_queue.hpp"
 #include "sonic/cancel.hpp"
@@ -369,7 +370,7 @@ class ClientCore : public std::enable_shared_from_this<ClientCore> {
       }
       return attempt(flight);
     }
-    std::string key = model_key(flight->request);
+    ModelRef key = ModelRef::of(flight->request);
     std::shared_ptr<const ModelMetadata> known;
     bool fetch = false;
     {
@@ -448,10 +449,6 @@ class ClientCore : public std::enable_shared_from_this<ClientCore> {
                      result.model_version());
   }
 
-  static std::string model_key(const InferRequest& request) {
-    return request.model_name() + '\0' + request.model_version();
-  }
-
   struct CacheEntry {
     std::shared_ptr<const ModelMetadata> metadata;
     bool fetching = false;
@@ -487,7 +484,7 @@ class ClientCore : public std::enable_shared_from_this<ClientCore> {
                            "deadline passed before an attempt could be made"));
       return release_reader(flight);
     }
-    const std::string key = model_key(flight->request);
+    const ModelRef key = ModelRef::of(flight->request);
     auto picked = endpoints_->pick(flight->last_slot, key);
     if (!picked) {
       // The endpoints are still reporting a pinned model's configuration: ask again shortly.
@@ -530,16 +527,15 @@ class ClientCore : public std::enable_shared_from_this<ClientCore> {
   }
 
   // Why no endpoint may take a request now.
-  Error no_endpoint(const std::string& key) const {
+  Error no_endpoint(const ModelRef& key) const {
     const std::string why = endpoints_->why_unservable(key);
     if (why.empty()) {
       return Error(StatusCode::Unavailable, "no endpoint available: all " +
                                                 std::to_string(endpoints_->active()) +
                                                 " are ejected after failures");
     }
-    const std::string model = key.substr(0, key.find('\0'));
     return Error(StatusCode::Unavailable,
-                 "no endpoint may serve model '" + model + "' now: " + why);
+                 "no endpoint may serve model '" + key.name + "' now: " + why);
   }
 
   // A request waits for the endpoints' answers about a pinned model for a control call's time
@@ -601,7 +597,7 @@ class ClientCore : public std::enable_shared_from_this<ClientCore> {
     if (code == StatusCode::NotFound && endpoints_->active() > 1) {
       // Servers may host different models: remember that this one lacks it, and try the
       // others at once (pick() skips the endpoints known to lack the model).
-      endpoints_->lacks_model(slot, model_key(flight->request));
+      endpoints_->lacks_model(slot, ModelRef::of(flight->request));
       endpoints_->rediscover_soon();
       flight->not_found = std::make_unique<Error>(result.error());
       return attempt(flight);
@@ -777,7 +773,7 @@ class ClientCore : public std::enable_shared_from_this<ClientCore> {
   }
 
   // Caches fetched metadata; a failure is not cached, since the model may appear later.
-  Result<std::shared_ptr<const ModelMetadata>> remember(const std::string& key,
+  Result<std::shared_ptr<const ModelMetadata>> remember(const ModelRef& key,
                                                         Result<ModelMetadata> metadata) {
     std::lock_guard<std::mutex> lock(mutex_);
     if (!metadata) {
@@ -991,7 +987,7 @@ class ClientCore : public std::enable_shared_from_this<ClientCore> {
   static constexpr std::chrono::milliseconds kDiscoveryWait{5};
   static constexpr std::chrono::nanoseconds kFirstTrial = std::chrono::seconds(1);
   static constexpr std::chrono::nanoseconds kLongestTrial = std::chrono::seconds(64);
-  std::map<std::string, CacheEntry> metadata_;
+  std::map<ModelRef, CacheEntry> metadata_;
   Counters counters_;
   std::mt19937 random_;  // backoff jitter, guarded by mutex_
   std::once_flag callbacks_once_;

@@ -16,6 +16,7 @@
 #include <utility>
 #include <vector>
 
+#include "client/model_ref.hpp"
 #include "client/timer_queue.hpp"
 #include "sonic/error.hpp"
 #include "sonic/options.hpp"
@@ -90,21 +91,21 @@ class EndpointPool : public std::enable_shared_from_this<EndpointPool> {
     }
   }
 
-  /// An endpoint in rotation for `model` (a model key: name, '\0', version): not known to
+  /// An endpoint in rotation for `model`: not known to
   /// lack it, listing it when discovery has heard from it, reporting the pinned configuration,
   /// among the model's preferred endpoints while one qualifies, chosen as
   /// ClientOptions::routing.balancing says. `avoid` (where the previous attempt failed) only
   /// when nothing else may take it: when discovery's lists leave nothing else, an endpoint that
   /// does not list the model is tried (the lists may be out of date; they are asked again).
   /// Counts the attempt as outstanding until record(). Nothing when no endpoint qualifies.
-  std::optional<Pick> pick(std::size_t avoid, const std::string& model) {
+  std::optional<Pick> pick(std::size_t avoid, const ModelRef& model) {
     std::size_t best = kNone;
     std::shared_ptr<Transport> transport;
     bool stale = false;
     {
       std::lock_guard<std::mutex> lock(mutex_);
       if (closed_ || slots_.empty()) return std::nullopt;
-      const Candidates candidates{*this, split_key(model), Clock::now()};
+      const Candidates candidates{*this, model, Clock::now()};
       // Takes the choice of a pass unless the one before found an endpoint other than `avoid`.
       auto pass = [&](auto eligible) {
         if (best != kNone && best != avoid) return false;
@@ -113,11 +114,9 @@ class EndpointPool : public std::enable_shared_from_this<EndpointPool> {
         best = found;
         return found != avoid;
       };
-      // Lookups by name only when routing names models: no string is built per request
-      // otherwise.
+      // Lookups by name only when routing names models.
       const auto& by_model = options_.routing.preferred;
-      auto preferred =
-          by_model.empty() ? by_model.end() : by_model.find(std::string(candidates.ref.name));
+      auto preferred = by_model.empty() ? by_model.end() : by_model.find(candidates.ref.name);
       if (preferred != by_model.end()) {
         const auto& urls = preferred->second;
         pass([&](const Slot& s) {
@@ -149,13 +148,12 @@ class EndpointPool : public std::enable_shared_from_this<EndpointPool> {
   /// Whether a request for `model` that found no endpoint should wait a moment: a question
   /// about a model pinned to a checksum is still unanswered by an endpoint in rotation (its
   /// model list, or its configuration).
-  bool awaiting_discovery(const std::string& model) const {
+  bool awaiting_discovery(const ModelRef& ref) const {
     std::lock_guard<std::mutex> lock(mutex_);
-    const ModelRef ref = split_key(model);
     if (closed_ || !pinned_checksum(ref.name)) return false;
     for (const auto& slot : slots_) {
       if (slot->state == State::Active && !slot->ejected &&
-          (slot->index_pending || slot->config_pending.count(std::string(ref.name)))) {
+          (slot->index_pending || slot->config_pending.count(ref.name))) {
         return true;
       }
     }
@@ -164,11 +162,10 @@ class EndpointPool : public std::enable_shared_from_this<EndpointPool> {
 
   /// Why no endpoint may serve `model`, endpoint by endpoint, for an error message; empty when
   /// routing has nothing to say (no discovery, no pin).
-  std::string why_unservable(const std::string& model) const {
+  std::string why_unservable(const ModelRef& ref) const {
     std::lock_guard<std::mutex> lock(mutex_);
     if (!discovering()) return {};
-    const ModelRef ref = split_key(model);
-    const std::string name(ref.name);
+    const std::string& name = ref.name;
     const std::string* checksum = pinned_checksum(ref.name);
     std::string out;
     for (const auto& slot : slots_) {
@@ -255,7 +252,7 @@ class EndpointPool : public std::enable_shared_from_this<EndpointPool> {
   }
 
   /// `slot` answered NOT_FOUND for `model`: no request for it goes there for model_recheck.
-  void lacks_model(std::size_t slot, const std::string& model) {
+  void lacks_model(std::size_t slot, const ModelRef& model) {
     std::lock_guard<std::mutex> lock(mutex_);
     slots_[slot]->missing_models[model] = Clock::now() + options_.breaker.model_recheck;
   }
@@ -320,7 +317,7 @@ class EndpointPool : public std::enable_shared_from_this<EndpointPool> {
     bool ejected = false;
     bool probing = false;
     Clock::time_point rest_until{};
-    std::map<std::string, Clock::time_point> missing_models;  // model key -> recheck time
+    std::map<ModelRef, Clock::time_point> missing_models;  // model -> recheck time
     double recent_latency_ns = 0;  // moving average of successful attempts' latency
     // Discovery (ClientOptions::routing): the models it listed ready (name -> versions), once it
     // answered; whether it refused the last question, and why; for pinned models, the checksum
@@ -332,7 +329,7 @@ class EndpointPool : public std::enable_shared_from_this<EndpointPool> {
     bool index_pending = false;            // its model list asked, not yet answered
     std::set<std::string> config_pending;  // pinned models whose configuration is asked
 
-    bool lacks(const std::string& model, Clock::time_point now) const {
+    bool lacks(const ModelRef& model, Clock::time_point now) const {
       auto it = missing_models.find(model);
       return it != missing_models.end() && it->second > now;
     }
@@ -348,23 +345,13 @@ class EndpointPool : public std::enable_shared_from_this<EndpointPool> {
     if (options_.log) options_.log(level, message);
   }
 
-  // A model key's parts.
-  struct ModelRef {
-    std::string_view name, version;
-  };
-  static ModelRef split_key(std::string_view key) {
-    const auto zero = key.find('\0');
-    if (zero == std::string_view::npos) return {key, {}};
-    return {key.substr(0, zero), key.substr(zero + 1)};
-  }
-
   // Whether a repository index lists the model (the version too, when both say one).
   static bool lists(const std::map<std::string, std::set<std::string>, std::less<>>& ready,
                     const ModelRef& ref) {
     auto it = ready.find(ref.name);
     if (it == ready.end()) return false;
     if (ref.version.empty() || it->second.count({}) != 0) return true;
-    return it->second.count(std::string(ref.version)) != 0;
+    return it->second.count(ref.version) != 0;
   }
 
   // Guarded by mutex_ (options_ is fixed).
@@ -386,20 +373,15 @@ class EndpointPool : public std::enable_shared_from_this<EndpointPool> {
   // What qualifies an endpoint for a model now. Used under mutex_.
   struct Candidates {
     const EndpointPool& pool;
-    ModelRef ref;
+    const ModelRef& ref;
     Clock::time_point now;
     bool qualifies(const Slot& s, bool despite_refusal, bool despite_index) const {
       if (s.state != State::Active || s.ejected) return false;
       if (s.refused_discovery && !despite_refusal) return false;
-      if (!s.missing_models.empty()) {
-        std::string key(ref.name);
-        key += '\0';
-        key += ref.version;
-        if (s.lacks(key, now)) return false;
-      }
+      if (!s.missing_models.empty() && s.lacks(ref, now)) return false;
       if (!despite_index && s.ready_models && !lists(*s.ready_models, ref)) return false;
       if (const std::string* checksum = pool.pinned_checksum(ref.name)) {
-        auto it = s.config_checked.find(std::string(ref.name));
+        auto it = s.config_checked.find(ref.name);
         if (it == s.config_checked.end() || it->second != *checksum) return false;
       }
       return true;
