@@ -1,5 +1,6 @@
 // sonic — tensors cut into rows and joined from rows along the first dimension: what merging
-// requests into one batch, and splitting one batch into chunks, both need.
+// requests into one batch (the client's batching, the executor's dynamic batcher) and splitting
+// one batch into chunks all need.
 #pragma once
 
 #include <cstdint>

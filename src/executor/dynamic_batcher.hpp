@@ -18,24 +18,13 @@
 #include <variant>
 #include <vector>
 
+#include "client/batch_rows.hpp"
 #include "sonic/batching.hpp"
 #include "sonic/detail/unique_function.hpp"
 #include "sonic/request.hpp"
 #include "sonic/transport.hpp"
 
 namespace sonic::detail {
-
-/// The first dimension of a request's inputs: its batch, or -1 when the inputs have none or
-/// disagree (such a request runs alone).
-inline std::int64_t request_batch(const InferRequest& request) {
-  std::int64_t batch = -1;
-  for (const auto& input : request.inputs()) {
-    const Shape& shape = input.tensor.shape();
-    if (shape.empty() || (batch >= 0 && shape.front() != batch)) return -1;
-    batch = shape.front();
-  }
-  return batch;
-}
 
 /// Whether two requests can share an execution: the same inputs (names, types, and shapes past
 /// the batch dimension).
@@ -54,49 +43,17 @@ inline bool mergeable(const InferRequest& a, const InferRequest& b) {
   return true;
 }
 
-/// One request joined from `parts` (mergeable, in order): each input's bytes one after the
-/// other, its first dimension the sum of theirs. Asks for every output.
+/// One request joined from `parts` (mergeable, in order): each input's rows one after the
+/// other. Asks for every output.
 inline InferRequest merge_requests(const std::vector<const InferRequest*>& parts) {
   const InferRequest& first = *parts.front();
   InferRequest merged(first.model_name(), first.model_version());
-  std::int64_t total = 0;
-  for (const auto* part : parts) total += request_batch(*part);
+  std::vector<const Tensor*> inputs(parts.size());
   for (std::size_t i = 0; i < first.inputs().size(); ++i) {
-    const Tensor& model_input = first.inputs()[i].tensor;
-    std::size_t bytes = 0;
-    for (const auto* part : parts) bytes += part->inputs()[i].tensor.byte_size();
-    std::vector<std::uint8_t> joined(bytes);
-    std::size_t at = 0;
-    for (const auto* part : parts) {
-      const Tensor& t = part->inputs()[i].tensor;
-      if (t.byte_size()) std::memcpy(joined.data() + at, t.data(), t.byte_size());
-      at += t.byte_size();
-    }
-    Shape shape = model_input.shape();
-    shape.front() = total;
-    auto owner = std::make_shared<std::vector<std::uint8_t>>(std::move(joined));
-    const void* data = owner->data();
-    merged.input(first.inputs()[i].name,
-                 Tensor::from_shared(model_input.dtype(), std::move(shape), owner, data, bytes));
+    for (std::size_t p = 0; p < parts.size(); ++p) inputs[p] = &parts[p]->inputs()[i].tensor;
+    merged.input(first.inputs()[i].name, join_rows(inputs, false));
   }
   return merged;
-}
-
-/// Rows [offset, offset + rows) of a batched output, sharing its bytes (kept alive by the
-/// slice); none when the output is not batched as `total` rows.
-inline std::optional<Tensor> output_rows(const Tensor& output, std::int64_t total,
-                                         std::int64_t offset, std::int64_t rows) {
-  const Shape& shape = output.shape();
-  if (shape.empty() || shape.front() != total || output.dtype() == DataType::Bytes || total == 0) {
-    return std::nullopt;
-  }
-  const std::size_t row_bytes = output.byte_size() / static_cast<std::size_t>(total);
-  Shape slice_shape = shape;
-  slice_shape.front() = rows;
-  auto keep = std::make_shared<Tensor>(output);
-  const std::uint8_t* data = keep->data() + static_cast<std::size_t>(offset) * row_bytes;
-  return Tensor::from_shared(output.dtype(), std::move(slice_shape), std::move(keep), data,
-                             static_cast<std::size_t>(rows) * row_bytes);
 }
 
 /// A request's integer parameter (int64 or uint64), or `otherwise`.

@@ -602,7 +602,7 @@ class ExecutorEngine {
                          Callback<InferResult> done, Clock::time_point queued) {
     const Model& model = entry->model;
     Result<void> ok = validate(*entry, request);
-    const std::int64_t batch = detail::request_batch(request);
+    const std::int64_t batch = detail::batch_of(request).value_or(-1);
     if (ok && batch > model.max_batch_size) {
       // Triton's words for the same refusal.
       ok = Error(StatusCode::InvalidArgument,
@@ -644,19 +644,24 @@ class ExecutorEngine {
     // A merged execution that fails, however, is run again request by request below.
     Result<std::vector<NamedTensor>> computed = compute_guarded(model, merged);
     const auto t2 = Clock::now();
-    std::vector<std::vector<NamedTensor>> split(batch.size());
+    // Each output's row boundaries (walked once for BYTES), then each request's rows of it.
+    std::vector<std::vector<std::size_t>> bounds;
     bool sliced = computed.ok();
-    for (std::size_t r = 0, offset = 0; sliced && r < batch.size(); ++r) {
-      for (const auto& out : *computed) {
-        auto rows = detail::output_rows(out.tensor, total, static_cast<std::int64_t>(offset),
-                                        batch[r].batch);
-        if (!rows) {
-          sliced = false;
-          break;
-        }
-        split[r].push_back({out.name, std::move(*rows), out.parameters});
+    for (std::size_t k = 0; sliced && k < computed->size(); ++k) {
+      auto offsets = detail::row_offsets((*computed)[k].tensor, total);
+      sliced = offsets.has_value();
+      if (sliced) bounds.push_back(std::move(*offsets));
+    }
+    std::vector<std::vector<NamedTensor>> split(batch.size());
+    for (std::size_t r = 0, first = 0; sliced && r < batch.size(); ++r) {
+      for (std::size_t k = 0; k < computed->size(); ++k) {
+        const NamedTensor& out = (*computed)[k];
+        split[r].push_back({out.name,
+                            detail::rows_of(out.tensor, bounds[k], static_cast<std::int64_t>(first),
+                                            batch[r].batch),
+                            out.parameters});
       }
-      offset += static_cast<std::size_t>(batch[r].batch);
+      first += static_cast<std::size_t>(batch[r].batch);
     }
     if (!sliced) {  // each on its own: only a request that fails alone fails
       for (auto& p : batch) p.done(run_counted(*entry, p.request, p.queued));

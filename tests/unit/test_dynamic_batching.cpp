@@ -9,7 +9,9 @@
 #include <condition_variable>
 #include <future>
 #include <mutex>
+#include <string>
 #include <thread>
+#include <vector>
 
 #include "sonic/executor.hpp"
 
@@ -112,6 +114,48 @@ TEST_CASE("requests waiting together run as one execution, each answered with it
   CHECK(stats.batch_stats[0].batch_size == 4);
   CHECK(stats.batch_stats[0].compute_infer.count == 1);
   CHECK(stats.success.count == 3);
+}
+
+TEST_CASE("a merged execution's BYTES outputs are cut into each request's rows too") {
+  // "name": FP32 [-1, 2] -> NAME, BYTES [-1, 1]: "row <first value of the row>". Strings of
+  // different lengths, so that rows are found by walking the elements, not by dividing.
+  auto recorder = std::make_shared<Recorder>();
+  Model m;
+  m.name = "name";
+  m.max_batch_size = 8;
+  m.inputs = {{"INPUT0", DataType::Fp32, {-1, 2}}};
+  m.outputs = {{"NAME", DataType::Bytes, {-1, 1}}};
+  m.dynamic_batching = batching({4}, std::chrono::microseconds(2s));
+  m.compute = [recorder](const InferRequest& request) -> Result<std::vector<NamedTensor>> {
+    const Tensor& in = request.find_input("INPUT0")->tensor;
+    {
+      std::lock_guard<std::mutex> lock(recorder->mutex);
+      recorder->batches.push_back(in.shape().front());
+    }
+    std::vector<std::string> names;
+    auto values = in.as<float>();
+    for (std::size_t r = 0; r < values.size(); r += 2) {
+      names.push_back("row " + std::to_string(static_cast<int>(values[r])));
+    }
+    return std::vector<NamedTensor>{
+        {"NAME", Tensor::from_strings(names, {in.shape().front(), 1}), {}}};
+  };
+  auto executor = CpuExecutor::with_models({m}, 2);
+  auto ask = [&](float first, std::int64_t count) {
+    auto request = rows(first, count);
+    return send(*executor, InferRequest("name").input("INPUT0", request.inputs()[0].tensor));
+  };
+  auto a = ask(0, 1);
+  auto b = ask(100, 2);
+  auto c = ask(5, 1);
+  auto strings = [](Result<InferResult> result) {
+    REQUIRE_MESSAGE(result, result.error().message());
+    return result->output("NAME").to_strings();
+  };
+  CHECK(strings(a.get()) == std::vector<std::string>{"row 0"});
+  CHECK(strings(b.get()) == std::vector<std::string>{"row 100", "row 102"});
+  CHECK(strings(c.get()) == std::vector<std::string>{"row 5"});
+  CHECK(recorder->batches == std::vector<std::int64_t>{4});  // one execution, not run again
 }
 
 TEST_CASE("a batch that cannot fill runs once its oldest request waited the queue delay") {
