@@ -17,8 +17,8 @@
 
 #include "client/batch_rows.hpp"
 #include "client/cancellable.hpp"
-#include "client/model_config_json.hpp"
 #include "client/client_core.hpp"
+#include "client/model_config_json.hpp"
 #include "sonic/error.hpp"
 #include "sonic/options.hpp"
 #include "sonic/request.hpp"
