@@ -1,3 +1,4 @@
+// Over 500 lines: some forty small control-message codecs, each encoder beside its decoder.
 #include "control_codec.hpp"
 
 #include <utility>

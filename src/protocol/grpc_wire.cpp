@@ -1,3 +1,4 @@
+// Over 500 lines: its message reader, most of the file, is one state machine, clearer whole.
 #include "grpc_wire.hpp"
 
 #include <sys/mman.h>

@@ -1,3 +1,4 @@
+// Over 500 lines: each inference message's encoder beside its decoder, field by field.
 #include "infer_codec.hpp"
 
 #include <algorithm>

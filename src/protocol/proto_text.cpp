@@ -1,3 +1,4 @@
+// Over 500 lines: one parser, whose tokenizer, grammar and schema walk depend on each other.
 #include "proto_text.hpp"
 
 #include <cerrno>

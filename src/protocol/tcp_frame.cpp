@@ -1,3 +1,4 @@
+// Over 500 lines: the frames' encoder beside their incremental decoder, one format in one place.
 #include "tcp_frame.hpp"
 
 #include <zstd.h>

@@ -1,4 +1,5 @@
 // End to end over loopback: values, sizes, concurrency, control calls.
+// Over 500 lines: the loopback cases share one server and its helpers.
 #include <doctest/doctest.h>
 
 #include <malloc.h>

@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# Over 500 lines: one check per method of the service, run against two servers.
 """Interop test: the stock python3-grpcio client against a KServe v2 server.
 
 Starts the server as a child process, waits for its `listening on HOST:PORT`

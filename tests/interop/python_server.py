@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# Over 500 lines: one handler per method of the service, behaving as Triton's does.
 """KServe v2 / Triton-compatible test server built on python3-grpcio.
 
 An independent implementation of the server side of proto/grpc_service.proto,

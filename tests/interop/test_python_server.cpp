@@ -1,6 +1,7 @@
 // Interop: sonic::Client against python_server.py, an independent KServe v2 server built on the
 // stock gRPC stack (python3-grpcio). The suite starts the server as a child process on first use
 // and stops it when the program exits; where to find Python and the script is compiled in.
+// Over 500 lines: one case per call of the service, all against the same child server.
 #include <doctest/doctest.h>
 #include <fcntl.h>
 #include <poll.h>

@@ -2,6 +2,7 @@
 // model file holds a number k, and the model multiplies its FP32 input by k): directory layout,
 // versions and their policy, completion of a config from the model, the executor's states and
 // loads (RepositoryIndex, load, unload, on first request), and a broken model failing alone.
+// Over 500 lines: one case per rule of the repository's layout, all with the same backend.
 #include "sonic/repository/repository.hpp"
 
 #include <doctest/doctest.h>

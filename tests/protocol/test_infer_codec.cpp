@@ -1,3 +1,4 @@
+// Over 500 lines: one case per field and malformation of the inference messages.
 #include <doctest/doctest.h>
 
 #include <cstring>

@@ -1,5 +1,6 @@
 // FaultProxy against a small echo server, with plain POSIX client sockets on 127.0.0.1: each
 // fault as seen by a client, and the proxy's counters. Every wait is bounded.
+// Over 500 lines: one case per fault, all against the same echo server.
 #include "fault_proxy.hpp"
 
 #include "eventually.hpp"

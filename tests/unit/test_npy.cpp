@@ -1,4 +1,5 @@
 // Tests of the .npy reader and writer used by sonic-infer (examples/infer/npy.hpp).
+// Over 500 lines: one case per dtype, version and malformation of the format.
 #include "npy.hpp"
 
 #include <doctest/doctest.h>

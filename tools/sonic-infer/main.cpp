@@ -3,6 +3,7 @@
 //   sonic-infer simple INPUT0=INT32:1x16:*1 INPUT1=@input1.npy
 //   sonic-infer --save-dir out identity_fp32 INPUT0=FP32:2x3:0.5,1,1.5,2,2.5,3
 //   sonic-infer --list simple
+// Over 500 lines: a command line tool's options, each parsed and explained in one place.
 #include <sonic/credentials.hpp>
 #include <sonic/sonic.hpp>
 

@@ -1,3 +1,4 @@
+// Over 500 lines: one connection's calls; their start, flow control and end share its state.
 #include "client_connection.hpp"
 
 #include <algorithm>

@@ -3,6 +3,7 @@
 // outputs land in regions and come back as views of them; only a small message crosses the
 // socket. A server that cannot map our memory (another host, another IPC namespace, no
 // extension) gets plain gRPC, logged once, never an error.
+// Over 500 lines: the region pool's users (inputs, outputs, registration) share its state.
 #include <algorithm>
 #include <atomic>
 #include <cctype>
