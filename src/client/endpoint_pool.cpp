@@ -78,12 +78,15 @@ std::optional<EndpointPool::Pick> EndpointPool::pick(std::size_t avoid, const Mo
     const auto& slots = table_.slots;
     if (table_.closed || slots.empty()) return std::nullopt;
     const auto now = Clock::now();
-    std::vector<EndpointLoad> loads(slots.size());
+    // The views live in members, so that a pick allocates nothing.
+    auto& loads = pick_loads_;
+    auto& eligible = pick_eligible_;
+    loads.resize(slots.size());
+    eligible.resize(slots.size());
     for (std::size_t i = 0; i < slots.size(); ++i) {
       loads[i] = {slots[i]->stats.outstanding, slots[i]->recent_latency_ns};
     }
     PickPasses passes(balancer_, loads, avoid);
-    std::vector<bool> eligible(slots.size());
     // One pass: the slots `rule` admits.
     auto pass = [&](auto rule) {
       if (passes.settled()) return false;

@@ -114,7 +114,9 @@ class SONIC_EXPORT EndpointPool : public std::enable_shared_from_this<EndpointPo
                  bool despite_refusal, bool despite_index) const;
 
   SlotTable table_;
-  EndpointBalancer balancer_;  // under table_.mutex
+  EndpointBalancer balancer_;             // under table_.mutex
+  std::vector<EndpointLoad> pick_loads_;  // pick()'s views of the slots, under table_.mutex
+  std::vector<bool> pick_eligible_;
   EndpointBreaker breaker_;
   DiscoveryRules rules_;
   HealthProbes probes_{table_, breaker_};
