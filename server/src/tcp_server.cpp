@@ -4,7 +4,7 @@
 
 #include "connection_watch.hpp"
 #include "control_service.hpp"
-#include "model_queue.hpp"
+#include "infer_dispatch.hpp"
 #include "net/frame_stream.hpp"
 #include "protocol/infer_codec.hpp"
 #include "request_options.hpp"
@@ -45,7 +45,7 @@ class TcpConnection final : public net::FrameStream {
         slot_(std::move(slot)),
         limits_(context_->options.limits),
         budget_(std::move(budget)),
-        models_(context_->executor->threads()),
+        models_(context_, io_),
         watch_timer_(*io_) {}
 
   const std::shared_ptr<asio::io_context>& io_context() const { return io_; }
@@ -130,7 +130,7 @@ class TcpConnection final : public net::FrameStream {
       if (ec || !self->open()) return;
       const auto now = WatchClock::now();
       ConnectionState state;
-      state.busy = self->in_flight_ > 0;
+      state.busy = self->models_.outstanding() > 0;
       // A frame waiting for memory waits for us, not for its client.
       state.mid_message = self->mid_frame() && !self->waiting_admission();
       if (self->waiting_admission()) self->activity_.last_read = now;
@@ -170,57 +170,29 @@ class TcpConnection final : public net::FrameStream {
     const std::uint64_t id = frame.id;
     const bool compress = (frame.flags & protocol::tcp::kCompressResponse) != 0;
     const ZstdPolicy compression{compress, context_->options.zstd_level, true};
-    if (context_->options.inline_models) {
-      return send(run(std::move(frame), compression, *context_, budget_));
-    }
-    ++in_flight_;
-    // The completion may come after the server stopped: it holds the io_context, not the server.
-    std::weak_ptr<FrameStream> weak = shared_from_this();
-    // `held`: the request went through models_ (all but those a batching model takes at once).
-    auto deliver = [weak, io = io_](OutgoingFrame answer, bool held) {
-      asio::post(*io, [weak, held, answer = std::move(answer)]() mutable {
-        if (auto self = weak.lock()) {
-          auto* connection = static_cast<TcpConnection*>(self.get());
-          --connection->in_flight_;
-          if (held) connection->models_.finished();
-          connection->send(std::move(answer));
-        }
-      });
-    };
+    // Answers are encoded (and compressed) where the model ran, written on this thread. The
+    // dispatch's completions hold the io_context, not the server: they may come after it
+    // stopped.
+    auto send_answer = [this](OutgoingFrame answer) { send(std::move(answer)); };
     if (!frame.compressed.empty()) {
       // Decompressing is the request's work, not the network's: on an executor thread, with the
       // model (a large tensor would stall every connection of this network thread).
-      return models_.submit([frame = std::move(frame), compression, context = context_,
-                             budget = budget_, deliver]() mutable {
-        context->executor->run_async(
-            [frame = std::move(frame), compression, context, budget, deliver]() mutable {
-              deliver(run(std::move(frame), compression, *context, budget), true);
-            });
-      });
+      return models_.run(
+          weak_from_this(),
+          [frame = std::move(frame), compression, context = context_, budget = budget_]() mutable {
+            return run(std::move(frame), compression, *context, budget);
+          },
+          send_answer);
     }
     protocol::ReceivedMessage message{std::move(frame.envelope), std::move(frame.tensors), {}};
     auto request = read_infer_request(std::move(message));
-    if (!request) {
-      --in_flight_;
-      return send(protocol::tcp::encode_error(id, request.error()));
-    }
-    if (auto quick =
-            context_->executor->infer_if_quick(*request, context_->options.quick_model_budget)) {
-      --in_flight_;
-      return send(encode_answer(id, std::move(*quick), compression, budget_));
-    }
-    // A batching model's requests all go to its batcher at once (as on gRPC).
-    const bool held = !context_->executor->batches(request->model_name(), request->model_version());
-    auto start = [request = std::move(*request), id, compression, context = context_,
-                  budget = budget_, deliver, held]() mutable {
-      context->executor->infer_async(
-          std::move(request), [id, compression, budget, deliver, held](Result<InferResult> result) {
-            // On an executor thread: encode (and compress) here, write on the network thread.
-            deliver(encode_answer(id, std::move(result), compression, budget), held);
-          });
-    };
-    if (held) return models_.submit(std::move(start));
-    start();
+    if (!request) return send(protocol::tcp::encode_error(id, request.error()));
+    models_.infer(
+        std::move(*request), weak_from_this(),
+        [id, compression, budget = budget_](Result<InferResult>&& result) {
+          return encode_answer(id, std::move(result), compression, budget);
+        },
+        send_answer);
   }
 
   // A request whose tensors may still be compressed, start to finish on the calling thread.
@@ -262,8 +234,7 @@ class TcpConnection final : public net::FrameStream {
   ConnectionSlot slot_;
   const ServerLimits& limits_;
   std::shared_ptr<ConnectionBudget> budget_;
-  ModelQueue models_;                            // this connection's requests for the executor
-  std::size_t in_flight_ = 0;                    // requests in a model
+  InferDispatch models_;                         // where this connection's requests run
   std::uint64_t pong_read_ = ~std::uint64_t{0};  // the read whose pings were answered
   std::string authorization_;                    // from the last metadata frame
   double ping_tokens_ = kPingBurst;

@@ -153,19 +153,32 @@ TEST_CASE("the server dies mid-run: every answer still comes, right, from the fa
   CHECK(client.stats().fallbacks > 0);
 }
 
-TEST_CASE("a server merges concurrent requests of a batching model, each answered right") {
+namespace {
+
+// An executor over a copy of jet_mlp_onnx that merges requests: up to 64 rows (16 of
+// reference_request's), waiting at most `delay` for more.
+std::shared_ptr<CpuExecutor> batching_executor(const std::string& case_name,
+                                               std::chrono::microseconds delay) {
   namespace fs = std::filesystem;
-  const fs::path root = fs::path(SONIC_TEST_SCRATCH) / "batching";
+  const fs::path root = fs::path(SONIC_TEST_SCRATCH) / case_name;
   fs::remove_all(root);
   fs::create_directories(root / "jet_mlp_onnx" / "1");
   fs::copy_file(fs::path(kRepository) / "jet_mlp_onnx" / "1" / "model.onnx",
                 root / "jet_mlp_onnx" / "1" / "model.onnx");
   std::ofstream(root / "jet_mlp_onnx" / "config.pbtxt")
-      << "max_batch_size: 64 dynamic_batching { max_queue_delay_microseconds: 5000 }";
+      << "max_batch_size: 64 dynamic_batching { max_queue_delay_microseconds: " << delay.count()
+      << " }";
   auto executor = std::make_shared<CpuExecutor>(2);
   executor->set_source(
       std::make_shared<repository::Repository>(std::vector<std::string>{root.string()}), false);
   REQUIRE(executor->load_model("jet_mlp_onnx"));
+  return executor;
+}
+
+}  // namespace
+
+TEST_CASE("a server merges concurrent requests of a batching model, each answered right") {
+  auto executor = batching_executor("batching", std::chrono::microseconds(5000));
   Server server(executor, local_options());
   server.start();
   const Case& tagger = kCases[0];
@@ -180,6 +193,33 @@ TEST_CASE("a server merges concurrent requests of a batching model, each answere
   CHECK(stats.inference_count == 2 * 32 * 4);  // 4 rows per request
   CHECK(stats.execution_count < 64);           // merged: 16 requests fill a batch of 64
   CHECK_FALSE(stats.batch_stats.empty());
+  server.stop();
+}
+
+// A connection's requests wait their turn for the executor's threads (two per thread), except a
+// batching model's, which all go to its batcher: held back, they would make batches of at most
+// that many. A stream's requests are placed as a call's are (server/src/infer_dispatch.hpp).
+TEST_CASE("a stream's requests for a batching model reach its batcher together, as calls' do") {
+  // The batcher waits up to 50 ms for a full batch: 32 requests make 2 batches of 16 when they
+  // reach it together, at least 8 when a connection holds all but 4 of them back.
+  auto executor = batching_executor("stream_batching", std::chrono::microseconds(50000));
+  Server server(executor, local_options());
+  server.start();
+  const Case& tagger = kCases[0];
+  Client client("grpc://127.0.0.1:" + std::to_string(server.port()));
+  std::mutex mutex;
+  int right = 0;
+  auto stream = client.open_stream([&](StreamResponse response) {
+    std::lock_guard<std::mutex> lock(mutex);
+    right += compare_with_reference(tagger, response.result) == "" ? 1 : 0;
+  });
+  for (int i = 0; i < 32; ++i) REQUIRE(stream.send(reference_request(tagger)).ok());
+  stream.close();
+  REQUIRE(stream.wait().ok());
+  CHECK(right == 32);
+  auto stats = executor->statistics("jet_mlp_onnx").value();
+  CHECK(stats.inference_count == 32 * 4);
+  CHECK(stats.execution_count <= 4);
   server.stop();
 }
 

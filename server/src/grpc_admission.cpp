@@ -1,0 +1,133 @@
+// A gRPC connection's memory and time: request messages wait for the memory budget before
+// they are read on, stream windows widen once a message is admitted, and stalled streams and
+// idle or stuck connections end.
+#include <algorithm>
+
+#include "grpc_connection.hpp"
+
+namespace sonic::server {
+
+using protocol::OutgoingBody;
+using protocol::ReceivedMessage;
+
+namespace {
+
+// How often a connection whose calls wait for memory looks again.
+constexpr std::chrono::milliseconds kAdmissionPoll{5};
+
+}  // namespace
+
+void GrpcConnection::watch() {
+  auto self = std::static_pointer_cast<GrpcConnection>(shared_from_this());
+  watch_timer_.expires_after(watch_interval(limits_));
+  watch_timer_.async_wait([self](std::error_code ec) {
+    if (ec || self->lost_) return;
+    const auto now = WatchClock::now();
+    self->reset_stalled_streams(now);
+    ConnectionState state;
+    state.busy = !self->streams_.empty();
+    state.unwritten = self->unwritten_bytes();
+    state.last_write = self->last_write_progress();
+    if (state.busy) self->activity_.last_busy = now;
+    if (auto end = overdue(self->activity_, state, self->limits_, now)) {
+      if (end->idle) return self->shutdown();  // GOAWAY first, as gRPC servers do
+      return self->fail(end->why);
+    }
+    self->watch();
+  });
+}
+
+// Admitted messages whose client stopped sending in the middle: reset, so that what they
+// hold and were promised goes back to the budget. (Messages waiting for memory wait for us.)
+void GrpcConnection::reset_stalled_streams(WatchClock::time_point now) {
+  if (limits_.stall_timeout.count() == 0) return;
+  bool reset = false;
+  for (auto& [id, stream] : streams_) {
+    if (!stream->reader || stream->answered || !stream->reader->mid_message() ||
+        stream->reader->waiting_admission() || now - stream->last_data <= limits_.stall_timeout) {
+      continue;
+    }
+    stream->reader->abandon();
+    stream->answered = true;
+    nghttp2_submit_rst_stream(session_, NGHTTP2_FLAG_NONE, id, NGHTTP2_CANCEL);
+    reset = true;
+  }
+  if (reset) flush();
+}
+
+// After `stream` took `len` bytes, `kept` of them held for admission. A message admitted now
+// gets a larger window if it needs one; the window gets back what was consumed, where the
+// client may still need it; a message that waits joins the queue.
+//
+// A unary call's single message that fits its first window needs neither: its stream gets
+// no WINDOW_UPDATE, which would cost the server a socket write per request for nothing.
+void GrpcConnection::account_window(std::int32_t id, ServerStream& stream, std::size_t len,
+                                    std::size_t kept) {
+  protocol::MessageReader& reader = *stream.reader;
+  if (!reader.waiting_admission() && reader.mid_message() && !stream.window_opened &&
+      (stream.streaming() || reader.bytes_to_come() > window_left(id))) {
+    stream.window_opened = true;
+    nghttp2_session_set_local_window_size(session_, NGHTTP2_FLAG_NONE, id, kAdmittedStreamWindow);
+  }
+  const bool client_needs_window = stream.streaming() || stream.window_opened;
+  if (len > kept && client_needs_window && !stream.backlog.empty()) {
+    stream.unconsumed += len - kept;  // its requests wait: so does its client
+  } else if (len > kept && client_needs_window) {
+    nghttp2_session_consume_stream(session_, id, len - kept);
+  }
+  if (reader.waiting_admission() && !stream.waiting) {
+    stream.waiting = true;
+    waiting_.push_back(id);
+    context_->memory->waiting_begins();
+    if (waiting_.size() == 1) poll_admission();
+  }
+}
+
+// What the client of stream `id` may still send before it needs a WINDOW_UPDATE.
+std::size_t GrpcConnection::window_left(std::int32_t id) const {
+  return static_cast<std::size_t>(
+      std::max(0, nghttp2_session_get_stream_local_window_size(session_, id)));
+}
+
+void GrpcConnection::poll_admission() {
+  auto self = std::static_pointer_cast<GrpcConnection>(shared_from_this());
+  admission_timer_.expires_after(kAdmissionPoll);
+  admission_timer_.async_wait([self](std::error_code ec) {
+    if (ec || self->lost_) return;
+    self->admit_waiting();
+    self->flush();
+    if (!self->waiting_.empty()) self->poll_admission();
+  });
+}
+
+// Waiting streams, oldest first, until one is still refused (later ones wait behind it, so
+// that a large message is not overtaken forever by small ones).
+void GrpcConnection::admit_waiting() {
+  while (!waiting_.empty()) {
+    const std::int32_t id = waiting_.front();
+    ServerStream* stream = find(id);
+    if (!stream || !stream->reader || stream->answered || !stream->reader->waiting_admission()) {
+      if (stream) stream->waiting = false;
+      waiting_.pop_front();
+      context_->memory->waiting_ends();
+      continue;
+    }
+    const std::size_t kept = stream->reader->kept_bytes();
+    auto admitted = stream->reader->retry_admission();
+    if (admitted && !*admitted) return;
+    waiting_.pop_front();
+    context_->memory->waiting_ends();
+    stream->waiting = false;
+    if (!admitted) {
+      stream->error = admitted.error();
+      end_with_error(id, *stream->error);
+      nghttp2_session_consume_stream(session_, id, kept);
+      continue;
+    }
+    if (stream->streaming()) take_stream_messages(id, *stream);
+    account_window(id, *stream, kept, stream->reader->kept_bytes());
+    if (stream->request_ended) dispatch(id);
+  }
+}
+
+}  // namespace sonic::server
