@@ -86,16 +86,22 @@ class SONIC_EXPORT TransportStream {
 /// A way to reach an inference server. Implementations are compiled libraries (sonic::grpc,
 /// ...) that register their URL schemes with transport_registry().
 ///
-/// Async contract, for every *_async function below:
+/// Async contract, for every *_async function below (Asio's and Beast's rule):
 /// - `done` is called exactly once, with a value or an Error carrying a gRPC status code;
-/// - on a thread owned by the transport, or inside the initiating call itself when the call
-///   fails before anything was sent (a message over the size limit, a transport being
-///   destroyed): callers that must not be re-entered defer those (sonic::Client does, so that
-///   its own callbacks never run inside infer_async);
+/// - never inside the initiating call, also when the call fails before anything was sent (a
+///   message over the size limit, a connection that cannot be made, a deadline already
+///   passed): later, on a thread owned by the transport (its network thread, which is the
+///   caller's own only when the caller is a completion running there). A transport without a
+///   thread of its own (these defaults) uses the process's completion thread, one thread that
+///   runs such completions in order;
 /// - by the deadline (plus the time to notice it), with DEADLINE_EXCEEDED if the answer is late;
 /// - destroying the transport completes every outstanding call with CANCELLED before the
-///   destructor returns.
-/// Every function is thread-safe.
+///   destructor returns (a call that failed before it was sent completes with its own error,
+///   before the destructor returns too).
+/// Every function is thread-safe. Calling a transport whose destructor has begun is the
+/// caller's error, and undefined, as for any object being destroyed. (The transports of this
+/// library bear a call that overlaps the start of their destructor: it completes with
+/// CANCELLED, never inside the call, before the destructor returns.)
 class SONIC_EXPORT Transport {
  public:
   virtual ~Transport();
@@ -137,7 +143,8 @@ class SONIC_EXPORT Transport {
                                       Callback<std::vector<ModelStatistics>> done) = 0;
 
   // The model repository (KServe's model repository extension). A transport that does not
-  // carry it answers UNIMPLEMENTED, as these defaults do.
+  // carry it answers UNIMPLEMENTED, as these defaults do, on the process's completion thread
+  // (the Transport destructor waits for those answers).
 
   /// The server's models and their states (RepositoryIndex); `ready_only`: READY ones only.
   virtual void repository_index_async(bool ready_only, Deadline deadline,
@@ -152,8 +159,11 @@ class SONIC_EXPORT Transport {
   /// Opens a ModelStreamInfer call: requests sent on it are answered through `on_response`,
   /// then `done` gets how the call ended (OK once the client closed its side and the server
   /// answered everything; the server's status, a lost connection, the deadline, CANCELLED).
-  /// Neither runs inside this call. A transport without streams answers UNIMPLEMENTED. The
-  /// stream holds what it needs (connection, buffers), not the transport: it may outlive it.
+  /// Once the stream is returned, `done` runs exactly once; neither runs inside this call or
+  /// inside the stream's send() and close(), and both run on the transport's threads. An Error
+  /// returned instead (a transport without streams answers UNIMPLEMENTED) means that neither
+  /// ever runs. The stream holds what it needs (connection, buffers), not the transport: it may
+  /// outlive it.
   virtual Result<std::unique_ptr<TransportStream>> open_stream(
       Deadline deadline, std::function<void(StreamResponse)> on_response, Callback<void> done);
 };

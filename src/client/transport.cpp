@@ -1,11 +1,165 @@
 // sonic — endpoint URLs and the registry of linked transports.
 #include "sonic/transport.hpp"
 
+#include <condition_variable>
+#include <cstdio>
+#include <deque>
+#include <exception>
+#include <map>
 #include <mutex>
 #include <string>
+#include <thread>
 #include <utility>
+#include <vector>
+
+#include "completion_thread.hpp"
 
 namespace sonic {
+
+namespace detail {
+namespace {
+
+// The state of the process's completion thread (completion_thread.hpp). Never freed, so that a
+// task posted while the process exits, after the thread was joined, still finds it.
+class CompletionThread {
+ public:
+  void post(const void* owner, UniqueFunction<void()> task) {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      tasks_.push_back({owner, std::move(task)});
+      ++pending_[owner];
+      if (!thread_.joinable() && !stopping_) start();
+    }
+    wake_.notify_one();
+  }
+
+  void drain(const void* owner) {
+    std::unique_lock<std::mutex> lock(mutex_);
+    if (pending_.find(owner) == pending_.end()) return;
+    if (std::this_thread::get_id() != runner_) {
+      drained_.wait(lock, [&] { return pending_.find(owner) == pending_.end(); });
+      return;
+    }
+    // A task of this thread destroys `owner`: run its queued tasks here, in order. (The task
+    // now running, if it is the owner's, is the caller's own.)
+    std::vector<UniqueFunction<void()>> mine;
+    for (auto it = tasks_.begin(); it != tasks_.end();) {
+      if (it->owner != owner) {
+        ++it;
+        continue;
+      }
+      mine.push_back(std::move(it->task));
+      it = tasks_.erase(it);
+    }
+    lock.unlock();
+    for (auto& task : mine) {
+      run_one(task);
+      task = nullptr;  // what it holds goes now, as a task the thread ran would
+      lock.lock();
+      finished(owner);
+      lock.unlock();
+    }
+  }
+
+  // The process exits: runs what is queued, then joins. A task may call exit(): its thread
+  // cannot join itself, and leaves once that task returns.
+  void stop() {
+    std::thread thread;
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      stopping_ = true;
+      thread = std::move(thread_);
+    }
+    wake_.notify_all();
+    if (!thread.joinable()) return;
+    if (thread.get_id() == std::this_thread::get_id()) {
+      thread.detach();
+      return;
+    }
+    thread.join();
+    // Tasks posted meanwhile (by static destructors, say) get a thread that the exit does not
+    // wait for.
+    std::lock_guard<std::mutex> lock(mutex_);
+    stopping_ = false;
+    if (!tasks_.empty()) start();
+  }
+
+ private:
+  struct Queued {
+    const void* owner;
+    UniqueFunction<void()> task;
+  };
+
+  void start() {  // mutex_ held
+    thread_ = std::thread([this] { run(); });
+    runner_ = thread_.get_id();
+  }
+
+  void run() {
+    std::unique_lock<std::mutex> lock(mutex_);
+    for (;;) {
+      wake_.wait(lock, [this] { return stopping_ || !tasks_.empty(); });
+      if (tasks_.empty()) return;  // stopping, and nothing left
+      Queued next = std::move(tasks_.front());
+      tasks_.pop_front();
+      lock.unlock();
+      run_one(next.task);
+      next.task = nullptr;
+      lock.lock();
+      finished(next.owner);
+    }
+  }
+
+  static void run_one(UniqueFunction<void()>& task) {
+    try {
+      task();
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "sonic: a completion failed and was dropped: %s\n", e.what());
+    } catch (...) {
+      std::fprintf(stderr, "sonic: a completion failed and was dropped\n");
+    }
+  }
+
+  void finished(const void* owner) {  // mutex_ held
+    auto it = pending_.find(owner);
+    if (--it->second != 0) return;
+    pending_.erase(it);
+    drained_.notify_all();
+  }
+
+  std::mutex mutex_;
+  std::condition_variable wake_;     // the thread: a task came, or the process exits
+  std::condition_variable drained_;  // drain(): an owner's last task ran
+  std::deque<Queued> tasks_;
+  std::map<const void*, std::size_t> pending_;  // per owner, its tasks queued or running
+  std::thread thread_;
+  std::thread::id runner_;  // the thread that runs the tasks now
+  bool stopping_ = false;
+};
+
+CompletionThread& completion_thread() {
+  static auto* const state = new CompletionThread;  // never freed: see above
+  return *state;
+}
+
+// Joins the completion thread when the process exits. Made when the library is loaded, so it
+// goes after every static object made since (a static Client, say), whose completions then
+// still run.
+struct JoinAtExit {
+  JoinAtExit() { completion_thread(); }
+  ~JoinAtExit() { completion_thread().stop(); }
+} join_at_exit;
+
+}  // namespace
+
+void post_completion(const void* owner, UniqueFunction<void()> task) {
+  completion_thread().post(owner, std::move(task));
+}
+
+void drain_completions(const void* owner) { completion_thread().drain(owner); }
+
+}  // namespace detail
+
 namespace {
 
 // What to link for a scheme that has no transport.
@@ -97,18 +251,33 @@ bool is_ip_literal(std::string_view host) {
 
 TransportStream::~TransportStream() = default;
 
-Transport::~Transport() = default;
+// Waits for the answers the defaults below posted for this transport: they run before its
+// destructor returns, as every outstanding call's completion does.
+Transport::~Transport() { detail::drain_completions(this); }
+
+namespace {
+
+// Answers `done` UNIMPLEMENTED on the process's completion thread: a Transport has no thread
+// of its own, and `done` must not run inside the call.
+template <typename T>
+void no_repository_calls(const Transport* transport, Callback<T> done) {
+  detail::post_completion(transport, [done = std::move(done)]() mutable {
+    done(Error(StatusCode::Unimplemented, "this transport has no model repository calls"));
+  });
+}
+
+}  // namespace
 
 void Transport::repository_index_async(bool, Deadline, Callback<std::vector<ModelIndex>> done) {
-  done(Error(StatusCode::Unimplemented, "this transport has no model repository calls"));
+  no_repository_calls(this, std::move(done));
 }
 
 void Transport::load_model_async(std::string, std::string, Deadline, Callback<bool> done) {
-  done(Error(StatusCode::Unimplemented, "this transport has no model repository calls"));
+  no_repository_calls(this, std::move(done));
 }
 
 void Transport::unload_model_async(std::string, Deadline, Callback<bool> done) {
-  done(Error(StatusCode::Unimplemented, "this transport has no model repository calls"));
+  no_repository_calls(this, std::move(done));
 }
 
 Result<std::unique_ptr<TransportStream>> Transport::open_stream(Deadline,
