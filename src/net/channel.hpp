@@ -253,14 +253,14 @@ class CallBook {
   using ChannelType = Channel<Connection, Call>;
 
   /// Hands `call` to the channel, counted as this client's until its `done` has run; when the
-  /// book is closing, completes it with CANCELLED instead (inside this call).
+  /// book is closing (a call racing the transport's destructor), completes it with CANCELLED
+  /// instead, on the network thread as well.
   static void start(const std::shared_ptr<CallBook>& book,
                     const std::shared_ptr<ChannelType>& channel, std::shared_ptr<Call> call) {
     book->outstanding_.fetch_add(1, std::memory_order_relaxed);
     if (book->closing_.load(std::memory_order_acquire)) {
-      auto done = std::move(call->done);
-      done(Error(StatusCode::Cancelled, "the client is being destroyed"));
-      return book->finished();
+      return complete_later(book, channel, std::move(call->done),
+                            Error(StatusCode::Cancelled, "the client is being destroyed"));
     }
     // The caller's `done` stays in the call, which is alive whenever `done` runs (the
     // Channel contract): the wrapper holds only the book and the call's address.
@@ -276,6 +276,17 @@ class CallBook {
       book->link(call);
       channel->submit(std::move(call));
     });
+  }
+
+  /// Completes `done` with `error` on the channel's network thread, never inside this call: a
+  /// call that failed before it could be handed to the channel (a request over the size limit,
+  /// say). Counted as this client's call until `done` has run, so that close_and_wait() waits
+  /// for it too. Costs a post, on failures only.
+  template <typename Done>
+  static void fail(const std::shared_ptr<CallBook>& book,
+                   const std::shared_ptr<ChannelType>& channel, Done done, Error error) {
+    book->outstanding_.fetch_add(1, std::memory_order_relaxed);
+    complete_later(book, channel, std::move(done), std::move(error));
   }
 
   /// Makes `cancel` stop the call on the network thread: its connection tells the server and
@@ -311,6 +322,18 @@ class CallBook {
   }
 
  private:
+  // Runs `done` with `error` on the network thread, then counts the call finished (the caller
+  // counted it outstanding). The closure holds the channel, and with it the thread.
+  template <typename Done>
+  static void complete_later(const std::shared_ptr<CallBook>& book,
+                             const std::shared_ptr<ChannelType>& channel, Done done, Error error) {
+    asio::post(channel->io(),
+               [book, channel, done = std::move(done), error = std::move(error)]() mutable {
+                 done(std::move(error));
+                 book->finished();
+               });
+  }
+
   static void abandon(const std::shared_ptr<Call>& call, Error why) {
     if (call->finished) return;
     if (auto connection = call->connection.lock()) return connection->abandon(call, std::move(why));

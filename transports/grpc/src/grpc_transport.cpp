@@ -72,7 +72,7 @@ class GrpcTransport final : public protocol::ControlCalls {
                    std::shared_ptr<CancelSignal> cancel, Callback<InferResult> done) override {
     auto begun = Clock::now();
     auto body = protocol::encode_infer_request(request, max_message_bytes_);
-    if (!body) return done(body.error());
+    if (!body) return fail(std::move(done), body.error());
     // Compressed on the caller's thread, as the message was encoded: the network thread only
     // writes it.
     const Compression compression = request.compression().value_or(compression_);
@@ -85,7 +85,7 @@ class GrpcTransport final : public protocol::ControlCalls {
     auto call = make_call("ModelInfer", std::move(*body), deadline, protocol::kRawOutputField);
     call->times.encoded = Clock::now();
     call->headers = request.headers();
-    if (auto ok = add_credentials(call->headers); !ok) return done(ok.error());
+    if (auto ok = add_credentials(call->headers); !ok) return fail(std::move(done), ok.error());
     if (compressed) {
       call->headers.emplace_back("grpc-encoding", protocol::encoding_name(compression));
     }
@@ -119,9 +119,9 @@ class GrpcTransport final : public protocol::ControlCalls {
                   Callback<std::string> done) override {
     auto body = std::make_shared<protocol::OutgoingBody>();
     body->append_owned(request);
-    if (auto ok = body->finish(max_message_bytes_); !ok) return done(ok.error());
+    if (auto ok = body->finish(max_message_bytes_); !ok) return fail(std::move(done), ok.error());
     auto call = make_call(std::move(method), std::move(body), deadline, 0);
-    if (auto ok = add_credentials(call->headers); !ok) return done(ok.error());
+    if (auto ok = add_credentials(call->headers); !ok) return fail(std::move(done), ok.error());
     call->done = [done = std::move(done)](Result<ReceivedMessage> message) mutable {
       if (!message) return done(message.error());
       done(std::move(message->envelope));
@@ -130,6 +130,12 @@ class GrpcTransport final : public protocol::ControlCalls {
   }
 
  private:
+  // A call that fails before it is sent completes on the network thread all the same.
+  template <typename T>
+  void fail(Callback<T> done, Error error) {
+    Calls::fail(calls_, channel_, std::move(done), std::move(error));
+  }
+
   std::shared_ptr<ClientCall> make_call(std::string method,
                                         std::shared_ptr<protocol::OutgoingBody> body,
                                         Deadline deadline, std::uint32_t raw_field) {

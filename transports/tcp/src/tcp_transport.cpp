@@ -59,7 +59,7 @@ class TcpTransport final : public protocol::ControlCalls {
                    std::shared_ptr<CancelSignal> cancel, Callback<InferResult> done) override {
     auto call = std::make_shared<TcpCall>();
     call->id = next_id++;
-    if (auto ok = add_credentials(*call); !ok) return done(ok.error());
+    if (auto ok = add_credentials(*call); !ok) return fail(std::move(done), ok.error());
     auto begun = Clock::now();
     // The frame references the request's tensors (raw ones are not copied), which the caller
     // keeps until `done` runs.
@@ -67,7 +67,8 @@ class TcpTransport final : public protocol::ControlCalls {
         FrameKind::Request, call->id, protocol::infer_request_envelope(request), request.inputs(),
         nullptr, compression_, compression_.zstd ? protocol::tcp::kCompressResponse : 0);
     if (call->frame.raw_tensor_bytes > max_message_bytes_) {
-      return done(Error(StatusCode::ResourceExhausted,
+      return fail(std::move(done),
+                  Error(StatusCode::ResourceExhausted,
                         "request of " + std::to_string(call->frame.raw_tensor_bytes) +
                             " tensor bytes exceeds max_message_bytes (" +
                             std::to_string(max_message_bytes_) + ")"));
@@ -103,7 +104,7 @@ class TcpTransport final : public protocol::ControlCalls {
                   Callback<std::string> done) override {
     auto call = std::make_shared<TcpCall>();
     call->id = next_id++;
-    if (auto ok = add_credentials(*call); !ok) return done(ok.error());
+    if (auto ok = add_credentials(*call); !ok) return fail(std::move(done), ok.error());
     call->frame = protocol::tcp::encode_call(call->id, method, request);
     call->done = [done = std::move(done), method](Result<Frame> answer) mutable {
       if (!answer) return done(answer.error());
@@ -116,6 +117,12 @@ class TcpTransport final : public protocol::ControlCalls {
   }
 
  private:
+  // A call that fails before it is sent completes on the network thread all the same.
+  template <typename T>
+  void fail(Callback<T> done, Error error) {
+    Calls::fail(calls_, channel_, std::move(done), std::move(error));
+  }
+
   // The bearer token's header, asked now; the connection sends it in a metadata frame before
   // the call's frame when the server has not heard it yet (a rotated token is picked up).
   Result<void> add_credentials(TcpCall& call) const {
