@@ -14,6 +14,7 @@
 #include <optional>
 #include <set>
 
+#include "client/completion_thread.hpp"
 #include "protocol/control_calls.hpp"
 #include "protocol/control_codec.hpp"
 #include "protocol/names.hpp"
@@ -349,13 +350,18 @@ class ShmTransport final : public protocol::ControlCalls {
   }
 
   // Hands a request to the gRPC transport, or completes it CANCELLED once this one is closing
-  // (registration answers may still arrive while the destructor runs).
+  // (registration answers may still arrive while the destructor runs; a call racing the
+  // destructor gets here inside infer_async). That completion goes to the process's completion
+  // thread, never inside the call; ~Transport() waits for it.
   void dispatch(const InferRequest& request, const std::shared_ptr<Exchange>& x,
                 Callback<InferResult> done) {
     std::unique_lock<std::mutex> lock(calls_mutex_);
     if (closing_) {
       lock.unlock();
-      return done(Error(StatusCode::Cancelled, "the client was destroyed"));
+      return sonic::detail::post_completion(
+          static_cast<const Transport*>(this), [done = std::move(done)]() mutable {
+            done(Error(StatusCode::Cancelled, "the client was destroyed"));
+          });
     }
     calls_->infer_async(request, x->deadline, x->cancel, std::move(done));
   }
