@@ -1,6 +1,7 @@
 #include "fake_transport.hpp"
 
 #include <sonic/builtin_models.hpp>
+#include "client/completion_thread.hpp"
 #include "client/timer_queue.hpp"
 
 #include <algorithm>
@@ -59,6 +60,12 @@ std::shared_ptr<FakeServer::State> find_server(const std::string& name) {
   return it == servers.end() ? nullptr : it->second.lock();
 }
 
+// Result<T>, where T is deduced from the callback alone (an outcome may be an Error).
+template <typename T>
+struct Outcome {
+  using type = Result<T>;
+};
+
 Error unreachable(const std::string& name) {
   return Error(StatusCode::Unavailable, "no fake server '" + name + "'");
 }
@@ -86,7 +93,7 @@ class FakeTransport final : public protocol::ControlCalls {
   void infer_async(const InferRequest& request, Deadline deadline,
                    std::shared_ptr<CancelSignal> cancel, Callback<InferResult> done) override {
     auto state = find_server(name_);
-    if (!state) return done(unreachable(name_));
+    if (!state) return complete_later(std::move(done), unreachable(name_));
     state_ = state;
     std::unique_lock<std::mutex> lock(state->mutex);
     std::size_t number = ++state->calls;
@@ -94,15 +101,16 @@ class FakeTransport final : public protocol::ControlCalls {
       Error error = it->second;
       state->failures.erase(it);
       lock.unlock();
-      return done(std::move(error));
+      return complete_later(std::move(done), std::move(error));
     }
     if (state->down) {
       lock.unlock();
-      return done(Error(StatusCode::Unavailable, "fake server '" + name_ + "' is down"));
+      return complete_later(std::move(done),
+                            Error(StatusCode::Unavailable, "fake server '" + name_ + "' is down"));
     }
     if (!state->holding) {
       lock.unlock();
-      return done(state->executor->infer(request));
+      return complete_later(std::move(done), state->executor->infer(request));
     }
     auto call = std::make_shared<HeldCall>();
     call->request = request;
@@ -136,42 +144,70 @@ class FakeTransport final : public protocol::ControlCalls {
 
   void call_async(std::string method, std::string request, Deadline,
                   Callback<std::string> done) override {
+    bool discovery = false;
+    auto outcome = answer(method, request, discovery);
+    auto state = discovery ? find_server(name_) : nullptr;
+    if (!state) return complete_later(std::move(done), std::move(outcome));
+    // A RepositoryIndex call counts once its caller has handled the answer: a test that waits
+    // for the count sees what the answer did.
+    complete_later<std::string>(
+        [done = std::move(done), state](Result<std::string> answered) mutable {
+          done(std::move(answered));
+          std::lock_guard<std::mutex> lock(state->mutex);
+          ++state->index_calls;
+        },
+        std::move(outcome));
+  }
+
+ private:
+  using State = FakeServer::State;
+
+  // Delivers an outcome decided inside a call outside it, on the process's completion thread
+  // (in order); ~Transport() waits for those still queued.
+  template <typename T>
+  void complete_later(Callback<T> done, typename Outcome<T>::type outcome) {
+    detail::post_completion(static_cast<const Transport*>(this),
+                            [done = std::move(done), outcome = std::move(outcome)]() mutable {
+                              done(std::move(outcome));
+                            });
+  }
+
+  // The answer to a control call; `discovery`: it is the answer of RepositoryIndex.
+  Result<std::string> answer(const std::string& method, const std::string& request,
+                             bool& discovery) {
     auto state = find_server(name_);
-    if (!state) return done(unreachable(name_));
+    if (!state) return unreachable(name_);
     bool down;
     {
       std::lock_guard<std::mutex> lock(state->mutex);
       down = state->down;
       if (method == "ServerReady") ++state->probes;
     }
-    if (method == "ServerReady" || method == "ServerLive")
-      return done(protocol::encode_flag(!down));
-    if (down) return done(Error(StatusCode::Unavailable, "fake server '" + name_ + "' is down"));
+    if (method == "ServerReady" || method == "ServerLive") return protocol::encode_flag(!down);
+    if (down) return Error(StatusCode::Unavailable, "fake server '" + name_ + "' is down");
     if (method == "RepositoryIndex") {
       std::optional<Error> refusal;
       {
         std::lock_guard<std::mutex> lock(state->mutex);
-        ++state->index_calls;
         refusal = state->refuse_index;
       }
-      if (refusal) return done(std::move(*refusal));
-      return done(protocol::encode_repository_index(state->executor->repository_index()));
+      discovery = true;
+      if (refusal) return std::move(*refusal);
+      return protocol::encode_repository_index(state->executor->repository_index());
     }
     auto ref = protocol::decode_model_ref(request);
-    if (!ref) return done(ref.error());
+    if (!ref) return ref.error();
     if (method == "ModelReady") {
-      return done(protocol::encode_flag(state->executor->has_model(ref->name, ref->version)));
+      return protocol::encode_flag(state->executor->has_model(ref->name, ref->version));
     }
     if (method == "ModelMetadata") {
       auto model = state->executor->model(ref->name, ref->version);
-      if (!model) return done(model.error());
-      return done(protocol::encode_model_metadata((*model)->metadata()));
+      if (!model) return model.error();
+      return protocol::encode_model_metadata((*model)->metadata());
     }
-    done(Error(StatusCode::Unimplemented, "the fake server does not answer " + method));
+    return Error(StatusCode::Unimplemented, "the fake server does not answer " + method);
   }
 
- private:
-  using State = FakeServer::State;
   std::string name_;
   std::weak_ptr<State> state_;
   std::vector<std::weak_ptr<HeldCall>> mine_;

@@ -28,8 +28,12 @@ namespace sonic::test {
 ///
 /// What happens to a call: a failure scripted for its number (fail_call), else, while the
 /// server is down (set_down), UNAVAILABLE; else, while it holds calls (hold), it waits for
-/// release() or reset(), or its deadline; else the model's answer. Calls that complete at once
-/// do so inside the client's infer_async, which the Transport contract allows.
+/// release() or reset(), or its deadline; else the model's answer. The outcome is decided
+/// inside the call (calls() counts it at once), and, as the Transport contract asks, delivered
+/// outside it: on the process's completion thread (client/completion_thread.hpp), one thread
+/// that delivers in the order the calls were made, so that tests stay step by step. A held
+/// call completes where release() or reset() is called, or on the timer thread for its
+/// deadline and its caller's cancel.
 class FakeServer {
  public:
   explicit FakeServer(std::string name, std::shared_ptr<CpuExecutor> executor = default_executor());
@@ -47,7 +51,7 @@ class FakeServer {
   /// RepositoryIndex (model discovery) fails with `error` (a proxy refusing an overloaded
   /// pool, say) until refuse_discovery(std::nullopt); otherwise it lists the executor's models.
   void refuse_discovery(std::optional<Error> error);
-  /// RepositoryIndex calls received.
+  /// RepositoryIndex calls answered, each counted once its caller's callback has returned.
   std::size_t discovery_calls() const;
   /// Inference calls wait (for release(), reset() or their deadline) until hold(false).
   void hold(bool on = true);
