@@ -246,7 +246,10 @@ TEST_CASE("fake: a model one server lacks goes to the one that has it") {
   }
 }
 
-TEST_CASE("fake: answers given inside infer_async still reach callbacks outside it") {
+// Transports complete calls later, on threads of their own (the fake too); the client decides
+// some outcomes inside infer_async itself (a request it refuses before sending): neither reaches
+// a callback inside the caller's call, whatever thread callbacks run on.
+TEST_CASE("fake: a callback never runs inside infer_async, whatever decided its outcome") {
   FakeServer a("inline-a");
   for (auto where : {CallbackThread::Network, CallbackThread::Pool, CallbackThread::Inline}) {
     ClientOptions options;
@@ -254,16 +257,20 @@ TEST_CASE("fake: answers given inside infer_async still reach callbacks outside 
     options.validate_inputs = false;
     options.callbacks = where;
     Client client(options);
-    std::atomic<bool> inside{false}, ran_inside{false};
-    const auto caller = std::this_thread::get_id();
-    std::promise<void> done;
-    inside = true;
-    client.infer_async(simple_request(1, 2), [&](Result<InferResult>) {
-      ran_inside = inside.load() && std::this_thread::get_id() == caller;
-      done.set_value();
-    });
-    inside = false;
-    done.get_future().wait();
-    CHECK_FALSE(ran_inside.load());
+    for (bool refused : {false, true}) {
+      std::atomic<bool> inside{false}, ran_inside{false};
+      const auto caller = std::this_thread::get_id();
+      std::promise<bool> done;
+      InferRequest request = simple_request(1, 2);
+      if (refused) request = InferRequest("");  // no model name: refused before any attempt
+      inside = true;
+      client.infer_async(std::move(request), [&](Result<InferResult> result) {
+        ran_inside = inside.load() && std::this_thread::get_id() == caller;
+        done.set_value(result.ok());
+      });
+      inside = false;
+      CHECK(done.get_future().get() == !refused);
+      CHECK_FALSE(ran_inside.load());
+    }
   }
 }
