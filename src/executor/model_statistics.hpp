@@ -1,0 +1,110 @@
+// sonic — one model's statistics: lock-free counters updated by every request, the merged
+// executions by batch size, and their snapshot into sonic::ModelStatistics.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <map>
+#include <mutex>
+#include <string>
+
+#include "sonic/detail/export.hpp"
+#include "sonic/metadata.hpp"
+#include "sonic/model.hpp"
+#include "sonic/request.hpp"
+#include "sonic/transport.hpp"  // Clock
+
+namespace sonic::detail {
+
+/// Events of one kind and their total time. Updated from any thread without a lock; a reader
+/// may see the count and the time of different moments.
+struct Counter {
+  std::atomic<std::uint64_t> count{0};
+  std::atomic<std::uint64_t> ns{0};
+
+  /// Counts one event that took `elapsed`. Inline: every request calls it several times.
+  void add(Clock::duration elapsed) {
+    count.fetch_add(1, std::memory_order_relaxed);
+    ns.fetch_add(static_cast<std::uint64_t>(
+                     std::chrono::duration_cast<std::chrono::nanoseconds>(elapsed).count()),
+                 std::memory_order_relaxed);
+  }
+
+  /// The count and the total time, as a statistic reports them.
+  Duration read() const {
+    return {count.load(std::memory_order_relaxed), ns.load(std::memory_order_relaxed)};
+  }
+};
+
+/// The inferences a request makes: with a batch dimension (max_batch_size > 0), each element
+/// of its first input's first dimension; otherwise one.
+inline std::uint64_t inferences_in(const Model& model, const InferRequest& request) {
+  if (model.max_batch_size > 0 && !request.inputs().empty() &&
+      !request.inputs().front().tensor.shape().empty()) {
+    auto n = request.inputs().front().tensor.shape().front();
+    return n > 0 ? static_cast<std::uint64_t>(n) : 1;
+  }
+  return 1;
+}
+
+/// The statistics of one model version as its requests run (Triton's ModelStatistics). The
+/// per-request updates are lock-free and inline; only a merged execution (count_batch()) and a
+/// snapshot take the lock of the by-batch-size table. Thread-safe.
+class ModelCounters {
+ public:
+  /// Time spent by the requests, as ModelStatistics names them.
+  Counter success, fail, queue, compute_input, compute_infer, compute_output;
+
+  /// A request that ended after `elapsed` (since it arrived): a success or a failure; a
+  /// success counts one execution and the request's inferences.
+  void count_request(std::uint64_t inferences, bool succeeded, Clock::duration elapsed) {
+    (succeeded ? success : fail).add(elapsed);
+    if (!succeeded) return;
+    inference_count_.fetch_add(inferences, std::memory_order_relaxed);
+    execution_count_.fetch_add(1, std::memory_order_relaxed);
+    last_inference_ms_.store(now_ms());
+  }
+
+  /// One execution of several requests merged, `inferences` in all, timed at its phases:
+  /// inputs merged (t0 to t1), the model run (t1 to t2), outputs split (t2 to t3). Counts the
+  /// phases, the execution by its batch size, and the inferences; each request's own success
+  /// is counted by the caller.
+  SONIC_EXPORT void count_batch(std::uint64_t inferences, Clock::time_point t0,
+                                Clock::time_point t1, Clock::time_point t2, Clock::time_point t3);
+
+  /// Folds one execution's time into the model's moving mean (weight 1/8: a slow execution
+  /// shows at once, a run of quick ones brings the mean back down within a few dozen). Updates
+  /// from threads at once may lose one another's: the mean is a hint.
+  void remember_compute_time(Clock::duration took) {
+    const std::int64_t ns = std::chrono::duration_cast<std::chrono::nanoseconds>(took).count();
+    const std::int64_t mean = recent_compute_ns_.load(std::memory_order_relaxed);
+    recent_compute_ns_.store(mean < 0 ? ns : mean + (ns - mean) / 8, std::memory_order_relaxed);
+  }
+
+  /// The moving mean of recent execution times in ns; -1 before the first.
+  std::int64_t recent_compute_ns() const {
+    return recent_compute_ns_.load(std::memory_order_relaxed);
+  }
+
+  /// Everything counted so far, under the model's name and version.
+  SONIC_EXPORT ModelStatistics snapshot(const std::string& name, const std::string& version) const;
+
+ private:
+  struct BatchCounters {
+    Duration compute_input, compute_infer, compute_output;
+  };
+
+  static std::uint64_t now_ms() {
+    return static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::milliseconds>(
+                                          std::chrono::system_clock::now().time_since_epoch())
+                                          .count());
+  }
+
+  std::atomic<std::uint64_t> inference_count_{0}, execution_count_{0}, last_inference_ms_{0};
+  std::atomic<std::int64_t> recent_compute_ns_{-1};
+  mutable std::mutex batch_mutex_;
+  std::map<std::uint64_t, BatchCounters> by_batch_size_;  // merged executions
+};
+
+}  // namespace sonic::detail
