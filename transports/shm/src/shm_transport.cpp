@@ -15,6 +15,7 @@
 #include <set>
 
 #include "client/completion_thread.hpp"
+#include "client/model_ref.hpp"
 #include "protocol/control_calls.hpp"
 #include "protocol/control_codec.hpp"
 #include "protocol/names.hpp"
@@ -61,10 +62,6 @@ bool names_region(const InferRequest& request, const std::string& name) {
   bool found = false;
   for_each_named_region(request, [&](const std::string& region) { found |= region == name; });
   return found;
-}
-
-std::string model_key(const InferRequest& request) {
-  return request.model_name() + '\0' + request.model_version();
 }
 
 // One request on its way through shared memory.
@@ -141,7 +138,7 @@ class ShmTransport final : public protocol::ControlCalls {
                             Callback<ModelMetadata> done) override {
     // The client fetches metadata to validate inputs before a model's first request: keep a
     // copy, which names the outputs to place in shared memory from that first request on.
-    std::string key = model + '\0' + version;
+    sonic::detail::ModelRef key{model, version};
     calls_->model_metadata_async(
         std::move(model), std::move(version), deadline,
         [this, key, done = std::move(done)](Result<ModelMetadata> metadata) mutable {
@@ -454,7 +451,7 @@ class ShmTransport final : public protocol::ControlCalls {
   // ---- Output sizes: from static shapes in the metadata, else as last seen. ----
 
   void learn_metadata(const InferRequest& request) {
-    std::string key = model_key(request);
+    sonic::detail::ModelRef key = sonic::detail::ModelRef::of(request);
     {
       std::lock_guard<std::mutex> lock(mutex_);
       if (!metadata_requested_.insert(key).second) return;
@@ -473,7 +470,7 @@ class ShmTransport final : public protocol::ControlCalls {
   std::vector<std::string> known_outputs(const InferRequest& request) const {
     std::lock_guard<std::mutex> lock(mutex_);
     std::vector<std::string> names;
-    auto it = metadata_.find(model_key(request));
+    auto it = metadata_.find(sonic::detail::ModelRef::of(request));
     if (it != metadata_.end()) {
       for (const auto& out : it->second.outputs) names.push_back(out.name);
     }
@@ -482,30 +479,28 @@ class ShmTransport final : public protocol::ControlCalls {
 
   std::size_t predict(const InferRequest& request, const std::string& output) const {
     std::lock_guard<std::mutex> lock(mutex_);
-    std::string key = model_key(request);
+    const sonic::detail::ModelRef key = sonic::detail::ModelRef::of(request);
     if (auto m = metadata_.find(key); m != metadata_.end()) {
       if (const TensorMetadata* spec = m->second.find_output(output);
           spec && spec->dtype != DataType::Bytes) {
         if (auto count = element_count(spec->shape)) return *count * element_size(spec->dtype);
       }
     }
-    auto seen = sizes_.find(key + '\0' + output);
-    return seen == sizes_.end() ? 0 : seen->second;
+    auto model = sizes_.find(key);
+    if (model == sizes_.end()) return 0;
+    auto seen = model->second.find(output);
+    return seen == model->second.end() ? 0 : seen->second;
   }
 
   void learn_sizes(const InferRequest& request, const InferResult& result) {
     std::lock_guard<std::mutex> lock(mutex_);
-    for (const auto& out : result.outputs()) {
-      sizes_[model_key(request) + '\0' + out.name] = out.tensor.byte_size();
-    }
+    auto& sizes = sizes_[sonic::detail::ModelRef::of(request)];
+    for (const auto& out : result.outputs()) sizes[out.name] = out.tensor.byte_size();
   }
 
   void forget_sizes(const InferRequest& request) {
     std::lock_guard<std::mutex> lock(mutex_);
-    std::string prefix = model_key(request) + '\0';
-    for (auto it = sizes_.begin(); it != sizes_.end();) {
-      it = it->first.rfind(prefix, 0) == 0 ? sizes_.erase(it) : std::next(it);
-    }
+    sizes_.erase(sonic::detail::ModelRef::of(request));
   }
 
   // ---- Falling back, and cleaning up. ----
@@ -561,9 +556,10 @@ class ShmTransport final : public protocol::ControlCalls {
   std::mutex calls_mutex_;  // orders dispatch() against the destructor
   bool closing_ = false;    // guarded by calls_mutex_
   mutable std::mutex mutex_;
-  std::set<std::string> metadata_requested_;
-  std::map<std::string, ModelMetadata> metadata_;
-  std::map<std::string, std::size_t> sizes_;  // last seen bytes of model outputs
+  std::set<sonic::detail::ModelRef> metadata_requested_;
+  std::map<sonic::detail::ModelRef, ModelMetadata> metadata_;
+  // Last seen bytes of each model's outputs, by output name.
+  std::map<sonic::detail::ModelRef, std::map<std::string, std::size_t>> sizes_;
   std::map<std::string, std::shared_ptr<const UserRegion>> user_registered_;
 };
 
