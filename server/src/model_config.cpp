@@ -1,26 +1,24 @@
 #include "model_config.hpp"
 
+#include <vector>
+
 #include "protocol/config_types.hpp"
-#include "protocol/wire.hpp"
+#include "protocol/proto_writer.hpp"
 
 namespace sonic::server {
 
 namespace {
 
-namespace wire = protocol::wire;
+using protocol::MessageWriter;
 
-// ModelInput { name = 1; data_type = 2; dims = 4 } and ModelOutput { name = 1; data_type = 2;
-// dims = 3 }: only the dims field number differs.
-std::string tensor_config(const TensorMetadata& t, std::uint32_t dims_field, bool batched) {
-  std::string msg;
-  wire::put_string_field(msg, 1, t.name);
-  wire::put_varint_field(msg, 2, protocol::config_data_type(t.dtype));
-  std::string dims;
-  for (std::size_t d = batched ? 1 : 0; d < t.shape.size(); ++d) {
-    wire::put_varint(dims, static_cast<std::uint64_t>(t.shape[d]));
-  }
-  if (!dims.empty()) wire::put_len_field(msg, dims_field, dims);
-  return msg;
+// A ModelInput or ModelOutput (`tensor` writes one of them): with batching, Triton's dims leave
+// out the batch dimension.
+MessageWriter tensor_config(MessageWriter tensor, const TensorMetadata& t, bool batched) {
+  const auto first = t.shape.begin() + (batched && !t.shape.empty() ? 1 : 0);
+  tensor.string("name", t.name)
+      .number("data_type", static_cast<std::int64_t>(protocol::config_data_type(t.dtype)))
+      .packed("dims", std::vector<std::int64_t>(first, t.shape.end()));
+  return tensor;
 }
 
 }  // namespace
@@ -28,23 +26,23 @@ std::string tensor_config(const TensorMetadata& t, std::uint32_t dims_field, boo
 std::string model_config_of(const Model& model) {
   if (!model.config.empty()) return model.config;
   const bool batched = model.max_batch_size > 0;
-  std::string config;
-  wire::put_string_field(config, 1, model.name);
-  wire::put_string_field(config, 2, model.platform);
-  if (batched) wire::put_varint_field(config, 4, static_cast<std::uint64_t>(model.max_batch_size));
-  for (const auto& t : model.inputs) wire::put_len_field(config, 5, tensor_config(t, 4, batched));
-  for (const auto& t : model.outputs) wire::put_len_field(config, 6, tensor_config(t, 3, batched));
-  std::string group;  // ModelInstanceGroup { count = 2; kind = 4 (KIND_CPU = 2) }
-  wire::put_varint_field(group, 2, 1);
-  wire::put_varint_field(group, 4, 2);
-  wire::put_len_field(config, 7, group);
-  wire::put_string_field(config, 17, "sonic");  // backend
-  if (model.is_decoupled()) {
-    std::string policy;  // ModelTransactionPolicy { decoupled = 1 }
-    wire::put_varint_field(policy, 1, 1);
-    wire::put_len_field(config, 19, policy);
+  MessageWriter config("inference.ModelConfig");
+  config.string("name", model.name).string("platform", model.platform);
+  if (batched) config.number("max_batch_size", model.max_batch_size);
+  for (const auto& t : model.inputs) {
+    config.message("input", tensor_config(config.of("input"), t, batched));
   }
-  return config;
+  for (const auto& t : model.outputs) {
+    config.message("output", tensor_config(config.of("output"), t, batched));
+  }
+  config.message("instance_group",
+                 config.of("instance_group").number("count", 1).enumerator("kind", "KIND_CPU"));
+  config.string("backend", "sonic");
+  if (model.is_decoupled()) {
+    config.message("model_transaction_policy",
+                   config.of("model_transaction_policy").number("decoupled", 1));
+  }
+  return config.bytes();
 }
 
 }  // namespace sonic::server
