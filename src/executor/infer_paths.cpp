@@ -1,0 +1,334 @@
+// sonic — CpuExecutor's engine, running requests: on the caller's thread, on the pool, in a
+// sequence, merged by the dynamic batcher; with each request's statistics and server timing.
+#include <utility>
+
+#include "client/batch_rows.hpp"
+#include "executor/classification.hpp"
+#include "executor/executor_engine.hpp"
+#include "executor/request_checks.hpp"
+
+namespace sonic::detail {
+
+Result<InferResult> ExecutorEngine::infer(const InferRequest& request,
+                                          Clock::time_point queued_since) {
+  auto found = find_or_load(request.model_name(), request.model_version());
+  if (!found) return found.error();
+  return infer_on(*found, request, queued_since);
+}
+
+std::optional<Result<InferResult>> ExecutorEngine::infer_if_quick(const InferRequest& request,
+                                                                  std::chrono::nanoseconds budget) {
+  // A model's time grows with its inputs: a large request is not taken for a quick one on
+  // the strength of small ones (nor can a client make a network thread copy megabytes).
+  std::size_t input_bytes = 0;
+  for (const auto& input : request.inputs()) input_bytes += input.tensor.byte_size();
+  if (input_bytes > CpuExecutor::kQuickInputBytes) return std::nullopt;
+  auto found = find(request.model_name(), request.model_version());
+  if (!found) return std::nullopt;
+  Entry& entry = **found;
+  const std::int64_t recent = entry.stats.recent_compute_ns();
+  if (entry.batcher || entry.sequencer || entry.model.is_decoupled() || recent < 0 ||
+      recent >= budget.count()) {
+    return std::nullopt;
+  }
+  return run_counted(entry, request, Clock::now());
+}
+
+Result<void> ExecutorEngine::infer_responses(const InferRequest& request,
+                                             const std::function<void(InferResult)>& respond,
+                                             Clock::time_point queued_since) {
+  auto found = find_or_load(request.model_name(), request.model_version());
+  if (!found) return found.error();
+  Entry& entry = **found;
+  if (!entry.model.is_decoupled()) {
+    auto result = infer_on(*found, request, queued_since);
+    if (!result) return result.error();
+    respond(std::move(*result));
+    return {};
+  }
+  const Model& model = entry.model;
+  auto started = Clock::now();
+  entry.stats.queue.add(started - queued_since);
+  Result<void> outcome = check_against_model(model, entry.metadata, request);
+  if (outcome) {
+    ResponseSink sink = [&](std::vector<NamedTensor> outputs) {
+      // Classification was checked with the request; the model's own outputs are kept if
+      // its tensors defy their declared types.
+      auto chosen = requested(model, request, outputs);
+      respond(InferResult(model.name, model.version, request.request_id(),
+                          chosen ? std::move(*chosen) : std::move(outputs)));
+    };
+    try {
+      outcome = model.decoupled(request, sink);
+    } catch (const Error& e) {
+      outcome = e;
+    } catch (const std::exception& e) {
+      outcome = Error(StatusCode::Internal, "model '" + model.name + "' failed: " + e.what());
+    }
+  }
+  count(entry, request, outcome.ok(), Clock::now() - queued_since);
+  return outcome;
+}
+
+void ExecutorEngine::infer_responses_async(InferRequest request,
+                                           std::function<void(InferResult)> respond,
+                                           Callback<void> done) {
+  auto queued = Clock::now();
+  pool_.post([this, request = std::move(request), respond = std::move(respond),
+              done = std::move(done),
+              queued]() mutable { done(infer_responses(request, respond, queued)); });
+}
+
+void ExecutorEngine::infer_async(InferRequest request, Callback<InferResult> done) {
+  auto queued = Clock::now();
+  // The model is looked up once, here; one that is not held yet may load on a pool thread.
+  if (auto found = find(request.model_name(), request.model_version()); found) {
+    std::shared_ptr<Entry> entry = std::move(*found);
+    if (entry->batcher || entry->sequencer) {
+      return submit_scheduled(entry, std::move(request), std::move(done), queued);
+    }
+    pool_.post([entry = std::move(entry), request = std::move(request), done = std::move(done),
+                queued]() mutable { done(infer_on(entry, request, queued)); });
+    return;
+  }
+  pool_.post([this, request = std::move(request), done = std::move(done), queued]() mutable {
+    auto found = find_or_load(request.model_name(), request.model_version());
+    if (!found) return done(found.error());
+    if ((*found)->batcher || (*found)->sequencer) {
+      return submit_scheduled(*found, std::move(request), std::move(done), queued);
+    }
+    done(infer_on(*found, request, queued));
+  });
+}
+
+void ExecutorEngine::count(Entry& entry, const InferRequest& request, bool succeeded,
+                           Clock::duration elapsed) {
+  entry.stats.count_request(inferences_in(entry.model, request), succeeded, elapsed);
+}
+
+// The outputs the request asked for (all of them when it named none), in its order; one
+// asked for with "classification" as its top classes (Triton's classification extension).
+Result<std::vector<NamedTensor>> ExecutorEngine::requested(const Model& model,
+                                                           const InferRequest& request,
+                                                           std::vector<NamedTensor> computed) {
+  if (request.outputs().empty()) return computed;
+  std::vector<NamedTensor> outputs;
+  static const std::vector<std::string> kNoLabels;
+  for (const auto& wanted : request.outputs()) {
+    auto k = detail::requested_class_count(wanted);
+    if (!k) return k.error();
+    for (auto& out : computed) {
+      if (out.name != wanted.name) continue;
+      if (*k == 0) {
+        outputs.push_back(out);
+        continue;
+      }
+      auto labels = model.labels.find(out.name);
+      auto classes = detail::classify(out.tensor, model.max_batch_size > 0, *k,
+                                      labels == model.labels.end() ? kNoLabels : labels->second);
+      if (!classes) return classes.error();
+      outputs.push_back({out.name, std::move(*classes), out.parameters});
+    }
+  }
+  return outputs;
+}
+
+Result<InferResult> ExecutorEngine::run(const Model& model, const InferRequest& request,
+                                        Entry& entry) {
+  auto t0 = Clock::now();
+  if (auto ok = check_against_model(model, entry.metadata, request); !ok) return ok.error();
+  auto t1 = Clock::now();
+  entry.stats.compute_input.add(t1 - t0);
+  Result<std::vector<NamedTensor>> computed = compute_guarded(model, request);
+  auto t2 = Clock::now();
+  entry.stats.compute_infer.add(t2 - t1);
+  entry.stats.remember_compute_time(t2 - t1);
+  if (!computed) return computed.error();
+  auto outputs = requested(model, request, std::move(*computed));
+  entry.stats.compute_output.add(Clock::now() - t2);
+  if (!outputs) return outputs.error();
+  return InferResult(model.name, model.version, request.request_id(), std::move(*outputs));
+}
+
+// One request run on the calling thread, with its statistics and server timing.
+Result<InferResult> ExecutorEngine::run_counted(Entry& entry, const InferRequest& request,
+                                                Clock::time_point queued_since) {
+  auto started = Clock::now();
+  entry.stats.queue.add(started - queued_since);
+  auto result = run(entry.model, request, entry);
+  auto finished = Clock::now();
+  count(entry, request, result.ok(), finished - queued_since);
+  if (result) {
+    result->timing().server_queue = started - queued_since;
+    result->timing().server_compute = finished - started;
+  }
+  return result;
+}
+
+// infer() of a model found: on this thread (a stateful model's sequence queue included).
+Result<InferResult> ExecutorEngine::infer_on(const std::shared_ptr<Entry>& entry,
+                                             const InferRequest& request,
+                                             Clock::time_point queued) {
+  if (entry->model.is_decoupled()) {
+    // Triton's code (UNSUPPORTED is UNIMPLEMENTED on gRPC) and words (infer_handler.cc).
+    return Error(StatusCode::Unimplemented,
+                 "ModelInfer RPC doesn't support models with decoupled transaction policy "
+                 "(model '" +
+                     entry->model.name + "' answers through a stream)");
+  }
+  if (entry->sequencer) return run_in_sequence(entry, request, queued);
+  return run_counted(*entry, request, queued);
+}
+
+// The model's function, its exceptions made errors.
+Result<std::vector<NamedTensor>> ExecutorEngine::compute_guarded(const Model& model,
+                                                                 const InferRequest& request) {
+  try {
+    return model.compute(request);
+  } catch (const Error& e) {
+    return e;
+  } catch (const std::exception& e) {
+    return Error(StatusCode::Internal, "model '" + model.name + "' failed: " + e.what());
+  }
+}
+
+// A request for a batching or stateful model, checked on its own first (a bad one fails
+// alone, at once), then queued.
+void ExecutorEngine::submit_scheduled(const std::shared_ptr<Entry>& entry, InferRequest request,
+                                      Callback<InferResult> done, Clock::time_point queued) {
+  if (entry->batcher) return submit_to_batcher(entry, std::move(request), std::move(done), queued);
+  if (auto ok = check_against_model(entry->model, entry->metadata, request); !ok) {
+    count(*entry, request, false, Clock::now() - queued);
+    pool_.post([done = std::move(done), error = ok.error()]() mutable { done(error); });
+    return;
+  }
+  entry->sequencer->submit(std::move(request),
+                           [entry, done = std::move(done), queued](
+                               const InferRequest& r, Result<std::vector<NamedTensor>> outputs,
+                               Clock::time_point started) mutable {
+                             done(sequence_result(*entry, r, std::move(outputs), queued, started));
+                           });
+}
+
+// infer() of a stateful model: its turn in its sequence, on this thread.
+Result<InferResult> ExecutorEngine::run_in_sequence(const std::shared_ptr<Entry>& entry,
+                                                    const InferRequest& request,
+                                                    Clock::time_point queued) {
+  if (auto ok = check_against_model(entry->model, entry->metadata, request); !ok) {
+    count(*entry, request, false, Clock::now() - queued);
+    return ok.error();
+  }
+  Result<InferResult> result = Error(StatusCode::Internal, "the request did not run");
+  entry->sequencer->run_here(
+      request, [&](const InferRequest& r, Result<std::vector<NamedTensor>> outputs,
+                   Clock::time_point started) {
+        result = sequence_result(*entry, r, std::move(outputs), queued, started);
+      });
+  return result;
+}
+
+// A stateful model's request once it ran: its statistics and result.
+Result<InferResult> ExecutorEngine::sequence_result(Entry& entry, const InferRequest& request,
+                                                    Result<std::vector<NamedTensor>> outputs,
+                                                    Clock::time_point queued,
+                                                    Clock::time_point started) {
+  const auto finished = Clock::now();
+  if (outputs) {
+    entry.stats.queue.add(started - queued);
+    entry.stats.compute_infer.add(finished - started);
+  }
+  count(entry, request, outputs.ok(), finished - queued);
+  if (!outputs) return outputs.error();
+  const Model& model = entry.model;
+  auto chosen = requested(model, request, std::move(*outputs));
+  if (!chosen) return chosen.error();
+  InferResult result(model.name, model.version, request.request_id(), std::move(*chosen));
+  result.timing().server_queue = started - queued;
+  result.timing().server_compute = finished - started;
+  return result;
+}
+
+// A request for a batching model: checked on its own first (a bad one fails alone, at once),
+// then queued.
+void ExecutorEngine::submit_to_batcher(const std::shared_ptr<Entry>& entry, InferRequest request,
+                                       Callback<InferResult> done, Clock::time_point queued) {
+  const Model& model = entry->model;
+  Result<void> ok = check_against_model(model, entry->metadata, request);
+  const std::int64_t batch = detail::batch_of(request).value_or(-1);
+  if (ok) ok = check_batch_size(model, batch);
+  if (!ok) {
+    count(*entry, request, false, Clock::now() - queued);
+    pool_.post([done = std::move(done), error = ok.error()]() mutable { done(error); });
+    return;
+  }
+  entry->batcher->submit({std::move(request), std::move(done), queued, batch});
+}
+
+// Runs a batch the batcher formed, on a pool thread: one request as infer() runs it, several
+// merged into one execution and split back. If the merged execution fails, each request runs
+// alone, so that one bad request fails alone.
+void ExecutorEngine::execute_batch(const std::shared_ptr<Entry>& entry,
+                                   std::vector<detail::DynamicBatcher::Pending> batch) {
+  if (!entry) {
+    for (auto& p : batch) p.done(Error(StatusCode::Unavailable, "the model was unloaded"));
+    return;
+  }
+  if (batch.size() == 1) {
+    auto& p = batch.front();
+    return p.done(run_counted(*entry, p.request, p.queued));
+  }
+  const Model& model = entry->model;
+  const auto t0 = Clock::now();
+  std::vector<const InferRequest*> parts;
+  std::int64_t total = 0;
+  for (const auto& p : batch) {
+    parts.push_back(&p.request);
+    total += p.batch;
+    entry->stats.queue.add(t0 - p.queued);
+  }
+  InferRequest merged = detail::merge_requests(parts);
+  const auto t1 = Clock::now();
+  // A merged execution that fails, however, is run again request by request below.
+  Result<std::vector<NamedTensor>> computed = compute_guarded(model, merged);
+  const auto t2 = Clock::now();
+  // Each output's row boundaries (walked once for BYTES), then each request's rows of it.
+  std::vector<std::vector<std::size_t>> bounds;
+  bool sliced = computed.ok();
+  for (std::size_t k = 0; sliced && k < computed->size(); ++k) {
+    auto offsets = detail::row_offsets((*computed)[k].tensor, total);
+    sliced = offsets.has_value();
+    if (sliced) bounds.push_back(std::move(*offsets));
+  }
+  std::vector<std::vector<NamedTensor>> split(batch.size());
+  for (std::size_t r = 0, first = 0; sliced && r < batch.size(); ++r) {
+    for (std::size_t k = 0; k < computed->size(); ++k) {
+      const NamedTensor& out = (*computed)[k];
+      split[r].push_back(
+          {out.name,
+           detail::rows_of(out.tensor, bounds[k], static_cast<std::int64_t>(first), batch[r].batch),
+           out.parameters});
+    }
+    first += static_cast<std::size_t>(batch[r].batch);
+  }
+  if (!sliced) {  // each on its own: only a request that fails alone fails
+    for (auto& p : batch) p.done(run_counted(*entry, p.request, p.queued));
+    return;
+  }
+  const auto t3 = Clock::now();
+  entry->stats.count_batch(static_cast<std::uint64_t>(total), t0, t1, t2, t3);
+  for (std::size_t r = 0; r < batch.size(); ++r) {
+    auto& p = batch[r];
+    entry->stats.success.add(t3 - p.queued);
+    auto chosen = requested(model, p.request, std::move(split[r]));
+    if (!chosen) {
+      p.done(chosen.error());
+      continue;
+    }
+    InferResult result(model.name, model.version, p.request.request_id(), std::move(*chosen));
+    result.timing().server_queue = t0 - p.queued;
+    result.timing().server_compute = t3 - t0;
+    p.done(std::move(result));
+  }
+}
+
+}  // namespace sonic::detail
