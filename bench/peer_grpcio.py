@@ -5,13 +5,16 @@ obvious way with one of its two APIs:
   asyncio  await stub.ModelInfer(request) in CONCURRENCY tasks (grpc.aio)
   future   stub.ModelInfer.future(request): CONCURRENCY futures, the oldest awaited, then
            replaced (the blocking channel), as bench/peer_sonic_python.py's "future"
+  sync     stub.ModelInfer(request), one blocking call after another (CONCURRENCY 1): gRPC
+           core's synchronous call, which drives its completion queue on the calling thread,
+           as Triton's C++ client does
 
 Prints one JSON object: throughput (requests/s), p50_us and p99_us (latency of each request),
 client_cpu_us (this process's user + system CPU per request). A warm-up of WARMUP requests
 goes first and is not counted.
 
     peer_grpcio.py --target 127.0.0.1:8001 --proto-dir proto --gen-dir DIR
-                   --elements 16 --concurrency 16 --requests 20000 [--api future]
+                   --elements 16 --concurrency 16 --requests 20000 [--api future|sync]
 """
 
 import argparse
@@ -70,6 +73,28 @@ def run_future(args, pb2, pb2_grpc, grpc):
     return summary(latencies, args.requests, wall, cpu)
 
 
+def run_sync(args, pb2, pb2_grpc, grpc):
+    if args.concurrency != 1:
+        sys.exit("peer_grpcio: --api sync makes one call at a time (--concurrency 1)")
+    request = identity_request(args, pb2)
+    with grpc.insecure_channel(args.target, options=OPTIONS) as channel:
+        stub = pb2_grpc.GRPCInferenceServiceStub(channel)
+
+        def phase(total, latencies):
+            for _ in range(total):
+                start = time.perf_counter()
+                stub.ModelInfer(request)
+                latencies.append(time.perf_counter() - start)
+
+        phase(args.warmup, [])
+        latencies = []
+        cpu, wall = cpu_seconds(), time.perf_counter()
+        phase(args.requests, latencies)
+        wall = time.perf_counter() - wall
+        cpu = cpu_seconds() - cpu
+    return summary(latencies, args.requests, wall, cpu)
+
+
 async def run_asyncio(args, pb2, pb2_grpc, grpc):
     request = identity_request(args, pb2)
     async with grpc.aio.insecure_channel(args.target, options=OPTIONS) as channel:
@@ -105,13 +130,15 @@ def main():
     ap.add_argument("--concurrency", type=int, default=1)
     ap.add_argument("--requests", type=int, default=20000)
     ap.add_argument("--warmup", type=int, default=500)
-    ap.add_argument("--api", choices=("asyncio", "future"), default="asyncio")
+    ap.add_argument("--api", choices=("asyncio", "future", "sync"), default="asyncio")
     args = ap.parse_args()
     _, pb2, pb2_grpc = load_stubs(args.proto_dir, args.gen_dir)
     import grpc
     import grpc.aio  # noqa: F401
     if args.api == "future":
         print(json.dumps(run_future(args, pb2, pb2_grpc, grpc)))
+    elif args.api == "sync":
+        print(json.dumps(run_sync(args, pb2, pb2_grpc, grpc)))
     else:
         print(json.dumps(asyncio.run(run_asyncio(args, pb2, pb2_grpc, grpc))))
 

@@ -6,7 +6,12 @@
 # one in flight). Prints the medians of ROUNDS rounds: client CPU per request, throughput, p50
 # and p99, and sonic's ratios to grpcio and to the floor.
 #
+# With SYNC=1, the blocking call instead: sonic's Client::infer (sonic-perf --sync) against
+# grpcio's synchronous stub call (gRPC core drives the call on the calling thread, as Triton's
+# C++ client does), one call at a time, 64 B and 4 MiB.
+#
 #   bench/vs_grpcio.sh BUILD_DIR [ROUNDS=3]        (PYTHON=... to choose the interpreter)
+#   SYNC=1 bench/vs_grpcio.sh BUILD_DIR [ROUNDS=3]
 #
 # grpcio is a Python client: its CPU per request includes the interpreter. It is the
 # independent gRPC client every machine can install; Triton's C++ client is not a Debian package.
@@ -27,18 +32,24 @@ start_server "$server" "$work/server.log"
 
 # POINT: elements:concurrency:requests. The floor moves the request's wire bytes each way.
 points=(16:1:20000 16:16:20000 16:64:20000 1048576:1:200 1048576:4:200)
+sonic_api=() grpcio_api=(--api asyncio) style="asynchronous"
+if [[ ${SYNC:-0} == 1 ]]; then
+  points=(16:1:20000 1048576:1:200)
+  sonic_api=(--sync) grpcio_api=(--api sync) style="blocking"
+fi
 for round in $(seq "$rounds"); do
   for point in "${points[@]}"; do
     IFS=: read -r elements inflight requests <<<"$point"
     "$perf" --url "grpc://127.0.0.1:$port" --model identity_fp32 \
       --input "INPUT0=FP32:1,$elements:random" --concurrency "$inflight" --warmup 0.5 \
-      --window-requests "$requests" --max-windows 1 --json "$work/sonic.json" >/dev/null 2>&1
+      --window-requests "$requests" --max-windows 1 --json "$work/sonic.json" "${sonic_api[@]}" \
+      >/dev/null 2>&1
     python3 -c 'import json,sys; p=json.load(open(sys.argv[1]))["points"][0]; print(json.dumps(
       {k: p[k] for k in ("throughput", "p50_us", "p99_us", "client_cpu_us")}))' \
       "$work/sonic.json" | sed "s/^/sonic $point /" >>"$work/rows"
     "$python" "$repo/bench/peer_grpcio.py" --target "127.0.0.1:$port" --proto-dir "$repo/proto" \
       --gen-dir "$work/gen" --elements "$elements" --concurrency "$inflight" \
-      --requests "$requests" | sed "s/^/grpcio $point /" >>"$work/rows"
+      --requests "$requests" "${grpcio_api[@]}" | sed "s/^/grpcio $point /" >>"$work/rows"
     if [[ $inflight == 1 ]]; then
       # A request of N floats is about 4N + 150 bytes on the wire, and so is its answer.
       # Into a file, not a pipe: a process started beside it (the pipe's reader) moves the
@@ -49,9 +60,9 @@ for round in $(seq "$rounds"); do
   done
 done
 
-python3 - "$work/rows" "$rounds" <<'PY'
+python3 - "$work/rows" "$rounds" "$style" <<'PY'
 import json, statistics, sys
-path, rounds = sys.argv[1], sys.argv[2]
+path, rounds, style = sys.argv[1], sys.argv[2], sys.argv[3]
 rows = {}
 for line in open(path):
     who, point, data = line.split(" ", 2)
@@ -59,7 +70,8 @@ for line in open(path):
 def med(who, point, key):
     values = [r[key] for r in rows.get((who, point), [])]
     return statistics.median(values) if values else None
-print(f"identity_fp32 against one sonic-server, medians of {rounds} interleaved rounds")
+print(f"identity_fp32 against one sonic-server, {style} calls, medians of {rounds} interleaved "
+      "rounds")
 print(f"{'payload':>8} {'inflight':>8} {'client':>7} {'CPU us':>9} {'infer/s':>9} {'p50 us':>9} "
       f"{'p99 us':>9}   sonic/grpcio: CPU, infer/s   sonic/floor: CPU")
 for point in dict.fromkeys(p for _, p in rows):
