@@ -55,6 +55,17 @@ def summary(latencies, requests, wall, cpu):
             "client_cpu_us": cpu / requests * 1e6}
 
 
+def measured(args, phase):
+    """Runs phase(total, latencies) for the warm-up, then for the requests that count."""
+    phase(args.warmup, [])
+    latencies = []
+    cpu, wall = cpu_seconds(), time.perf_counter()
+    phase(args.requests, latencies)
+    wall = time.perf_counter() - wall
+    cpu = cpu_seconds() - cpu
+    return summary(latencies, args.requests, wall, cpu)
+
+
 def run_future(args, pb2, pb2_grpc, grpc):
     request = identity_request(args, pb2)
     with grpc.insecure_channel(args.target, options=OPTIONS) as channel:
@@ -64,13 +75,7 @@ def run_future(args, pb2, pb2_grpc, grpc):
             keep_in_flight(lambda: stub.ModelInfer.future(request), args.concurrency, total,
                            latencies)
 
-        phase(args.warmup, [])
-        latencies = []
-        cpu, wall = cpu_seconds(), time.perf_counter()
-        phase(args.requests, latencies)
-        wall = time.perf_counter() - wall
-        cpu = cpu_seconds() - cpu
-    return summary(latencies, args.requests, wall, cpu)
+        return measured(args, phase)
 
 
 def run_sync(args, pb2, pb2_grpc, grpc):
@@ -86,13 +91,7 @@ def run_sync(args, pb2, pb2_grpc, grpc):
                 stub.ModelInfer(request)
                 latencies.append(time.perf_counter() - start)
 
-        phase(args.warmup, [])
-        latencies = []
-        cpu, wall = cpu_seconds(), time.perf_counter()
-        phase(args.requests, latencies)
-        wall = time.perf_counter() - wall
-        cpu = cpu_seconds() - cpu
-    return summary(latencies, args.requests, wall, cpu)
+        return measured(args, phase)
 
 
 async def run_asyncio(args, pb2, pb2_grpc, grpc):
