@@ -32,8 +32,12 @@ def test_client_side_batching_merges_requests_from_threads(server):
         for i, answer in enumerate(answers):  # each caller gets its own row back
             np.testing.assert_array_equal(answer, rows(i, 1))
         stats = client.stats()
-        assert stats["batched_requests"] == 64
-        assert stats["merged_requests"] < 32, stats  # 16 callers at a time share requests
+        # A request that no other joins within max_delay (its callers' threads all busy, on a
+        # loaded machine) goes alone, unmerged: every request is one or the other.
+        alone = stats["requests"] - stats["merged_requests"]
+        assert stats["batched_requests"] + alone == 64, stats
+        assert alone < 8, stats  # most are merged,
+        assert stats["merged_requests"] < 32, stats  # 16 callers at a time sharing requests
 
 
 def test_batching_options_are_checked(server):
