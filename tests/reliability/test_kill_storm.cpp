@@ -17,6 +17,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdlib>
+#include <exception>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -106,19 +107,25 @@ void storm(const std::string& scheme) {
   std::vector<std::unique_ptr<std::atomic<int>>> calls;
   std::mutex calls_mutex;
   std::atomic<bool> storming{true};
+  std::string killer_failed;  // a restart that failed (its port taken, say) ends the storm
   std::thread killer([&] {
     bool first = true;
-    while (storming) {
-      std::this_thread::sleep_for(kKillEvery);
-      if (!storming) break;
-      if (both || first) a.kill_and_restart();
-      if (both || !first) b.kill_and_restart();
-      first = !first;
+    try {
+      while (storming) {
+        std::this_thread::sleep_for(kKillEvery);
+        if (!storming) break;
+        if (both || first) a.kill_and_restart();
+        if (both || !first) b.kill_and_restart();
+        first = !first;
+      }
+    } catch (const std::exception& e) {
+      killer_failed = e.what();
+      storming = false;
     }
   });
 
   const auto stop_at = Clock::now() + storm_for;
-  while (Clock::now() < stop_at) {
+  while (Clock::now() < stop_at && storming) {
     if (in_flight.load() >= max_in_flight) {
       std::this_thread::sleep_for(1ms);
       continue;
@@ -152,6 +159,7 @@ void storm(const std::string& scheme) {
   }
   storming = false;
   killer.join();
+  CHECK_MESSAGE(killer_failed.empty(), killer_failed);
   CHECK(test::eventually([&] { return outcomes.answered == outcomes.sent; }, 10s * kStormSlowdown));
 
   std::vector<Clock::duration> lateness;
