@@ -6,9 +6,11 @@
 # one in flight). Prints the medians of ROUNDS rounds: client CPU per request, throughput, p50
 # and p99, and sonic's ratios to grpcio and to the floor.
 #
-# With SYNC=1, the blocking call instead: sonic's Client::infer (sonic-perf --sync) against
-# grpcio's synchronous stub call (gRPC core drives the call on the calling thread, as Triton's
-# C++ client does), one call at a time, 64 B and 4 MiB.
+# With SYNC=1, the blocking call instead: sonic's Client::infer (sonic-perf --sync, the default:
+# the calling thread drives a connection of its own) against grpcio's synchronous stub call
+# (gRPC core drives the call on the calling thread, as Triton's C++ client does), one call at a
+# time, 64 B and 4 MiB; and, as "shared", sonic's blocking call through the shared connection
+# and its network thread (--sync-shared: drive_blocking_calls off).
 #
 #   bench/vs_grpcio.sh BUILD_DIR [ROUNDS=3]        (PYTHON=... to choose the interpreter)
 #   SYNC=1 bench/vs_grpcio.sh BUILD_DIR [ROUNDS=3]
@@ -47,6 +49,15 @@ for round in $(seq "$rounds"); do
     python3 -c 'import json,sys; p=json.load(open(sys.argv[1]))["points"][0]; print(json.dumps(
       {k: p[k] for k in ("throughput", "p50_us", "p99_us", "client_cpu_us")}))' \
       "$work/sonic.json" | sed "s/^/sonic $point /" >>"$work/rows"
+    if [[ ${SYNC:-0} == 1 ]]; then
+      "$perf" --url "grpc://127.0.0.1:$port" --model identity_fp32 \
+        --input "INPUT0=FP32:1,$elements:random" --concurrency "$inflight" --warmup 0.5 \
+        --window-requests "$requests" --max-windows 1 --json "$work/shared.json" --sync-shared \
+        >/dev/null 2>&1
+      python3 -c 'import json,sys; p=json.load(open(sys.argv[1]))["points"][0]; print(json.dumps(
+        {k: p[k] for k in ("throughput", "p50_us", "p99_us", "client_cpu_us")}))' \
+        "$work/shared.json" | sed "s/^/shared $point /" >>"$work/rows"
+    fi
     "$python" "$repo/bench/peer_grpcio.py" --target "127.0.0.1:$port" --proto-dir "$repo/proto" \
       --gen-dir "$work/gen" --elements "$elements" --concurrency "$inflight" \
       --requests "$requests" "${grpcio_api[@]}" | sed "s/^/grpcio $point /" >>"$work/rows"
@@ -77,16 +88,16 @@ print(f"{'payload':>8} {'inflight':>8} {'client':>7} {'CPU us':>9} {'infer/s':>9
 for point in dict.fromkeys(p for _, p in rows):
     elements, inflight, _ = point.split(":")
     size = "64 B" if elements == "16" else f"{4 * int(elements) >> 20} MiB"
-    for who in ("sonic", "grpcio", "floor"):
+    for who in ("sonic", "shared", "grpcio", "floor"):
         if (who, point) not in rows:
             continue
         print(f"{size:>8} {inflight:>8} {who:>7} {med(who, point, 'client_cpu_us'):>9.1f} "
               f"{med(who, point, 'throughput'):>9.0f} {med(who, point, 'p50_us'):>9.0f} "
               f"{med(who, point, 'p99_us'):>9.0f}", end="")
-        if who == "sonic":
-            cpu = med("sonic", point, "client_cpu_us")
+        if who in ("sonic", "shared"):
+            cpu = med(who, point, "client_cpu_us")
             ratio = f"   {cpu / med('grpcio', point, 'client_cpu_us'):>12.2f}, " \
-                    f"{med('sonic', point, 'throughput') / med('grpcio', point, 'throughput'):.2f}"
+                    f"{med(who, point, 'throughput') / med('grpcio', point, 'throughput'):.2f}"
             floor = med("floor", point, "client_cpu_us")
             ratio += f"   {cpu / floor:>14.2f}" if floor else ""
             print(ratio, end="")

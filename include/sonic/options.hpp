@@ -235,6 +235,14 @@ struct ClientOptions {
   /// to it, as gRPC channels do, instead of one each. Requests of many clients multiplex over
   /// it; destroying a client cancels only its own requests. Off: this client's own connections.
   bool share_connections = true;
+  /// A blocking infer() on a grpc:// or tcp:// endpoint runs on a connection of the calling
+  /// thread's own, which that thread drives while it waits: it writes the request, waits for
+  /// the socket and reads the answer itself, as gRPC's synchronous stub does, instead of
+  /// handing the request to a network thread and sleeping until that thread hands the answer
+  /// back (two thread wake-ups, a third of a small request's client CPU). Each thread that
+  /// makes blocking calls then holds one more connection per endpoint and client, open until
+  /// the client or the thread ends. Off: blocking calls share the client's connections.
+  bool drive_blocking_calls = true;
   /// Network threads of the process: every client's connections are spread over them (each
   /// connection stays on one). Threads start as connections need them; the pool grows to the
   /// largest number any client of the process asked for. Zero: 2.

@@ -91,7 +91,9 @@ class SONIC_EXPORT TransportStream {
 /// - never inside the initiating call, also when the call fails before anything was sent (a
 ///   message over the size limit, a connection that cannot be made, a deadline already
 ///   passed): later, on a thread owned by the transport (its network thread, which is the
-///   caller's own only when the caller is a completion running there). A transport without a
+///   caller's own only when the caller is a completion running there), or, for a call a thread
+///   makes inside a blocking Client::infer() (ClientOptions::drive_blocking_calls), on that
+///   thread while it waits, once the initiating call has returned. A transport without a
 ///   thread of its own (these defaults) uses the process's completion thread, one thread that
 ///   runs such completions in order;
 /// - by the deadline (plus the time to notice it), with DEADLINE_EXCEEDED if the answer is late;

@@ -5,6 +5,7 @@
 #include <thread>
 #include <utility>
 
+#include "client/blocking_wait.hpp"
 #include "client/chunked_call.hpp"
 #include "client/client_batcher.hpp"
 #include "client/client_core.hpp"
@@ -84,9 +85,17 @@ Client& Client::operator=(Client&& other) noexcept {
   return *this;
 }
 
+// With drive_blocking_calls, the transport may put the call on this thread's own connection,
+// which the wait then runs (blocking_wait.hpp). A request merged with others by client-side
+// batching is not this thread's alone, so it waits as a future does.
 InferResult Client::infer(InferRequest request) {
   prepare_to_block();
-  return infer_future(std::move(request)).get();
+  if (!core_->options().drive_blocking_calls || (batching_ && batching_->find(request))) {
+    return infer_future(std::move(request)).get();
+  }
+  detail::BlockingWait<InferResult> wait;
+  start(std::move(request), wait.completion(), detail::Delivery::Direct);
+  return std::move(wait.take()).value();
 }
 
 RequestHandle Client::infer_async(InferRequest request, Callback<InferResult> done) {

@@ -135,6 +135,15 @@ class Channel : public std::enable_shared_from_this<Channel<Connection, Call>> {
         io_(threads_->next()),
         backoff_(options) {}
 
+  /// A channel on `io`, which its owner runs (a thread's CallerLane) rather than a network
+  /// thread.
+  Channel(Endpoint endpoint, const ClientOptions& options, Factory factory,
+          std::shared_ptr<asio::io_context> io)
+      : endpoint_(std::move(endpoint)),
+        factory_(std::move(factory)),
+        io_(std::move(io)),
+        backoff_(options) {}
+
   /// Every client of the channel is gone, and took its calls with it: closes the connections
   /// on the network thread (the closure holds the pool, which keeps the thread running).
   ~Channel() {

@@ -148,7 +148,8 @@ TEST_CASE("a call that ends while its tensor is read in place leaves the connect
   }
   first_call_ended = true;
 
-  InferResult result = client.infer(simple_request(2, 2).timeout(3s));
+  // A future, as the first: a blocking infer() would open a connection of this thread's own.
+  InferResult result = client.infer_future(simple_request(2, 2).timeout(3s)).get();
   const Tensor& output = result.output("OUTPUT0");
   REQUIRE(output.byte_size() == 4);
   CHECK(output.data()[0] == 1);

@@ -95,6 +95,7 @@ TEST_CASE("the client options a connection is made with reach its settings") {
          keepalive_timeout, max_message_bytes, stream_window_bytes,
          connection_window_bytes,                 // ConnectionSettings
          share_connections,                       // whether the key is used at all
+         drive_blocking_calls,                    // the transport: a channel per waiting thread
          network_threads,                         // the process's network threads
          batching, validate_inputs,               // the client
          headers, bearer_token,                   // each call's metadata
@@ -104,7 +105,8 @@ TEST_CASE("the client options a connection is made with reach its settings") {
   (void)log, (void)default_timeout, (void)control_timeout, (void)connect_timeout;
   (void)reconnect_backoff, (void)reconnect_backoff_max, (void)keepalive_interval;
   (void)keepalive_timeout, (void)max_message_bytes, (void)stream_window_bytes;
-  (void)connection_window_bytes, (void)share_connections, (void)network_threads;
+  (void)connection_window_bytes, (void)share_connections, (void)drive_blocking_calls;
+  (void)network_threads;
   (void)batching, (void)validate_inputs, (void)headers, (void)bearer_token, (void)callbacks;
   (void)callback_threads;
 }

@@ -123,6 +123,10 @@ Options parse(int argc, char** argv) {
             "blocking infer() calls, a thread per request in flight "
             "(perf_analyzer's default mode) instead of infer_async",
             [&] { o.sync = true; })
+      .flag("--sync-shared",
+            "--sync through the shared connections and their network thread "
+            "(drive_blocking_calls off) instead of a connection each thread drives",
+            [&] { o.sync = o.sync_shared = true; })
       .option("--client-batch", "N",
               "merge concurrent requests into one of at most N rows before sending "
               "(client-side batching; 0: the model's max_batch_size)",
@@ -320,6 +324,7 @@ int run(const Options& o) {
   client_options.tls = o.tls;
   if (!o.token_file.empty()) client_options.bearer_token = TokenFile(o.token_file);
   client_options.callbacks = o.callbacks;
+  client_options.drive_blocking_calls = !o.sync_shared;
   // The statistics read around each window: a server that went away must not hold a window
   // open for the default ten seconds.
   client_options.control_timeout = std::chrono::seconds(1);

@@ -48,6 +48,9 @@ struct Options {
   CallbackThread callbacks = CallbackThread::Network;  ///< ClientOptions::callbacks
   bool streaming = false;  ///< requests on one stream (ModelStreamInfer)
   bool sync = false;       ///< blocking infer() calls, a thread per request in flight
+  /// With `sync`: the blocking calls go through the shared connections and their network
+  /// thread (ClientOptions::drive_blocking_calls off) instead of the caller's own.
+  bool sync_shared = false;
   /// Client-side batching of the model (ClientOptions::batching): most rows per merged
   /// request (0: the model's max_batch_size), and how long a batch waits to fill.
   std::optional<int> client_batch;

@@ -53,8 +53,9 @@ class Client(_sonic.Client):
     (0.1, doubling up to reconnect_backoff_max, 5), stream_window_bytes (16 MiB) and
     connection_window_bytes (256 MiB: HTTP/2 receive windows), max_message_bytes,
     shm_pool_bytes (1 GiB) and shm_min_region_bytes (64 KiB), share_connections (True),
-    network_threads, callback_threads (1: they run stream callbacks), log (a
-    callable(level, message)). sonic.client_option_names() lists them.
+    drive_blocking_calls (True: infer() reads its answer on the calling thread),
+    network_threads, callback_threads (1: they run stream callbacks), log (a callable(level,
+    message)). sonic.client_option_names() lists them.
 
     infer(model, inputs, outputs=None, timeout=None, *, version="", request_id="",
     parameters=None, headers=None) -> InferResult; `inputs` is {name: numpy array} or a list

@@ -233,6 +233,7 @@ const std::vector<Option>& setters() {
       option("tls_key_pem", &ClientOptions::tls, &TlsOptions::key_pem, text_of),
       option("validate_inputs", &ClientOptions::validate_inputs, flag_of),
       option("share_connections", &ClientOptions::share_connections, flag_of),
+      option("drive_blocking_calls", &ClientOptions::drive_blocking_calls, flag_of),
       option("network_threads", &ClientOptions::network_threads, count_of),
       {"callback_threads",
        [](ClientOptions& o, Fallback&, py::handle v) {

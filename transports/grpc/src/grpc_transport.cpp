@@ -9,6 +9,7 @@
 #include "client_connection.hpp"
 #include "grpc_stream.hpp"
 #include "net/bearer_token.hpp"
+#include "net/call_routes.hpp"
 #include "net/channel.hpp"
 #include "net/resolve.hpp"
 #include "net/tls.hpp"
@@ -20,18 +21,24 @@ namespace sonic::grpc {
 namespace {
 
 using protocol::ReceivedMessage;
+using Routes = net::CallRoutes<ClientConnection, ClientCall>;
 
-/// The channel of `endpoint` for a client with `options`: shared with the process's other
-/// clients of the endpoint whose connection settings agree, unless share_connections is off.
-/// With `tls`, its connections speak TLS.
-std::shared_ptr<GrpcChannel> channel_for(const Endpoint& endpoint, const ClientOptions& options,
-                                         std::shared_ptr<net::TlsContext> tls) {
+/// The routes of a client's calls to `endpoint`: the channel shared with the process's other
+/// clients of the endpoint whose connection settings agree (unless share_connections is off),
+/// and a channel per thread that waits in a blocking call. With `tls`, connections speak TLS.
+Routes routes_for(const Endpoint& endpoint, const ClientOptions& options,
+                  std::shared_ptr<net::TlsContext> tls) {
   auto settings = ConnectionSettings::of(options, std::move(tls));
-  return GrpcChannel::get(
-      settings.sharing_key(endpoint.url), options.share_connections, endpoint, options,
-      [endpoint, settings](asio::io_context& io, net::ChannelEvents<ClientCall> events) {
-        return std::make_shared<ClientConnection>(io, endpoint, settings, std::move(events));
-      });
+  GrpcChannel::Factory factory = [endpoint, settings](asio::io_context& io,
+                                                      net::ChannelEvents<ClientCall> events) {
+    return std::make_shared<ClientConnection>(io, endpoint, settings, std::move(events));
+  };
+  auto shared = GrpcChannel::get(settings.sharing_key(endpoint.url), options.share_connections,
+                                 endpoint, options, factory);
+  return Routes(std::move(shared), options.drive_blocking_calls,
+                [endpoint, options, factory](std::shared_ptr<asio::io_context> io) {
+                  return std::make_shared<GrpcChannel>(endpoint, options, factory, std::move(io));
+                });
 }
 
 // Turns the steps a call passed into durations; a step not seen leaves its part zero.
@@ -56,7 +63,7 @@ class GrpcTransport final : public protocol::ControlCalls {
  public:
   GrpcTransport(const Endpoint& endpoint, const ClientOptions& options,
                 std::shared_ptr<net::TlsContext> tls)
-      : channel_(channel_for(endpoint, options, std::move(tls))),
+      : routes_(routes_for(endpoint, options, std::move(tls))),
         headers_(options.headers),
         bearer_token_(options.bearer_token),
         max_message_bytes_(options.max_message_bytes),
@@ -66,13 +73,14 @@ class GrpcTransport final : public protocol::ControlCalls {
 
   // Cancels this client's calls (only its own: the channel may serve other clients), and
   // returns once every one of them has completed.
-  ~GrpcTransport() override { Calls::close_and_wait(calls_, *channel_); }
+  ~GrpcTransport() override { routes_.close_and_wait(); }
 
   void infer_async(const InferRequest& request, Deadline deadline,
                    std::shared_ptr<CancelSignal> cancel, Callback<InferResult> done) override {
     auto begun = Clock::now();
+    const Routes::Route route = routes_.for_inference();
     auto body = protocol::encode_infer_request(request, max_message_bytes_);
-    if (!body) return fail(std::move(done), body.error());
+    if (!body) return fail(route, std::move(done), body.error());
     // Compressed on the caller's thread, as the message was encoded: the network thread only
     // writes it.
     const Compression compression = request.compression().value_or(compression_);
@@ -85,7 +93,9 @@ class GrpcTransport final : public protocol::ControlCalls {
     auto call = make_call("ModelInfer", std::move(*body), deadline, protocol::kRawOutputField);
     call->times.encoded = Clock::now();
     call->headers = request.headers();
-    if (auto ok = add_credentials(call->headers); !ok) return fail(std::move(done), ok.error());
+    if (auto ok = add_credentials(call->headers); !ok) {
+      return fail(route, std::move(done), ok.error());
+    }
     if (compressed) {
       call->headers.emplace_back("grpc-encoding", protocol::encoding_name(compression));
     }
@@ -101,8 +111,8 @@ class GrpcTransport final : public protocol::ControlCalls {
       if (result) record_timing(result->timing(), *times, begun, decoding);
       done(std::move(result));
     };
-    if (cancel) Calls::watch(*cancel, channel_, call);
-    start(std::move(call));
+    if (cancel) Calls::watch(*cancel, route.channel, call);
+    start(route, std::move(call));
   }
 
   Result<std::unique_ptr<TransportStream>> open_stream(
@@ -110,30 +120,35 @@ class GrpcTransport final : public protocol::ControlCalls {
       Callback<void> done) override {
     auto headers = headers_;
     if (auto ok = add_credentials(headers); !ok) return ok.error();
-    return open_grpc_stream(channel_, calls_, std::move(headers), max_message_bytes_,
-                            stream_window_bytes_, compression_, deadline, std::move(on_response),
-                            std::move(done));
+    return open_grpc_stream(routes_.shared().channel, routes_.shared().book, std::move(headers),
+                            max_message_bytes_, stream_window_bytes_, compression_, deadline,
+                            std::move(on_response), std::move(done));
   }
 
   void call_async(std::string method, std::string request, Deadline deadline,
                   Callback<std::string> done) override {
     auto body = std::make_shared<protocol::OutgoingBody>();
     body->append_owned(request);
-    if (auto ok = body->finish(max_message_bytes_); !ok) return fail(std::move(done), ok.error());
+    const Routes::Route& route = routes_.shared();
+    if (auto ok = body->finish(max_message_bytes_); !ok) {
+      return fail(route, std::move(done), ok.error());
+    }
     auto call = make_call(std::move(method), std::move(body), deadline, 0);
-    if (auto ok = add_credentials(call->headers); !ok) return fail(std::move(done), ok.error());
+    if (auto ok = add_credentials(call->headers); !ok) {
+      return fail(route, std::move(done), ok.error());
+    }
     call->done = [done = std::move(done)](Result<ReceivedMessage> message) mutable {
       if (!message) return done(message.error());
       done(std::move(message->envelope));
     };
-    start(std::move(call));
+    start(route, std::move(call));
   }
 
  private:
   // A call that fails before it is sent completes on the network thread all the same.
   template <typename T>
-  void fail(Callback<T> done, Error error) {
-    Calls::fail(calls_, channel_, std::move(done), std::move(error));
+  static void fail(const Routes::Route& route, Callback<T> done, Error error) {
+    Calls::fail(route.book, route.channel, std::move(done), std::move(error));
   }
 
   std::shared_ptr<ClientCall> make_call(std::string method,
@@ -154,19 +169,18 @@ class GrpcTransport final : public protocol::ControlCalls {
     return {};
   }
 
-  void start(std::shared_ptr<ClientCall> call) {
+  void start(const Routes::Route& route, std::shared_ptr<ClientCall> call) {
     for (const auto& header : headers_) call->headers.push_back(header);
-    Calls::start(calls_, channel_, std::move(call));
+    Calls::start(route.book, route.channel, std::move(call));
   }
 
-  std::shared_ptr<GrpcChannel> channel_;
+  Routes routes_;
   std::vector<std::pair<std::string, std::string>> headers_;
   std::function<Result<std::string>()> bearer_token_;
   std::size_t max_message_bytes_;
   Compression compression_;          // of requests that do not choose
   std::size_t stream_window_bytes_;  // what a stream's undelivered responses may hold
   bool wait_for_reconnect_;
-  std::shared_ptr<Calls> calls_ = std::make_shared<Calls>();
 };
 
 const bool registered = [] {

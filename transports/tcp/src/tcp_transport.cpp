@@ -11,6 +11,7 @@
 
 #include "client_stream.hpp"
 #include "net/bearer_token.hpp"
+#include "net/call_routes.hpp"
 #include "net/tls.hpp"
 #include "protocol/control_calls.hpp"
 #include "protocol/infer_codec.hpp"
@@ -26,26 +27,35 @@ using TcpChannel = net::Channel<ClientStream, TcpCall>;
 // Request ids, unique in the process and hence on every connection, whoever shares it.
 std::atomic<std::uint64_t> next_id{1};
 
-std::shared_ptr<TcpChannel> channel_for(const Endpoint& endpoint, const ClientOptions& options,
-                                        std::shared_ptr<net::TlsContext> tls) {
+using Routes = net::CallRoutes<ClientStream, TcpCall>;
+using Calls = Routes::Book;
+
+// The routes of a client's calls to `endpoint`: the connection shared with the process's other
+// clients of it (unless share_connections is off), and one per thread that waits in a blocking
+// call.
+Routes routes_for(const Endpoint& endpoint, const ClientOptions& options,
+                  std::shared_ptr<net::TlsContext> tls) {
   auto settings = net::ConnectionSettings::of(options, std::move(tls));
+  TcpChannel::Factory factory = [endpoint, settings](asio::io_context& io,
+                                                     net::ChannelEvents<TcpCall> events) {
+    return std::make_shared<ClientStream>(io, endpoint, settings, std::move(events));
+  };
   // tcp:// and tcp+zstd:// differ per request (the frames say): one connection serves both, and
   // one TLS connection serves tcp+tls:// and tcp+zstd+tls://.
-  return TcpChannel::get(
-      settings.sharing_key(endpoint.host + ':' + std::to_string(endpoint.port)),
-      options.share_connections, endpoint, options,
-      [endpoint, settings](asio::io_context& io, net::ChannelEvents<TcpCall> events) {
-        return std::make_shared<ClientStream>(io, endpoint, settings, std::move(events));
-      });
+  auto shared =
+      TcpChannel::get(settings.sharing_key(endpoint.host + ':' + std::to_string(endpoint.port)),
+                      options.share_connections, endpoint, options, factory);
+  return Routes(std::move(shared), options.drive_blocking_calls,
+                [endpoint, options, factory](std::shared_ptr<asio::io_context> io) {
+                  return std::make_shared<TcpChannel>(endpoint, options, factory, std::move(io));
+                });
 }
-
-using Calls = net::CallBook<ClientStream, TcpCall>;
 
 class TcpTransport final : public protocol::ControlCalls {
  public:
   TcpTransport(const Endpoint& endpoint, const ClientOptions& options, bool zstd,
                std::shared_ptr<net::TlsContext> tls)
-      : channel_(channel_for(endpoint, options, std::move(tls))),
+      : routes_(routes_for(endpoint, options, std::move(tls))),
         compression_{zstd, options.compression.zstd_level, options.compression.adaptive},
         max_message_bytes_(options.max_message_bytes),
         wait_for_reconnect_(net::ReconnectBackoff::calls_wait(options)),
@@ -53,13 +63,14 @@ class TcpTransport final : public protocol::ControlCalls {
 
   // Cancels this client's calls (only its own: the connection may serve other clients), and
   // returns once every one of them has completed.
-  ~TcpTransport() override { Calls::close_and_wait(calls_, *channel_); }
+  ~TcpTransport() override { routes_.close_and_wait(); }
 
   void infer_async(const InferRequest& request, Deadline deadline,
                    std::shared_ptr<CancelSignal> cancel, Callback<InferResult> done) override {
+    const Routes::Route route = routes_.for_inference();
     auto call = std::make_shared<TcpCall>();
     call->id = next_id++;
-    if (auto ok = add_credentials(*call); !ok) return fail(std::move(done), ok.error());
+    if (auto ok = add_credentials(*call); !ok) return fail(route, std::move(done), ok.error());
     auto begun = Clock::now();
     // The frame references the request's tensors (raw ones are not copied), which the caller
     // keeps until `done` runs.
@@ -67,7 +78,7 @@ class TcpTransport final : public protocol::ControlCalls {
         FrameKind::Request, call->id, protocol::infer_request_envelope(request), request.inputs(),
         nullptr, compression_, compression_.zstd ? protocol::tcp::kCompressResponse : 0);
     if (call->frame.raw_tensor_bytes > max_message_bytes_) {
-      return fail(std::move(done),
+      return fail(route, std::move(done),
                   Error(StatusCode::ResourceExhausted,
                         "request of " + std::to_string(call->frame.raw_tensor_bytes) +
                             " tensor bytes exceeds max_message_bytes (" +
@@ -96,15 +107,17 @@ class TcpTransport final : public protocol::ControlCalls {
       }
       done(std::move(result));
     };
-    if (cancel) Calls::watch(*cancel, channel_, call);
-    start(std::move(call), deadline);
+    if (cancel) Calls::watch(*cancel, route.channel, call);
+    start(route, std::move(call), deadline);
   }
 
   void call_async(std::string method, std::string request, Deadline deadline,
                   Callback<std::string> done) override {
     auto call = std::make_shared<TcpCall>();
     call->id = next_id++;
-    if (auto ok = add_credentials(*call); !ok) return fail(std::move(done), ok.error());
+    if (auto ok = add_credentials(*call); !ok) {
+      return fail(routes_.shared(), std::move(done), ok.error());
+    }
     call->frame = protocol::tcp::encode_call(call->id, method, request);
     call->done = [done = std::move(done), method](Result<Frame> answer) mutable {
       if (!answer) return done(answer.error());
@@ -113,14 +126,14 @@ class TcpTransport final : public protocol::ControlCalls {
       }
       done(std::move(answer->envelope));
     };
-    start(std::move(call), deadline);
+    start(routes_.shared(), std::move(call), deadline);
   }
 
  private:
   // A call that fails before it is sent completes on the network thread all the same.
   template <typename T>
-  void fail(Callback<T> done, Error error) {
-    Calls::fail(calls_, channel_, std::move(done), std::move(error));
+  static void fail(const Routes::Route& route, Callback<T> done, Error error) {
+    Calls::fail(route.book, route.channel, std::move(done), std::move(error));
   }
 
   // The bearer token's header, asked now; the connection sends it in a metadata frame before
@@ -138,18 +151,17 @@ class TcpTransport final : public protocol::ControlCalls {
     return {};
   }
 
-  void start(std::shared_ptr<TcpCall> call, Deadline deadline) {
+  void start(const Routes::Route& route, std::shared_ptr<TcpCall> call, Deadline deadline) {
     call->deadline = deadline;
     call->wait_for_reconnect = wait_for_reconnect_;
-    Calls::start(calls_, channel_, std::move(call));
+    Calls::start(route.book, route.channel, std::move(call));
   }
 
-  std::shared_ptr<TcpChannel> channel_;
+  Routes routes_;
   protocol::tcp::ZstdPolicy compression_;
   std::size_t max_message_bytes_;
   bool wait_for_reconnect_;
   std::function<Result<std::string>()> bearer_token_;
-  std::shared_ptr<Calls> calls_ = std::make_shared<Calls>();
 };
 
 const bool registered = [] {
