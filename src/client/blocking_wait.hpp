@@ -11,6 +11,7 @@
 // the CPU fallback) wakes the waiter through its drive.
 #pragma once
 
+#include <atomic>
 #include <condition_variable>
 #include <memory>
 #include <mutex>
@@ -58,6 +59,13 @@ class WaitingThread {
   void drive_with(std::shared_ptr<CallerDrive> drive) {
     std::lock_guard<std::mutex> lock(shared_->mutex);
     shared_->drive = std::move(drive);
+    shared_->driving.store(true, std::memory_order_release);
+  }
+
+  /// Becomes true once a transport routed a call of this wait to the waiting thread's own
+  /// connections; readable on any thread, as long as the pointer is held.
+  std::shared_ptr<const std::atomic<bool>> driving() const {
+    return std::shared_ptr<const std::atomic<bool>>(shared_, &shared_->driving);
   }
 
  protected:
@@ -67,6 +75,7 @@ class WaitingThread {
     std::mutex mutex;
     std::condition_variable ready;
     std::shared_ptr<CallerDrive> drive;  // set once a transport routed a call to the waiter
+    std::atomic<bool> driving{false};    // the same, for other threads
     bool done = false;
   };
 

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "client/blocking_wait.hpp"
 #include "client/model_pins.hpp"
 #include "sonic/validate.hpp"
 
@@ -10,6 +11,10 @@ namespace sonic::detail {
 bool ClientCore::Flight::cancel() {
   auto client = core.lock();
   return client && client->cancel(shared_from_this());
+}
+
+void ClientCore::Flight::deadline_passed() {
+  if (auto client = core.lock()) client->deadline_passed(shared_from_this());
 }
 
 ClientCore::ClientCore(ClientOptions options)
@@ -77,6 +82,14 @@ std::shared_ptr<ClientCore::Flight> ClientCore::submit(InferRequest request, Dea
   placement_.expect();
   auto flight = std::make_shared<Flight>(weak_from_this(), std::move(request), deadline,
                                          std::move(done), delivery);
+  if (deadline != Deadline::max()) {
+    flight->borrows_inputs =
+        std::any_of(flight->request.inputs().begin(), flight->request.inputs().end(),
+                    [](const NamedTensor& input) { return input.tensor.borrowed(); });
+    if (auto* waiting = WaitingThread::current()) flight->waiter_drives = waiting->driving();
+    flight->watch = deadlines_;
+    deadlines_->watch(*flight, deadline);
+  }
   flight->submitting = std::this_thread::get_id();
   start(flight);
   flight->submitting = std::thread::id();
@@ -335,29 +348,41 @@ void ClientCore::release_reader(const std::shared_ptr<Flight>& flight) {
 }
 
 // Decides the outcome; false when it was decided already. While a remote attempt may still read
-// the inputs, the outcome waits for it (and the attempt is told to stop). The outcome travels by
-// reference down to where it is stored or handed over: an InferResult is a few strings, a vector
-// and a map, and each move of it costs.
-bool ClientCore::decide(const std::shared_ptr<Flight>& flight, Result<InferResult>&& result) {
+// the inputs, the outcome waits for it unless `wait_for_attempt` is false (and the attempt is
+// told to stop). The outcome travels by reference down to where it is stored or handed over: an
+// InferResult is a few strings, a vector and a map, and each move of it costs.
+bool ClientCore::decide(const std::shared_ptr<Flight>& flight, Result<InferResult>&& result,
+                        bool wait_for_attempt) {
   if (flight->completed.exchange(true)) return false;
+  if (auto watch = std::move(flight->watch)) watch->forget(*flight);
   counters_.count_outcome(result.ok(), result.code());
   bool held = false;
   std::shared_ptr<CancelSignal> stop;
   {
     std::lock_guard<std::mutex> lock(flight->mutex);
     if (flight->readers > 0) {
-      // The last reader delivers it.
-      flight->outcome = std::make_unique<Result<InferResult>>(std::move(result));
       stop = flight->attempt_stop;
-      held = true;
+      if (wait_for_attempt) {  // the last reader delivers it
+        flight->outcome = std::make_unique<Result<InferResult>>(std::move(result));
+        held = true;
+      }
     }
   }
-  if (!held) {
-    deliver(flight, std::move(result));
-  } else if (stop) {
-    stop->cancel();  // the attempt in flight is not needed any more: let go of the inputs
-  }
+  if (!held) deliver(flight, std::move(result));
+  if (stop) stop->cancel();  // the attempt in flight is not needed any more: let go of the inputs
   return true;
+}
+
+// The watch found the request undecided past its deadline: whatever its attempt is doing (a
+// connection being made, a reconnect backoff, a write under way, a network thread far behind),
+// the caller hears now. The attempt's inputs are the request's own unless the caller lent them:
+// the transport reads them from the flight, which its callback holds, however late it ends.
+void ClientCore::deadline_passed(const std::shared_ptr<Flight>& flight) {
+  decide(flight,
+         Error(StatusCode::DeadlineExceeded,
+               "no outcome by the deadline: the transport had not answered " +
+                   std::to_string(DeadlineWatch::kGrace.count()) + " ms after it"),
+         flight->expiry_waits_for_attempt());
 }
 
 // Hands the outcome to the caller, once.

@@ -24,6 +24,7 @@
 #include "client/callback_placement.hpp"
 #include "client/cancellable.hpp"
 #include "client/control_calls.hpp"
+#include "client/deadline_watch.hpp"
 #include "client/endpoint_pool.hpp"
 #include "client/metadata_cache.hpp"
 #include "client/model_ref.hpp"
@@ -93,8 +94,9 @@ struct ClientCounters {
 class ClientCore : public std::enable_shared_from_this<ClientCore> {
  public:
   /// One request on its way, across all of its attempts.
-  /// A RequestHandle cancels it through its client, if the client is still there.
-  struct Flight final : Cancellable, std::enable_shared_from_this<Flight> {
+  /// A RequestHandle cancels it through its client, if the client is still there; the client's
+  /// DeadlineWatch decides it if nothing else has by its deadline (plus the watch's grace).
+  struct Flight final : Cancellable, DeadlineWatch::Watched, std::enable_shared_from_this<Flight> {
     Flight(std::weak_ptr<ClientCore> c, InferRequest r, Deadline d, Callback<InferResult> cb,
            Delivery how)
         : core(std::move(c)),
@@ -102,7 +104,14 @@ class ClientCore : public std::enable_shared_from_this<ClientCore> {
           deadline(d),
           done(std::move(cb)),
           delivery(how) {}
+    ~Flight() {
+      if (watch) watch->forget(*this);
+    }
+    Flight(const Flight&) = delete;
+    Flight& operator=(const Flight&) = delete;
     bool cancel() override;
+    std::shared_ptr<DeadlineWatch::Watched> hold() override { return weak_from_this().lock(); }
+    void deadline_passed() override;
     std::weak_ptr<ClientCore> core;
     InferRequest request;
     Deadline deadline;
@@ -114,6 +123,17 @@ class ClientCore : public std::enable_shared_from_this<ClientCore> {
     // to a callback.
     std::atomic<std::thread::id> submitting{};
     std::atomic<std::thread::id> cancelling{};
+    // The watch it is on until decided; set before it is watched, taken by decide().
+    std::shared_ptr<DeadlineWatch> watch;
+    // What makes an outcome the watch decides wait for the attempt in flight to let go of the
+    // inputs, as every other outcome does: the caller lent them (borrowed tensors); or the
+    // attempt is on the waiting thread's own connection (drive_blocking_calls), which that
+    // thread runs (it lets go at once) and which must be left with no call of its own.
+    bool borrows_inputs = false;
+    std::shared_ptr<const std::atomic<bool>> waiter_drives;  // a blocking call's
+    bool expiry_waits_for_attempt() const {
+      return borrows_inputs || (waiter_drives && waiter_drives->load(std::memory_order_acquire));
+    }
     int attempts = 0;                          // only touched by the attempt chain
     std::size_t last_slot = SIZE_MAX;          // where the previous attempt went
     Clock::time_point discovery_wait_until{};  // set when it first waits for discovery
@@ -241,7 +261,9 @@ class ClientCore : public std::enable_shared_from_this<ClientCore> {
   // ---- Deciding and delivering, once each (client_core.cpp) ----------------------------------
   static bool acquire_reader(Flight& flight);
   void release_reader(const std::shared_ptr<Flight>& flight);
-  bool decide(const std::shared_ptr<Flight>& flight, Result<InferResult>&& result);
+  bool decide(const std::shared_ptr<Flight>& flight, Result<InferResult>&& result,
+              bool wait_for_attempt = true);
+  void deadline_passed(const std::shared_ptr<Flight>& flight);
   void deliver(const std::shared_ptr<Flight>& flight, Result<InferResult>&& result);
 
   void log(LogLevel level, const std::string& message) const {
@@ -264,6 +286,7 @@ class ClientCore : public std::enable_shared_from_this<ClientCore> {
   std::mt19937 random_;                                  // backoff jitter
   std::atomic<bool> local_mode_{false};                  // the last outcome came from the fallback
   std::shared_ptr<TimerQueue> timers_ = TimerQueue::shared();
+  std::shared_ptr<DeadlineWatch> deadlines_ = DeadlineWatch::make();
   std::shared_ptr<EndpointPool> endpoints_;  // closed first, while the rest lives
 };
 

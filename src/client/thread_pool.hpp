@@ -11,6 +11,7 @@
 #include <utility>
 #include <vector>
 
+#include "client/thread_name.hpp"
 #include "sonic/detail/export.hpp"
 #include "sonic/detail/unique_function.hpp"
 
@@ -91,6 +92,7 @@ class ThreadPool {
   };
 
   static void run(State& state) {
+    name_this_thread("sonic-pool");
     for (;;) {
       Task task;
       {

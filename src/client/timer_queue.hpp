@@ -11,6 +11,7 @@
 #include <utility>
 #include <vector>
 
+#include "client/thread_name.hpp"
 #include "sonic/detail/export.hpp"
 #include "sonic/detail/unique_function.hpp"
 
@@ -38,7 +39,10 @@ class TimerQueue {
   }
 
   TimerQueue() : state_(std::make_shared<State>()) {
-    thread_ = std::thread([state = state_] { run(*state); });
+    thread_ = std::thread([state = state_] {
+      name_this_thread("sonic-timer");
+      run(*state);
+    });
   }
   TimerQueue(const TimerQueue&) = delete;
   TimerQueue& operator=(const TimerQueue&) = delete;

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "completion_thread.hpp"
+#include "thread_name.hpp"
 
 namespace sonic {
 
@@ -96,6 +97,7 @@ class CompletionThread {
   }
 
   void run() {
+    name_this_thread("sonic-complete");
     std::unique_lock<std::mutex> lock(mutex_);
     for (;;) {
       wake_.wait(lock, [this] { return stopping_ || !tasks_.empty(); });

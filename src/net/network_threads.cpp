@@ -12,6 +12,7 @@
 
 #include "callback_clock.hpp"
 #include "client/callback_host.hpp"
+#include "client/thread_name.hpp"
 
 namespace sonic::net {
 
@@ -123,7 +124,10 @@ class Runner final : public detail::CallbackHost {
 
 void NetworkThreads::State::start_runner(Lane& lane) {
   auto runner = std::make_shared<Runner>(shared_from_this(), lane.io);
-  runner->thread = std::thread([runner] { Runner::run(runner); });
+  runner->thread = std::thread([runner] {
+    detail::name_this_thread("sonic-net");
+    Runner::run(runner);
+  });
   lane.runner = std::move(runner);
 }
 
@@ -145,7 +149,10 @@ void NetworkThreads::State::wake_watcher() {
   if (stopping || !watcher_idle.load()) return;
   watcher_idle.store(false);
   if (!watcher.joinable()) {
-    watcher = std::thread([self = shared_from_this()] { self->watch(); });
+    watcher = std::thread([self = shared_from_this()] {
+      detail::name_this_thread("sonic-net-watch");
+      self->watch();
+    });
   } else {
     watcher_wake.notify_one();
   }

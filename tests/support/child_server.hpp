@@ -26,6 +26,9 @@ using namespace std::chrono_literals;
 struct ChildLimits {
   /// RLIMIT_AS in bytes (`ulimit -v`, common on batch nodes); 0: inherited.
   rlim_t address_space = 0;
+  /// Niceness added to the child's (`nice -n`): a server sharing the test's cores that should
+  /// not stand for a CPU the client lacks.
+  int nice = 0;
 };
 
 /// A server child process that prints "<prefix><port>" once it listens.
@@ -121,6 +124,8 @@ class ChildServer {
         rlimit limit{limits_.address_space, limits_.address_space};
         if (setrlimit(RLIMIT_AS, &limit) != 0) _exit(126);
       }
+      errno = 0;
+      if (limits_.nice != 0 && ::nice(limits_.nice) == -1 && errno != 0) _exit(126);
       dup2(devnull, STDIN_FILENO);
       dup2(out[1], STDOUT_FILENO);  // stderr stays ours: the server's diagnostics show in the log
       execv(argv[0], argv.data());
