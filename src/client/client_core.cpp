@@ -13,8 +13,14 @@ bool ClientCore::Flight::cancel() {
   return client && client->cancel(shared_from_this());
 }
 
-void ClientCore::Flight::deadline_passed() {
-  if (auto client = core.lock()) client->deadline_passed(shared_from_this());
+std::shared_ptr<DeadlineWatch::Watched> ClientCore::OnWatch::hold() {
+  auto alive = flight.weak_from_this().lock();
+  if (!alive) return nullptr;
+  return std::shared_ptr<Watched>(std::move(alive), this);
+}
+
+void ClientCore::OnWatch::deadline_passed() {
+  if (auto client = flight.core.lock()) client->deadline_passed(flight.shared_from_this());
 }
 
 ClientCore::ClientCore(ClientOptions options)
@@ -83,12 +89,13 @@ std::shared_ptr<ClientCore::Flight> ClientCore::submit(InferRequest request, Dea
   auto flight = std::make_shared<Flight>(weak_from_this(), std::move(request), deadline,
                                          std::move(done), delivery);
   if (deadline != Deadline::max()) {
-    flight->borrows_inputs =
+    auto on_watch = std::make_unique<OnWatch>(*flight, deadlines_);
+    on_watch->borrows_inputs =
         std::any_of(flight->request.inputs().begin(), flight->request.inputs().end(),
                     [](const NamedTensor& input) { return input.tensor.borrowed(); });
-    if (auto* waiting = WaitingThread::current()) flight->waiter_drives = waiting->driving();
-    flight->watch = deadlines_;
-    deadlines_->watch(*flight, deadline);
+    if (auto* waiting = WaitingThread::current()) on_watch->waiter_drives = waiting->driving();
+    flight->on_watch = std::move(on_watch);
+    deadlines_->watch(*flight->on_watch, deadline);
   }
   flight->submitting = std::this_thread::get_id();
   start(flight);
@@ -354,7 +361,7 @@ void ClientCore::release_reader(const std::shared_ptr<Flight>& flight) {
 bool ClientCore::decide(const std::shared_ptr<Flight>& flight, Result<InferResult>&& result,
                         bool wait_for_attempt) {
   if (flight->completed.exchange(true)) return false;
-  if (auto watch = std::move(flight->watch)) watch->forget(*flight);
+  if (flight->on_watch) deadlines_->forget(*flight->on_watch);
   counters_.count_outcome(result.ok(), result.code());
   bool held = false;
   std::shared_ptr<CancelSignal> stop;
@@ -382,7 +389,7 @@ void ClientCore::deadline_passed(const std::shared_ptr<Flight>& flight) {
          Error(StatusCode::DeadlineExceeded,
                "no outcome by the deadline: the transport had not answered " +
                    std::to_string(DeadlineWatch::kGrace.count()) + " ms after it"),
-         flight->expiry_waits_for_attempt());
+         flight->on_watch->expiry_waits_for_attempt());
 }
 
 // Hands the outcome to the caller, once.

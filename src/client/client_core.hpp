@@ -96,7 +96,33 @@ class ClientCore : public std::enable_shared_from_this<ClientCore> {
   /// One request on its way, across all of its attempts.
   /// A RequestHandle cancels it through its client, if the client is still there; the client's
   /// DeadlineWatch decides it if nothing else has by its deadline (plus the watch's grace).
-  struct Flight final : Cancellable, DeadlineWatch::Watched, std::enable_shared_from_this<Flight> {
+  struct Flight;
+
+  /// A flight's place on the client's deadline watch, made only for a request with a deadline
+  /// (a client may hold 10,000 flights at once: the others pay a pointer). Owned by its flight,
+  /// which it keeps alive while the watch acts on it.
+  struct OnWatch final : DeadlineWatch::Watched {
+    OnWatch(Flight& owner, std::shared_ptr<DeadlineWatch> on)
+        : flight(owner), watch(std::move(on)) {}
+    ~OnWatch() override { watch->forget(*this); }  // a flight never decided leaves no trace
+    OnWatch(const OnWatch&) = delete;
+    OnWatch& operator=(const OnWatch&) = delete;
+    std::shared_ptr<Watched> hold() override;
+    void deadline_passed() override;
+    // What makes an outcome the watch decides wait for the attempt in flight to let go of the
+    // inputs, as every other outcome does: the caller lent them (borrowed tensors); or the
+    // attempt is on the waiting thread's own connection (drive_blocking_calls), which that
+    // thread runs (it lets go at once) and which must be left with no call of its own.
+    bool expiry_waits_for_attempt() const {
+      return borrows_inputs || (waiter_drives && waiter_drives->load(std::memory_order_acquire));
+    }
+    Flight& flight;
+    const std::shared_ptr<DeadlineWatch> watch;
+    bool borrows_inputs = false;
+    std::shared_ptr<const std::atomic<bool>> waiter_drives;  // a blocking call's
+  };
+
+  struct Flight final : Cancellable, std::enable_shared_from_this<Flight> {
     Flight(std::weak_ptr<ClientCore> c, InferRequest r, Deadline d, Callback<InferResult> cb,
            Delivery how)
         : core(std::move(c)),
@@ -104,14 +130,7 @@ class ClientCore : public std::enable_shared_from_this<ClientCore> {
           deadline(d),
           done(std::move(cb)),
           delivery(how) {}
-    ~Flight() {
-      if (watch) watch->forget(*this);
-    }
-    Flight(const Flight&) = delete;
-    Flight& operator=(const Flight&) = delete;
     bool cancel() override;
-    std::shared_ptr<DeadlineWatch::Watched> hold() override { return weak_from_this().lock(); }
-    void deadline_passed() override;
     std::weak_ptr<ClientCore> core;
     InferRequest request;
     Deadline deadline;
@@ -123,17 +142,8 @@ class ClientCore : public std::enable_shared_from_this<ClientCore> {
     // to a callback.
     std::atomic<std::thread::id> submitting{};
     std::atomic<std::thread::id> cancelling{};
-    // The watch it is on until decided; set before it is watched, taken by decide().
-    std::shared_ptr<DeadlineWatch> watch;
-    // What makes an outcome the watch decides wait for the attempt in flight to let go of the
-    // inputs, as every other outcome does: the caller lent them (borrowed tensors); or the
-    // attempt is on the waiting thread's own connection (drive_blocking_calls), which that
-    // thread runs (it lets go at once) and which must be left with no call of its own.
-    bool borrows_inputs = false;
-    std::shared_ptr<const std::atomic<bool>> waiter_drives;  // a blocking call's
-    bool expiry_waits_for_attempt() const {
-      return borrows_inputs || (waiter_drives && waiter_drives->load(std::memory_order_acquire));
-    }
+    // Its place on the deadline watch: set before it is watched, then never changed.
+    std::unique_ptr<OnWatch> on_watch;
     int attempts = 0;                          // only touched by the attempt chain
     std::size_t last_slot = SIZE_MAX;          // where the previous attempt went
     Clock::time_point discovery_wait_until{};  // set when it first waits for discovery
