@@ -38,7 +38,7 @@ class CallerDrive {
 };
 
 /// A blocking call's wait for its outcome. Constructed on the calling thread, which it marks as
-/// waiting (BlockingWait::current()) until it is destroyed; the transports the call reaches on
+/// waiting (WaitingThread::current()) until it is destroyed; the transports the call reaches on
 /// that thread may then route it to a CallerDrive (drive_with()). Waits nest: the inner one is
 /// current while it lives.
 template <typename T>
