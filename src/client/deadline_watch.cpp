@@ -4,7 +4,7 @@
 #include <condition_variable>
 #include <thread>
 
-#include "client/thread_name.hpp"
+#include "client/threads.hpp"
 
 namespace sonic::detail {
 
@@ -30,12 +30,8 @@ class WatchThread {
     }
     state_->wake.notify_one();
     // The last watch may go on this very thread (its client's last holder was a request the
-    // thread expired): the thread finishes on the state it shares, never touching this object.
-    if (thread_.get_id() == std::this_thread::get_id()) {
-      thread_.detach();
-    } else {
-      thread_.join();
-    }
+    // thread expired).
+    join_unless_self(thread_);
   }
   WatchThread(const WatchThread&) = delete;
   WatchThread& operator=(const WatchThread&) = delete;

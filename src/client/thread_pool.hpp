@@ -11,7 +11,7 @@
 #include <utility>
 #include <vector>
 
-#include "client/thread_name.hpp"
+#include "client/threads.hpp"
 #include "sonic/detail/export.hpp"
 #include "sonic/detail/unique_function.hpp"
 
@@ -60,13 +60,7 @@ class ThreadPool {
       state_->stopping = true;
     }
     state_->wake.notify_all();
-    for (auto& worker : workers_) {
-      if (worker.get_id() == std::this_thread::get_id()) {
-        worker.detach();  // destroyed from one of its own tasks: cannot join itself
-      } else {
-        worker.join();
-      }
-    }
+    for (auto& worker : workers_) join_unless_self(worker);  // maybe from one of its tasks
   }
 
   /// Queues a task. Thread-safe; tasks posted during destruction still run.

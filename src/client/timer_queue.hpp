@@ -11,7 +11,7 @@
 #include <utility>
 #include <vector>
 
-#include "client/thread_name.hpp"
+#include "client/threads.hpp"
 #include "sonic/detail/export.hpp"
 #include "sonic/detail/unique_function.hpp"
 
@@ -53,13 +53,9 @@ class TimerQueue {
       state_->stopping = true;
     }
     state_->wake.notify_one();
-    if (thread_.get_id() == std::this_thread::get_id()) {
-      // Released from one of its own tasks: the thread cannot join itself. It finishes the
-      // queue on the state it shares, never touching this object.
-      thread_.detach();
-    } else {
-      thread_.join();
-    }
+    // Released from one of its own tasks, the thread finishes the queue on the state it
+    // shares.
+    join_unless_self(thread_);
   }
 
   /// Runs `task` at `when`.

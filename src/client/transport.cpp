@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "completion_thread.hpp"
-#include "thread_name.hpp"
+#include "threads.hpp"
 
 namespace sonic {
 

@@ -12,7 +12,7 @@
 
 #include "callback_clock.hpp"
 #include "client/callback_host.hpp"
-#include "client/thread_name.hpp"
+#include "client/threads.hpp"
 
 namespace sonic::net {
 
@@ -228,12 +228,7 @@ NetworkThreads::~NetworkThreads() {
   // Each thread runs its lane until, the guard gone, its work is done.
   for (auto& lane : lanes) {
     lane.guard.reset();
-    std::thread& thread = lane.runner->thread;
-    if (thread.get_id() == std::this_thread::get_id()) {
-      thread.detach();
-    } else {
-      thread.join();
-    }
+    detail::join_unless_self(lane.runner->thread);
   }
 }
 
