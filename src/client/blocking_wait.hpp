@@ -1,8 +1,9 @@
 // sonic — a thread waiting in a blocking call, and the connections it drives meanwhile.
 //
 // A blocking call that hands its request to a network thread and sleeps until that thread hands
-// the answer back pays two thread wake-ups per call; on a 2-core VM a post to another thread and
-// back costs ~25 µs of CPU, a third of a small request's round trip. Instead, while a thread waits
+// the answer back pays two thread wake-ups per call: on the 2-core development VM a blocking call
+// of 64 B cost 62 µs of client CPU that way and costs 32 µs this way (SYNC=1 bench/vs_grpcio.sh,
+// docs/performance.md). Instead, while a thread waits
 // in Client::infer(), a transport may put the call on a connection of that thread's own (a
 // CallerDrive, implemented by the network code in src/net), which the thread runs itself until
 // the answer is there: it writes the request, waits in epoll, reads and decodes the answer, and
