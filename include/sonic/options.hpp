@@ -239,7 +239,7 @@ struct ClientOptions {
   /// thread's own, which that thread drives while it waits: it writes the request, waits for
   /// the socket and reads the answer itself, as gRPC's synchronous stub does, instead of
   /// handing the request to a network thread and sleeping until that thread hands the answer
-  /// back (two thread wake-ups, a third of a small request's client CPU). Each thread that
+  /// back (two thread wake-ups, half a small request's client CPU). Each thread that
   /// makes blocking calls then holds one more connection per endpoint and client, open until
   /// the client or the thread ends. Off: blocking calls share the client's connections.
   bool drive_blocking_calls = true;
