@@ -28,6 +28,10 @@ assert sonic.__file__.startswith(venv), sonic.__file__
 with sonic.Client(url) as client:
     out = client.infer("identity_fp32", {"INPUT0": np.arange(16, dtype=np.float32).reshape(1, 16)})
     assert out["OUTPUT0"].tolist() == [list(range(16))], out
+# The tritonclient-compatible subpackages, and the message schema the extension carries.
+import sonic.tritonclient.grpc as grpcclient
+with grpcclient.InferenceServerClient(url.split("://", 1)[1]) as triton_client:
+    assert triton_client.get_model_metadata("identity_fp32").inputs[0].datatype == "FP32"
 if models:
     import socket
     probe = socket.socket()

@@ -14,7 +14,10 @@ class InferResult(dict):
     """
 
     __slots__ = ("_meta",)  # (model_name, model_version, request_id, parameters,
-    #                         executed_on, timing), set once by the extension
+    #                         executed_on, timing, descriptions), set once by the extension;
+    # descriptions: None when the arrays tell every output's datatype and shape and no output
+    # has parameters, else (name, datatype, shape, parameters) of each output in order, those
+    # the server wrote into a shared memory region the request named (no array) included.
 
     @property
     def model_name(self):

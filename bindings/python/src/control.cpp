@@ -135,6 +135,18 @@ void bind_control_calls(py::class_<PyClient>& client) {
           },
           py::arg("model"), py::arg("config") = "")
       .def(
+          "call",
+          [](PyClient& self, const std::string& method, const py::bytes& request) {
+            std::string bytes = request;
+            std::string answer =
+                without_gil(self, [&](Client& c) { return c.call(method, bytes); });
+            return py::bytes(answer);
+          },
+          py::arg("method"), py::arg("request"),
+          "Any method of inference.GRPCInferenceService (\"SystemSharedMemoryStatus\", "
+          "\"TraceSetting\", ...) with `request`, its serialized protobuf request; returns the "
+          "serialized response (bytes). Raises sonic.Error as the other control calls do.")
+      .def(
           "unload_model",
           [](PyClient& self, const std::string& model) {
             without_gil(self, [&](Client& c) {

@@ -1,7 +1,10 @@
 // sonic Python bindings — requests from Python arguments, results and errors to Python objects.
 #include "convert.hpp"
 
+#include <pybind11/stl.h>
+
 #include <limits>
+#include <optional>
 
 #include "options.hpp"
 
@@ -26,8 +29,24 @@ std::optional<Shape> shape_of(py::handle shape) {
   return dims;
 }
 
+/// The KServe parameters of a tensor from an object's `_parameters` ({name: value}), if it has
+/// such a dict.
+Parameters tensor_parameters(py::handle tensor) {
+  Parameters parameters;
+  py::object given = py::getattr(tensor, "_parameters", py::none());
+  if (given.is_none()) return parameters;
+  for (auto item : given.cast<py::dict>()) {
+    auto name = item.first.cast<std::string>();
+    parameters[name] = parameter_of(name, item.second);
+  }
+  return parameters;
+}
+
 /// One input given as a sonic.InferInput (tritonclient's spelling): name(), datatype(),
-/// shape() and the array set_data_from_numpy() stored.
+/// shape(), the array set_data_from_numpy() stored and, if the object has them, the tensor's
+/// parameters (`_parameters`). An input without data whose parameters name a
+/// shared_memory_region (tritonclient's set_shared_memory()) travels as a descriptor: its bytes
+/// are in a region the server reads.
 void add_declared_input(InferRequest& request, py::handle input, KeepAlive& keep_alive) {
   auto name = input.attr("name")().cast<std::string>();
   auto datatype_name = input.attr("datatype")().cast<std::string>();
@@ -36,13 +55,19 @@ void add_declared_input(InferRequest& request, py::handle input, KeepAlive& keep
     throw Error(StatusCode::InvalidArgument,
                 "input '" + name + "': '" + datatype_name + "' is not a KServe datatype");
   }
+  Parameters parameters = tensor_parameters(input);
+  std::optional<Shape> shape = shape_of(input.attr("shape")());
   py::object data = input.attr("_data");
   if (data.is_none()) {
-    throw Error(StatusCode::InvalidArgument,
-                "input '" + name + "' has no data: call set_data_from_numpy() first");
+    if (parameters.count("shared_memory_region") == 0) {
+      throw Error(StatusCode::InvalidArgument,
+                  "input '" + name + "' has no data: call set_data_from_numpy() first");
+    }
+    request.input(name, Tensor::descriptor(*datatype, shape.value_or(Shape{})),
+                  std::move(parameters));
+    return;
   }
-  request.input(name,
-                input_tensor(name, data, datatype, shape_of(input.attr("shape")()), keep_alive));
+  request.input(name, input_tensor(name, data, datatype, shape, keep_alive), std::move(parameters));
 }
 
 void add_inputs(InferRequest& request, py::handle inputs, KeepAlive& keep_alive) {
@@ -69,15 +94,8 @@ void add_outputs(InferRequest& request, py::handle outputs) {
       request.output(output.cast<std::string>());
       continue;
     }
-    Parameters parameters;  // sonic.InferRequestedOutput: name(), and its parameters
-    py::object given = py::getattr(output, "_parameters", py::none());
-    if (!given.is_none()) {
-      for (auto item : given.cast<py::dict>()) {
-        auto name = item.first.cast<std::string>();
-        parameters[name] = parameter_of(name, item.second);
-      }
-    }
-    request.output(output.attr("name")().cast<std::string>(), std::move(parameters));
+    // sonic.InferRequestedOutput: name(), and its parameters.
+    request.output(output.attr("name")().cast<std::string>(), tensor_parameters(output));
   }
 }
 
@@ -126,10 +144,39 @@ InferRequest build_request(const RequestArguments& arguments, KeepAlive& keep_al
   return request;
 }
 
+namespace {
+
+/// Whether the server wrote an output into a shared memory region the request named: the
+/// response carries its datatype and shape, and no bytes.
+bool in_shared_memory(const NamedTensor& output) {
+  return output.tensor.byte_size() == 0 && output.parameters.count("shared_memory_region") != 0;
+}
+
+/// Every output as (name, datatype, shape, parameters), in the response's order: what the
+/// arrays alone cannot tell (BF16 travels as uint16, parameters, outputs in shared memory).
+py::tuple output_descriptions(const InferResult& result) {
+  py::tuple all(result.outputs().size());
+  std::size_t i = 0;
+  for (const auto& output : result.outputs()) {
+    py::dict parameters;
+    for (const auto& [name, value] : output.parameters) {
+      parameters[py::str(name)] = python_value(value);
+    }
+    all[i++] = py::make_tuple(output.name, to_string(output.tensor.dtype()),
+                              py::cast(output.tensor.shape()), std::move(parameters));
+  }
+  return all;
+}
+
+}  // namespace
+
 py::object result_object(const InferResult& result) {
   py::object object = infer_result_type()();
   auto* outputs = object.ptr();
+  bool plain = true;  // every output an array of its own datatype, without parameters
   for (const auto& output : result.outputs()) {
+    plain = plain && output.parameters.empty() && output.tensor.dtype() != DataType::Bf16;
+    if (in_shared_memory(output)) continue;  // no array: its bytes are in the region
     py::str name(output.name);
     if (PyDict_SetItem(outputs, name.ptr(), output_array(output.tensor).ptr()) != 0) {
       throw py::error_already_set();
@@ -147,7 +194,9 @@ py::object result_object(const InferResult& result) {
       result.executed_on() == ExecutedOn::Local ? "local" : "remote",
       py::make_tuple(t.serialize.count(), t.queue.count(), t.send.count(), t.wait.count(),
                      t.receive.count(), t.deserialize.count(), t.server_queue.count(),
-                     t.server_compute.count(), t.total.count()));
+                     t.server_compute.count(), t.total.count()),
+      // The common answer needs no descriptions: the arrays say it all (None, at no cost).
+      plain ? py::object(py::none()) : py::object(output_descriptions(result)));
   return object;
 }
 

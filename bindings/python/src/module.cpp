@@ -8,6 +8,7 @@
 
 #include "client.hpp"
 #include "control.hpp"
+#include "messages.hpp"
 #include "options.hpp"
 #include "sonic/version.hpp"
 
@@ -119,6 +120,8 @@ PYBIND11_MODULE(_sonic, module) {
       "For ainfer(), in a coroutine: sends a request; returns (an asyncio future of the "
       "running loop, the RequestHandle).");
   bind_control_calls(client);
+
+  bind_messages(module);
 
   module.def("client_option_names", &client_option_names,
              "The keyword arguments sonic.Client accepts.");
