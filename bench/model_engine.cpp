@@ -4,14 +4,17 @@
 //              model thread finds them between requests);
 //   fallback   a client's fallback: a CpuExecutor over the repository, in-process;
 //   server     sonic-server's compute time for the request (its statistics' compute_infer: the
-//              model's run, as Triton reports it), asked over gRPC on loopback.
+//              model's run, as Triton reports it, read around each call), asked over gRPC on
+//              loopback: the default server, whose model threads run the model;
+//   server_inline  the same with inline_models: the model runs on the network thread that
+//              read the request. The code timed is the same; only the thread differs.
 // TorchScript models have no `ort` column; the report compares them with the ONNX file of the
 // same network.
 //
 //   sonic-engine-bench REPOSITORY ROUNDS MODEL... (each MODEL as NAME:BATCH)
 //
 // Prints one JSON line per model, batch and path: the median over rounds of each round's
-// median (mean for `server`, whose statistics are sums), in microseconds.
+// median, in microseconds.
 #include <sonic/executor.hpp>
 #include <sonic/repository/repository.hpp>
 #include <sonic/server.hpp>
@@ -120,6 +123,26 @@ double median_us_after(const std::function<void()>& evict, const std::function<v
   return sonic::bench::median(us);
 }
 
+// The server's compute time for `request`, read from its statistics around each call (they
+// hold sums; the read is in-process and outside the timed run): the median over calls, so that
+// it compares with the other columns' medians. A mean would count each preemption and page
+// fault of the whole run against the server alone.
+double server_compute_median_us(sonic::Client& client, const sonic::CpuExecutor& served,
+                                const sonic::InferRequest& request, double seconds = 0.4) {
+  for (int i = 0; i < 2; ++i) client.infer(request);  // warm-up, as median_us
+  auto last = served.statistics(request.model_name()).value().compute_infer;
+  std::vector<double> us;
+  const auto start = Clock::now();
+  while (us.size() < 5 || sonic::bench::ms_between(start, Clock::now()) < seconds * 1000) {
+    client.infer(request);
+    const auto now = served.statistics(request.model_name()).value().compute_infer;
+    us.push_back(static_cast<double>(now.ns - last.ns) / 1000.0 /
+                 static_cast<double>(now.count - last.count));
+    last = now;
+  }
+  return sonic::bench::median(us);
+}
+
 struct Job {
   std::string model;
   std::int64_t batch;
@@ -146,11 +169,13 @@ int main(int argc, char** argv) {
   fallback->set_source(source, false);
   auto served = std::make_shared<sonic::CpuExecutor>(1);
   served->set_source(source, false);
+  auto served_inline = std::make_shared<sonic::CpuExecutor>(1);
+  served_inline->set_source(source, false);
   std::mt19937 random(7);
   std::vector<sonic::InferRequest> requests;
   std::vector<std::unique_ptr<DirectRun>> direct;
   for (const auto& job : jobs) {
-    for (auto* executor : {fallback.get(), served.get()}) {
+    for (auto* executor : {fallback.get(), served.get(), served_inline.get()}) {
       if (!executor->model(job.model)) executor->load_model(job.model).value();
     }
     auto model = fallback->model(job.model).value();
@@ -165,6 +190,10 @@ int main(int argc, char** argv) {
   sonic::Server server(served, options);
   server.start();
   sonic::Client client("grpc://127.0.0.1:" + std::to_string(server.port()));
+  options.inline_models = true;
+  sonic::Server inline_server(served_inline, options);
+  inline_server.start();
+  sonic::Client inline_client("grpc://127.0.0.1:" + std::to_string(inline_server.port()));
 
   // Memory traffic larger than this machine's caches, for `ort_cold`.
   std::vector<std::uint8_t> clutter(8 << 20);
@@ -182,16 +211,13 @@ int main(int argc, char** argv) {
             [&] { (*direct[j])(); }));
       }
       rows[j]["fallback"].push_back(median_us([&] { fallback->infer(request).value(); }));
-      // The server's statistics count every call: the warm-up calls come before they are read.
-      for (int i = 0; i < 2; ++i) client.infer(request);
-      const auto before = served->statistics(jobs[j].model).value().compute_infer;
-      median_us([&] { client.infer(request); }, 0);
-      const auto after = served->statistics(jobs[j].model).value().compute_infer;
-      rows[j]["server"].push_back(static_cast<double>(after.ns - before.ns) / 1000.0 /
-                                  static_cast<double>(after.count - before.count));
+      rows[j]["server"].push_back(server_compute_median_us(client, *served, request));
+      rows[j]["server_inline"].push_back(
+          server_compute_median_us(inline_client, *served_inline, request));
     }
   }
   server.stop();
+  inline_server.stop();
   for (std::size_t j = 0; j < jobs.size(); ++j) {
     for (const auto& [path, values] : rows[j]) {
       std::printf("{\"model\": \"%s\", \"batch\": %lld, \"path\": \"%s\", \"us\": %.1f}\n",

@@ -4,8 +4,9 @@
 #   - each field-shaped network (examples/models/field_models.py, ONNX at opset 13), the BDT and
 #     the EmTrkMichelId CNN through sonic's fallback and sonic-server (its compute time), next to
 #     ONNX Runtime's own Run on the same file, in the same process (sonic-engine-bench; also
-#     each run after 8 MiB of other memory traffic, as a server's model thread finds its caches),
-#     and to ONNX Runtime from Node (npm's onnxruntime-node: the independent peer);
+#     each run after 8 MiB of other memory traffic, as a server's model thread finds its caches;
+#     and sonic-server with --inline-models, whose network thread runs the model), and to ONNX
+#     Runtime from Node (npm's onnxruntime-node: the independent peer);
 #   - the same networks as TorchScript, with libtorch on OpenBLAS (install-deps' default) and on
 #     Debian's reference BLAS (what libtorch-dev uses without an optimized one).
 #
@@ -80,15 +81,16 @@ for line in open(sys.argv[1]):
 m = {k: statistics.median(v) for k, v in values.items()}
 print("ONNX: microseconds per call, one thread; ratios to ONNX Runtime's own Run (same library)")
 print(f"{'model':20} {'batch':>5} {'ort':>10} {'ort cold':>10} {'fallback':>10} {'server':>10}"
-      f" {'node':>10} {'fb/ort':>7} {'srv/ort':>7} {'node/ort':>8}")
+      f" {'srv inline':>10} {'node':>10} {'fb/ort':>7} {'srv/ort':>7} {'inl/ort':>7}"
+      f" {'node/ort':>8}")
 for (model, batch, path), ort in sorted(m.items(), key=lambda kv: (kv[0][1], kv[0][0])):
     if path != "ort":
         continue
-    cold, fb, srv, node = (m.get((model, batch, p))
-                           for p in ("ort_cold", "fallback", "server", "ort_node"))
+    cold, fb, srv, inl, node = (m.get((model, batch, p)) for p in
+                                ("ort_cold", "fallback", "server", "server_inline", "ort_node"))
     ratio = lambda x: f"{x / ort:7.2f}" if x else "      -"
-    print(f"{model:20} {batch:5} {ort:10.1f} {cold:10.1f} {fb:10.1f} {srv:10.1f} "
-          f"{node if node else 0:10.1f} {ratio(fb)} {ratio(srv)} {ratio(node)}")
+    print(f"{model:20} {batch:5} {ort:10.1f} {cold:10.1f} {fb:10.1f} {srv:10.1f} {inl:10.1f} "
+          f"{node if node else 0:10.1f} {ratio(fb)} {ratio(srv)} {ratio(inl)} {ratio(node)}")
 print()
 print("TorchScript (fallback): OpenBLAS, Debian's reference BLAS, and ONNX Runtime on the ONNX file")
 print(f"{'model':20} {'batch':>5} {'openblas':>10} {'ref BLAS':>10} {'ort':>10}"
