@@ -448,14 +448,40 @@ void mark_shared(std::vector<TensorMessage>& messages, const std::vector<Receive
   }
 }
 
+// A request's typed contents where Triton refuses them: beside shared memory, or beside raw
+// contents. Triton checks each input in order before anything else (src/grpc/infer_handler.cc,
+// InferGRPCToInput), in words its grpc_explicit_*_content_client examples look for.
+Result<void> check_typed_contents(const std::vector<TensorMessage>& messages, bool has_raw,
+                                  const std::string& model) {
+  for (const auto& m : messages) {
+    if (!m.contents) continue;
+    if (m.shared) {
+      return Error(StatusCode::InvalidArgument,
+                   "unexpected 'content' provided when using shared memory for input tensor '" +
+                       m.name + "' for model '" + model + "'");
+    }
+    if (has_raw) {
+      return Error(StatusCode::InvalidArgument,
+                   "contents field must not be specified when using raw_input_contents for '" +
+                       m.name + "' for model '" + model + "'");
+    }
+  }
+  return {};
+}
+
 // Pairs decoded tensor messages with raw payloads (or typed contents) and checks each one. Raw
 // contents come for every tensor not in shared memory, in order; an empty one in the place of
-// a shared memory tensor is accepted too (index-aligned senders: Triton's responses).
+// a shared memory tensor is accepted too (index-aligned senders: Triton's responses). `model`
+// names a request's model: its typed contents are checked first, as Triton checks them.
 Result<std::vector<NamedTensor>> assemble(std::vector<TensorMessage>& messages,
                                           std::vector<ReceivedMessage::Raw>& raw,
                                           StatusCode on_error, const char* kind,
-                                          const std::vector<RequestedOutput>* placed = nullptr) {
+                                          const std::vector<RequestedOutput>* placed = nullptr,
+                                          const std::string* model = nullptr) {
   mark_shared(messages, raw, placed);
+  if (model) {
+    if (auto ok = check_typed_contents(messages, !raw.empty(), *model); !ok) return ok.error();
+  }
   std::size_t in_memory = 0;
   for (const auto& m : messages) in_memory += m.shared ? 0 : 1;
   const bool aligned = raw.size() == messages.size() && raw.size() != in_memory;
@@ -680,7 +706,8 @@ Result<InferRequest> decode_infer_request(ReceivedMessage message) {
                      " tensors, " + std::to_string(kMaxDimensions) + " dimensions, " +
                      std::to_string(kMaxParameters) + " parameters)");
   }
-  auto tensors = assemble(e.tensors, message.raw, StatusCode::InvalidArgument, "input");
+  auto tensors =
+      assemble(e.tensors, message.raw, StatusCode::InvalidArgument, "input", nullptr, &e.model);
   if (!tensors) return tensors.error();
   InferRequest request(std::move(e.model), std::move(e.version));
   request.id(std::move(e.id));

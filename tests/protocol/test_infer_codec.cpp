@@ -321,7 +321,24 @@ TEST_CASE("malformed requests are INVALID_ARGUMENT naming the tensor") {
   SUBCASE("raw and typed contents together") {
     in->mutable_contents()->add_fp32_contents(1);
     pb.add_raw_input_contents(std::string(16, '\0'));
-    CHECK(decode(pb).code() == StatusCode::InvalidArgument);
+    auto r = decode(pb);
+    CHECK(r.code() == StatusCode::InvalidArgument);
+    // Triton's words (src/grpc/infer_handler.cc), which its grpc_explicit_*_content_client
+    // examples look for.
+    CHECK(r.error().message() ==
+          "contents field must not be specified when using raw_input_contents for 'X' for "
+          "model 'm'");
+  }
+  SUBCASE("typed contents for an input in shared memory") {
+    in->mutable_contents()->add_fp32_contents(1);
+    auto* parameters = in->mutable_parameters();
+    (*parameters)["shared_memory_region"].set_string_param("region");
+    (*parameters)["shared_memory_byte_size"].set_int64_param(16);
+    auto r = decode(pb);
+    CHECK(r.code() == StatusCode::InvalidArgument);
+    CHECK(r.error().message() ==
+          "unexpected 'content' provided when using shared memory for input tensor 'X' for "
+          "model 'm'");
   }
   SUBCASE("more raw contents than inputs") {
     pb.add_raw_input_contents(std::string(16, '\0'));

@@ -44,9 +44,8 @@ def simple_request(model_name, datatype, fill):
 
 def test_explicit_int_content_client(grpc_stub):
     """grpc_explicit_int_content_client.py: int_contents; contents together with raw input
-    contents are refused (INVALID_ARGUMENT; the example looks for Triton's words, "contents
-    field must not be specified when using raw_input_contents", which are the server's to
-    give)."""
+    contents are refused with INVALID_ARGUMENT and Triton's words, which the example looks
+    for."""
     def fill(contents, values):
         contents.int_contents[:] = values
 
@@ -66,6 +65,8 @@ def test_explicit_int_content_client(grpc_stub):
     with pytest.raises(grpc.RpcError) as refused:
         grpc_stub.ModelInfer(request)
     assert refused.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+    assert ("contents field must not be specified when using raw_input_contents for 'INPUT0' "
+            "for model 'simple'") in refused.value.details()
 
 
 def test_explicit_int8_content_client(grpc_stub):
