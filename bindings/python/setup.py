@@ -6,6 +6,7 @@ import glob
 import os
 import re
 import shlex
+import shutil
 import subprocess
 import sys
 
@@ -36,7 +37,14 @@ class CMakeBuild(build_ext):
             "-DSONIC_PYTHON_PACKAGE_DIR=" + package,
             "-DCMAKE_LIBRARY_OUTPUT_DIRECTORY=" + package,
             "-DCMAKE_BUILD_WITH_INSTALL_RPATH=ON", "-DCMAKE_INSTALL_RPATH=$ORIGIN",
-        ] + shlex.split(os.environ.get("SONIC_CMAKE_ARGS", ""))
+        ]
+        # Ninja where it is installed (install-deps.sh brings it): Makefiles wait for each
+        # library to be linked before compiling what uses it, which leaves a core idle. A build
+        # directory keeps the generator it was made with.
+        fresh = not os.path.exists(os.path.join(build, "CMakeCache.txt"))
+        if fresh and "CMAKE_GENERATOR" not in os.environ and shutil.which("ninja"):
+            configure += ["-G", "Ninja"]
+        configure += shlex.split(os.environ.get("SONIC_CMAKE_ARGS", ""))
         subprocess.check_call(configure)
         # The extension's target also builds the backends its fallback loads.
         subprocess.check_call(["cmake", "--build", build, "-j%d" % (os.cpu_count() or 2),
