@@ -61,7 +61,7 @@ TEST_CASE("a client that never reads its answers gets no more than the connectio
   // Was: resident memory grew 1:1 with the 1 MiB requests sent (+600 MiB for 600 MiB). Now the
   // answers it leaves unread fill the connection's budget, after which its requests wait (a
   // client that ignores flow control, as this one does, has the excess of each stream reset).
-  // 320 MiB is 2.5 times the bound: enough to show the old growth, in half the time of 600.
+  // 320 MiB is 2.5 times the bound: enough to show the old growth, in 6 s where 600 took 28.
   growth_under({"--max-message-bytes", "64M", "--max-connection-buffered-bytes", "64M"},
                kBudgetPeakKib, [](HostileTarget& t) {
                  auto flood =
