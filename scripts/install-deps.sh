@@ -11,10 +11,10 @@ packages=(
   doctest-dev libtbb-dev
   python3 python3-grpcio python3-grpc-tools python3-protobuf python3-numpy
   python3-dev pybind11-dev python3-pytest python3-pip python3-venv python3-setuptools python3-wheel
-  python3-uvloop
+  python3-uvloop python3-prometheus-client
   libtorch-dev python3-torch python3-onnx libonnx-testdata
   libopenblas0-pthread curl ca-certificates
-  nginx-light haproxy
+  nginx-light haproxy prometheus
 )
 # ninja-build: CMake's Makefiles compile a target only once the libraries it links are built;
 # Ninja starts each file as soon as what it includes exists (README, Dependencies).
@@ -23,9 +23,11 @@ packages=(
 # made the field-shaped TorchScript networks 1.1 to 6.0x faster (docs/performance.md).
 # libonnx-testdata: ONNX's own conformance suite, run through the ONNX backend by
 # tests/onnx_conformance. curl: to fetch ONNX Runtime.
+# python3-prometheus-client: its text parser reads the metrics port in tests/python/test_metrics.py.
+# prometheus: tests/python/test_prometheus.py starts its own on loopback to scrape sonic-server.
 # nginx and haproxy are for the proxy tests (tests/python/test_proxies.py), which start their
 # own on loopback: their system services are not started, or left enabled, by installing them.
-daemons=(nginx haproxy)
+daemons=(nginx haproxy prometheus)
 
 missing=()
 for p in "${packages[@]}"; do

@@ -4,6 +4,7 @@
 #include <optional>
 
 #include "grpc_server.hpp"
+#include "metrics_server.hpp"
 #include "tcp_server.hpp"
 
 namespace sonic {
@@ -14,6 +15,7 @@ struct Server::Impl {
   // Their handlers run on `threads`: stop() joins those before these are destroyed.
   std::optional<server::GrpcServer> grpc;
   std::optional<server::TcpServer> tcp;
+  std::optional<server::MetricsServer> metrics;
   std::mutex mutex;
   bool started = false;
   bool stopped = false;
@@ -28,6 +30,10 @@ Server::Server(std::shared_ptr<CpuExecutor> executor, ServerOptions options)
     throw Error(StatusCode::InvalidArgument,
                 "ServerLimits::max_buffered_bytes and max_connection_buffered_bytes must be at "
                 "least ServerOptions::max_message_bytes: a message must fit");
+  }
+  if (options.metrics_port < -1 || options.metrics_port > 65535) {
+    throw Error(StatusCode::InvalidArgument,
+                "ServerOptions::metrics_port must be -1 (none), 0 (a free port) or a port");
   }
   if (limits.max_shm_regions > 16384 || limits.max_connection_shm_regions > 16384) {
     throw Error(StatusCode::InvalidArgument,
@@ -45,14 +51,18 @@ void Server::start() {
   impl_->threads.emplace(std::max<std::size_t>(1, options.io_threads));
   impl_->grpc.emplace(impl_->context, *impl_->threads);
   if (options.tcp_port) impl_->tcp.emplace(impl_->context, *impl_->threads);
+  if (options.metrics_port >= 0) impl_->metrics.emplace(impl_->context, *impl_->threads);
   impl_->grpc->start();
   if (impl_->tcp) impl_->tcp->start();
+  if (impl_->metrics) impl_->metrics->start();
   impl_->started = true;
 }
 
 std::uint16_t Server::port() const { return impl_->grpc ? impl_->grpc->port() : 0; }
 
 std::uint16_t Server::tcp_port() const { return impl_->tcp ? impl_->tcp->port() : 0; }
+
+std::uint16_t Server::metrics_port() const { return impl_->metrics ? impl_->metrics->port() : 0; }
 
 const ServerOptions& Server::options() const { return impl_->context->options; }
 
@@ -62,6 +72,7 @@ void Server::stop() {
   impl_->stopped = true;
   impl_->grpc->stop();
   if (impl_->tcp) impl_->tcp->stop();
+  if (impl_->metrics) impl_->metrics->stop();
   impl_->threads.reset();  // joins the threads once the connections are closed
 }
 

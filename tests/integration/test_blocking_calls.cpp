@@ -116,7 +116,8 @@ TEST_CASE("a server killed between two blocking calls: the second goes on a new 
   auto start = [](int port, int tcp_port) {
     return std::make_unique<ChildServer>(
         std::vector<std::string>{SONIC_SERVER_BINARY, "--host", "127.0.0.1", "--port",
-                                 std::to_string(port), "--tcp-port", std::to_string(tcp_port)},
+                                 std::to_string(port), "--tcp-port", std::to_string(tcp_port),
+                                 "--allow-metrics", "false"},
         "sonic-server listening on 127.0.0.1:");
   };
   auto server = start(0, 0);

@@ -142,6 +142,8 @@ struct Command {
   std::chrono::milliseconds load_timeout{300'000};
   std::size_t load_threads = 4;  // tritonserver's --model-load-thread-count default
   std::chrono::milliseconds exit_timeout{1000};
+  bool allow_metrics = true;                  // tritonserver's --allow-metrics default
+  std::optional<std::uint16_t> metrics_port;  // unset: 8002, as tritonserver (see parse_args)
 };
 
 // The backends built in, for the help.
@@ -200,6 +202,18 @@ Command parse_args(int argc, char** argv) {
               "also serve tcp:// and tcp+zstd:// clients on this port\n(0: a free one)",
               [&](const std::string& v) {
                 options.tcp_port = static_cast<std::uint16_t>(parse_number("--tcp-port", v, 65535));
+              })
+      .option("--allow-metrics", "BOOL",
+              "true (default, as tritonserver): serve Prometheus metrics with "
+              "Triton's names at GET /metrics on --metrics-port; false: no metrics port",
+              choice("--allow-metrics", {"true", "false"},
+                     [&](int which) { command.allow_metrics = which == 0; }))
+      .option("--metrics-port", "N",
+              "metrics port (default 8002, as tritonserver; with --port 0, a free one "
+              "too; 0 picks a free port)",
+              [&](const std::string& v) {
+                command.metrics_port =
+                    static_cast<std::uint16_t>(parse_number("--metrics-port", v, 65535));
               })
       .option("--threads", "N", "model execution threads (default: one per core)",
               count("--threads", command.threads, 1024))
@@ -339,7 +353,8 @@ Command parse_args(int argc, char** argv) {
       "A model that fails to load, or passes --model-load-timeout, is reported with its reason\n"
       "and stays UNAVAILABLE; the others are served. Prints 'sonic-server listening on HOST:PORT' "
       "once ready (and\n"
-      "'sonic-server tcp listening on HOST:PORT' with --tcp-port); stops on SIGINT/SIGTERM.\n"
+      "'sonic-server tcp listening on HOST:PORT' with --tcp-port, 'sonic-server metrics listening "
+      "on HOST:PORT'\nwith metrics); stops on SIGINT/SIGTERM.\n"
       "Exit status: 0 stopped by a signal, 1 could not start, 2 bad command line.\n");
 
   std::vector<std::string> extra = line.parse(argc, argv);
@@ -347,6 +362,13 @@ Command parse_args(int argc, char** argv) {
     throw UsageError("unexpected argument '" + extra.front() + "' (options start with --)");
   }
   options.io_threads = std::max<std::size_t>(1, options.io_threads);
+  // A server asked for a free gRPC port (tests, several servers on one host) gets a free metrics
+  // port too unless one is named: two of them would otherwise both try 8002.
+  if (command.allow_metrics) {
+    options.metrics_port = command.metrics_port ? *command.metrics_port
+                           : options.port == 0  ? 0
+                                                : 8002;
+  }
   if (!command.models_to_load.empty() && command.control_mode != "explicit") {
     throw UsageError(
         "--load-model needs --model-control-mode explicit (in the other modes every model of "
@@ -392,6 +414,10 @@ int serve(Command command) {
     if (options.tcp_port) {
       std::cout << "sonic-server tcp listening on " << options.host << ":" << server.tcp_port()
                 << std::endl;
+    }
+    if (options.metrics_port >= 0) {
+      std::cout << "sonic-server metrics listening on " << options.host << ":"
+                << server.metrics_port() << std::endl;
     }
     const int signal = stop.wait_for_stop();
     std::cout << "sonic-server stopping (signal " << signal << ")" << std::endl;

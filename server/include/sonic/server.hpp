@@ -85,6 +85,10 @@ struct ServerOptions {
   std::uint16_t port = 8001;
   /// Also serve tcp:// and tcp+zstd:// clients on this port (0: a free one); none when unset.
   std::optional<std::uint16_t> tcp_port;
+  /// Serve Prometheus metrics with Triton's names (GET /metrics, as Triton's metrics port) on
+  /// this port: 0 picks a free one (read it back with Server::metrics_port()); -1 (the default):
+  /// none. See docs/limits.md for what the port holds.
+  int metrics_port = -1;
   /// Network threads; each connection stays on one.
   std::size_t io_threads = 1;
   /// Largest request or response message in bytes (decoded size, for zstd tensors).
@@ -166,6 +170,8 @@ class SONIC_EXPORT Server {
   std::uint16_t port() const;
   /// The bound TCP port; 0 when the server has none.
   std::uint16_t tcp_port() const;
+  /// The bound metrics port; 0 when the server has none.
+  std::uint16_t metrics_port() const;
   /// Closes the listeners and every connection (open calls are reset), then joins the threads.
   /// Idempotent.
   void stop();
