@@ -89,10 +89,13 @@ const MessageSchema* Schema::message(const std::string& name) const {
   return it == messages_.end() ? nullptr : &it->second;
 }
 
+std::string_view descriptor_set() {
+  return {reinterpret_cast<const char*>(sonic_protocol_descriptors),
+          sonic_protocol_descriptors_size};
+}
+
 Schema::Schema() {
-  std::string_view set(reinterpret_cast<const char*>(sonic_protocol_descriptors),
-                       sonic_protocol_descriptors_size);
-  each(set, [&](std::uint32_t field, std::string_view file) {
+  each(descriptor_set(), [&](std::uint32_t field, std::string_view file) {
     if (field == 1) read_file(file);
   });
   for (auto& [name, message] : messages_) {

@@ -9,6 +9,7 @@
 #include <string_view>
 #include <vector>
 
+#include "sonic/detail/export.hpp"
 #include "wire.hpp"
 
 namespace sonic::protocol::schema {
@@ -81,6 +82,10 @@ struct MessageSchema {
   const FieldSchema* find(std::uint32_t number) const;
   const FieldSchema* find(std::string_view name) const;
 };
+
+/// The embedded descriptors themselves: proto/grpc_service.proto and what it imports, as the
+/// FileDescriptorSet protoc writes (--descriptor_set_out --include_imports). Static bytes.
+SONIC_EXPORT std::string_view descriptor_set();
 
 /// Every message and enum of the embedded descriptors. Built once, on first use; thread-safe.
 class Schema {

@@ -4,11 +4,7 @@
 #include <string>
 
 #include "protocol/proto_json.hpp"
-
-// proto/grpc_service.proto and what it imports, as a FileDescriptorSet (protoc's
-// --descriptor_set_out), embedded by bindings/python/CMakeLists.txt.
-extern const unsigned char sonic_python_descriptors[];
-extern const unsigned long sonic_python_descriptors_size;
+#include "protocol/proto_schema.hpp"
 
 namespace sonic::python {
 
@@ -16,8 +12,8 @@ void bind_messages(py::module_& module) {
   module.def(
       "_kserve_descriptors",
       [] {
-        return py::bytes(reinterpret_cast<const char*>(sonic_python_descriptors),
-                         sonic_python_descriptors_size);
+        const std::string_view set = protocol::schema::descriptor_set();
+        return py::bytes(set.data(), set.size());
       },
       "The FileDescriptorSet of grpc_service.proto and model_config.proto: the fields of every "
       "message sonic.tritonclient answers with.");
