@@ -359,14 +359,18 @@ def _json_value(field, value):
     return value
 
 
+def _set_fields(message):
+    """(field, value) of each field the message holds, in the schema's order."""
+    for field in message._type.fields:
+        if field.name in message._values:
+            yield field, message._values[field.name]
+
+
 def _loose(message):
     """The message as a JSON-able dict that protobuf's JSON parser reads back exactly: numbers
     as numbers, enums by number, bytes in base64."""
     document = {}
-    for field in message._type.fields:
-        if field.name not in message._values:
-            continue
-        value = message._values[field.name]
+    for field, value in _set_fields(message):
         if _is_map(field):
             entry = message_type(field.type_name)
             document[field.name] = {_loose_key(key): _loose_value(entry.fields[1], item)
@@ -418,10 +422,7 @@ def to_wire(full_name, document):
 # ---- Text format, for str() ----------------------------------------------------------------
 
 def _text(message, indent, lines):
-    for field in message._type.fields:
-        if field.name not in message._values:
-            continue
-        value = message._values[field.name]
+    for field, value in _set_fields(message):
         if _is_map(field):
             entry = message_type(field.type_name)
             for key, item in sorted(value.items()):  # protobuf prints maps sorted by key

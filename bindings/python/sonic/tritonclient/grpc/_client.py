@@ -257,6 +257,17 @@ class ClientCalls(InferenceServerClientBase):
                                              enable_empty_final_response),
         }
 
+    def _prepare_infer(self, call, headers, compression_algorithm, *request):
+        """What an infer call (named `call` in verbose output) sends: the sonic client for its
+        compression, its headers with the plugin's, and sonic's request arguments, made from
+        `request` (_infer_arguments' arguments)."""
+        arguments = self._infer_arguments(*request)
+        headers = metadata_headers(headers, self._plugin)
+        client = self._connection.client(compression=_compression(compression_algorithm))
+        if self._verbose:
+            print("{}, metadata {}\n{}".format(call, headers or (), arguments))
+        return client, headers, arguments
+
     # ---- Control calls, synchronous: the asyncio client runs them on a thread. ----
 
     def _is_server_live(self, headers, client_timeout):
@@ -532,13 +543,9 @@ class InferenceServerClient(ClientCalls):
         """Runs a request and returns its InferResult. `timeout` (microseconds) is the
         server's queue limit; client_timeout (seconds) bounds the whole call
         (InferenceServerException "Deadline Exceeded" past it)."""
-        arguments = self._infer_arguments(model_name, inputs, model_version, outputs,
-                                          request_id, sequence_id, sequence_start, sequence_end,
-                                          priority, timeout, parameters)
-        headers = metadata_headers(headers, self._plugin)
-        client = self._connection.client(compression=_compression(compression_algorithm))
-        if self._verbose:
-            print("infer, metadata {}\n{}".format(headers or (), arguments))
+        client, headers, arguments = self._prepare_infer(
+            "infer", headers, compression_algorithm, model_name, inputs, model_version, outputs,
+            request_id, sequence_id, sequence_start, sequence_end, priority, timeout, parameters)
         try:
             result = client.infer(timeout=client_timeout, headers=headers, **arguments)
         except _errors.Error as failure:
@@ -552,13 +559,9 @@ class InferenceServerClient(ClientCalls):
         """Sends a request; callback(result=InferResult, error=None) or callback(result=None,
         error=InferenceServerException) runs once when it completes, on sonic's callback
         thread. Returns a CallContext whose cancel() cancels it."""
-        arguments = self._infer_arguments(model_name, inputs, model_version, outputs,
-                                          request_id, sequence_id, sequence_start, sequence_end,
-                                          priority, timeout, parameters)
-        headers = metadata_headers(headers, self._plugin)
-        client = self._connection.client(compression=_compression(compression_algorithm))
-        if self._verbose:
-            print("async_infer, metadata {}\n{}".format(headers or (), arguments))
+        client, headers, arguments = self._prepare_infer(
+            "async_infer", headers, compression_algorithm, model_name, inputs, model_version, outputs,
+            request_id, sequence_id, sequence_start, sequence_end, priority, timeout, parameters)
         try:
             future = client.infer_async(timeout=client_timeout, headers=headers, **arguments)
         except _errors.Error as failure:

@@ -161,13 +161,9 @@ class InferenceServerClient(ClientCalls):
                     parameters=None):
         """See sonic.tritonclient.grpc.InferenceServerClient.infer. Cancelling the awaiting
         task cancels the request on the wire."""
-        arguments = self._infer_arguments(model_name, inputs, model_version, outputs,
-                                          request_id, sequence_id, sequence_start, sequence_end,
-                                          priority, timeout, parameters)
-        headers = metadata_headers(headers, self._plugin)
-        client = self._connection.client(compression=_compression(compression_algorithm))
-        if self._verbose:
-            print("infer, metadata {}\n{}".format(headers or (), arguments))
+        client, headers, arguments = self._prepare_infer(
+            "infer", headers, compression_algorithm, model_name, inputs, model_version, outputs,
+            request_id, sequence_id, sequence_start, sequence_end, priority, timeout, parameters)
         try:
             result = await client.ainfer(timeout=client_timeout, headers=headers, **arguments)
         except _errors.Error as failure:
