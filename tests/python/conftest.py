@@ -5,6 +5,7 @@ SONIC_TEST_MODELS and PYTHONPATH (the build tree's package)."""
 import os
 import re
 import subprocess
+import sys
 import tempfile
 import time
 
@@ -100,3 +101,15 @@ def silent_url():
     listener.listen(16)
     yield "grpc://127.0.0.1:%d" % listener.getsockname()[1]
     listener.close()
+
+
+@pytest.fixture(scope="session")
+def stubs(tmp_path_factory):
+    """grpc_service_pb2 and grpc_service_pb2_grpc, generated from proto/ by grpc_tools (the
+    interoperability tests' generator): Google's gRPC stack, to call sonic-server with."""
+    here = os.path.dirname(os.path.abspath(__file__))
+    sys.path.insert(0, os.path.join(here, "..", "interop"))
+    from stubs import load_stubs
+    _, pb2, pb2_grpc = load_stubs(os.path.join(here, "..", "..", "proto"),
+                                  str(tmp_path_factory.mktemp("stubs")))
+    return pb2, pb2_grpc

@@ -14,7 +14,6 @@ scrape configuration adds. Two forms are read here:
 """
 
 import json
-import os
 import re
 import shutil
 import socket

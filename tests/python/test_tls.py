@@ -7,7 +7,6 @@ import os
 import socket
 import ssl
 import subprocess
-import sys
 import warnings
 
 import grpc
@@ -17,19 +16,8 @@ import pytest
 import sonic
 from conftest import Server
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.join(HERE, "..", "interop"))
-from stubs import load_stubs  # noqa: E402
 
 INPUTS = {"INPUT0": np.full((1, 16), 2, np.int32), "INPUT1": np.full((1, 16), 3, np.int32)}
-
-
-@pytest.fixture(scope="module")
-def stubs(tmp_path_factory):
-    """grpc_service_pb2 and grpc_service_pb2_grpc, generated from proto/ by grpc_tools."""
-    _, pb2, pb2_grpc = load_stubs(os.path.join(HERE, "..", "..", "proto"),
-                                  str(tmp_path_factory.mktemp("stubs")))
-    return pb2, pb2_grpc
 
 
 def tls_server(certificates, *more, env=None):

@@ -13,7 +13,6 @@ failed call InferenceServerException(msg=rpc_error.details(), status=str(rpc_err
 
 import json
 import os
-import sys
 import time
 from functools import partial
 
@@ -27,18 +26,6 @@ from sonic.tritonclient.grpc.auth import BasicAuth
 from sonic.tritonclient.utils import InferenceServerException
 
 from conftest import Server
-
-HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.join(HERE, "..", "interop"))
-from stubs import load_stubs  # noqa: E402
-
-
-@pytest.fixture(scope="module")
-def stubs(tmp_path_factory):
-    """grpc_service_pb2 and grpc_service_pb2_grpc, generated from proto/ by grpc_tools."""
-    _, pb2, pb2_grpc = load_stubs(os.path.join(HERE, "..", "..", "proto"),
-                                  str(tmp_path_factory.mktemp("stubs")))
-    return pb2, pb2_grpc
 
 
 def host_port(url):

@@ -7,9 +7,7 @@ gRPC error (status "StatusCode.X") handed to the callback, after which requests 
 """
 
 import json
-import os
 import queue
-import sys
 import uuid
 from functools import partial
 
@@ -20,18 +18,6 @@ from google.protobuf.json_format import MessageToJson
 
 import sonic.tritonclient.grpc as grpcclient
 from sonic.tritonclient.utils import InferenceServerException
-
-HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.join(HERE, "..", "interop"))
-from stubs import load_stubs  # noqa: E402
-
-
-@pytest.fixture(scope="module")
-def stubs(tmp_path_factory):
-    """grpc_service_pb2 and grpc_service_pb2_grpc, generated from proto/ by grpc_tools."""
-    _, pb2, pb2_grpc = load_stubs(os.path.join(HERE, "..", "..", "proto"),
-                                  str(tmp_path_factory.mktemp("stubs")))
-    return pb2, pb2_grpc
 
 
 def host_port(url):
