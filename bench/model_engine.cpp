@@ -1,7 +1,12 @@
 // The model engine against ONNX Runtime's own run, in one process, one thread each, interleaved:
 //   ort        ONNX Runtime's Run on the model, called directly (inputs made once): the floor;
+//   ort_kernel the same, each call after one kernel entry (a getppid system call): what a
+//              thread that must read a socket or be woken finds. Under page-table isolation
+//              without PCID (the development VM: pti=on, no pcid flag) every kernel entry
+//              empties the TLB of the process's pages;
 //   ort_cold   the same, each call after 8 MiB of other memory traffic (caches as a server's
 //              model thread finds them between requests);
+//   ort_served the same after both: the state a server's thread runs the model in;
 //   fallback   a client's fallback: a CpuExecutor over the repository, in-process;
 //   server     sonic-server's compute time for the request (its statistics' compute_infer: the
 //              model's run, as Triton reports it, read around each call), asked over gRPC on
@@ -19,6 +24,9 @@
 #include <sonic/repository/repository.hpp>
 #include <sonic/server.hpp>
 #include <sonic/sonic.hpp>
+
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include <cstdio>
 #include <cstdlib>
@@ -197,18 +205,27 @@ int main(int argc, char** argv) {
 
   // Memory traffic larger than this machine's caches, for `ort_cold`.
   std::vector<std::uint8_t> clutter(8 << 20);
+  const auto clutter_caches = [&] {
+    for (std::size_t i = 0; i < clutter.size(); i += 64) clutter[i] += 1;
+  };
+  // The cheapest system call that is not answered in user space (glibc caches no getppid).
+  const auto enter_kernel = [] { ::syscall(SYS_getppid); };
   // rows[job][path]: one value per round.
   std::vector<std::map<std::string, std::vector<double>>> rows(jobs.size());
   for (int round = 0; round < rounds; ++round) {
     for (std::size_t j = 0; j < jobs.size(); ++j) {
       const auto& request = requests[j];
       if (direct[j]) {
-        rows[j]["ort"].push_back(median_us([&] { (*direct[j])(); }));
-        rows[j]["ort_cold"].push_back(median_us_after(
+        const auto run = [&] { (*direct[j])(); };
+        rows[j]["ort"].push_back(median_us(run));
+        rows[j]["ort_kernel"].push_back(median_us_after(enter_kernel, run));
+        rows[j]["ort_cold"].push_back(median_us_after(clutter_caches, run));
+        rows[j]["ort_served"].push_back(median_us_after(
             [&] {
-              for (std::size_t i = 0; i < clutter.size(); i += 64) clutter[i] += 1;
+              clutter_caches();
+              enter_kernel();
             },
-            [&] { (*direct[j])(); }));
+            run));
       }
       rows[j]["fallback"].push_back(median_us([&] { fallback->infer(request).value(); }));
       rows[j]["server"].push_back(server_compute_median_us(client, *served, request));

@@ -4,9 +4,10 @@
 #   - each field-shaped network (examples/models/field_models.py, ONNX at opset 13), the BDT and
 #     the EmTrkMichelId CNN through sonic's fallback and sonic-server (its compute time), next to
 #     ONNX Runtime's own Run on the same file, in the same process (sonic-engine-bench; also
-#     each run after 8 MiB of other memory traffic, as a server's model thread finds its caches;
-#     and sonic-server with --inline-models, whose network thread runs the model), and to ONNX
-#     Runtime from Node (npm's onnxruntime-node: the independent peer);
+#     each run after a kernel entry, after 8 MiB of other memory traffic, and after both, as a
+#     server's thread finds the machine between requests; and sonic-server with
+#     --inline-models, whose network thread runs the model), and to ONNX Runtime from Node
+#     (npm's onnxruntime-node: the independent peer);
 #   - the same networks as TorchScript, with libtorch on OpenBLAS (install-deps' default) and on
 #     Debian's reference BLAS (what libtorch-dev uses without an optimized one).
 #
@@ -79,18 +80,22 @@ for line in open(sys.argv[1]):
     r = json.loads(line)
     values[(r["model"], r["batch"], r["path"])].append(r["us"])
 m = {k: statistics.median(v) for k, v in values.items()}
-print("ONNX: microseconds per call, one thread; ratios to ONNX Runtime's own Run (same library)")
-print(f"{'model':20} {'batch':>5} {'ort':>10} {'ort cold':>10} {'fallback':>10} {'server':>10}"
-      f" {'srv inline':>10} {'node':>10} {'fb/ort':>7} {'srv/ort':>7} {'inl/ort':>7}"
-      f" {'node/ort':>8}")
+print("ONNX: microseconds per call, one thread; ratios to ONNX Runtime's own Run (same library);")
+print("srv/served: the server's compute time to ONNX Runtime's own Run after a kernel entry and")
+print("8 MiB of memory traffic, the state a server's thread runs the model in")
+print(f"{'model':20} {'batch':>5} {'ort':>9} {'ort kern':>9} {'ort cold':>9} {'ort srvd':>9}"
+      f" {'fallback':>9} {'server':>9} {'srv inl':>9} {'node':>9} {'fb/ort':>7} {'srv/ort':>7}"
+      f" {'inl/ort':>7} {'srv/srvd':>8} {'node/ort':>8}")
 for (model, batch, path), ort in sorted(m.items(), key=lambda kv: (kv[0][1], kv[0][0])):
     if path != "ort":
         continue
-    cold, fb, srv, inl, node = (m.get((model, batch, p)) for p in
-                                ("ort_cold", "fallback", "server", "server_inline", "ort_node"))
-    ratio = lambda x: f"{x / ort:7.2f}" if x else "      -"
-    print(f"{model:20} {batch:5} {ort:10.1f} {cold:10.1f} {fb:10.1f} {srv:10.1f} {inl:10.1f} "
-          f"{node if node else 0:10.1f} {ratio(fb)} {ratio(srv)} {ratio(inl)} {ratio(node)}")
+    kernel, cold, served, fb, srv, inl, node = (
+        m.get((model, batch, p)) for p in ("ort_kernel", "ort_cold", "ort_served", "fallback",
+                                           "server", "server_inline", "ort_node"))
+    ratio = lambda x, base=ort: f"{x / base:7.2f}" if x else "      -"
+    print(f"{model:20} {batch:5} {ort:9.1f} {kernel:9.1f} {cold:9.1f} {served:9.1f} {fb:9.1f}"
+          f" {srv:9.1f} {inl:9.1f} {node if node else 0:9.1f} {ratio(fb)} {ratio(srv)}"
+          f" {ratio(inl)} {ratio(srv, served):>8} {ratio(node):>8}")
 print()
 print("TorchScript (fallback): OpenBLAS, Debian's reference BLAS, and ONNX Runtime on the ONNX file")
 print(f"{'model':20} {'batch':>5} {'openblas':>10} {'ref BLAS':>10} {'ort':>10}"
