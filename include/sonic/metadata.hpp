@@ -62,6 +62,15 @@ struct BatchStatistics {
   Duration compute_output;
 };
 
+/// Failed requests by cause, as Triton's failure counter labels them (its `reason`: REJECTED,
+/// BACKEND, OTHER; Triton's fourth, CANCELED, cannot happen here: the executor runs every
+/// request it queued).
+struct FailureCounts {
+  std::uint64_t rejected = 0;  ///< refused by the model's queue: full, or its timeout passed
+  std::uint64_t backend = 0;   ///< the model's own execution failed
+  std::uint64_t other = 0;     ///< the rest: requests the model's configuration refuses
+};
+
 /// Cumulative statistics of one model version, as ModelStatistics reports them.
 struct ModelStatistics {
   std::string name;
@@ -71,6 +80,8 @@ struct ModelStatistics {
   std::uint64_t execution_count = 0;         ///< model executions
   Duration success;                          ///< successful requests, end to end on the server
   Duration fail;                             ///< failed requests
+  FailureCounts failures;                    ///< the failed requests by cause
+  std::uint64_t pending = 0;                 ///< queued now for an execution not yet started
   Duration queue;                            ///< waiting for an execution slot
   Duration compute_input;                    ///< preparing inputs
   Duration compute_infer;                    ///< running the model

@@ -26,21 +26,20 @@ struct Family {
 std::uint64_t microseconds(const Duration& d) { return d.ns / 1000; }
 
 // What each family counts, from sonic's statistics (the same numbers ModelStatistics answers):
-// - nv_inference_request_success / _failure: requests that succeeded / failed, whatever their
-//   batch size. Triton 24.x labels failures with `reason` (REJECTED, CANCELED, BACKEND, OTHER);
-//   sonic's statistics keep one failure count without its cause, so the family has no `reason`
-//   label here (sum() over reason, as queries over Triton's write it, reads both alike).
+// - nv_inference_request_success: requests that succeeded, whatever their batch size (the
+//   failures, by cause, are rendered apart: see kFailureReasons).
 // - nv_inference_count: inferences, each batch element counted; nv_inference_exec_count: model
 //   executions (a batch of merged requests is one).
 // - nv_inference_request_duration_us: end-to-end time of the successful requests on the server
 //   (Triton adds a request's duration when it succeeds, as its statistics' "success" does).
 // - queue and compute input / infer / output: the phases ModelStatistics reports.
+// - nv_inference_pending_request_count: a gauge, the requests queued for an execution that has
+//   not started (in the executor's pool or a model's batcher; a connection's own queue, which
+//   holds back a client's requests past its share of the model threads, is not counted).
 const std::array<Family, 9> kModelFamilies{{
     {"nv_inference_request_success", "counter",
      "Inference requests that succeeded, of any batch size",
      [](const ModelStatistics& s) { return s.success.count; }},
-    {"nv_inference_request_failure", "counter", "Inference requests that failed, of any batch size",
-     [](const ModelStatistics& s) { return s.fail.count; }},
     {"nv_inference_count", "counter", "Inferences made, each element of a batch counted",
      [](const ModelStatistics& s) { return s.inference_count; }},
     {"nv_inference_exec_count", "counter", "Executions of the model (merged requests run as one)",
@@ -60,7 +59,40 @@ const std::array<Family, 9> kModelFamilies{{
     {"nv_inference_compute_output_duration_us", "counter",
      "Total time spent preparing outputs, in microseconds",
      [](const ModelStatistics& s) { return microseconds(s.compute_output); }},
+    {"nv_inference_pending_request_count", "gauge",
+     "Requests waiting now for an execution of the model",
+     [](const ModelStatistics& s) { return s.pending; }},
 }};
+
+// nv_inference_request_failure: failed requests, whatever their batch size, one sample per
+// cause under the label `reason`, all four of Triton's present from the start as Triton
+// creates them (metric_model_reporter.cc). CANCELED stays 0: sonic's executor cancels nothing
+// it has queued.
+struct FailureReasonSample {
+  const char* reason;
+  std::uint64_t (*value)(const ModelStatistics&);
+};
+const std::array<FailureReasonSample, 4> kFailureReasons{{
+    {"REJECTED", [](const ModelStatistics& s) { return s.failures.rejected; }},
+    {"CANCELED", [](const ModelStatistics&) { return std::uint64_t{0}; }},
+    {"BACKEND", [](const ModelStatistics& s) { return s.failures.backend; }},
+    {"OTHER", [](const ModelStatistics& s) { return s.failures.other; }},
+}};
+
+// One sample of a per-model family: name{model="..",version=".."[,extra]} value.
+void model_sample(std::string& out, const char* name, const ModelStatistics& model,
+                  std::string_view extra_label, std::uint64_t value) {
+  out.append(name)
+      .append("{model=\"")
+      .append(escape_label_value(model.name))
+      .append("\",version=\"")
+      .append(escape_label_value(model.version))
+      .append("\"")
+      .append(extra_label)
+      .append("} ")
+      .append(std::to_string(value))
+      .append("\n");
+}
 
 void header(std::string& out, const char* name, const char* type, const char* help) {
   out.append("# HELP ").append(name).append(" ").append(help).append("\n");
@@ -96,18 +128,17 @@ std::string render_metrics(const std::vector<ModelStatistics>& models, const Hos
   for (const Family& family : kModelFamilies) {
     header(out, family.name, family.type, family.help);
     for (const ModelStatistics& model : models) {
-      out.append(family.name)
-          .append("{model=\"")
-          .append(escape_label_value(model.name))
-          .append("\",version=\"")
-          .append(escape_label_value(model.version))
-          .append("\"} ")
-          .append(std::to_string(family.value(model)))
-          .append("\n");
+      model_sample(out, family.name, model, {}, family.value(model));
     }
   }
-  // nv_inference_pending_request_count (a gauge in Triton) is not served: sonic's statistics do
-  // not count the requests waiting for an execution.
+  header(out, "nv_inference_request_failure", "counter",
+         "Inference requests that failed, of any batch size, by cause");
+  for (const ModelStatistics& model : models) {
+    for (const auto& [reason, value] : kFailureReasons) {
+      model_sample(out, "nv_inference_request_failure", model,
+                   std::string(",reason=\"") + reason + "\"", value(model));
+    }
+  }
 
   // Triton's CPU metrics are the host's, not the process's: the busy share of all CPUs from
   // /proc/stat between polls, and MemTotal and MemTotal - MemAvailable from /proc/meminfo.

@@ -69,7 +69,8 @@ inline std::uint64_t unsigned_parameter(const InferRequest& request, std::string
 }
 
 /// The queues of one model's requests and the runners that empty them. `execute` runs one batch
-/// (one request or several to merge) on the runner's thread; `post` puts a runner on the
+/// (one request or several to merge) on the runner's thread; `reject` answers a request the
+/// queue refuses (full, or its timeout passed), on a pool thread; `post` puts a runner on the
 /// executor's pool. At most `instances` runners at once, each running one batch at a time.
 /// Runners keep the batcher alive (make it with std::make_shared). Thread-safe.
 class DynamicBatcher : public std::enable_shared_from_this<DynamicBatcher> {
@@ -82,14 +83,16 @@ class DynamicBatcher : public std::enable_shared_from_this<DynamicBatcher> {
     Clock::time_point deadline = Clock::time_point::max();  // set by submit()
   };
   using Execute = std::function<void(std::vector<Pending>)>;
+  using Reject = std::function<void(Pending, Error)>;
   using Post = std::function<void(UniqueFunction<void()>)>;
 
   DynamicBatcher(DynamicBatching policy, std::int64_t max_batch_size, int instances,
-                 Execute execute, Post post)
+                 Execute execute, Reject reject, Post post)
       : policy_(std::move(policy)),
         max_batch_size_(std::max<std::int64_t>(1, max_batch_size)),
         instances_(std::max(1, instances)),
         execute_(std::move(execute)),
+        reject_(std::move(reject)),
         post_(std::move(post)) {
     std::sort(policy_.preferred_batch_sizes.begin(), policy_.preferred_batch_sizes.end());
     const std::uint64_t levels = std::max<std::uint64_t>(1, policy_.priority_levels);
@@ -103,7 +106,8 @@ class DynamicBatcher : public std::enable_shared_from_this<DynamicBatcher> {
 
   /// Queues a request (its batch within max_batch_size, checked by the caller) at its priority
   /// level. `done` runs once, on a pool thread, never inside this call: with the answer, or
-  /// with UNAVAILABLE when the queue is full or the request's timeout passes while it waits.
+  /// (through `reject`) with UNAVAILABLE when the queue is full or the request's timeout passes
+  /// while it waits.
   void submit(Pending pending) {
     Level& level = levels_[level_of(pending.request)];
     std::chrono::microseconds timeout = level.policy.default_timeout;
@@ -124,8 +128,10 @@ class DynamicBatcher : public std::enable_shared_from_this<DynamicBatcher> {
         level.waiting.size() + level.delayed.size() >= level.policy.max_queue_size) {
       lock.unlock();
       // Triton's code and words (RequestQueue::Enqueue).
-      auto done = std::make_shared<Callback<InferResult>>(std::move(pending.done));
-      post_([done] { (*done)(Error(StatusCode::Unavailable, "Exceeds maximum queue size")); });
+      post_([self = shared_from_this(), pending = std::move(pending)]() mutable {
+        self->reject_(std::move(pending),
+                      Error(StatusCode::Unavailable, "Exceeds maximum queue size"));
+      });
       return;
     }
     level.waiting.push_back(std::move(pending));
@@ -263,7 +269,9 @@ class DynamicBatcher : public std::enable_shared_from_this<DynamicBatcher> {
       const Clock::time_point next_timeout = expire(now, rejected);
       if (!rejected.empty()) {
         lock.unlock();
-        for (auto& p : rejected) p.done(Error(StatusCode::Unavailable, "Request timeout expired"));
+        for (auto& p : rejected) {
+          reject_(std::move(p), Error(StatusCode::Unavailable, "Request timeout expired"));
+        }
         lock.lock();
         continue;
       }
@@ -295,6 +303,7 @@ class DynamicBatcher : public std::enable_shared_from_this<DynamicBatcher> {
   const std::int64_t max_batch_size_;
   const int instances_;
   Execute execute_;
+  Reject reject_;
   Post post_;
   std::deque<Level> levels_;  // guarded by state_.mutex (their number is fixed)
   State state_;

@@ -184,6 +184,13 @@ std::shared_ptr<ExecutorEngine::Entry> ExecutorEngine::make_entry(Model model, b
         [this, weak](std::vector<detail::DynamicBatcher::Pending> batch) {
           execute_batch(weak.lock(), std::move(batch));
         },
+        [weak](detail::DynamicBatcher::Pending refused, Error error) {
+          if (auto alive = weak.lock()) {
+            alive->stats.started();
+            alive->stats.count_failure(FailureReason::Rejected, Clock::now() - refused.queued);
+          }
+          refused.done(std::move(error));
+        },
         [this](detail::UniqueFunction<void()> runner) { pool_.post(std::move(runner)); });
   }
   if (m.sequence_batching) {

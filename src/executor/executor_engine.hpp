@@ -225,11 +225,14 @@ class ExecutorEngine {
 
   // --- running requests (infer_paths.cpp) ---
 
+  // A request that ended after `elapsed`: a success, or a failure for `if_failed`.
   static void count(Entry& entry, const InferRequest& request, bool succeeded,
-                    Clock::duration elapsed);
+                    FailureReason if_failed, Clock::duration elapsed);
   static Result<std::vector<NamedTensor>> requested(const Model& model, const InferRequest& request,
                                                     std::vector<NamedTensor> computed);
-  static Result<InferResult> run(const Model& model, const InferRequest& request, Entry& entry);
+  // Sets `failure` to the cause when it fails.
+  static Result<InferResult> run(const Model& model, const InferRequest& request, Entry& entry,
+                                 FailureReason& failure);
   static Result<InferResult> run_counted(Entry& entry, const InferRequest& request,
                                          Clock::time_point queued_since);
   static Result<InferResult> infer_on(const std::shared_ptr<Entry>& entry,

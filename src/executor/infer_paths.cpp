@@ -9,6 +9,20 @@
 
 namespace sonic::detail {
 
+namespace {
+// Why a stateful model's request failed: the sequence batcher refuses a request that names no
+// valid sequence (INVALID_ARGUMENT: OTHER) and one that finds every slot taken
+// or the state bytes its limits allow (RESOURCE_EXHAUSTED: refused as a full queue refuses,
+// REJECTED); any other error came from the run.
+FailureReason sequence_failure(const Error& error) {
+  switch (error.code()) {
+    case StatusCode::InvalidArgument: return FailureReason::Other;
+    case StatusCode::ResourceExhausted: return FailureReason::Rejected;
+    default: return FailureReason::Backend;
+  }
+}
+}  // namespace
+
 Result<InferResult> ExecutorEngine::infer(const InferRequest& request,
                                           Clock::time_point queued_since) {
   auto found = find_or_load(request.model_name(), request.model_version());
@@ -50,7 +64,9 @@ Result<void> ExecutorEngine::infer_responses(const InferRequest& request,
   auto started = Clock::now();
   entry.stats.queue.add(started - queued_since);
   Result<void> outcome = check_against_model(model, entry.metadata, request);
+  FailureReason failure = FailureReason::Other;
   if (outcome) {
+    failure = FailureReason::Backend;
     ResponseSink sink = [&](std::vector<NamedTensor> outputs) {
       // Classification was checked with the request; the model's own outputs are kept if
       // its tensors defy their declared types.
@@ -66,7 +82,7 @@ Result<void> ExecutorEngine::infer_responses(const InferRequest& request,
       outcome = Error(StatusCode::Internal, "model '" + model.name + "' failed: " + e.what());
     }
   }
-  count(entry, request, outcome.ok(), Clock::now() - queued_since);
+  count(entry, request, outcome.ok(), failure, Clock::now() - queued_since);
   return outcome;
 }
 
@@ -87,8 +103,12 @@ void ExecutorEngine::infer_async(InferRequest request, Callback<InferResult> don
     if (entry->batcher || entry->sequencer) {
       return submit_scheduled(entry, std::move(request), std::move(done), queued);
     }
+    entry->stats.queued();
     pool_.post([entry = std::move(entry), request = std::move(request), done = std::move(done),
-                queued]() mutable { done(infer_on(entry, request, queued)); });
+                queued]() mutable {
+      entry->stats.started();
+      done(infer_on(entry, request, queued));
+    });
     return;
   }
   pool_.post([this, request = std::move(request), done = std::move(done), queued]() mutable {
@@ -102,8 +122,9 @@ void ExecutorEngine::infer_async(InferRequest request, Callback<InferResult> don
 }
 
 void ExecutorEngine::count(Entry& entry, const InferRequest& request, bool succeeded,
-                           Clock::duration elapsed) {
-  entry.stats.count_request(inferences_in(entry.model, request), succeeded, elapsed);
+                           FailureReason if_failed, Clock::duration elapsed) {
+  if (succeeded) return entry.stats.count_success(inferences_in(entry.model, request), elapsed);
+  entry.stats.count_failure(if_failed, elapsed);
 }
 
 // The outputs the request asked for (all of them when it named none), in its order; one
@@ -134,8 +155,9 @@ Result<std::vector<NamedTensor>> ExecutorEngine::requested(const Model& model,
 }
 
 Result<InferResult> ExecutorEngine::run(const Model& model, const InferRequest& request,
-                                        Entry& entry) {
+                                        Entry& entry, FailureReason& failure) {
   auto t0 = Clock::now();
+  failure = FailureReason::Other;
   if (auto ok = check_against_model(model, entry.metadata, request); !ok) return ok.error();
   auto t1 = Clock::now();
   entry.stats.compute_input.add(t1 - t0);
@@ -143,7 +165,10 @@ Result<InferResult> ExecutorEngine::run(const Model& model, const InferRequest& 
   auto t2 = Clock::now();
   entry.stats.compute_infer.add(t2 - t1);
   entry.stats.remember_compute_time(t2 - t1);
-  if (!computed) return computed.error();
+  if (!computed) {
+    failure = FailureReason::Backend;
+    return computed.error();
+  }
   auto outputs = requested(model, request, std::move(*computed));
   entry.stats.compute_output.add(Clock::now() - t2);
   if (!outputs) return outputs.error();
@@ -155,9 +180,10 @@ Result<InferResult> ExecutorEngine::run_counted(Entry& entry, const InferRequest
                                                 Clock::time_point queued_since) {
   auto started = Clock::now();
   entry.stats.queue.add(started - queued_since);
-  auto result = run(entry.model, request, entry);
+  FailureReason failure = FailureReason::Other;
+  auto result = run(entry.model, request, entry, failure);
   auto finished = Clock::now();
-  count(entry, request, result.ok(), finished - queued_since);
+  count(entry, request, result.ok(), failure, finished - queued_since);
   if (result) {
     result->timing().server_queue = started - queued_since;
     result->timing().server_compute = finished - started;
@@ -198,7 +224,7 @@ void ExecutorEngine::submit_scheduled(const std::shared_ptr<Entry>& entry, Infer
                                       Callback<InferResult> done, Clock::time_point queued) {
   if (entry->batcher) return submit_to_batcher(entry, std::move(request), std::move(done), queued);
   if (auto ok = check_against_model(entry->model, entry->metadata, request); !ok) {
-    count(*entry, request, false, Clock::now() - queued);
+    count(*entry, request, false, FailureReason::Other, Clock::now() - queued);
     pool_.post([done = std::move(done), error = ok.error()]() mutable { done(error); });
     return;
   }
@@ -215,7 +241,7 @@ Result<InferResult> ExecutorEngine::run_in_sequence(const std::shared_ptr<Entry>
                                                     const InferRequest& request,
                                                     Clock::time_point queued) {
   if (auto ok = check_against_model(entry->model, entry->metadata, request); !ok) {
-    count(*entry, request, false, Clock::now() - queued);
+    count(*entry, request, false, FailureReason::Other, Clock::now() - queued);
     return ok.error();
   }
   Result<InferResult> result = Error(StatusCode::Internal, "the request did not run");
@@ -237,7 +263,8 @@ Result<InferResult> ExecutorEngine::sequence_result(Entry& entry, const InferReq
     entry.stats.queue.add(started - queued);
     entry.stats.compute_infer.add(finished - started);
   }
-  count(entry, request, outputs.ok(), finished - queued);
+  count(entry, request, outputs.ok(),
+        outputs ? FailureReason::Other : sequence_failure(outputs.error()), finished - queued);
   if (!outputs) return outputs.error();
   const Model& model = entry.model;
   auto chosen = requested(model, request, std::move(*outputs));
@@ -257,10 +284,11 @@ void ExecutorEngine::submit_to_batcher(const std::shared_ptr<Entry>& entry, Infe
   const std::int64_t batch = detail::batch_of(request).value_or(-1);
   if (ok) ok = check_batch_size(model, batch);
   if (!ok) {
-    count(*entry, request, false, Clock::now() - queued);
+    count(*entry, request, false, FailureReason::Other, Clock::now() - queued);
     pool_.post([done = std::move(done), error = ok.error()]() mutable { done(error); });
     return;
   }
+  entry->stats.queued();
   entry->batcher->submit({std::move(request), std::move(done), queued, batch});
 }
 
@@ -273,6 +301,7 @@ void ExecutorEngine::execute_batch(const std::shared_ptr<Entry>& entry,
     for (auto& p : batch) p.done(Error(StatusCode::Unavailable, "the model was unloaded"));
     return;
   }
+  entry->stats.started(static_cast<std::int64_t>(batch.size()));
   if (batch.size() == 1) {
     auto& p = batch.front();
     return p.done(run_counted(*entry, p.request, p.queued));

@@ -2,6 +2,8 @@
 // every counter into sonic::ModelStatistics.
 #include "executor/model_statistics.hpp"
 
+#include <algorithm>
+
 namespace sonic::detail {
 
 namespace {
@@ -40,6 +42,14 @@ ModelStatistics ModelCounters::snapshot(const std::string& name, const std::stri
   s.execution_count = execution_count_.load(std::memory_order_relaxed);
   s.success = success.read();
   s.fail = fail.read();
+  const auto failures_for = [this](FailureReason reason) {
+    return failures_[static_cast<std::size_t>(reason)].load(std::memory_order_relaxed);
+  };
+  s.failures = {failures_for(FailureReason::Rejected), failures_for(FailureReason::Backend),
+                failures_for(FailureReason::Other)};
+  // queued() and started() may be seen in either order by a reader on another thread.
+  s.pending = static_cast<std::uint64_t>(
+      std::max<std::int64_t>(0, pending_.load(std::memory_order_relaxed)));
   s.queue = queue.read();
   s.compute_input = compute_input.read();
   s.compute_infer = compute_infer.read();

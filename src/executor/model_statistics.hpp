@@ -2,6 +2,7 @@
 // executions by batch size, and their snapshot into sonic::ModelStatistics.
 #pragma once
 
+#include <array>
 #include <atomic>
 #include <chrono>
 #include <cstdint>
@@ -48,6 +49,11 @@ inline std::uint64_t inferences_in(const Model& model, const InferRequest& reque
   return 1;
 }
 
+/// Why a request failed: Triton's failure reasons (metric_model_reporter.cc) that can happen
+/// here. Its dynamic batcher finishes a request whose queue timeout passed, or that finds the
+/// queue full, as REJECTED; an error from the backend's execution is BACKEND; the rest OTHER.
+enum class FailureReason { Rejected, Backend, Other };
+
 /// The statistics of one model version as its requests run (Triton's ModelStatistics). The
 /// per-request updates are lock-free and inline; only a merged execution (count_batch()) and a
 /// snapshot take the lock of the by-batch-size table. Thread-safe.
@@ -56,15 +62,25 @@ class ModelCounters {
   /// Time spent by the requests, as ModelStatistics names them.
   Counter success, fail, queue, compute_input, compute_infer, compute_output;
 
-  /// A request that ended after `elapsed` (since it arrived): a success or a failure; a
-  /// success counts one execution and the request's inferences.
-  void count_request(std::uint64_t inferences, bool succeeded, Clock::duration elapsed) {
-    (succeeded ? success : fail).add(elapsed);
-    if (!succeeded) return;
+  /// A request that succeeded after `elapsed` (since it arrived): one execution, and the
+  /// request's inferences.
+  void count_success(std::uint64_t inferences, Clock::duration elapsed) {
+    success.add(elapsed);
     inference_count_.fetch_add(inferences, std::memory_order_relaxed);
     execution_count_.fetch_add(1, std::memory_order_relaxed);
     last_inference_ms_.store(now_ms());
   }
+
+  /// A request that failed after `elapsed`, for `reason`.
+  void count_failure(FailureReason reason, Clock::duration elapsed) {
+    fail.add(elapsed);
+    failures_[static_cast<std::size_t>(reason)].fetch_add(1, std::memory_order_relaxed);
+  }
+
+  /// Requests queued for an execution (Triton's pending request count): `queued()` when one
+  /// is put in a queue, `started(n)` when n leave it, to run or to be refused.
+  void queued() { pending_.fetch_add(1, std::memory_order_relaxed); }
+  void started(std::int64_t n = 1) { pending_.fetch_sub(n, std::memory_order_relaxed); }
 
   /// One execution of several requests merged, `inferences` in all, timed at its phases:
   /// inputs merged (t0 to t1), the model run (t1 to t2), outputs split (t2 to t3). Counts the
@@ -103,6 +119,8 @@ class ModelCounters {
 
   std::atomic<std::uint64_t> inference_count_{0}, execution_count_{0}, last_inference_ms_{0};
   std::atomic<std::int64_t> recent_compute_ns_{-1};
+  std::array<std::atomic<std::uint64_t>, 3> failures_{};  // by FailureReason
+  std::atomic<std::int64_t> pending_{0};
   mutable std::mutex batch_mutex_;
   std::map<std::uint64_t, BatchCounters> by_batch_size_;  // merged executions
 };

@@ -25,6 +25,7 @@ MODEL_FAMILIES = {
     "nv_inference_compute_input_duration_us": "counter",
     "nv_inference_compute_infer_duration_us": "counter",
     "nv_inference_compute_output_duration_us": "counter",
+    "nv_inference_pending_request_count": "gauge",
 }
 HOST_FAMILIES = {
     "nv_cpu_utilization": "gauge",
@@ -65,7 +66,7 @@ def get(port, path="/metrics", method="GET", connection=None):
 
 
 def scrape(port):
-    """{family name: (type, {(model, version) or (): value})} of the page."""
+    """{family name: (type, {(model, version[, reason]) or (): value})} of the page."""
     status, headers, body = get(port)
     assert status == 200
     assert headers["Content-Type"] == "text/plain; version=0.0.4; charset=utf-8"
@@ -73,7 +74,8 @@ def scrape(port):
     for family in parser.text_string_to_metric_families(body):
         values = {}
         for sample in family.samples:
-            key = (sample.labels["model"], sample.labels["version"]) if sample.labels else ()
+            key = tuple(sample.labels[k] for k in ("model", "version", "reason")
+                        if k in sample.labels)
             values[key] = sample.value
         page[family.name] = (family.type, values)
     return page
@@ -112,7 +114,12 @@ def test_counters_move_by_what_was_sent(metrics_server):
         return after[name][1][key] - before[name][1][key]
 
     assert moved("nv_inference_request_success") == 8
-    assert moved("nv_inference_request_failure") == 1
+    # Refused by the model's configuration before it ran: Triton's reason OTHER.
+    failures = {reason: after["nv_inference_request_failure"][1][key + (reason,)]
+                - before["nv_inference_request_failure"][1][key + (reason,)]
+                for reason in ("REJECTED", "CANCELED", "BACKEND", "OTHER")}
+    assert failures == {"REJECTED": 0, "CANCELED": 0, "BACKEND": 0, "OTHER": 1}
+    assert after["nv_inference_pending_request_count"][1][key] == 0
     assert moved("nv_inference_count") == 8
     assert moved("nv_inference_exec_count") == 8
     assert moved("nv_inference_request_duration_us") > 0

@@ -227,6 +227,13 @@ TEST_CASE("one bad request in a merged batch fails alone") {
   auto too_big = send(*executor, rows(0, 9));
   CHECK(too_big.get().error().message() ==
         "inference request batch-size must be <= 8 for 'double'");
+  // Triton's failure reasons: the model's own error is BACKEND's, a refused request OTHER's.
+  auto stats = executor->statistics("double").value();
+  CHECK(stats.fail.count == 3);
+  CHECK(stats.failures.backend == 1);
+  CHECK(stats.failures.other == 2);
+  CHECK(stats.failures.rejected == 0);
+  CHECK(stats.pending == 0);
 }
 
 TEST_CASE("many concurrent senders all get their own answers") {
@@ -309,6 +316,12 @@ TEST_CASE("a request that waits past its timeout is rejected with Triton's words
   CHECK(rejected.error().code() == StatusCode::Unavailable);
   CHECK(rejected.error().message() == "Request timeout expired");
   check_own_rows(patient.get(), 2, 1);
+  // Counted as Triton counts a request its queue gives up on: a failure, REJECTED.
+  auto stats = executor->statistics("double").value();
+  CHECK(stats.success.count == 2);
+  CHECK(stats.fail.count == 1);
+  CHECK(stats.failures.rejected == 1);
+  CHECK(stats.pending == 0);
   std::lock_guard<std::mutex> lock(recorder->mutex);
   CHECK(recorder->batches == std::vector<std::int64_t>{1, 1});
 }
@@ -352,6 +365,10 @@ TEST_CASE("a full queue refuses with Triton's words") {
   REQUIRE_FALSE(refused);
   CHECK(refused.error().code() == StatusCode::Unavailable);
   CHECK(refused.error().message() == "Exceeds maximum queue size");
+  // One running, one waiting (Triton's pending request count), one refused (REJECTED).
+  auto held = executor->statistics("double").value();
+  CHECK(held.pending == 1);
+  CHECK(held.failures.rejected == 1);
   {
     std::lock_guard<std::mutex> lock(recorder->mutex);
     recorder->gate_open = true;
@@ -359,6 +376,7 @@ TEST_CASE("a full queue refuses with Triton's words") {
   recorder->opened.notify_all();
   check_own_rows(first.get(), 0, 1);
   check_own_rows(queued.get(), 1, 1);
+  CHECK(executor->statistics("double").value().pending == 0);
 }
 
 TEST_CASE("a timeout too long for the clock is no timeout, not an overflow") {

@@ -20,6 +20,9 @@ ModelStatistics statistics(std::string name, std::string version) {
   s.version = std::move(version);
   s.success = Duration{7, 7'000'000};  // 7 requests, 7 ms in all
   s.fail = Duration{2, 5'000};
+  s.failures.rejected = 1;
+  s.failures.other = 1;
+  s.pending = 3;
   s.inference_count = 12;
   s.execution_count = 5;
   s.queue = Duration{7, 1'234'567};  // 1234.567 us: whole microseconds
@@ -44,7 +47,17 @@ TEST_CASE("the page has Triton's families, types and per-model samples") {
   CHECK(has_line(page, "# TYPE nv_inference_request_success counter"));
   CHECK(has_line(page, "nv_inference_request_success{model=\"jet\",version=\"1\"} 7"));
   CHECK(has_line(page, "# TYPE nv_inference_request_failure counter"));
-  CHECK(has_line(page, "nv_inference_request_failure{model=\"jet\",version=\"1\"} 2"));
+  // One failure sample per cause, all four of Triton's reasons.
+  CHECK(has_line(
+      page, "nv_inference_request_failure{model=\"jet\",version=\"1\",reason=\"REJECTED\"} 1"));
+  CHECK(has_line(
+      page, "nv_inference_request_failure{model=\"jet\",version=\"1\",reason=\"CANCELED\"} 0"));
+  CHECK(has_line(page,
+                 "nv_inference_request_failure{model=\"jet\",version=\"1\",reason=\"BACKEND\"} 0"));
+  CHECK(has_line(page,
+                 "nv_inference_request_failure{model=\"jet\",version=\"1\",reason=\"OTHER\"} 1"));
+  CHECK(has_line(page, "# TYPE nv_inference_pending_request_count gauge"));
+  CHECK(has_line(page, "nv_inference_pending_request_count{model=\"jet\",version=\"1\"} 3"));
   CHECK(has_line(page, "# TYPE nv_inference_count counter"));
   CHECK(has_line(page, "nv_inference_count{model=\"jet\",version=\"1\"} 12"));
   CHECK(has_line(page, "# TYPE nv_inference_exec_count counter"));

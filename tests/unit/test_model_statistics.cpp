@@ -22,9 +22,10 @@ TEST_CASE("a model's counters: successes, failures, inferences, queue time") {
       static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::milliseconds>(
                                      std::chrono::system_clock::now().time_since_epoch())
                                      .count());
-  counters.count_request(4, true, 10ns);
-  counters.count_request(7, false, 5ns);  // a failure counts no inference, no execution
-  counters.count_request(1, true, 20ns);
+  counters.count_success(4, 10ns);
+  // A failure counts no inference, no execution: only itself, under its cause.
+  counters.count_failure(sonic::detail::FailureReason::Backend, 5ns);
+  counters.count_success(1, 20ns);
   counters.queue.add(3ns);
   auto s = counters.snapshot("m", "2");
   CHECK(s.name == "m");
@@ -33,6 +34,9 @@ TEST_CASE("a model's counters: successes, failures, inferences, queue time") {
   CHECK(s.success.ns == 30);
   CHECK(s.fail.count == 1);
   CHECK(s.fail.ns == 5);
+  CHECK(s.failures.backend == 1);
+  CHECK(s.failures.rejected == 0);
+  CHECK(s.failures.other == 0);
   CHECK(s.inference_count == 5);
   CHECK(s.execution_count == 2);
   CHECK(s.queue.count == 1);
@@ -89,4 +93,24 @@ TEST_CASE("a request's inferences: its batch elements, with a batch dimension") 
   CHECK(sonic::detail::inferences_in(plain, statistics_request(values, {5, 3})) == 1);
   CHECK(sonic::detail::inferences_in(batching, statistics_request(none, {0, 3})) == 1);
   CHECK(sonic::detail::inferences_in(batching, sonic::InferRequest("m")) == 1);
+}
+
+TEST_CASE("a model's failures by cause, and its pending requests") {
+  using sonic::detail::FailureReason;
+  sonic::detail::ModelCounters counters;
+  counters.count_failure(FailureReason::Rejected, 1ns);
+  counters.count_failure(FailureReason::Rejected, 1ns);
+  counters.count_failure(FailureReason::Other, 1ns);
+  counters.queued();
+  counters.queued();
+  counters.queued();
+  counters.started(2);  // a batch of two left the queue
+  auto s = counters.snapshot("m", "1");
+  CHECK(s.fail.count == 3);
+  CHECK(s.failures.rejected == 2);
+  CHECK(s.failures.other == 1);
+  CHECK(s.failures.backend == 0);
+  CHECK(s.pending == 1);
+  counters.started();
+  CHECK(counters.snapshot("m", "1").pending == 0);
 }
