@@ -117,7 +117,7 @@ TEST_CASE("a server killed between two blocking calls: the second goes on a new 
     return std::make_unique<ChildServer>(
         std::vector<std::string>{SONIC_SERVER_BINARY, "--host", "127.0.0.1", "--port",
                                  std::to_string(port), "--tcp-port", std::to_string(tcp_port),
-                                 "--allow-metrics", "false"},
+                                 "--allow-metrics", "false", "--allow-http", "false"},
         "sonic-server listening on 127.0.0.1:");
   };
   auto server = start(0, 0);

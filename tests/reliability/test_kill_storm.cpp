@@ -82,7 +82,8 @@ class StormServer {
     child_ = std::make_unique<ChildServer>(
         std::vector<std::string>{SONIC_SERVER_BINARY, "--host", "127.0.0.1", "--port",
                                  std::to_string(grpc_port_), "--tcp-port",
-                                 std::to_string(tcp_port_), "--allow-metrics", "false"},
+                                 std::to_string(tcp_port_), "--allow-metrics", "false",
+                                 "--allow-http", "false"},
         "sonic-server listening on 127.0.0.1:", test::ChildLimits{0, kServerNice});
     grpc_port_ = child_->port();
     tcp_port_ = child_->next_port("sonic-server tcp listening on 127.0.0.1:");

@@ -397,7 +397,8 @@ TEST_CASE("a real sonic-server killed with SIGKILL mid-stream, then restarted") 
   auto start_server = [](int port) {
     return std::make_unique<ChildServer>(
         std::vector<std::string>{SONIC_SERVER_BINARY, "--host", "127.0.0.1", "--port",
-                                 std::to_string(port), "--allow-metrics", "false"},
+                                 std::to_string(port), "--allow-metrics", "false", "--allow-http",
+                                 "false"},
         "sonic-server listening on 127.0.0.1:");
   };
   auto child = start_server(0);

@@ -33,8 +33,8 @@ constexpr const char* kListening = "sonic-server listening on 127.0.0.1:";
 
 // sonic-server on 127.0.0.1, on `port` (0: one it picks).
 std::vector<std::string> server_command(int port = 0) {
-  return {SONIC_SERVER_BINARY,  "--host",          "127.0.0.1", "--port",
-          std::to_string(port), "--allow-metrics", "false"};
+  return {SONIC_SERVER_BINARY, "--host", "127.0.0.1",    "--port", std::to_string(port),
+          "--allow-metrics",   "false",  "--allow-http", "false"};
 }
 
 std::string shm_url(const ChildServer& server) {

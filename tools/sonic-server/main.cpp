@@ -144,6 +144,8 @@ struct Command {
   std::chrono::milliseconds exit_timeout{1000};
   bool allow_metrics = true;                  // tritonserver's --allow-metrics default
   std::optional<std::uint16_t> metrics_port;  // unset: 8002, as tritonserver (see parse_args)
+  bool allow_http = true;                     // tritonserver's --allow-http default
+  std::optional<std::uint16_t> http_port;     // unset: 8000, as tritonserver (see parse_args)
 };
 
 // The backends built in, for the help.
@@ -214,6 +216,19 @@ Command parse_args(int argc, char** argv) {
               [&](const std::string& v) {
                 command.metrics_port =
                     static_cast<std::uint16_t>(parse_number("--metrics-port", v, 65535));
+              })
+      .option("--allow-http", "BOOL",
+              "true (default, as tritonserver): serve KServe v2 over HTTP/REST on "
+              "--http-port (health, metadata, inference with JSON and binary tensors); "
+              "false: no HTTP port",
+              choice("--allow-http", {"true", "false"},
+                     [&](int which) { command.allow_http = which == 0; }))
+      .option("--http-port", "N",
+              "HTTP/REST port (default 8000, as tritonserver; with --port 0, a free one "
+              "too; 0 picks a free port)",
+              [&](const std::string& v) {
+                command.http_port =
+                    static_cast<std::uint16_t>(parse_number("--http-port", v, 65535));
               })
       .option("--threads", "N", "model execution threads (default: one per core)",
               count("--threads", command.threads, 1024))
@@ -354,7 +369,8 @@ Command parse_args(int argc, char** argv) {
       "and stays UNAVAILABLE; the others are served. Prints 'sonic-server listening on HOST:PORT' "
       "once ready (and\n"
       "'sonic-server tcp listening on HOST:PORT' with --tcp-port, 'sonic-server metrics listening "
-      "on HOST:PORT'\nwith metrics); stops on SIGINT/SIGTERM.\n"
+      "on HOST:PORT'\nwith metrics, 'sonic-server http listening on HOST:PORT' with HTTP); stops "
+      "on SIGINT/SIGTERM.\n"
       "Exit status: 0 stopped by a signal, 1 could not start, 2 bad command line.\n");
 
   std::vector<std::string> extra = line.parse(argc, argv);
@@ -368,6 +384,9 @@ Command parse_args(int argc, char** argv) {
     options.metrics_port = command.metrics_port ? *command.metrics_port
                            : options.port == 0  ? 0
                                                 : 8002;
+  }
+  if (command.allow_http) {
+    options.http_port = command.http_port ? *command.http_port : options.port == 0 ? 0 : 8000;
   }
   if (!command.models_to_load.empty() && command.control_mode != "explicit") {
     throw UsageError(
@@ -418,6 +437,10 @@ int serve(Command command) {
     if (options.metrics_port >= 0) {
       std::cout << "sonic-server metrics listening on " << options.host << ":"
                 << server.metrics_port() << std::endl;
+    }
+    if (options.http_port >= 0) {
+      std::cout << "sonic-server http listening on " << options.host << ":" << server.http_port()
+                << std::endl;
     }
     const int signal = stop.wait_for_stop();
     std::cout << "sonic-server stopping (signal " << signal << ")" << std::endl;

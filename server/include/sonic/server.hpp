@@ -89,6 +89,10 @@ struct ServerOptions {
   /// this port: 0 picks a free one (read it back with Server::metrics_port()); -1 (the default):
   /// none. See docs/limits.md for what the port holds.
   int metrics_port = -1;
+  /// Serve KServe v2 over HTTP/REST (Triton's HTTP port: health, metadata, inference with JSON
+  /// and binary tensors) on this port: 0 picks a free one (read it back with
+  /// Server::http_port()); -1 (the default): none. See docs/limits.md for what it holds.
+  int http_port = -1;
   /// Network threads; each connection stays on one.
   std::size_t io_threads = 1;
   /// Largest request or response message in bytes (decoded size, for zstd tensors).
@@ -172,6 +176,8 @@ class SONIC_EXPORT Server {
   std::uint16_t tcp_port() const;
   /// The bound metrics port; 0 when the server has none.
   std::uint16_t metrics_port() const;
+  /// The bound HTTP/REST port; 0 when the server has none.
+  std::uint16_t http_port() const;
   /// Closes the listeners and every connection (open calls are reset), then joins the threads.
   /// Idempotent.
   void stop();

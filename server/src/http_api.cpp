@@ -1,0 +1,203 @@
+#include "http_api.hpp"
+
+#include <nlohmann/json.hpp>
+
+#include <cstdlib>
+#include <optional>
+#include <string_view>
+#include <vector>
+
+#include "control_service.hpp"
+#include "http_infer_json.hpp"
+#include "sonic/version.hpp"
+
+namespace sonic::server {
+
+namespace {
+
+using nlohmann::json;
+
+// The HTTP status Triton's frontend answers an error with (HttpCodeFromError): INTERNAL 500,
+// NOT_FOUND 404, UNAVAILABLE 503, UNSUPPORTED (gRPC's UNIMPLEMENTED) 501, the rest 400.
+// UNAUTHENTICATED, which Triton never answers, is 401.
+int http_status(StatusCode code) {
+  switch (code) {
+    case StatusCode::Internal: return 500;
+    case StatusCode::NotFound: return 404;
+    case StatusCode::Unavailable: return 503;
+    case StatusCode::Unimplemented: return 501;
+    case StatusCode::Unauthenticated: return 401;
+    default: return 400;
+  }
+}
+
+HttpReply json_reply(int status, const json& body) {
+  return {status, "application/json", body.dump(), {}};
+}
+
+// Triton's error body.
+HttpReply error_reply(int status, const std::string& message) {
+  return json_reply(status, json{{"error", message}});
+}
+HttpReply error_reply(const Error& error) {
+  return error_reply(http_status(error.code()), error.message());
+}
+
+json tensors_json(const std::vector<TensorMetadata>& tensors) {
+  json out = json::array();
+  for (const auto& t : tensors) {
+    out.push_back({{"name", t.name}, {"datatype", to_string(t.dtype)}, {"shape", t.shape}});
+  }
+  return out;
+}
+
+// The path's parts between slashes: "/v2/models/m/ready" is {"v2", "models", "m", "ready"}.
+std::vector<std::string_view> segments(std::string_view path) {
+  std::vector<std::string_view> out;
+  while (!path.empty()) {
+    if (path.front() == '/') {
+      path.remove_prefix(1);
+      continue;
+    }
+    const std::size_t end = path.find('/');
+    out.push_back(path.substr(0, end));
+    path.remove_prefix(end == std::string_view::npos ? path.size() : end);
+  }
+  return out;
+}
+
+// A model route: v2/models/NAME[/versions/VERSION][/ACTION].
+struct ModelRoute {
+  std::string name, version, action;
+};
+std::optional<ModelRoute> model_route(const std::vector<std::string_view>& parts) {
+  if (parts.size() < 3 || parts[0] != "v2" || parts[1] != "models") return std::nullopt;
+  ModelRoute route{std::string(parts[2]), {}, {}};
+  std::size_t next = 3;
+  if (parts.size() >= 5 && parts[3] == "versions") {
+    route.version = std::string(parts[4]);
+    next = 5;
+  }
+  if (parts.size() == next + 1) route.action = std::string(parts[next]);
+  if (parts.size() > next + 1) return std::nullopt;
+  return route;
+}
+
+class HttpApi {
+ public:
+  explicit HttpApi(std::shared_ptr<ServerContext> context) : context_(std::move(context)) {}
+
+  void handle(HttpRequest request, HttpRespond respond) {
+    const auto parts = segments(request.path);
+    const bool get = request.method == "GET";
+    if (parts.size() == 3 && parts[0] == "v2" && parts[1] == "health" &&
+        (parts[2] == "live" || parts[2] == "ready")) {
+      // Probes carry no token: health is answered to anyone, as the gRPC health check is.
+      if (!get) return respond(error_reply(405, "Method Not Allowed"));
+      const bool yes = parts[2] == "live" ||
+                       server_ready(*context_->executor, context_->options.strict_readiness);
+      return respond({yes ? 200 : 400, {}, {}, {}});
+    }
+    if (auto refused = context_->authenticator.refusal(request.header("authorization"))) {
+      return respond(error_reply(*refused));
+    }
+    if (parts.size() == 1 && parts[0] == "v2") {
+      if (!get) return respond(error_reply(405, "Method Not Allowed"));
+      return respond(server_metadata());
+    }
+    auto route = model_route(parts);
+    if (!route) return respond({400, {}, {}, {}});  // as Triton: a path it does not serve
+    if (route->action.empty()) {
+      if (!get) return respond(error_reply(405, "Method Not Allowed"));
+      return respond(model_metadata(*route));
+    }
+    if (route->action == "ready") {
+      if (!get) return respond(error_reply(405, "Method Not Allowed"));
+      if (!context_->executor->has_model(route->name, route->version)) {
+        return respond(error_reply(400, "Model version not ready"));
+      }
+      return respond({200, {}, {}, {}});
+    }
+    if (route->action == "infer") {
+      if (request.method != "POST") return respond(error_reply(405, "Method Not Allowed"));
+      return infer(std::move(*route), std::move(request), std::move(respond));
+    }
+    respond({400, {}, {}, {}});
+  }
+
+ private:
+  HttpReply server_metadata() const {
+    // The extensions this port serves (the shared memory, configuration, statistics and
+    // repository endpoints are the gRPC port's only, so far).
+    return json_reply(200,
+                      json{{"name", context_->options.name},
+                           {"version", kVersion},
+                           {"extensions", {"classification", "sequence", "binary_tensor_data"}}});
+  }
+
+  HttpReply model_metadata(const ModelRoute& route) const {
+    auto metadata = context_->executor->metadata(route.name, route.version);
+    if (!metadata) return error_reply(metadata.error());
+    return json_reply(200, json{{"name", metadata->name},
+                                {"versions", metadata->versions},
+                                {"platform", metadata->platform},
+                                {"inputs", tensors_json(metadata->inputs)},
+                                {"outputs", tensors_json(metadata->outputs)}});
+  }
+
+  // Decoded, run and encoded on the executor's pool: a large JSON body must not hold the
+  // network thread.
+  void infer(ModelRoute route, HttpRequest request, HttpRespond respond) {
+    std::optional<std::size_t> json_length;
+    if (const auto& declared = request.header("inference-header-content-length");
+        !declared.empty()) {
+      char* end = nullptr;
+      const unsigned long long n = std::strtoull(declared.c_str(), &end, 10);
+      if (end == declared.c_str() || *end != '\0') {
+        return respond(error_reply(400, "malformed Inference-Header-Content-Length"));
+      }
+      json_length = static_cast<std::size_t>(n);
+    }
+    auto body = std::make_shared<const std::string>(std::move(request.body));
+    auto executor = context_->executor;
+    executor->run_async([executor, route = std::move(route), body, json_length,
+                         respond = std::move(respond)]() mutable {
+      auto decoded = decode_http_infer(route.name, route.version, body, json_length);
+      if (!decoded) return respond(error_reply(decoded.error()));
+      auto asked = std::make_shared<HttpInferRequest>(std::move(*decoded));
+      InferRequest infer_request = asked->request;
+      executor->infer_async(std::move(infer_request), [asked, respond = std::move(respond)](
+                                                          Result<InferResult> result) {
+        if (!result) return respond(error_reply(result.error()));
+        auto encoded = encode_http_infer(*result, *asked);
+        if (!encoded) return respond(error_reply(encoded.error()));
+        HttpReply reply{200, "application/json", std::move(encoded->body), {}};
+        if (encoded->json_length) {
+          reply.content_type = "application/octet-stream";
+          reply.extra_headers =
+              "Inference-Header-Content-Length: " + std::to_string(*encoded->json_length) + "\r\n";
+        }
+        respond(std::move(reply));
+      });
+    });
+  }
+
+  std::shared_ptr<ServerContext> context_;
+};
+
+}  // namespace
+
+HttpService http_api_service(std::shared_ptr<ServerContext> context) {
+  HttpService service;
+  // A request's body is bounded as a gRPC message is, and held in the server's memory budget
+  // while it is read and answered. More connections than the metrics port: inference clients.
+  service.limits = HttpLimits{16 << 10, context->options.max_message_bytes,
+                              context->options.limits.max_connections};
+  auto api = std::make_shared<HttpApi>(std::move(context));
+  service.handle = [api](HttpRequest request, HttpRespond respond) {
+    api->handle(std::move(request), std::move(respond));
+  };
+  return service;
+}
+
+}  // namespace sonic::server

@@ -1,0 +1,378 @@
+#include "http_server.hpp"
+
+#include <algorithm>
+#include <array>
+#include <cctype>
+#include <string_view>
+
+namespace sonic::server {
+
+namespace {
+
+constexpr std::size_t kReadChunk = 2048;
+// How often a body waiting for memory asks again (as the TCP port's frames do).
+constexpr std::chrono::milliseconds kAdmissionPoll{2};
+constexpr std::string_view kContinue = "HTTP/1.1 100 Continue\r\n\r\n";
+
+std::string lower(std::string_view text) {
+  std::string out(text);
+  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return out;
+}
+
+std::string_view trim(std::string_view text) {
+  while (!text.empty() && (text.front() == ' ' || text.front() == '\t')) text.remove_prefix(1);
+  while (!text.empty() && (text.back() == ' ' || text.back() == '\t')) text.remove_suffix(1);
+  return text;
+}
+
+// A Content-Length value: decimal digits only (no sign, no spaces inside), at most 19 of them.
+std::optional<std::size_t> content_length(std::string_view value) {
+  if (value.empty() || value.size() > 19) return std::nullopt;
+  std::size_t n = 0;
+  for (char c : value) {
+    if (c < '0' || c > '9') return std::nullopt;
+    n = n * 10 + static_cast<std::size_t>(c - '0');
+  }
+  return n;
+}
+
+HttpReply plain(int status, std::string text, std::string extra_headers = {}) {
+  return {status, "text/plain; charset=utf-8", std::move(text) + "\n", std::move(extra_headers)};
+}
+
+}  // namespace
+
+const std::string& HttpRequest::header(const std::string& lower_name) const {
+  static const std::string kNone;
+  auto it = headers.find(lower_name);
+  return it == headers.end() ? kNone : it->second;
+}
+
+const char* http_reason(int status) {
+  switch (status) {
+    case 100: return "Continue";
+    case 200: return "OK";
+    case 400: return "Bad Request";
+    case 404: return "Not Found";
+    case 405: return "Method Not Allowed";
+    case 411: return "Length Required";
+    case 413: return "Content Too Large";
+    case 431: return "Request Header Fields Too Large";
+    case 500: return "Internal Server Error";
+    case 501: return "Not Implemented";
+    case 503: return "Service Unavailable";
+    default: return "Unknown";
+  }
+}
+
+/// One client of an HTTP port. Reads a request head, then its body (admitted first against the
+/// server's memory budget), hands the request to the service and writes its reply; then the
+/// next request (keep-alive; pipelined ones in order). Closes when the client closes or asks to,
+/// sends what the port does not take, or keeps it waiting past a timeout: the whole head must
+/// arrive within the handshake timeout, and each read of a body and each write of a reply
+/// within the stall timeout. Runs on one network thread; every member is touched on it only.
+class HttpConnection : public std::enable_shared_from_this<HttpConnection> {
+ public:
+  HttpConnection(asio::ip::tcp::socket socket, std::shared_ptr<asio::io_context> io,
+                 std::shared_ptr<HttpShared> shared,
+                 std::shared_ptr<net::ConnectionSet<HttpConnection>> set)
+      : socket_(std::move(socket)),
+        io_(std::move(io)),
+        shared_(std::move(shared)),
+        set_(std::move(set)),
+        timer_(*io_),
+        budget_(std::make_shared<ConnectionBudget>(
+            shared_->context->memory,
+            shared_->context->options.limits.max_connection_buffered_bytes)) {}
+  // The count was taken when the connection was accepted (HttpServer::start).
+  ~HttpConnection() { shared_->connections.fetch_sub(1, std::memory_order_relaxed); }
+
+  const std::shared_ptr<asio::io_context>& io_context() const { return io_; }
+
+  void start() { read(); }
+
+  /// Closes the socket (pending reads and writes end) and the timer. Idempotent.
+  void close() {
+    if (closed_) return;
+    closed_ = true;
+    std::error_code ignored;
+    socket_.shutdown(asio::ip::tcp::socket::shutdown_both, ignored);
+    socket_.close(ignored);
+    timer_.cancel();
+    set_->remove(this);
+  }
+
+ private:
+  const HttpLimits& limits() const { return shared_->service.limits; }
+  const ServerLimits& server_limits() const { return shared_->context->options.limits; }
+
+  // Reads until a request is whole, then hands it over.
+  void read() {
+    if (closed_ || busy_) return;
+    if (!have_head_) {
+      const std::size_t end = buffer_.find("\r\n\r\n");
+      if (end == std::string::npos) return read_head();
+      if (!parse_head(end + 4)) return;
+    }
+    if (!admit_body()) return;
+    // Body bytes that came with the head (or a pipelined request's) are in buffer_.
+    const std::size_t take = std::min(buffer_.size(), body_length_ - body_filled_);
+    std::copy_n(buffer_.data(), take, request_.body.data() + body_filled_);
+    buffer_.erase(0, take);
+    body_filled_ += take;
+    if (body_filled_ < body_length_) return read_body();
+    dispatch();
+  }
+
+  void read_head() {
+    if (buffer_.size() >= limits().max_head_bytes) {
+      return send(plain(431, "request head too large"), false);
+    }
+    if (!awaiting_head_) {
+      // One deadline for the whole head, not one per read: a client that sends a byte at a
+      // time must still finish within it.
+      awaiting_head_ = true;
+      arm(server_limits().handshake_timeout);
+    }
+    const std::size_t room = std::min(kReadChunk, limits().max_head_bytes - buffer_.size());
+    socket_.async_read_some(asio::buffer(chunk_.data(), room),
+                            [self = shared_from_this()](std::error_code error, std::size_t n) {
+                              if (self->closed_) return;
+                              if (error) return self->close();
+                              self->buffer_.append(self->chunk_.data(), n);
+                              self->read();
+                            });
+  }
+
+  // Reads the rest of the body straight into it, each read within the stall timeout.
+  void read_body() {
+    arm(server_limits().stall_timeout);
+    socket_.async_read_some(
+        asio::buffer(request_.body.data() + body_filled_, body_length_ - body_filled_),
+        [self = shared_from_this()](std::error_code error, std::size_t n) {
+          if (self->closed_) return;
+          if (error) return self->close();
+          self->body_filled_ += n;
+          self->read();
+        });
+  }
+
+  // Parses the head that is the first `length` bytes of the buffer into request_; false when
+  // it was refused (the refusal is being sent).
+  bool parse_head(std::size_t length) {
+    awaiting_head_ = false;
+    timer_.cancel();
+    const std::string head = buffer_.substr(0, length);
+    buffer_.erase(0, length);
+    std::string_view rest(head);
+    const std::size_t line_end = rest.find("\r\n");
+    const std::string_view line = rest.substr(0, line_end);
+    rest.remove_prefix(line_end + 2);
+
+    // Request line: METHOD SP TARGET SP HTTP/1.x
+    const std::size_t first = line.find(' ');
+    const std::size_t second = first == std::string_view::npos ? first : line.find(' ', first + 1);
+    if (second == std::string_view::npos || line.find(' ', second + 1) != std::string_view::npos) {
+      send(plain(400, "malformed request line"), false);
+      return false;
+    }
+    const std::string_view version = line.substr(second + 1);
+    if (version != "HTTP/1.1" && version != "HTTP/1.0") {
+      send(plain(400, "only HTTP/1.1 and HTTP/1.0"), false);
+      return false;
+    }
+    request_ = HttpRequest{};
+    request_.method = std::string(line.substr(0, first));
+    const std::string_view target = line.substr(first + 1, second - first - 1);
+    request_.path = std::string(target.substr(0, target.find('?')));
+    keep_alive_ = version == "HTTP/1.1";
+    while (!rest.empty() && rest != "\r\n") {
+      const std::size_t end = rest.find("\r\n");
+      const std::string_view field = rest.substr(0, end);
+      rest.remove_prefix(end == std::string_view::npos ? rest.size() : end + 2);
+      const std::size_t colon = field.find(':');
+      if (colon == std::string_view::npos) {
+        send(plain(400, "malformed header field"), false);
+        return false;
+      }
+      request_.headers[lower(trim(field.substr(0, colon)))] =
+          std::string(trim(field.substr(colon + 1)));
+    }
+    const std::string connection = lower(request_.header("connection"));
+    if (connection.find("close") != std::string::npos) keep_alive_ = false;
+    if (connection.find("keep-alive") != std::string::npos) keep_alive_ = true;
+    // A body's end must be known before it is read, and known one way only (RFC 9112 6.3):
+    // chunked bodies are not taken, which also rules out a request smuggled past a proxy that
+    // reads the two framings differently.
+    if (!request_.header("transfer-encoding").empty()) {
+      send(plain(411, "chunked request bodies are not taken: send Content-Length"), false);
+      return false;
+    }
+    body_length_ = 0;
+    if (const std::string& declared = request_.header("content-length"); !declared.empty()) {
+      const auto n = content_length(declared);
+      if (!n) {
+        send(plain(400, "malformed Content-Length"), false);
+        return false;
+      }
+      body_length_ = *n;
+    }
+    if (body_length_ > limits().max_body_bytes) {
+      send(plain(413,
+                 limits().max_body_bytes == 0
+                     ? "requests with a body are not taken"
+                     : "request body over " + std::to_string(limits().max_body_bytes) + " bytes"),
+           false);
+      return false;
+    }
+    have_head_ = true;
+    body_filled_ = 0;
+    admitted_ = false;
+    return true;
+  }
+
+  // Holds the body's bytes in the memory budget before reading it; false while it waits for
+  // memory (it asks again shortly; the client's bytes wait in the socket meanwhile).
+  bool admit_body() {
+    if (continue_sending_) return false;
+    if (admitted_ || body_length_ == 0) return true;
+    if (!budget_->admit(body_length_)) {
+      timer_.expires_after(kAdmissionPoll);
+      timer_.async_wait([self = shared_from_this()](std::error_code error) {
+        if (!error && !self->closed_) self->read();
+      });
+      return false;
+    }
+    hold_ = BudgetHold(budget_, body_length_);
+    budget_->settle(body_length_);
+    admitted_ = true;
+    request_.body.resize(body_length_);
+    // curl asks before it sends a large body (it would send it after a second anyway). The
+    // body is read once the interim answer is written: two writes never overlap.
+    if (lower(request_.header("expect")) == "100-continue") {
+      continue_sending_ = true;
+      arm(server_limits().stall_timeout);
+      asio::async_write(socket_, asio::buffer(kContinue),
+                        [self = shared_from_this()](std::error_code error, std::size_t) {
+                          if (self->closed_) return;
+                          if (error) return self->close();
+                          self->continue_sending_ = false;
+                          self->read();
+                        });
+      return false;
+    }
+    return true;
+  }
+
+  // Hands the whole request to the service; its reply comes back on this thread.
+  void dispatch() {
+    busy_ = true;
+    have_head_ = false;
+    timer_.cancel();
+    head_only_ = request_.method == "HEAD";
+    // The reply keeps the connection alive: no read or write of it is pending meanwhile.
+    shared_->service.handle(
+        std::move(request_), [self = shared_from_this()](HttpReply reply) mutable {
+          auto io = self->io_;
+          asio::post(*io, [self = std::move(self), reply = std::move(reply)]() mutable {
+            if (!self->closed_) self->send(std::move(reply), self->keep_alive_);
+          });
+        });
+  }
+
+  // Writes the reply within the stall timeout, then reads the next request or closes.
+  void send(HttpReply reply, bool keep_alive) {
+    busy_ = true;
+    out_ = "HTTP/1.1 " + std::to_string(reply.status) + " " + http_reason(reply.status) + "\r\n";
+    if (!reply.content_type.empty()) out_ += "Content-Type: " + reply.content_type + "\r\n";
+    out_ += "Content-Length: " + std::to_string(reply.body.size()) + "\r\n";
+    out_ += reply.extra_headers;
+    if (!keep_alive) out_ += "Connection: close\r\n";
+    out_ += "\r\n";
+    reply_body_ = std::move(reply.body);
+    std::array<asio::const_buffer, 2> buffers{
+        asio::buffer(out_), head_only_ ? asio::const_buffer() : asio::buffer(reply_body_)};
+    arm(server_limits().stall_timeout);
+    asio::async_write(socket_, buffers,
+                      [self = shared_from_this(), keep_alive](std::error_code error, std::size_t) {
+                        if (self->closed_) return;
+                        self->out_.clear();
+                        self->reply_body_ = std::string();  // not kept between requests
+                        self->request_.body = std::string();
+                        self->hold_ = BudgetHold();
+                        self->busy_ = false;
+                        self->head_only_ = false;
+                        if (error || !keep_alive) return self->close();
+                        self->timer_.cancel();
+                        self->read();
+                      });
+  }
+
+  // Closes the connection unless it is armed again (or closed) within `timeout`.
+  void arm(std::chrono::milliseconds timeout) {
+    const std::uint64_t generation = ++timer_generation_;
+    timer_.expires_after(timeout);
+    timer_.async_wait([self = shared_from_this(), generation](std::error_code error) {
+      if (error || generation != self->timer_generation_) return;
+      self->close();
+    });
+  }
+
+  asio::ip::tcp::socket socket_;
+  std::shared_ptr<asio::io_context> io_;
+  std::shared_ptr<HttpShared> shared_;
+  std::shared_ptr<net::ConnectionSet<HttpConnection>> set_;
+  asio::steady_timer timer_;
+  std::uint64_t timer_generation_ = 0;
+  std::shared_ptr<ConnectionBudget> budget_;
+  BudgetHold hold_;  // the body being read or answered
+  std::array<char, kReadChunk> chunk_{};
+  std::string buffer_;   // bytes read past the last request, at most a head
+  HttpRequest request_;  // the request being read
+  std::size_t body_length_ = 0, body_filled_ = 0;
+  std::string out_, reply_body_;   // the reply being written
+  bool have_head_ = false;         // request_ has its head; its body is being read
+  bool admitted_ = false;          // the body's bytes are held in the budget
+  bool continue_sending_ = false;  // an interim 100 Continue is being written
+  bool awaiting_head_ = false;     // the head timeout runs
+  bool busy_ = false;              // a request is with the service or its reply written
+  bool keep_alive_ = true;
+  bool head_only_ = false;
+  bool closed_ = false;
+};
+
+HttpServer::HttpServer(std::shared_ptr<ServerContext> context, net::NetworkThreads& threads,
+                       std::uint16_t port, HttpService service)
+    : shared_(std::make_shared<HttpShared>()),
+      threads_(threads),
+      accept_io_(threads_.next()),
+      listener_(*accept_io_, context->options.host, port),
+      connections_(std::make_shared<net::ConnectionSet<HttpConnection>>()) {
+  shared_->context = std::move(context);
+  shared_->service = std::move(service);
+}
+
+void HttpServer::start() {
+  listener_.start([this] { return threads_.next(); },
+                  [this](asio::ip::tcp::socket socket, std::shared_ptr<asio::io_context> io) {
+                    const std::size_t most = shared_->service.limits.max_connections;
+                    if (shared_->connections.fetch_add(1, std::memory_order_relaxed) >= most) {
+                      shared_->connections.fetch_sub(1, std::memory_order_relaxed);
+                      return;  // as many as allowed: this one closes now
+                    }
+                    auto connection = std::make_shared<HttpConnection>(std::move(socket), io,
+                                                                       shared_, connections_);
+                    if (!connections_->add(connection)) return;  // stopping: it closes now
+                    asio::post(*io, [connection] { connection->start(); });
+                  });
+}
+
+void HttpServer::stop() {
+  listener_.close();
+  for (auto& connection : connections_->close()) {
+    asio::post(*connection->io_context(), [connection] { connection->close(); });
+  }
+}
+
+}  // namespace sonic::server

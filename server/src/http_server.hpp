@@ -1,0 +1,90 @@
+// An HTTP/1.1 port of sonic-server: a listener whose connections read one request at a time
+// (keep-alive; pipelined requests are answered in order), hand it to a service, and write the
+// service's reply. The metrics port and the KServe v2 REST port are two services on it. What a
+// client can make a connection hold is bounded: see HttpLimits and docs/limits.md.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+
+#include "memory_budget.hpp"
+#include "net/connection_set.hpp"
+#include "net/listener.hpp"
+#include "net/network_threads.hpp"
+#include "server_context.hpp"
+
+namespace sonic::server {
+
+/// One request as a service sees it.
+struct HttpRequest {
+  std::string method;                          ///< "GET", "POST", ...
+  std::string path;                            ///< the target before any '?'
+  std::map<std::string, std::string> headers;  ///< names lower-cased; a repeated name: the last
+  std::string body;                            ///< Content-Length bytes (no chunked bodies)
+
+  /// The header's value, or empty.
+  const std::string& header(const std::string& lower_name) const;
+};
+
+/// A service's answer.
+struct HttpReply {
+  int status = 200;
+  std::string content_type;  ///< none when empty (an answer without a body)
+  std::string body;
+  std::string extra_headers;  ///< whole lines, each ending in CRLF
+};
+
+/// Answers a request exactly once, from any thread (the connection writes it on its own).
+using HttpRespond = std::function<void(HttpReply)>;
+
+/// What one port's clients may make it hold.
+struct HttpLimits {
+  std::size_t max_head_bytes = 8 << 10;  ///< request line and header fields (431 past it)
+  std::size_t max_body_bytes = 0;        ///< Content-Length (413 past it; 0: no bodies)
+  std::size_t max_connections = 64;      ///< more are closed as they are accepted
+};
+
+/// A port's service: its limits and the function that answers each request. `handle` runs on
+/// the connection's network thread and must not block: slow work answers through `respond`
+/// later.
+struct HttpService {
+  HttpLimits limits;
+  std::function<void(HttpRequest, HttpRespond)> handle;
+};
+
+class HttpConnection;
+
+/// What the connections of one port share.
+struct HttpShared {
+  std::shared_ptr<ServerContext> context;
+  HttpService service;
+  std::atomic<std::size_t> connections{0};
+};
+
+/// Listens on the options' host and `port`; connections run on the given network threads.
+class HttpServer {
+ public:
+  /// Binds (throws sonic::Error as Server::start says).
+  HttpServer(std::shared_ptr<ServerContext> context, net::NetworkThreads& threads,
+             std::uint16_t port, HttpService service);
+  void start();
+  std::uint16_t port() const { return listener_.port(); }
+  /// Stops accepting and closes every connection; returns at once.
+  void stop();
+
+ private:
+  std::shared_ptr<HttpShared> shared_;
+  net::NetworkThreads& threads_;  // outlives this object (see Server::stop)
+  std::shared_ptr<asio::io_context> accept_io_;
+  net::Listener listener_;
+  std::shared_ptr<net::ConnectionSet<HttpConnection>> connections_;
+};
+
+/// The reason phrase of a status code this server sends.
+const char* http_reason(int status);
+
+}  // namespace sonic::server

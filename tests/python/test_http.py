@@ -1,0 +1,272 @@
+"""sonic-server's HTTP/REST port (Triton's 8000, KServe v2 REST) driven by independent clients:
+Python's http.client and raw sockets, and curl. The answers are those of Triton's HTTP frontend
+(server src/http_server.cc): empty 200/400 for health, {"error": ...} bodies with the status
+Triton derives from the error's code, JSON tensors flat in row-major order, and the binary
+tensor data extension (Inference-Header-Content-Length). Hostile clients are cut off with a
+bounded cost while the port keeps serving."""
+
+import http.client
+import json
+import re
+import shutil
+import socket
+import subprocess
+import time
+
+import numpy as np
+import pytest
+
+import sonic
+from conftest import Server
+
+
+def http_port(server):
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        found = re.search(r"^sonic-server http listening on .*:(\d+)$",
+                          open(server.log.name).read(), re.M)
+        if found:
+            return int(found.group(1))
+        time.sleep(0.02)
+    raise RuntimeError("no HTTP port: " + open(server.log.name).read())
+
+
+@pytest.fixture(scope="module")
+def rest():
+    """A sonic-server with a free HTTP port, a 1 MiB message limit and short timeouts."""
+    started = Server("--max-message-bytes", "1M", "--handshake-timeout", "1",
+                     "--stall-timeout", "1")
+    started.http_port = http_port(started)
+    yield started
+    started.stop()
+
+
+def request(port, method, path, body=None, headers=None, connection=None):
+    """(status, headers, body bytes) of one request; `connection` is reused when given."""
+    own = connection is None
+    connection = connection or http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+    try:
+        connection.request(method, path, body=body, headers=headers or {})
+        response = connection.getresponse()
+        return response.status, dict(response.getheaders()), response.read()
+    finally:
+        if own:
+            connection.close()
+
+
+def infer_json(port, model, body, headers=None):
+    status, headers, raw = request(port, "POST", "/v2/models/%s/infer" % model,
+                                   json.dumps(body), headers)
+    return status, headers, raw
+
+
+SIMPLE_INPUTS = [
+    {"name": "INPUT0", "shape": [1, 16], "datatype": "INT32", "data": list(range(16))},
+    # Nested arrays are read in row-major order, as flat ones.
+    {"name": "INPUT1", "shape": [1, 16], "datatype": "INT32", "data": [[1] * 16]},
+]
+
+
+def test_health_and_metadata(rest):
+    port = rest.http_port
+    for path in ("/v2/health/live", "/v2/health/ready"):
+        status, _, body = request(port, "GET", path)
+        assert (status, body) == (200, b"")
+    status, headers, body = request(port, "POST", "/v2/health/live")
+    assert status == 405
+    assert json.loads(body) == {"error": "Method Not Allowed"}
+
+    status, headers, body = request(port, "GET", "/v2")
+    assert status == 200 and headers["Content-Type"] == "application/json"
+    metadata = json.loads(body)
+    assert metadata["name"] == "sonic-server"
+    assert "binary_tensor_data" in metadata["extensions"]
+
+    # A model's metadata says what the gRPC port says of it.
+    status, _, body = request(port, "GET", "/v2/models/simple")
+    assert status == 200
+    rest_view = json.loads(body)
+    with sonic.Client(rest.grpc) as client:
+        grpc_view = client.model_metadata("simple")
+    assert rest_view["name"] == "simple"
+    assert [(t["name"], t["datatype"], t["shape"]) for t in rest_view["inputs"]] == \
+        [(t["name"], t["datatype"], list(t["shape"])) for t in grpc_view["inputs"]]
+    assert request(port, "GET", "/v2/models/simple/versions/1")[0] == 200
+
+    assert request(port, "GET", "/v2/models/simple/ready")[:1] == (200,)
+    status, _, body = request(port, "GET", "/v2/models/no_such_model/ready")
+    assert status == 400 and json.loads(body) == {"error": "Model version not ready"}
+    status, _, body = request(port, "GET", "/v2/models/no_such_model")
+    assert status == 404 and "error" in json.loads(body)
+    # A path the port does not serve: Triton's bare 400.
+    assert request(port, "GET", "/v2/nothing/here")[0] == 400
+
+
+def test_json_inference(rest):
+    status, headers, body = infer_json(rest.http_port, "simple",
+                                       {"id": "r1", "inputs": SIMPLE_INPUTS})
+    assert status == 200, body
+    answer = json.loads(body)
+    assert answer["model_name"] == "simple" and answer["id"] == "r1"
+    outputs = {o["name"]: o for o in answer["outputs"]}
+    assert outputs["OUTPUT0"]["data"] == [i + 1 for i in range(16)]
+    assert outputs["OUTPUT1"]["data"] == [i - 1 for i in range(16)]
+    assert outputs["OUTPUT0"]["shape"] == [1, 16] and outputs["OUTPUT0"]["datatype"] == "INT32"
+    # Asking for one output returns that one.
+    status, _, body = infer_json(rest.http_port, "simple",
+                                 {"inputs": SIMPLE_INPUTS, "outputs": [{"name": "OUTPUT1"}]})
+    assert [o["name"] for o in json.loads(body)["outputs"]] == ["OUTPUT1"]
+
+
+def binary_body(header, *arrays):
+    text = json.dumps(header).encode()
+    return text + b"".join(a.tobytes() for a in arrays), len(text)
+
+
+def split_binary(headers, body):
+    length = int(headers["Inference-Header-Content-Length"])
+    return json.loads(body[:length]), body[length:]
+
+
+def test_binary_inputs_and_outputs(rest):
+    values = np.random.default_rng(3).standard_normal((2, 64)).astype(np.float32)
+    header = {"inputs": [{"name": "INPUT0", "shape": [2, 64], "datatype": "FP32",
+                          "parameters": {"binary_data_size": values.nbytes}}],
+              "parameters": {"binary_data_output": True}}
+    body, length = binary_body(header, values)
+    status, headers, raw = request(rest.http_port, "POST", "/v2/models/identity_fp32/infer",
+                                   body, {"Inference-Header-Content-Length": str(length)})
+    assert status == 200, raw
+    answer, data = split_binary(headers, raw)
+    out = answer["outputs"][0]
+    assert out["parameters"]["binary_data_size"] == values.nbytes and "data" not in out
+    assert np.array_equal(np.frombuffer(data, np.float32).reshape(2, 64), values)
+
+    # One output as JSON despite binary_data_output: its own parameter wins.
+    header["outputs"] = [{"name": "OUTPUT0", "parameters": {"binary_data": False}}]
+    body, length = binary_body(header, values)
+    status, headers, raw = request(rest.http_port, "POST", "/v2/models/identity_fp32/infer",
+                                   body, {"Inference-Header-Content-Length": str(length)})
+    assert status == 200 and "Inference-Header-Content-Length" not in headers
+    out = json.loads(raw)["outputs"][0]
+    assert np.allclose(np.array(out["data"], np.float32), values.ravel())
+
+
+def test_bytes_and_bool_tensors_as_json(rest):
+    strings = ["", "a", "héllo", "x" * 300]
+    status, _, body = infer_json(rest.http_port, "identity_bytes", {"inputs": [
+        {"name": "INPUT0", "shape": [1, 4], "datatype": "BYTES", "data": strings}]})
+    assert status == 200, body
+    assert json.loads(body)["outputs"][0]["data"] == strings
+    status, _, body = infer_json(rest.http_port, "identity_bool", {"inputs": [
+        {"name": "INPUT0", "shape": [1, 3], "datatype": "BOOL", "data": [True, False, True]}]})
+    assert status == 200, body
+    assert json.loads(body)["outputs"][0]["data"] == [True, False, True]
+
+
+def test_errors_have_triton_bodies(rest):
+    port = rest.http_port
+    cases = [
+        (b"{not json", 400),
+        (json.dumps({"inputs": [{"name": "INPUT0", "shape": [1, 16], "datatype": "FP16",
+                                 "data": [0] * 16}]}).encode(), 400),
+        (json.dumps({"inputs": [{"name": "INPUT0", "shape": [1, 16], "datatype": "INT32",
+                                 "data": [1.5] * 16}]}).encode(), 400),
+        (json.dumps({"inputs": [{"name": "INPUT0", "shape": [1, 16], "datatype": "INT32",
+                                 "parameters": {"binary_data_size": 64}}]}).encode(), 400),
+    ]
+    for body, expected in cases:
+        status, headers, raw = request(port, "POST", "/v2/models/simple/infer", body)
+        assert status == expected, raw
+        assert headers["Content-Type"] == "application/json"
+        assert json.loads(raw)["error"]
+    status, _, raw = infer_json(port, "no_such_model", {"inputs": SIMPLE_INPUTS})
+    assert status in (400, 404) and json.loads(raw)["error"]
+    assert request(port, "GET", "/v2/models/simple/infer")[0] == 405
+
+
+def test_keep_alive_and_pipelining(rest):
+    connection = http.client.HTTPConnection("127.0.0.1", rest.http_port, timeout=10)
+    try:  # several requests, an error among them, on one connection
+        for _ in range(3):
+            assert request(rest.http_port, "GET", "/v2/health/ready",
+                           connection=connection)[0] == 200
+            assert request(rest.http_port, "POST", "/v2/models/simple/infer", "{}",
+                           connection=connection)[0] == 400
+    finally:
+        connection.close()
+    # Two requests in one write are answered in order.
+    body = json.dumps({"inputs": SIMPLE_INPUTS}).encode()
+    infer = (b"POST /v2/models/simple/infer HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\n\r\n"
+             % len(body)) + body
+    health = b"GET /v2/health/live HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
+    with socket.create_connection(("127.0.0.1", rest.http_port), timeout=10) as s:
+        s.sendall(infer + health)
+        received = b""
+        while True:
+            chunk = s.recv(65536)
+            if not chunk:
+                break
+            received += chunk
+    answers = re.findall(rb"HTTP/1.1 (\d+) ", received)
+    assert answers == [b"200", b"200"]
+    assert received.index(b"OUTPUT0") < received.rindex(b"HTTP/1.1 200")
+
+
+@pytest.mark.skipif(shutil.which("curl") is None, reason="curl is not installed")
+def test_curl(rest):
+    base = "http://127.0.0.1:%d" % rest.http_port
+    ready = subprocess.run(["curl", "-s", "-o", "/dev/null", "-w", "%{http_code}",
+                            base + "/v2/health/ready"], capture_output=True, text=True, timeout=20)
+    assert ready.stdout == "200"
+    # A body over 1 KiB with Expect: 100-continue, as curl sends large ones.
+    inputs = [dict(SIMPLE_INPUTS[0], data=list(range(16))), SIMPLE_INPUTS[1]]
+    body = json.dumps({"id": "c" * 2000, "inputs": inputs})
+    answer = subprocess.run(["curl", "-s", "--fail-with-body", "-H", "Expect: 100-continue",
+                             "-H", "Content-Type: application/json", "--data-binary", body,
+                             base + "/v2/models/simple/infer"],
+                            capture_output=True, text=True, timeout=20)
+    assert answer.returncode == 0, answer.stdout + answer.stderr
+    assert json.loads(answer.stdout)["outputs"][0]["data"] == [i + 1 for i in range(16)]
+
+
+def closed_within(s, seconds):
+    """True when the server closes `s` within `seconds` (whatever it sends first)."""
+    s.settimeout(seconds)
+    try:
+        while s.recv(4096):
+            pass
+        return True
+    except socket.timeout:
+        return False
+
+
+def test_hostile_clients_are_cut_off_and_the_port_keeps_serving(rest):
+    port = rest.http_port
+    with socket.create_connection(("127.0.0.1", port)) as s:  # a head past 16 KiB
+        s.sendall(b"GET /v2 HTTP/1.1\r\n" + b"X-Pad: " + b"a" * 20000 + b"\r\n\r\n")
+        assert s.recv(100).startswith(b"HTTP/1.1 431")
+    with socket.create_connection(("127.0.0.1", port)) as s:  # a body past the message limit
+        s.sendall(b"POST /v2/models/simple/infer HTTP/1.1\r\nContent-Length: 2000000\r\n\r\n")
+        assert s.recv(100).startswith(b"HTTP/1.1 413")
+    with socket.create_connection(("127.0.0.1", port)) as s:  # chunked: its length unknown
+        s.sendall(b"POST /v2/models/simple/infer HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n")
+        assert s.recv(100).startswith(b"HTTP/1.1 411")
+    with socket.create_connection(("127.0.0.1", port)) as s:  # a length that is not a number
+        s.sendall(b"POST /v2/models/simple/infer HTTP/1.1\r\nContent-Length: 1x\r\n\r\n")
+        assert s.recv(100).startswith(b"HTTP/1.1 400")
+    start = time.monotonic()
+    with socket.create_connection(("127.0.0.1", port)) as s:  # a head a byte at a time
+        try:  # the whole head is due within the 1 s handshake timeout, however it trickles
+            for byte in b"GET /v2/health/ready HTTP/1.1\r\nX-Slow: " + b"a" * 100:
+                s.sendall(bytes([byte]))
+                time.sleep(0.05)
+            assert closed_within(s, 4)
+        except (BrokenPipeError, ConnectionResetError):
+            pass  # closed while the client still sent
+    assert time.monotonic() - start < 6
+    with socket.create_connection(("127.0.0.1", port)) as s:  # a body that stops coming
+        s.sendall(b"POST /v2/models/simple/infer HTTP/1.1\r\nContent-Length: 1000\r\n\r\n{")
+        assert closed_within(s, 4)
+    # The port still serves.
+    assert request(port, "GET", "/v2/health/ready")[0] == 200
