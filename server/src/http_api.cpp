@@ -158,11 +158,11 @@ class HttpApi {
       }
       json_length = static_cast<std::size_t>(n);
     }
-    auto body = std::make_shared<const std::string>(std::move(request.body));
     auto executor = context_->executor;
-    executor->run_async([executor, route = std::move(route), body, json_length,
-                         respond = std::move(respond)]() mutable {
-      auto decoded = decode_http_infer(route.name, route.version, body, json_length);
+    executor->run_async([executor, route = std::move(route), body = std::move(request.body),
+                         json_length, respond = std::move(respond)]() mutable {
+      auto decoded =
+          decode_http_infer(route.name, route.version, body.bytes, body.view(), json_length);
       if (!decoded) return respond(error_reply(decoded.error()));
       auto asked = std::make_shared<HttpInferRequest>(std::move(*decoded));
       InferRequest infer_request = asked->request;

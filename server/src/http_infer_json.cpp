@@ -2,6 +2,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
+#include <cstdint>
 #include <cstring>
 #include <limits>
 #include <vector>
@@ -46,12 +48,26 @@ Result<Parameters> parameters_of(const json& object) {
   return out;
 }
 
-// The elements of a nested JSON array, in row-major order.
+// The elements of a nested JSON array, in row-major order. Iterative: a client's nesting
+// (a megabyte of '[') must not become the server's stack depth.
 void flatten(const json& data, std::vector<const json*>& out) {
-  if (data.is_array()) {
-    for (const auto& element : data) flatten(element, out);
-  } else {
+  std::vector<std::pair<const json*, std::size_t>> open{{&data, 0}};  // array, next index
+  if (!data.is_array()) {
     out.push_back(&data);
+    return;
+  }
+  while (!open.empty()) {
+    auto& [array, next] = open.back();
+    if (next == array->size()) {
+      open.pop_back();
+      continue;
+    }
+    const json& element = (*array)[next++];
+    if (element.is_array()) {
+      open.emplace_back(&element, 0);
+    } else {
+      out.push_back(&element);
+    }
   }
 }
 
@@ -203,14 +219,14 @@ json parameters_json(const Parameters& parameters) {
 }  // namespace
 
 Result<HttpInferRequest> decode_http_infer(const std::string& model, const std::string& version,
-                                           std::shared_ptr<const std::string> body,
+                                           std::shared_ptr<const void> owner, std::string_view body,
                                            std::optional<std::size_t> json_length) {
-  const std::size_t header_size = json_length.value_or(body->size());
-  if (header_size > body->size()) {
+  const std::size_t header_size = json_length.value_or(body.size());
+  if (header_size > body.size()) {
     return invalid("Inference-Header-Content-Length " + std::to_string(header_size) +
-                   " is past the body's " + std::to_string(body->size()) + " bytes");
+                   " is past the body's " + std::to_string(body.size()) + " bytes");
   }
-  json header = json::parse(body->data(), body->data() + header_size, nullptr, false);
+  json header = json::parse(body.data(), body.data() + header_size, nullptr, false);
   if (header.is_discarded() || !header.is_object()) {
     return invalid("failed to parse the request JSON buffer");
   }
@@ -265,13 +281,18 @@ Result<HttpInferRequest> decode_http_infer(const std::string& model, const std::
       const auto* n = std::get_if<std::int64_t>(&binary_size->second);
       if (!n || *n < 0) return invalid("input '" + name + "': binary_data_size must be >= 0");
       const auto bytes = static_cast<std::size_t>(*n);
-      if (bytes > body->size() - binary_at) {
+      if (bytes > body.size() - binary_at) {
         return invalid("unexpected total byte size " + std::to_string(bytes) + " for input '" +
-                       name + "': the body holds " + std::to_string(body->size() - binary_at) +
+                       name + "': the body holds " + std::to_string(body.size() - binary_at) +
                        " bytes of binary data past what earlier inputs took");
       }
-      Tensor tensor =
-          Tensor::from_shared(*type, std::move(shape), body, body->data() + binary_at, bytes);
+      // A view into the body where its elements are aligned (no copy); else a copy, as the
+      // JSON before it may have any length.
+      const char* at = body.data() + binary_at;
+      const std::size_t align = std::max<std::size_t>(1, element_size(*type));
+      Tensor tensor = reinterpret_cast<std::uintptr_t>(at) % align == 0
+                          ? Tensor::from_shared(*type, std::move(shape), owner, at, bytes)
+                          : Tensor::copy_bytes(*type, std::move(shape), at, bytes);
       binary_at += bytes;
       tensor_parameters.erase(binary_size);
       out.request.input(name, std::move(tensor), std::move(tensor_parameters));

@@ -15,6 +15,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 
 #include "sonic/error.hpp"
 #include "sonic/request.hpp"
@@ -30,10 +31,10 @@ struct HttpInferRequest {
 
 /// Decodes the body of POST v2/models/MODEL[/versions/VERSION]/infer. `json_length`: the
 /// Inference-Header-Content-Length header's value, when sent. Binary inputs are views into
-/// `body`, which the request keeps alive. INVALID_ARGUMENT, in Triton's words where it has
-/// them, for a body that does not describe a request.
+/// `body`, which `owner` keeps alive and the request keeps `owner`. INVALID_ARGUMENT, in
+/// Triton's words where it has them, for a body that does not describe a request.
 Result<HttpInferRequest> decode_http_infer(const std::string& model, const std::string& version,
-                                           std::shared_ptr<const std::string> body,
+                                           std::shared_ptr<const void> owner, std::string_view body,
                                            std::optional<std::size_t> json_length);
 
 /// An answer's body, and the JSON's length when binary data follows it (the value of the

@@ -4,6 +4,7 @@
 #include <array>
 #include <cctype>
 #include <string_view>
+#include <vector>
 
 namespace sonic::server {
 
@@ -11,7 +12,7 @@ namespace {
 
 constexpr std::size_t kReadChunk = 2048;
 // How often a body waiting for memory asks again (as the TCP port's frames do).
-constexpr std::chrono::milliseconds kAdmissionPoll{2};
+constexpr std::chrono::milliseconds kAdmissionPoll{5};
 constexpr std::string_view kContinue = "HTTP/1.1 100 Continue\r\n\r\n";
 
 std::string lower(std::string_view text) {
@@ -77,7 +78,7 @@ class HttpConnection : public std::enable_shared_from_this<HttpConnection> {
   HttpConnection(asio::ip::tcp::socket socket, std::shared_ptr<asio::io_context> io,
                  std::shared_ptr<HttpShared> shared,
                  std::shared_ptr<net::ConnectionSet<HttpConnection>> set)
-      : socket_(std::move(socket)),
+      : link_(std::move(socket), shared->tls),
         io_(std::move(io)),
         shared_(std::move(shared)),
         set_(std::move(set)),
@@ -90,15 +91,21 @@ class HttpConnection : public std::enable_shared_from_this<HttpConnection> {
 
   const std::shared_ptr<asio::io_context>& io_context() const { return io_; }
 
-  void start() { read(); }
+  /// The TLS handshake (none in plaintext) within the handshake timeout, then the requests.
+  void start() {
+    link_.handshake(server_limits().handshake_timeout, shared_from_this(),
+                    [self = shared_from_this()](const std::string& failure) {
+                      if (self->closed_) return;
+                      if (!failure.empty()) return self->close();
+                      self->read();
+                    });
+  }
 
   /// Closes the socket (pending reads and writes end) and the timer. Idempotent.
   void close() {
     if (closed_) return;
     closed_ = true;
-    std::error_code ignored;
-    socket_.shutdown(asio::ip::tcp::socket::shutdown_both, ignored);
-    socket_.close(ignored);
+    link_.close();
     timer_.cancel();
     set_->remove(this);
   }
@@ -118,7 +125,7 @@ class HttpConnection : public std::enable_shared_from_this<HttpConnection> {
     if (!admit_body()) return;
     // Body bytes that came with the head (or a pipelined request's) are in buffer_.
     const std::size_t take = std::min(buffer_.size(), body_length_ - body_filled_);
-    std::copy_n(buffer_.data(), take, request_.body.data() + body_filled_);
+    std::copy_n(buffer_.data(), take, request_.body.bytes.get() + body_filled_);
     buffer_.erase(0, take);
     body_filled_ += take;
     if (body_filled_ < body_length_) return read_body();
@@ -136,20 +143,20 @@ class HttpConnection : public std::enable_shared_from_this<HttpConnection> {
       arm(server_limits().handshake_timeout);
     }
     const std::size_t room = std::min(kReadChunk, limits().max_head_bytes - buffer_.size());
-    socket_.async_read_some(asio::buffer(chunk_.data(), room),
-                            [self = shared_from_this()](std::error_code error, std::size_t n) {
-                              if (self->closed_) return;
-                              if (error) return self->close();
-                              self->buffer_.append(self->chunk_.data(), n);
-                              self->read();
-                            });
+    link_.async_read_some(asio::buffer(chunk_.data(), room),
+                          [self = shared_from_this()](std::error_code error, std::size_t n) {
+                            if (self->closed_) return;
+                            if (error) return self->close();
+                            self->buffer_.append(self->chunk_.data(), n);
+                            self->read();
+                          });
   }
 
   // Reads the rest of the body straight into it, each read within the stall timeout.
   void read_body() {
     arm(server_limits().stall_timeout);
-    socket_.async_read_some(
-        asio::buffer(request_.body.data() + body_filled_, body_length_ - body_filled_),
+    link_.async_read_some(
+        asio::buffer(request_.body.bytes.get() + body_filled_, body_length_ - body_filled_),
         [self = shared_from_this()](std::error_code error, std::size_t n) {
           if (self->closed_) return;
           if (error) return self->close();
@@ -247,13 +254,15 @@ class HttpConnection : public std::enable_shared_from_this<HttpConnection> {
     hold_ = BudgetHold(budget_, body_length_);
     budget_->settle(body_length_);
     admitted_ = true;
-    request_.body.resize(body_length_);
+    // Uninitialised: the pages are touched as the bytes arrive.
+    request_.body = HttpBody{std::shared_ptr<char[]>(new char[body_length_]), body_length_};
     // curl asks before it sends a large body (it would send it after a second anyway). The
     // body is read once the interim answer is written: two writes never overlap.
     if (lower(request_.header("expect")) == "100-continue") {
       continue_sending_ = true;
       arm(server_limits().stall_timeout);
-      asio::async_write(socket_, asio::buffer(kContinue),
+      out_buffers_ = {asio::buffer(kContinue)};
+      link_.async_write(out_buffers_,
                         [self = shared_from_this()](std::error_code error, std::size_t) {
                           if (self->closed_) return;
                           if (error) return self->close();
@@ -291,15 +300,15 @@ class HttpConnection : public std::enable_shared_from_this<HttpConnection> {
     if (!keep_alive) out_ += "Connection: close\r\n";
     out_ += "\r\n";
     reply_body_ = std::move(reply.body);
-    std::array<asio::const_buffer, 2> buffers{
-        asio::buffer(out_), head_only_ ? asio::const_buffer() : asio::buffer(reply_body_)};
+    out_buffers_ = {asio::buffer(out_)};
+    if (!head_only_ && !reply_body_.empty()) out_buffers_.push_back(asio::buffer(reply_body_));
     arm(server_limits().stall_timeout);
-    asio::async_write(socket_, buffers,
+    link_.async_write(out_buffers_,
                       [self = shared_from_this(), keep_alive](std::error_code error, std::size_t) {
                         if (self->closed_) return;
                         self->out_.clear();
                         self->reply_body_ = std::string();  // not kept between requests
-                        self->request_.body = std::string();
+                        self->request_.body = HttpBody();
                         self->hold_ = BudgetHold();
                         self->busy_ = false;
                         self->head_only_ = false;
@@ -319,7 +328,7 @@ class HttpConnection : public std::enable_shared_from_this<HttpConnection> {
     });
   }
 
-  asio::ip::tcp::socket socket_;
+  net::Link link_;
   std::shared_ptr<asio::io_context> io_;
   std::shared_ptr<HttpShared> shared_;
   std::shared_ptr<net::ConnectionSet<HttpConnection>> set_;
@@ -331,19 +340,21 @@ class HttpConnection : public std::enable_shared_from_this<HttpConnection> {
   std::string buffer_;   // bytes read past the last request, at most a head
   HttpRequest request_;  // the request being read
   std::size_t body_length_ = 0, body_filled_ = 0;
-  std::string out_, reply_body_;   // the reply being written
-  bool have_head_ = false;         // request_ has its head; its body is being read
-  bool admitted_ = false;          // the body's bytes are held in the budget
-  bool continue_sending_ = false;  // an interim 100 Continue is being written
-  bool awaiting_head_ = false;     // the head timeout runs
-  bool busy_ = false;              // a request is with the service or its reply written
+  std::string out_, reply_body_;                 // the reply being written
+  std::vector<asio::const_buffer> out_buffers_;  // what the write under way sends
+  bool have_head_ = false;                       // request_ has its head; its body is being read
+  bool admitted_ = false;                        // the body's bytes are held in the budget
+  bool continue_sending_ = false;                // an interim 100 Continue is being written
+  bool awaiting_head_ = false;                   // the head timeout runs
+  bool busy_ = false;  // a request is with the service or its reply written
   bool keep_alive_ = true;
   bool head_only_ = false;
   bool closed_ = false;
 };
 
 HttpServer::HttpServer(std::shared_ptr<ServerContext> context, net::NetworkThreads& threads,
-                       std::uint16_t port, HttpService service)
+                       std::uint16_t port, HttpService service,
+                       std::shared_ptr<net::TlsContext> tls)
     : shared_(std::make_shared<HttpShared>()),
       threads_(threads),
       accept_io_(threads_.next()),
@@ -351,6 +362,7 @@ HttpServer::HttpServer(std::shared_ptr<ServerContext> context, net::NetworkThrea
       connections_(std::make_shared<net::ConnectionSet<HttpConnection>>()) {
   shared_->context = std::move(context);
   shared_->service = std::move(service);
+  shared_->tls = std::move(tls);
 }
 
 void HttpServer::start() {

@@ -10,21 +10,32 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <string_view>
 
 #include "memory_budget.hpp"
 #include "net/connection_set.hpp"
+#include "net/link.hpp"
 #include "net/listener.hpp"
 #include "net/network_threads.hpp"
 #include "server_context.hpp"
 
 namespace sonic::server {
 
+/// A request's body: Content-Length bytes, allocated when its head is read but left untouched
+/// (not resident) until they arrive, so that a client that declares a large body and stalls
+/// costs the server's memory budget, not its memory.
+struct HttpBody {
+  std::shared_ptr<char[]> bytes;
+  std::size_t size = 0;
+  std::string_view view() const { return {bytes.get(), size}; }
+};
+
 /// One request as a service sees it.
 struct HttpRequest {
   std::string method;                          ///< "GET", "POST", ...
   std::string path;                            ///< the target before any '?'
   std::map<std::string, std::string> headers;  ///< names lower-cased; a repeated name: the last
-  std::string body;                            ///< Content-Length bytes (no chunked bodies)
+  HttpBody body;                               ///< no chunked bodies
 
   /// The header's value, or empty.
   const std::string& header(const std::string& lower_name) const;
@@ -62,15 +73,17 @@ class HttpConnection;
 struct HttpShared {
   std::shared_ptr<ServerContext> context;
   HttpService service;
+  std::shared_ptr<net::TlsContext> tls;  ///< null: plaintext
   std::atomic<std::size_t> connections{0};
 };
 
-/// Listens on the options' host and `port`; connections run on the given network threads.
+/// Listens on the options' host and `port`; connections run on the given network threads,
+/// over TLS when `tls` is set (HTTP/1.1 over TLS: no ALPN protocol is chosen).
 class HttpServer {
  public:
   /// Binds (throws sonic::Error as Server::start says).
   HttpServer(std::shared_ptr<ServerContext> context, net::NetworkThreads& threads,
-             std::uint16_t port, HttpService service);
+             std::uint16_t port, HttpService service, std::shared_ptr<net::TlsContext> tls);
   void start();
   std::uint16_t port() const { return listener_.port(); }
   /// Stops accepting and closes every connection; returns at once.

@@ -60,12 +60,12 @@ void Server::start() {
   if (options.metrics_port >= 0) {
     impl_->metrics.emplace(impl_->context, *impl_->threads,
                            static_cast<std::uint16_t>(options.metrics_port),
-                           server::metrics_service(impl_->context));
+                           server::metrics_service(impl_->context), nullptr);
   }
   if (options.http_port >= 0) {
     impl_->http.emplace(impl_->context, *impl_->threads,
                         static_cast<std::uint16_t>(options.http_port),
-                        server::http_api_service(impl_->context));
+                        server::http_api_service(impl_->context), impl_->context->tcp_tls);
   }
   impl_->grpc->start();
   if (impl_->tcp) impl_->tcp->start();

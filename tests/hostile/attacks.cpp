@@ -289,6 +289,26 @@ RawSocket tcp_declared_and_stalled(int port, std::uint64_t declared) {
   return socket;
 }
 
+RawSocket http_declared_and_stalled(int port, std::uint64_t declared) {
+  RawSocket socket(port);
+  socket.send("POST /v2/models/identity_fp32/infer HTTP/1.1\r\nHost: x\r\nContent-Length: " +
+              std::to_string(declared) + "\r\n\r\n{\"inputs\"");
+  return socket;
+}
+
+std::size_t http_unread_pipeline(int port, int requests) {
+  RawSocket socket(port, 4096);
+  const std::string body =
+      R"({"inputs": [{"name": "INPUT0", "shape": [1, 16], "datatype": "INT32", "data": )"
+      R"([0,1,2,3,4,5,6,7,8,9,10,11,12,13,14,15]}, {"name": "INPUT1", "shape": [1, 16], )"
+      R"("datatype": "INT32", "data": [1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1]}]})";
+  const std::string one = "POST /v2/models/simple/infer HTTP/1.1\r\nHost: x\r\nContent-Length: " +
+                          std::to_string(body.size()) + "\r\n\r\n" + body;
+  std::string all;
+  for (int i = 0; i < requests; ++i) all += one;
+  return socket.send(all, std::chrono::milliseconds(500));
+}
+
 namespace {
 
 // `raw` bytes of zeros as one zstd frame, compressed in 1 MiB steps so that the test itself

@@ -61,6 +61,14 @@ Flood tcp_ping_flood(int port, std::size_t total_bytes);
 /// A request frame whose single raw tensor record declares `declared` bytes, followed by 8 of
 /// them, then silence; the connection is returned open.
 RawSocket tcp_declared_and_stalled(int port, std::uint64_t declared);
+
+/// An HTTP/REST inference request whose head declares a `declared`-byte body, of which 8 bytes
+/// are sent; the connection is held open, sending nothing more.
+RawSocket http_declared_and_stalled(int port, std::uint64_t declared);
+
+/// HTTP/REST requests on one connection, `requests` of them in one write (pipelined), each a
+/// JSON inference of `simple`, none of the answers read: returns the bytes sent.
+std::size_t http_unread_pipeline(int port, int requests);
 /// A request frame with one zstd record that says it decodes to `raw` bytes: real zstd data of
 /// `raw` zero bytes when `real`, else 16 bytes of nonsense. Returns the server's answer frame
 /// (empty when none came within 5 s).

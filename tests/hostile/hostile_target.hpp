@@ -37,10 +37,14 @@ class HostileTarget {
  public:
   explicit HostileTarget(std::vector<std::string> options = {}, ChildLimits limits = {})
       : server_(command(std::move(options)), "sonic-server listening on 127.0.0.1:", limits),
-        tcp_port_(server_.next_port("sonic-server tcp listening on 127.0.0.1:")) {}
+        tcp_port_(server_.next_port("sonic-server tcp listening on 127.0.0.1:")),
+        metrics_port_(server_.next_port("sonic-server metrics listening on 127.0.0.1:")),
+        http_port_(server_.next_port("sonic-server http listening on 127.0.0.1:")) {}
 
   int grpc_port() const { return server_.port(); }
   int tcp_port() const { return tcp_port_; }
+  int metrics_port() const { return metrics_port_; }
+  int http_port() const { return http_port_; }
   std::string grpc_url() const { return "grpc://127.0.0.1:" + std::to_string(grpc_port()); }
   pid_t pid() const { return server_.pid(); }
 
@@ -71,6 +75,8 @@ class HostileTarget {
 
   ChildServer server_;
   int tcp_port_;
+  int metrics_port_;
+  int http_port_;
 };
 
 /// What a well-behaved client saw.

@@ -100,6 +100,25 @@ std::vector<Attacker> attackers() {
          }
          std::this_thread::sleep_for(2s);
        }},
+      {"HTTP declared and stalled",
+       [](HostileTarget& t) {
+         std::vector<RawSocket> held;
+         for (int i = 0; i < 50; ++i) {
+           held.push_back(attack::http_declared_and_stalled(t.http_port(), 100u << 20));
+         }
+         std::this_thread::sleep_for(2s);
+       }},
+      {"metrics heads that never end",
+       [](HostileTarget& t) {
+         std::vector<RawSocket> held;
+         for (int i = 0; i < 64; ++i) {
+           held.emplace_back(t.metrics_port());
+           held.back().send("GET /metrics HTTP/1.1\r\nX-Slow: ");
+         }
+         std::this_thread::sleep_for(2s);
+       }},
+      {"HTTP unread pipeline",
+       [](HostileTarget& t) { attack::http_unread_pipeline(t.http_port(), 20000); }},
       {"zstd bomb",
        [](HostileTarget& t) {
          attack::tcp_zstd_tensor(t.tcp_port(), std::uint64_t{600} << 20, true);

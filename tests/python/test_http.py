@@ -270,3 +270,35 @@ def test_hostile_clients_are_cut_off_and_the_port_keeps_serving(rest):
         assert closed_within(s, 4)
     # The port still serves.
     assert request(port, "GET", "/v2/health/ready")[0] == 200
+
+
+def test_https_with_the_servers_certificate(certificates):
+    """--tls-cert serves the HTTP port over TLS too, and no plaintext there."""
+    import ssl
+    server = Server("--tls-cert", str(certificates / "server.pem"),
+                    "--tls-key", str(certificates / "server.key"))
+    try:
+        port = http_port(server)
+        context = ssl.create_default_context(cafile=str(certificates / "ca.pem"))
+        connection = http.client.HTTPSConnection("127.0.0.1", port, context=context, timeout=10)
+        try:
+            assert request(port, "GET", "/v2/health/ready", connection=connection)[0] == 200
+            status, _, body = request(port, "POST", "/v2/models/simple/infer",
+                                      json.dumps({"inputs": SIMPLE_INPUTS}),
+                                      connection=connection)
+            assert status == 200, body
+            assert json.loads(body)["outputs"][0]["data"] == [i + 1 for i in range(16)]
+        finally:
+            connection.close()
+        # Plaintext is not served on it.
+        with socket.create_connection(("127.0.0.1", port), timeout=10) as s:
+            s.sendall(b"GET /v2/health/ready HTTP/1.1\r\nHost: x\r\n\r\n")
+            assert not s.recv(100).startswith(b"HTTP/1.1 200")
+        if shutil.which("curl"):
+            answer = subprocess.run(["curl", "-s", "--cacert", str(certificates / "ca.pem"),
+                                     "-o", "/dev/null", "-w", "%{http_code}",
+                                     "https://127.0.0.1:%d/v2/health/live" % port],
+                                    capture_output=True, text=True, timeout=20)
+            assert answer.stdout == "200"
+    finally:
+        server.stop()
