@@ -203,8 +203,15 @@ class HttpConnection : public std::enable_shared_from_this<HttpConnection> {
         send(plain(400, "malformed header field"), false);
         return false;
       }
-      request_.headers[lower(trim(field.substr(0, colon)))] =
-          std::string(trim(field.substr(colon + 1)));
+      std::string name = lower(trim(field.substr(0, colon)));
+      std::string value(trim(field.substr(colon + 1)));
+      // Two lengths that differ leave the body's end in doubt (RFC 9112 6.3): refused.
+      if (name == "content-length" && request_.headers.count(name) != 0 &&
+          request_.headers[name] != value) {
+        send(plain(400, "conflicting Content-Length fields"), false);
+        return false;
+      }
+      request_.headers[std::move(name)] = std::move(value);
     }
     const std::string connection = lower(request_.header("connection"));
     if (connection.find("close") != std::string::npos) keep_alive_ = false;

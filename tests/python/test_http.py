@@ -252,6 +252,10 @@ def test_hostile_clients_are_cut_off_and_the_port_keeps_serving(rest):
     with socket.create_connection(("127.0.0.1", port)) as s:  # chunked: its length unknown
         s.sendall(b"POST /v2/models/simple/infer HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n")
         assert s.recv(100).startswith(b"HTTP/1.1 411")
+    with socket.create_connection(("127.0.0.1", port)) as s:  # two lengths: which one ends it?
+        s.sendall(b"POST /v2/models/simple/infer HTTP/1.1\r\nContent-Length: 2\r\n"
+                  b"Content-Length: 40\r\n\r\n{}")
+        assert s.recv(100).startswith(b"HTTP/1.1 400")
     with socket.create_connection(("127.0.0.1", port)) as s:  # a length that is not a number
         s.sendall(b"POST /v2/models/simple/infer HTTP/1.1\r\nContent-Length: 1x\r\n\r\n")
         assert s.recv(100).startswith(b"HTTP/1.1 400")
