@@ -99,7 +99,9 @@ TEST_CASE("bodies that do not describe a request are refused, naming what is wro
        "unexpected total byte size 16"},
       {R"({"parameters": {"p": [1]}, "inputs": []})", "invalid type"},
   };
-  for (const auto& [body, words] : cases) {
+  for (const auto& refused : cases) {
+    const std::string& body = refused.first;
+    const std::string& words = refused.second;
     auto decoded = decode(body);
     REQUIRE_FALSE_MESSAGE(decoded, body);
     CHECK(decoded.error().code() == StatusCode::InvalidArgument);
