@@ -62,7 +62,11 @@ TEST_CASE("an HTTP pipeline whose answers are never read holds one request, not 
   });
   MESSAGE("pipelines of " << sent << " bytes, never read: +" << growth << " KiB");
   // The server reads a connection's next request only once the last answer is written: what
-  // a pipeline sent ahead waits in the kernel's buffers.
-  CHECK(growth < 16 * 1024 * kSanitizerSlack);
+  // a pipeline sent ahead waits in the kernel's buffers. The server answers thousands of the
+  // requests before its socket's send buffer fills; under AddressSanitizer the memory they
+  // freed stays quarantined (up to 256 MiB), so the bound holds in the plain build only.
+#ifndef SONIC_TEST_SANITIZED
+  CHECK(growth < 16 * 1024);
+#endif
   check_http_served(target);
 }
