@@ -9,6 +9,7 @@
 #include <atomic>
 #include <chrono>
 #include <fstream>
+#include <functional>
 #include <mutex>
 #include <string>
 #include <thread>
@@ -78,6 +79,24 @@ class HostileTarget {
   int metrics_port_;
   int http_port_;
 };
+
+/// The server's peak growth of resident memory (KiB) while `attack` runs, sampled every 5 ms
+/// and once more after it.
+inline long peak_growth_kib(const HostileTarget& target, const std::function<void()>& attack) {
+  const long before = target.resident_kib();
+  long peak = before;
+  std::atomic<bool> done{false};
+  std::thread watcher([&] {
+    while (!done) {
+      peak = std::max(peak, target.resident_kib());
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+  });
+  attack();
+  done = true;
+  watcher.join();
+  return std::max(peak, target.resident_kib()) - before;
+}
 
 /// What a well-behaved client saw.
 struct ProbeReport {

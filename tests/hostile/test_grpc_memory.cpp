@@ -30,26 +30,13 @@ long growth_under(std::vector<std::string> options, long bound_kib, Attack attac
     Probe warm(target.grpc_url(), 5ms);
     std::this_thread::sleep_for(100ms);
   }
-  const long before = target.resident_kib();
-  long peak = before;
-  std::atomic<bool> done{false};
-  std::thread watcher([&] {
-    while (!done) {
-      peak = std::max(peak, target.resident_kib());
-      std::this_thread::sleep_for(5ms);
-    }
-  });
-  attack(target);
-  done = true;
-  watcher.join();
-  peak = std::max(peak, target.resident_kib());
+  const long growth = peak_growth_kib(target, [&] { attack(target); });
   REQUIRE_MESSAGE(target.ended().empty(), "the server " << target.ended());
   Probe after(target.grpc_url());
   std::this_thread::sleep_for(300ms);
   ProbeReport report = after.stop();
   CHECK_MESSAGE(report.failures == 0, report.first_failure);
   CHECK(report.requests > 0);
-  const long growth = peak - before;
   MESSAGE("server resident memory: peak +" << growth << " KiB (bound " << bound_kib << " KiB)");
   CHECK(growth < bound_kib * kSanitizerSlack);
   return growth;

@@ -13,22 +13,6 @@ using namespace std::chrono_literals;
 
 namespace {
 
-long peak_growth(HostileTarget& target, const std::function<void()>& attack) {
-  const long before = target.resident_kib();
-  long peak = before;
-  std::atomic<bool> done{false};
-  std::thread watcher([&] {
-    while (!done) {
-      peak = std::max(peak, target.resident_kib());
-      std::this_thread::sleep_for(5ms);
-    }
-  });
-  attack();
-  done = true;
-  watcher.join();
-  return std::max(peak, target.resident_kib()) - before;
-}
-
 void check_http_served(HostileTarget& target) {
   REQUIRE_MESSAGE(target.ended().empty(), "the server " << target.ended());
   RawSocket good(target.http_port());
@@ -43,7 +27,7 @@ TEST_CASE("declared HTTP bodies cost memory only as their bytes arrive") {
   // buffers stay untouched until bytes come; the others wait unread.
   HostileTarget target;
   std::vector<RawSocket> held;
-  const long growth = peak_growth(target, [&] {
+  const long growth = peak_growth_kib(target, [&] {
     for (int i = 0; i < 300; ++i) {
       held.push_back(attack::http_declared_and_stalled(target.http_port(), 100u << 20));
     }
@@ -57,7 +41,7 @@ TEST_CASE("declared HTTP bodies cost memory only as their bytes arrive") {
 TEST_CASE("an HTTP pipeline whose answers are never read holds one request, not the pipeline") {
   HostileTarget target;
   std::size_t sent = 0;
-  const long growth = peak_growth(target, [&] {
+  const long growth = peak_growth_kib(target, [&] {
     for (int i = 0; i < 4; ++i) sent += attack::http_unread_pipeline(target.http_port(), 20000);
   });
   MESSAGE("pipelines of " << sent << " bytes, never read: +" << growth << " KiB");

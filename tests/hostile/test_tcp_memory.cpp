@@ -14,22 +14,6 @@ namespace {
 
 constexpr int kResourceExhausted = 8;
 
-long watch_growth(HostileTarget& target, const std::function<void()>& attack) {
-  const long before = target.resident_kib();
-  long peak = before;
-  std::atomic<bool> done{false};
-  std::thread watcher([&] {
-    while (!done) {
-      peak = std::max(peak, target.resident_kib());
-      std::this_thread::sleep_for(5ms);
-    }
-  });
-  attack();
-  done = true;
-  watcher.join();
-  return std::max(peak, target.resident_kib()) - before;
-}
-
 void check_served(HostileTarget& target) {
   REQUIRE_MESSAGE(target.ended().empty(), "the server " << target.ended());
   Probe probe(target.grpc_url());
@@ -64,7 +48,7 @@ TEST_CASE("a zstd tensor that claims more than the address space allows is refus
 TEST_CASE("zstd data is capped by the message limit before it is decompressed") {
   // Was: a 16 KiB frame decompressed to +513 MiB.
   HostileTarget target;  // the default limit: 512 MiB per message
-  long growth = watch_growth(target, [&] {
+  long growth = peak_growth_kib(target, [&] {
     std::string answer = attack::tcp_zstd_tensor(target.tcp_port(), std::uint64_t{600} << 20, true);
     CHECK(attack::tcp_error_code(answer) == kResourceExhausted);
   });
@@ -77,7 +61,7 @@ TEST_CASE("a TCP ping flood that never reads the pongs costs little and is bound
   // Was: 128 MiB of pings, +3.4 GiB of queued pongs. Now pings that arrive together get one
   // pong, and unread pongs beyond 1 MiB stop the server reading from that client.
   HostileTarget target;
-  long growth = watch_growth(target, [&] {
+  long growth = peak_growth_kib(target, [&] {
     auto flood = attack::tcp_ping_flood(target.tcp_port(), std::size_t{128} << 20);
     MESSAGE("sent " << (flood.sent >> 20) << " MiB of pings");
   });
@@ -91,7 +75,7 @@ TEST_CASE("declared TCP tensor lengths cost memory only as their bytes arrive") 
   // admits ten of these 100 MiB frames (a huge page each: 20 MiB) and the others wait unread.
   HostileTarget target;
   std::vector<RawSocket> held;
-  long growth = watch_growth(target, [&] {
+  long growth = peak_growth_kib(target, [&] {
     for (int i = 0; i < 300; ++i) {
       held.push_back(attack::tcp_declared_and_stalled(target.tcp_port(), std::uint64_t{100} << 20));
     }
