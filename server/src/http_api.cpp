@@ -51,6 +51,34 @@ json tensors_json(const std::vector<TensorMetadata>& tensors) {
   return out;
 }
 
+// Triton's statistics extension over HTTP (docs/protocol/extension_statistics.md): counts and
+// durations as JSON numbers; cache_hit, which sonic has no cache for, as zeros.
+json duration_json(const Duration& d) { return json{{"count", d.count}, {"ns", d.ns}}; }
+
+json statistics_json(const ModelStatistics& s) {
+  json batches = json::array();
+  for (const auto& b : s.batch_stats) {
+    batches.push_back({{"batch_size", b.batch_size},
+                       {"compute_input", duration_json(b.compute_input)},
+                       {"compute_infer", duration_json(b.compute_infer)},
+                       {"compute_output", duration_json(b.compute_output)}});
+  }
+  return json{{"name", s.name},
+              {"version", s.version},
+              {"last_inference", s.last_inference_ms},
+              {"inference_count", s.inference_count},
+              {"execution_count", s.execution_count},
+              {"inference_stats",
+               {{"success", duration_json(s.success)},
+                {"fail", duration_json(s.fail)},
+                {"queue", duration_json(s.queue)},
+                {"compute_input", duration_json(s.compute_input)},
+                {"compute_infer", duration_json(s.compute_infer)},
+                {"compute_output", duration_json(s.compute_output)},
+                {"cache_hit", duration_json(Duration{})}}},
+              {"batch_stats", std::move(batches)}};
+}
+
 // The path's parts between slashes: "/v2/models/m/ready" is {"v2", "models", "m", "ready"}.
 std::vector<std::string_view> segments(std::string_view path) {
   std::vector<std::string_view> out;
@@ -105,6 +133,14 @@ class HttpApi {
       if (!get) return respond(error_reply(405, "Method Not Allowed"));
       return respond(server_metadata());
     }
+    if (parts.size() == 3 && parts[0] == "v2" && parts[1] == "models" && parts[2] == "stats") {
+      if (!get) return respond(error_reply(405, "Method Not Allowed"));
+      return respond(statistics(context_->executor->all_statistics()));
+    }
+    if (parts.size() == 3 && parts[0] == "v2" && parts[1] == "repository" && parts[2] == "index") {
+      if (request.method != "POST") return respond(error_reply(405, "Method Not Allowed"));
+      return respond(repository_index(request.body.view()));
+    }
     auto route = model_route(parts);
     if (!route) return respond({400, {}, {}, {}});  // as Triton: a path it does not serve
     if (route->action.empty()) {
@@ -118,6 +154,12 @@ class HttpApi {
       }
       return respond({200, {}, {}, {}});
     }
+    if (route->action == "stats") {
+      if (!get) return respond(error_reply(405, "Method Not Allowed"));
+      auto stats = context_->executor->statistics(route->name, route->version);
+      if (!stats) return respond(error_reply(stats.error()));
+      return respond(statistics({*stats}));
+    }
     if (route->action == "infer") {
       if (request.method != "POST") return respond(error_reply(405, "Method Not Allowed"));
       return infer(std::move(*route), std::move(request), std::move(respond));
@@ -127,12 +169,46 @@ class HttpApi {
 
  private:
   HttpReply server_metadata() const {
-    // The extensions this port serves (the shared memory, configuration, statistics and
-    // repository endpoints are the gRPC port's only, so far).
-    return json_reply(200,
-                      json{{"name", context_->options.name},
-                           {"version", kVersion},
-                           {"extensions", {"classification", "sequence", "binary_tensor_data"}}});
+    // The extensions this port serves whole (shared memory, model configuration and the
+    // repository's load and unload are the gRPC port's only so far: model_repository is left
+    // out, though its index is served).
+    return json_reply(
+        200,
+        json{{"name", context_->options.name},
+             {"version", kVersion},
+             {"extensions", {"classification", "sequence", "statistics", "binary_tensor_data"}}});
+  }
+
+  static HttpReply statistics(const std::vector<ModelStatistics>& models) {
+    json all = json::array();
+    for (const auto& s : models) all.push_back(statistics_json(s));
+    return json_reply(200, json{{"model_stats", std::move(all)}});
+  }
+
+  // Triton's model repository extension: every model (or, with {"ready": true}, the ready ones)
+  // as {name, version, state, reason}, the empty fields left out as Triton's JSON leaves them.
+  HttpReply repository_index(std::string_view body) const {
+    bool ready_only = false;
+    if (!body.empty()) {
+      const json query = json::parse(body.begin(), body.end(), nullptr, false);
+      if (query.is_discarded() || !query.is_object()) {
+        return error_reply(400, "failed to parse the request JSON buffer");
+      }
+      if (auto ready = query.find("ready"); ready != query.end()) {
+        if (!ready->is_boolean()) return error_reply(400, "'ready' must be a boolean");
+        ready_only = ready->get<bool>();
+      }
+    }
+    json models = json::array();
+    for (const auto& model : context_->executor->repository_index()) {
+      if (ready_only && model.state != "READY") continue;
+      json entry{{"name", model.name}};
+      if (!model.version.empty()) entry["version"] = model.version;
+      if (!model.state.empty()) entry["state"] = model.state;
+      if (!model.reason.empty()) entry["reason"] = model.reason;
+      models.push_back(std::move(entry));
+    }
+    return json_reply(200, models);
   }
 
   HttpReply model_metadata(const ModelRoute& route) const {

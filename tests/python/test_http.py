@@ -306,3 +306,35 @@ def test_https_with_the_servers_certificate(certificates):
             assert answer.stdout == "200"
     finally:
         server.stop()
+
+
+def test_statistics_and_repository_index(rest):
+    """Triton's statistics and model repository extensions over HTTP: numbers, not strings."""
+    port = rest.http_port
+
+    def stats(path):
+        status, _, body = request(port, "GET", path)
+        assert status == 200, body
+        return json.loads(body)["model_stats"]
+
+    before = stats("/v2/models/simple/stats")[0]
+    assert infer_json(port, "simple", {"inputs": SIMPLE_INPUTS})[0] == 200
+    after = stats("/v2/models/simple/versions/1/stats")[0]
+    assert after["name"] == "simple" and after["version"] == "1"
+    assert after["inference_count"] == before["inference_count"] + 1
+    success = after["inference_stats"]["success"]
+    assert success["count"] == before["inference_stats"]["success"]["count"] + 1
+    assert isinstance(success["ns"], int) and success["ns"] > 0
+    assert after["inference_stats"]["cache_hit"] == {"count": 0, "ns": 0}
+    assert {"simple", "identity_fp32"} <= {m["name"] for m in stats("/v2/models/stats")}
+    status, _, body = request(port, "GET", "/v2/models/no_such_model/stats")
+    assert status in (400, 404) and json.loads(body)["error"]
+
+    status, _, body = request(port, "POST", "/v2/repository/index")
+    assert status == 200
+    index = json.loads(body)
+    assert {"name": "simple", "version": "1", "state": "READY"} in index
+    status, _, body = request(port, "POST", "/v2/repository/index", json.dumps({"ready": True}))
+    assert status == 200 and all(m["state"] == "READY" for m in json.loads(body))
+    assert request(port, "POST", "/v2/repository/index", "{oops")[0] == 400
+    assert request(port, "GET", "/v2/repository/index")[0] == 405
