@@ -2,7 +2,6 @@
 
 #include <nlohmann/json.hpp>
 
-#include <cstdlib>
 #include <optional>
 #include <string_view>
 #include <vector>
@@ -227,12 +226,10 @@ class HttpApi {
     std::optional<std::size_t> json_length;
     if (const auto& declared = request.header("inference-header-content-length");
         !declared.empty()) {
-      char* end = nullptr;
-      const unsigned long long n = std::strtoull(declared.c_str(), &end, 10);
-      if (end == declared.c_str() || *end != '\0') {
+      json_length = parse_http_length(declared);
+      if (!json_length) {
         return respond(error_reply(400, "malformed Inference-Header-Content-Length"));
       }
-      json_length = static_cast<std::size_t>(n);
     }
     auto executor = context_->executor;
     executor->run_async([executor, route = std::move(route), body = std::move(request.body),

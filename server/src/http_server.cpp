@@ -27,8 +27,13 @@ std::string_view trim(std::string_view text) {
   return text;
 }
 
-// A Content-Length value: decimal digits only (no sign, no spaces inside), at most 19 of them.
-std::optional<std::size_t> content_length(std::string_view value) {
+HttpReply plain(int status, std::string text, std::string extra_headers = {}) {
+  return {status, "text/plain; charset=utf-8", std::move(text) + "\n", std::move(extra_headers)};
+}
+
+}  // namespace
+
+std::optional<std::size_t> parse_http_length(std::string_view value) {
   if (value.empty() || value.size() > 19) return std::nullopt;
   std::size_t n = 0;
   for (char c : value) {
@@ -37,12 +42,6 @@ std::optional<std::size_t> content_length(std::string_view value) {
   }
   return n;
 }
-
-HttpReply plain(int status, std::string text, std::string extra_headers = {}) {
-  return {status, "text/plain; charset=utf-8", std::move(text) + "\n", std::move(extra_headers)};
-}
-
-}  // namespace
 
 const std::string& HttpRequest::header(const std::string& lower_name) const {
   static const std::string kNone;
@@ -225,7 +224,7 @@ class HttpConnection : public std::enable_shared_from_this<HttpConnection> {
     }
     body_length_ = 0;
     if (const std::string& declared = request_.header("content-length"); !declared.empty()) {
-      const auto n = content_length(declared);
+      const auto n = parse_http_length(declared);
       if (!n) {
         send(plain(400, "malformed Content-Length"), false);
         return false;

@@ -9,6 +9,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -96,6 +97,10 @@ class HttpServer {
   net::Listener listener_;
   std::shared_ptr<net::ConnectionSet<HttpConnection>> connections_;
 };
+
+/// A length header's value (Content-Length, Inference-Header-Content-Length): decimal digits
+/// only, no sign or spaces, at most 19 of them; nothing for anything else.
+std::optional<std::size_t> parse_http_length(std::string_view value);
 
 /// The reason phrase of a status code this server sends.
 const char* http_reason(int status);
