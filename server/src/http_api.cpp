@@ -237,8 +237,9 @@ class HttpApi {
       auto decoded =
           decode_http_infer(route.name, route.version, body.bytes, body.view(), json_length);
       if (!decoded) return respond(error_reply(decoded.error()));
+      // The request goes to the executor; the answer needs only how its outputs are asked for.
+      InferRequest infer_request = std::move(decoded->request);
       auto asked = std::make_shared<HttpInferRequest>(std::move(*decoded));
-      InferRequest infer_request = asked->request;
       executor->infer_async(std::move(infer_request), [asked, respond = std::move(respond)](
                                                           Result<InferResult> result) {
         if (!result) return respond(error_reply(result.error()));
