@@ -226,7 +226,7 @@ class HttpApi {
     std::optional<std::size_t> json_length;
     if (const auto& declared = request.header("inference-header-content-length");
         !declared.empty()) {
-      json_length = parse_http_length(declared);
+      json_length = net::parse_http_length(declared);
       if (!json_length) {
         return respond(error_reply(400, "malformed Inference-Header-Content-Length"));
       }

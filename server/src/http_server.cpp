@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <array>
-#include <cctype>
 #include <string_view>
 #include <vector>
 
@@ -15,33 +14,11 @@ constexpr std::size_t kReadChunk = 2048;
 constexpr std::chrono::milliseconds kAdmissionPoll{5};
 constexpr std::string_view kContinue = "HTTP/1.1 100 Continue\r\n\r\n";
 
-std::string lower(std::string_view text) {
-  std::string out(text);
-  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return out;
-}
-
-std::string_view trim(std::string_view text) {
-  while (!text.empty() && (text.front() == ' ' || text.front() == '\t')) text.remove_prefix(1);
-  while (!text.empty() && (text.back() == ' ' || text.back() == '\t')) text.remove_suffix(1);
-  return text;
-}
-
 HttpReply plain(int status, std::string text, std::string extra_headers = {}) {
   return {status, "text/plain; charset=utf-8", std::move(text) + "\n", std::move(extra_headers)};
 }
 
 }  // namespace
-
-std::optional<std::size_t> parse_http_length(std::string_view value) {
-  if (value.empty() || value.size() > 19) return std::nullopt;
-  std::size_t n = 0;
-  for (char c : value) {
-    if (c < '0' || c > '9') return std::nullopt;
-    n = n * 10 + static_cast<std::size_t>(c - '0');
-  }
-  return n;
-}
 
 const std::string& HttpRequest::header(const std::string& lower_name) const {
   static const std::string kNone;
@@ -193,26 +170,11 @@ class HttpConnection : public std::enable_shared_from_this<HttpConnection> {
     const std::string_view target = line.substr(first + 1, second - first - 1);
     request_.path = std::string(target.substr(0, target.find('?')));
     keep_alive_ = version == "HTTP/1.1";
-    while (!rest.empty() && rest != "\r\n") {
-      const std::size_t end = rest.find("\r\n");
-      const std::string_view field = rest.substr(0, end);
-      rest.remove_prefix(end == std::string_view::npos ? rest.size() : end + 2);
-      const std::size_t colon = field.find(':');
-      if (colon == std::string_view::npos) {
-        send(plain(400, "malformed header field"), false);
-        return false;
-      }
-      std::string name = lower(trim(field.substr(0, colon)));
-      std::string value(trim(field.substr(colon + 1)));
-      // Two lengths that differ leave the body's end in doubt (RFC 9112 6.3): refused.
-      if (name == "content-length" && request_.headers.count(name) != 0 &&
-          request_.headers[name] != value) {
-        send(plain(400, "conflicting Content-Length fields"), false);
-        return false;
-      }
-      request_.headers[std::move(name)] = std::move(value);
+    if (auto refused = net::parse_http_fields(rest, request_.headers); !refused.empty()) {
+      send(plain(400, std::move(refused)), false);
+      return false;
     }
-    const std::string connection = lower(request_.header("connection"));
+    const std::string connection = net::ascii_lower(request_.header("connection"));
     if (connection.find("close") != std::string::npos) keep_alive_ = false;
     if (connection.find("keep-alive") != std::string::npos) keep_alive_ = true;
     // A body's end must be known before it is read, and known one way only (RFC 9112 6.3):
@@ -224,7 +186,7 @@ class HttpConnection : public std::enable_shared_from_this<HttpConnection> {
     }
     body_length_ = 0;
     if (const std::string& declared = request_.header("content-length"); !declared.empty()) {
-      const auto n = parse_http_length(declared);
+      const auto n = net::parse_http_length(declared);
       if (!n) {
         send(plain(400, "malformed Content-Length"), false);
         return false;
@@ -264,7 +226,7 @@ class HttpConnection : public std::enable_shared_from_this<HttpConnection> {
     request_.body = HttpBody{std::shared_ptr<char[]>(new char[body_length_]), body_length_};
     // curl asks before it sends a large body (it would send it after a second anyway). The
     // body is read once the interim answer is written: two writes never overlap.
-    if (lower(request_.header("expect")) == "100-continue") {
+    if (net::ascii_lower(request_.header("expect")) == "100-continue") {
       continue_sending_ = true;
       arm(server_limits().stall_timeout);
       out_buffers_ = {asio::buffer(kContinue)};

@@ -15,6 +15,7 @@
 
 #include "memory_budget.hpp"
 #include "net/connection_set.hpp"
+#include "net/http_head.hpp"
 #include "net/link.hpp"
 #include "net/listener.hpp"
 #include "net/network_threads.hpp"
@@ -33,10 +34,10 @@ struct HttpBody {
 
 /// One request as a service sees it.
 struct HttpRequest {
-  std::string method;                          ///< "GET", "POST", ...
-  std::string path;                            ///< the target before any '?'
-  std::map<std::string, std::string> headers;  ///< names lower-cased; a repeated name: the last
-  HttpBody body;                               ///< no chunked bodies
+  std::string method;       ///< "GET", "POST", ...
+  std::string path;         ///< the target before any '?'
+  net::HttpFields headers;  ///< names lower-cased; a repeated name: the last
+  HttpBody body;            ///< no chunked bodies
 
   /// The header's value, or empty.
   const std::string& header(const std::string& lower_name) const;
@@ -97,10 +98,6 @@ class HttpServer {
   net::Listener listener_;
   std::shared_ptr<net::ConnectionSet<HttpConnection>> connections_;
 };
-
-/// A length header's value (Content-Length, Inference-Header-Content-Length): decimal digits
-/// only, no sign or spaces, at most 19 of them; nothing for anything else.
-std::optional<std::size_t> parse_http_length(std::string_view value);
 
 /// The reason phrase of a status code this server sends.
 const char* http_reason(int status);
