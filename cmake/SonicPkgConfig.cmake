@@ -35,6 +35,10 @@ if(TARGET sonic_tcp)
   sonic_pkg_config(sonic-tcp "sonic's tcp:// and tcp+zstd:// transports" sonic
     "-L\${libdir} -lsonic_tcp")
 endif()
+if(TARGET sonic_http)
+  sonic_pkg_config(sonic-http "sonic's http:// and https:// transports" sonic
+    "-L\${libdir} -lsonic_http")
+endif()
 if(TARGET sonic_c)
   sonic_pkg_config(sonic-c "sonic's C API (sonic.h)" "" "-L\${libdir} -lsonic_c")
 endif()

@@ -229,6 +229,11 @@ struct ClientOptions {
   std::uint32_t stream_window_bytes = 16u << 20;
   /// HTTP/2 receive window for the whole connection, shared by all streams.
   std::uint32_t connection_window_bytes = 256u << 20;
+  /// http:// and https:// endpoints: keep-alive connections per endpoint. HTTP/1.1 carries
+  /// one request at a time on a connection, so this many requests are in flight at once;
+  /// more wait, in order, for a connection to come free. Connections open as requests need
+  /// them and stay open for the next ones.
+  std::size_t http_connections = 8;
 
   /// Share connections with the other clients of this process: clients of the same endpoint
   /// URL (and the same connection settings: timeouts, keepalive, windows) use one connection

@@ -44,7 +44,8 @@ struct Endpoint {
 };
 
 /// Parses "scheme://host:port" ("grpc://127.0.0.1:8001", "grpc://[::1]:8001"). A URL without a
-/// scheme means grpc; one without a port means 8001, Triton's gRPC port.
+/// scheme means grpc; one without a port means Triton's port for its scheme: 8000 for http://
+/// and https://, else 8001.
 SONIC_EXPORT Result<Endpoint> parse_endpoint(std::string_view url);
 
 /// One response on a stream (ModelStreamInfer): one of the answers to a request sent on it.

@@ -215,7 +215,8 @@ Result<Endpoint> parse_endpoint(std::string_view url) {
                  "endpoint '" + ep.url + "' has no host; expected scheme://host:port");
   }
   if (!port_given) {
-    ep.port = 8001;
+    // Triton's ports: 8000 speaks HTTP/REST, 8001 gRPC.
+    ep.port = ep.scheme == "http" || ep.scheme == "https" ? 8000 : 8001;
     return ep;
   }
   if (port_text.empty()) {  // "host:" (an unset variable in a script, say)

@@ -23,6 +23,7 @@ ConnectionSettings ConnectionSettings::of(const ClientOptions& options,
   settings.stream_window_bytes = options.stream_window_bytes;
   settings.connection_window_bytes = options.connection_window_bytes;
   settings.max_message_bytes = options.max_message_bytes;
+  settings.http_connections = options.http_connections;
   settings.tls = std::move(tls);
   return settings;
 }

@@ -26,7 +26,8 @@ struct ConnectionSettings {
   std::chrono::milliseconds reconnect_backoff_max{};
   std::uint32_t stream_window_bytes = 0;      ///< HTTP/2 (grpc://)
   std::uint32_t connection_window_bytes = 0;  ///< HTTP/2 (grpc://)
-  std::size_t max_message_bytes = 0;          ///< sonic's frames (tcp://)
+  std::size_t max_message_bytes = 0;          ///< sonic's frames (tcp://), HTTP bodies
+  std::size_t http_connections = 0;           ///< connections per endpoint (http://)
   std::shared_ptr<TlsContext> tls;            ///< null: plaintext
 
   /// The settings of `options`, with `tls` for a TLS scheme.
@@ -38,7 +39,7 @@ struct ConnectionSettings {
   auto fields() const {
     return std::tie(connect_timeout, keepalive_interval, keepalive_timeout, reconnect_backoff,
                     reconnect_backoff_max, stream_window_bytes, connection_window_bytes,
-                    max_message_bytes, tls);
+                    max_message_bytes, http_connections, tls);
   }
 
   /// What the process's clients of `endpoint` (host and port) with these settings share one

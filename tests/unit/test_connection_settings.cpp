@@ -23,10 +23,11 @@ TEST_CASE("fields() names every field of ConnectionSettings") {
   ConnectionSettings settings;
   // A new field makes this binding ill-formed: add it to fields() and to the changes below.
   auto& [connect, interval, timeout, backoff, backoff_max, stream_window, connection_window,
-         max_message, tls] = settings;
+         max_message, http_connections, tls] = settings;
   (void)connect, (void)interval, (void)timeout, (void)backoff, (void)backoff_max;
-  (void)stream_window, (void)connection_window, (void)max_message, (void)tls;
-  static_assert(std::tuple_size_v<decltype(settings.fields())> == 9);
+  (void)stream_window, (void)connection_window, (void)max_message, (void)http_connections,
+      (void)tls;
+  static_assert(std::tuple_size_v<decltype(settings.fields())> == 10);
 }
 
 TEST_CASE("each connection setting alone changes the sharing key") {
@@ -40,6 +41,7 @@ TEST_CASE("each connection setting alone changes the sharing key") {
       [](ConnectionSettings& s) { s.stream_window_bytes += 1; },
       [](ConnectionSettings& s) { s.connection_window_bytes += 1; },
       [](ConnectionSettings& s) { s.max_message_bytes += 1; },
+      [](ConnectionSettings& s) { s.http_connections += 1; },
       [](ConnectionSettings& s) { s.tls = std::make_shared<sonic::net::TlsContext>(); },
   };
   REQUIRE(changes.size() == std::tuple_size_v<decltype(base.fields())>);
@@ -71,6 +73,7 @@ TEST_CASE("the client options a connection is made with reach its settings") {
       [](ClientOptions& o) { o.stream_window_bytes += 1; },
       [](ClientOptions& o) { o.connection_window_bytes += 1; },
       [](ClientOptions& o) { o.max_message_bytes -= 1; },
+      [](ClientOptions& o) { o.http_connections += 1; },
   };
   for (std::size_t i = 0; i < connection_options.size(); ++i) {
     ClientOptions options;
@@ -92,8 +95,8 @@ TEST_CASE("the client options a connection is made with reach its settings") {
          fallback, fallback_latency_budget, log,  // the client
          default_timeout, control_timeout,        // each call's deadline
          connect_timeout, reconnect_backoff, reconnect_backoff_max, keepalive_interval,
-         keepalive_timeout, max_message_bytes, stream_window_bytes,
-         connection_window_bytes,                 // ConnectionSettings
+         keepalive_timeout, max_message_bytes, stream_window_bytes, connection_window_bytes,
+         http_connections,                        // ConnectionSettings
          share_connections,                       // whether the key is used at all
          drive_blocking_calls,                    // the transport: a channel per waiting thread
          network_threads,                         // the process's network threads
@@ -105,7 +108,8 @@ TEST_CASE("the client options a connection is made with reach its settings") {
   (void)log, (void)default_timeout, (void)control_timeout, (void)connect_timeout;
   (void)reconnect_backoff, (void)reconnect_backoff_max, (void)keepalive_interval;
   (void)keepalive_timeout, (void)max_message_bytes, (void)stream_window_bytes;
-  (void)connection_window_bytes, (void)share_connections, (void)drive_blocking_calls;
+  (void)connection_window_bytes, (void)http_connections, (void)share_connections,
+      (void)drive_blocking_calls;
   (void)network_threads;
   (void)batching, (void)validate_inputs, (void)headers, (void)bearer_token, (void)callbacks;
   (void)callback_threads;

@@ -51,7 +51,8 @@ class Client(_sonic.Client):
     {"accumulated_count_input": name, "source_input": name}}}: concurrent requests merged
     before the wire), keepalive_interval (60) and keepalive_timeout (10), reconnect_backoff
     (0.1, doubling up to reconnect_backoff_max, 5), stream_window_bytes (16 MiB) and
-    connection_window_bytes (256 MiB: HTTP/2 receive windows), max_message_bytes,
+    connection_window_bytes (256 MiB: HTTP/2 receive windows), http_connections (8 per
+    http:// endpoint), max_message_bytes,
     shm_pool_bytes (1 GiB) and shm_min_region_bytes (64 KiB), share_connections (True),
     drive_blocking_calls (True: infer() reads its answer on the calling thread),
     network_threads, callback_threads (1: they run stream callbacks), log (a callable(level,

@@ -235,6 +235,7 @@ const std::vector<Option>& setters() {
       option("share_connections", &ClientOptions::share_connections, flag_of),
       option("drive_blocking_calls", &ClientOptions::drive_blocking_calls, flag_of),
       option("network_threads", &ClientOptions::network_threads, count_of),
+      option("http_connections", &ClientOptions::http_connections, count_of),
       {"callback_threads",
        [](ClientOptions& o, Fallback&, py::handle v) {
          o.callback_threads = std::max<std::size_t>(1, count_of(v, "callback_threads"));

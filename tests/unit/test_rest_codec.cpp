@@ -1,0 +1,180 @@
+// The http:// transport's REST codec (transports/http/src/rest_codec.*) against the bodies of
+// Triton's protocol documents (docs/protocol/extension_binary_data.md, the KServe v2 REST
+// routes): what it sends, and what it makes of answers, lying ones included.
+#include "rest_codec.hpp"
+
+#include <doctest/doctest.h>
+
+#include <nlohmann/json.hpp>
+
+#include <cstring>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "protocol/control_codec.hpp"
+#include "protocol/proto_json.hpp"
+
+using nlohmann::json;
+using sonic::DataType;
+using sonic::InferRequest;
+using sonic::StatusCode;
+using sonic::Tensor;
+namespace http = sonic::http;
+
+namespace {
+
+std::shared_ptr<std::uint8_t> part_of(const void* bytes, std::size_t size) {
+  std::shared_ptr<std::uint8_t> part(new std::uint8_t[size], std::default_delete<std::uint8_t[]>());
+  std::memcpy(part.get(), bytes, size);
+  return part;
+}
+
+}  // namespace
+
+TEST_CASE("an inference request asks for binary data both ways and borrows its tensors") {
+  const std::vector<float> values{1.5f, -2.0f, 3.25f, 0.0f};
+  InferRequest request("my model", "2");
+  request.id("r-9")
+      .parameter("priority", std::int64_t{2})
+      .input("INPUT0", Tensor::view(values, {2, 2}))
+      .input("SHM", Tensor::descriptor(DataType::Fp32, {4}),
+             {{"shared_memory_region", std::string("region")},
+              {"shared_memory_byte_size", std::int64_t{16}}})
+      .output("OUTPUT0")
+      .output("PLACED", {{"shared_memory_region", std::string("out")}});
+  const auto sent = http::encode_rest_infer(request);
+  CHECK(sent.method == "POST");
+  CHECK(sent.target == "/v2/models/my%20model/versions/2/infer");
+  const json body = json::parse(sent.json);
+  CHECK(body["id"] == "r-9");
+  CHECK(body["parameters"]["priority"] == 2);
+  CHECK(body["parameters"]["binary_data_output"] == true);
+  CHECK(body["inputs"][0] == json::parse(R"({"name": "INPUT0", "shape": [2, 2],
+    "datatype": "FP32", "parameters": {"binary_data_size": 16}})"));
+  // An input in shared memory sends no bytes, so it has no binary_data_size.
+  CHECK(body["inputs"][1]["parameters"].count("binary_data_size") == 0);
+  CHECK(body["outputs"][0] == json::parse(R"({"name": "OUTPUT0",
+    "parameters": {"binary_data": true}})"));
+  CHECK(body["outputs"][1]["parameters"].count("binary_data") == 0);
+  REQUIRE(sent.binary.size() == 1);
+  CHECK(sent.binary[0].data == static_cast<const void*>(values.data()));  // not copied
+  CHECK(sent.binary_bytes == 16);
+}
+
+TEST_CASE("an answer's binary outputs and JSON outputs both become tensors") {
+  // The answer of extension_binary_data.md's example: one output binary, one in JSON.
+  const std::string answer = R"({"model_name": "mymodel", "model_version": "1", "id": "42",
+    "parameters": {"sequence_end": true},
+    "outputs": [
+      {"name": "output0", "shape": [3, 2], "datatype": "FP32",
+       "parameters": {"binary_data_size": 24}},
+      {"name": "output1", "shape": [2, 2], "datatype": "INT32", "data": [1, 2, 3, 4]},
+      {"name": "strings", "shape": [2], "datatype": "BYTES", "data": ["a", "bc"]}]})";
+  auto layout = http::binary_layout(answer, 24);
+  REQUIRE(layout);
+  CHECK(*layout == std::vector<std::size_t>{24});
+  const std::vector<float> floats{1, 2, 3, 4, 5, 6};
+  auto result = http::decode_rest_infer(answer, {part_of(floats.data(), 24)}, *layout);
+  REQUIRE(result);
+  CHECK(result->model_name() == "mymodel");
+  CHECK(result->request_id() == "42");
+  CHECK(std::get<bool>(result->parameters().at("sequence_end")));
+  CHECK(result->output("output0").as<float>()[5] == 6.0f);
+  CHECK(result->output("output0").shape() == sonic::Shape{3, 2});
+  CHECK(result->output("output1").as<std::int32_t>()[3] == 4);
+  CHECK(result->output("strings").to_strings() == std::vector<std::string>{"a", "bc"});
+}
+
+TEST_CASE("answers whose binary sizes do not add up are refused") {
+  const std::string two = R"({"outputs": [
+    {"name": "a", "shape": [1], "datatype": "FP32", "parameters": {"binary_data_size": 4}},
+    {"name": "b", "shape": [1], "datatype": "FP32", "parameters": {"binary_data_size": 4}}]})";
+  CHECK(http::binary_layout(two, 8));
+  CHECK(http::binary_layout(two, 12).error().code() == StatusCode::Internal);  // bytes left over
+  CHECK(http::binary_layout(two, 6).error().code() == StatusCode::Internal);   // runs past
+  CHECK(http::binary_layout(R"({"outputs": [{"name": "a", "parameters":
+    {"binary_data_size": -4}}]})",
+                            0)
+            .error()
+            .code() == StatusCode::Internal);
+  CHECK(http::binary_layout("[1, 2", 0).error().code() == StatusCode::Internal);
+  // A size that fits the body but not the shape.
+  const std::string wrong_shape = R"({"outputs": [
+    {"name": "a", "shape": [2], "datatype": "FP32", "parameters": {"binary_data_size": 4}}]})";
+  const float one = 1;
+  auto result = http::decode_rest_infer(wrong_shape, {part_of(&one, 4)}, {4});
+  CHECK(result.error().code() == StatusCode::Internal);
+}
+
+TEST_CASE("control methods go to their REST routes") {
+  using sonic::protocol::encode_model_ref;
+  auto route = [](const char* method, const std::string& request) {
+    auto made = http::encode_rest_control(method, request);
+    REQUIRE(made);
+    return made->method + " " + made->target + (made->json.empty() ? "" : " " + made->json);
+  };
+  CHECK(route("ServerLive", "") == "GET /v2/health/live");
+  CHECK(route("ServerReady", "") == "GET /v2/health/ready");
+  CHECK(route("ServerMetadata", "") == "GET /v2");
+  CHECK(route("ModelReady", encode_model_ref({"m", ""})) == "GET /v2/models/m/ready");
+  CHECK(route("ModelMetadata", encode_model_ref({"m", "3"})) == "GET /v2/models/m/versions/3");
+  CHECK(route("ModelConfig", encode_model_ref({"m/x", ""})) == "GET /v2/models/m%2Fx/config");
+  CHECK(route("ModelStatistics", encode_model_ref({"", ""})) == "GET /v2/models/stats");
+  CHECK(route("ModelStatistics", encode_model_ref({"m", ""})) == "GET /v2/models/m/stats");
+  CHECK(route("RepositoryIndex", sonic::protocol::encode_repository_query({"", true})) ==
+        R"(POST /v2/repository/index {"ready":true})");
+  sonic::protocol::RepositoryModelRequest load{"", "m", {}};
+  load.parameters["config"] = R"({"max_batch_size": 4})";
+  CHECK(route("RepositoryModelLoad", sonic::protocol::encode_repository_model_request(load)) ==
+        R"(POST /v2/repository/models/m/load {"parameters":{"config":"{\"max_batch_size\": 4}"}})");
+  auto shm = sonic::protocol::message_from_json(
+      "inference.SystemSharedMemoryRegisterRequest",
+      R"({"name": "r", "key": "/k", "offset": "8", "byte_size": "64"})");
+  REQUIRE(shm);
+  CHECK(route("SystemSharedMemoryRegister", *shm) ==
+        R"(POST /v2/systemsharedmemory/region/r/register {"byte_size":64,"key":"/k","offset":8})");
+  CHECK(http::encode_rest_control("ModelInfer", "").error().code() == StatusCode::Unimplemented);
+}
+
+TEST_CASE("REST answers become the protobuf responses the client reads") {
+  auto live = http::decode_rest_control("ServerLive", 400, "");
+  REQUIRE(live);
+  CHECK(*sonic::protocol::decode_flag(*live) == false);
+  CHECK(*sonic::protocol::decode_flag(*http::decode_rest_control("ModelReady", 200, "")));
+  auto metadata = http::decode_rest_control("ModelMetadata", 200, R"({"name": "m",
+    "versions": ["1"], "platform": "onnxruntime_onnx",
+    "inputs": [{"name": "x", "datatype": "FP32", "shape": [-1, 16]}],
+    "outputs": [{"name": "y", "datatype": "FP32", "shape": [-1, 5]}]})");
+  REQUIRE(metadata);
+  auto decoded = sonic::protocol::decode_model_metadata(*metadata);
+  REQUIRE(decoded);
+  CHECK(decoded->inputs[0].shape == sonic::Shape{-1, 16});
+  // Triton answers .../config with the configuration itself; the response wraps it.
+  auto config =
+      http::decode_rest_control("ModelConfig", 200, R"({"name": "m", "max_batch_size": 8})");
+  REQUIRE(config);
+  auto inner = sonic::protocol::decode_model_config_response(*config);
+  REQUIRE(inner);
+  CHECK(json::parse(*sonic::protocol::message_to_json("inference.ModelConfig", *inner)) ==
+        json::parse(R"({"name": "m", "max_batch_size": 8})"));
+  auto index = http::decode_rest_control("RepositoryIndex", 200,
+                                         R"([{"name": "a", "version": "1", "state": "READY"}])");
+  REQUIRE(index);
+  CHECK(sonic::protocol::decode_repository_index(*index)->at(0).name == "a");
+  CHECK(http::decode_rest_control("ModelMetadata", 200, "not json").error().code() ==
+        StatusCode::Internal);
+}
+
+TEST_CASE("error answers keep Triton's words and map its statuses back to codes") {
+  auto error = http::rest_error(404, R"({"error":"Request for unknown model: 'x' is not found"})");
+  CHECK(error.code() == StatusCode::NotFound);
+  CHECK(error.message() == "Request for unknown model: 'x' is not found");
+  CHECK(http::rest_error(400, R"({"error":"bad"})").code() == StatusCode::InvalidArgument);
+  CHECK(http::rest_error(500, "").code() == StatusCode::Internal);
+  CHECK(http::rest_error(501, "").code() == StatusCode::Unimplemented);
+  CHECK(http::rest_error(503, "upstream connect error").code() == StatusCode::Unavailable);
+  CHECK(http::rest_error(503, "upstream connect error").message() == "upstream connect error");
+  CHECK(http::rest_error(502, "").code() == StatusCode::Unavailable);
+  CHECK(http::rest_error(418, "teapot").code() == StatusCode::Unknown);
+}

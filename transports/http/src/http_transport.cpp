@@ -1,0 +1,204 @@
+// The http:// and https:// transports: KServe v2 over HTTP/REST, as Triton's HTTP frontend
+// (port 8000) and tritonclient.http speak it. Inference carries its tensors as Triton's binary
+// tensor data, written from the caller's memory and read into aligned buffers without a copy;
+// control calls go to their REST routes (rest_codec.hpp). The process's clients of an endpoint
+// share its keep-alive connections (HttpPool), as they share a gRPC connection.
+#include <memory>
+#include <string>
+#include <utility>
+
+#include "http_pool.hpp"
+#include "net/bearer_token.hpp"
+#include "net/call_routes.hpp"
+#include "net/tls.hpp"
+#include "protocol/control_calls.hpp"
+
+namespace sonic::http {
+
+namespace {
+
+using HttpChannel = net::Channel<HttpPool, HttpCall>;
+using Routes = net::CallRoutes<HttpPool, HttpCall>;
+using Calls = Routes::Book;
+
+Routes routes_for(const Endpoint& endpoint, const ClientOptions& options,
+                  std::shared_ptr<net::TlsContext> tls) {
+  auto settings = net::ConnectionSettings::of(options, std::move(tls));
+  HttpChannel::Factory factory = [endpoint, settings](asio::io_context& io,
+                                                      net::ChannelEvents<HttpCall> events) {
+    return std::make_shared<HttpPool>(io, endpoint, settings, std::move(events));
+  };
+  auto shared =
+      HttpChannel::get(settings.sharing_key(endpoint.host + ':' + std::to_string(endpoint.port)),
+                       options.share_connections, endpoint, options, factory);
+  return Routes(std::move(shared), options.drive_blocking_calls,
+                [endpoint, options, factory](std::shared_ptr<asio::io_context> io) {
+                  return std::make_shared<HttpChannel>(endpoint, options, factory, std::move(io));
+                });
+}
+
+// A header field's value may not hold a line break: it would end the field and let the text
+// after it write fields (or a request) of its own.
+bool safe_field(std::string_view text) {
+  return text.find_first_of("\r\n") == std::string_view::npos && !text.empty();
+}
+
+class HttpTransport final : public protocol::ControlCalls {
+ public:
+  HttpTransport(const Endpoint& endpoint, const ClientOptions& options,
+                std::shared_ptr<net::TlsContext> tls)
+      : routes_(routes_for(endpoint, options, std::move(tls))),
+        host_(endpoint.host.find(':') == std::string::npos ? endpoint.host
+                                                           : '[' + endpoint.host + ']'),
+        authority_(host_ + ':' + std::to_string(endpoint.port)),
+        max_message_bytes_(options.max_message_bytes),
+        wait_for_reconnect_(net::ReconnectBackoff::calls_wait(options)),
+        headers_(options.headers),
+        bearer_token_(options.bearer_token) {}
+
+  // Cancels this client's calls (only its own: the connections may serve other clients), and
+  // returns once every one of them has completed.
+  ~HttpTransport() override { routes_.close_and_wait(); }
+
+  void infer_async(const InferRequest& request, Deadline deadline,
+                   std::shared_ptr<CancelSignal> cancel, Callback<InferResult> done) override {
+    const Routes::Route route = routes_.for_inference();
+    auto call = std::make_shared<HttpCall>();
+    const auto begun = Clock::now();
+    // The tensors' bytes are borrowed: the caller keeps the request until `done` runs.
+    call->request = encode_rest_infer(request);
+    call->binary_answer = true;
+    if (call->request.json.size() + call->request.binary_bytes > max_message_bytes_) {
+      return fail(route, std::move(done),
+                  Error(StatusCode::ResourceExhausted,
+                        "request of " +
+                            std::to_string(call->request.json.size() + call->request.binary_bytes) +
+                            " bytes exceeds max_message_bytes (" +
+                            std::to_string(max_message_bytes_) + ")"));
+    }
+    if (auto head = make_head(*call, request.headers()); !head) {
+      return fail(route, std::move(done), head.error());
+    }
+    const auto encoded = Clock::now();
+    call->done = [done = std::move(done), begun, encoded](Result<HttpAnswer> answer) mutable {
+      if (!answer) return done(answer.error());
+      if (answer->status != 200) return done(rest_error(answer->status, answer->body));
+      const auto decoding = Clock::now();
+      auto result = decode_rest_infer(answer->body, std::move(answer->parts), answer->part_sizes);
+      if (result) {
+        // This transport times encoding and decoding; the rest is one span, "wait".
+        const auto now = Clock::now();
+        auto& t = result->timing();
+        t.serialize = encoded - begun;
+        t.wait = decoding - encoded;
+        t.deserialize = now - decoding;
+        t.total = now - begun;
+      }
+      done(std::move(result));
+    };
+    if (cancel) Calls::watch(*cancel, route.channel, call);
+    start(route, std::move(call), deadline);
+  }
+
+  void call_async(std::string method, std::string request, Deadline deadline,
+                  Callback<std::string> done) override {
+    const Routes::Route& route = routes_.shared();
+    auto rest = encode_rest_control(method, request);
+    if (!rest) return fail(route, std::move(done), rest.error());
+    auto call = std::make_shared<HttpCall>();
+    call->request = std::move(*rest);
+    if (auto head = make_head(*call, {}); !head) return fail(route, std::move(done), head.error());
+    call->done = [done = std::move(done), method](Result<HttpAnswer> answer) mutable {
+      if (!answer) return done(answer.error());
+      done(decode_rest_control(method, answer->status, answer->body));
+    };
+    start(route, std::move(call), deadline);
+  }
+
+ private:
+  // A call that fails before it is sent completes on the network thread all the same.
+  template <typename T>
+  static void fail(const Routes::Route& route, Callback<T> done, Error error) {
+    Calls::fail(route.book, route.channel, std::move(done), std::move(error));
+  }
+
+  // The request line and header fields of `call`, with the client's and the request's own
+  // header fields and its bearer token. INVALID_ARGUMENT for a field that would break the head;
+  // the token's own error when it cannot be had.
+  Result<void> make_head(HttpCall& call,
+                         const std::vector<std::pair<std::string, std::string>>& extra) const {
+    const RestRequest& r = call.request;
+    std::string& head = call.head;
+    head = r.method + ' ' + r.target + " HTTP/1.1\r\nHost: " + authority_ + "\r\n";
+    if (!r.json.empty() || r.method == "POST") {
+      const std::size_t length = r.json.size() + r.binary_bytes;
+      if (call.binary_answer) {
+        head += "Content-Type: application/octet-stream\r\nInference-Header-Content-Length: " +
+                std::to_string(r.json.size()) + "\r\n";
+      } else {
+        head += "Content-Type: application/json\r\n";
+      }
+      head += "Content-Length: " + std::to_string(length) + "\r\n";
+    }
+    for (const auto* fields : {&headers_, &extra}) {
+      for (const auto& [name, value] : *fields) {
+        if (!safe_field(name) || name.find(':') != std::string::npos || !safe_field(value)) {
+          return Error(StatusCode::InvalidArgument,
+                       "header '" + name + "' cannot be sent: names and values are one line");
+        }
+        head += name + ": " + value + "\r\n";
+      }
+    }
+    if (bearer_token_) {
+      auto authorization = net::bearer_authorization(bearer_token_);
+      if (!authorization) return authorization.error();
+      head += "Authorization: " + *authorization + "\r\n";
+    }
+    head += "\r\n";
+    return {};
+  }
+
+  void start(const Routes::Route& route, std::shared_ptr<HttpCall> call, Deadline deadline) {
+    call->deadline = deadline;
+    call->wait_for_reconnect = wait_for_reconnect_;
+    Calls::start(route.book, route.channel, std::move(call));
+  }
+
+  Routes routes_;
+  const std::string host_;
+  const std::string authority_;  // the Host field: host:port, an IPv6 literal in brackets
+  const std::size_t max_message_bytes_;
+  const bool wait_for_reconnect_;
+  const std::vector<std::pair<std::string, std::string>> headers_;
+  const std::function<Result<std::string>()> bearer_token_;
+};
+
+const bool registered = [] {
+  for (bool tls : {false, true}) {
+    transport_registry().add(
+        tls ? "https" : "http",
+        [tls](const Endpoint& endpoint,
+              const ClientOptions& options) -> Result<std::unique_ptr<Transport>> {
+          std::shared_ptr<net::TlsContext> context;
+          if (tls) {
+            auto made = net::client_tls_context(options.tls,
+                                                net::TlsPurpose::kFrames);  // no ALPN: HTTP/1.1
+            if (!made) return made.error();
+            context = std::move(*made);
+          }
+          return std::unique_ptr<Transport>(
+              std::make_unique<HttpTransport>(endpoint, options, std::move(context)));
+        });
+  }
+  return true;
+}();
+
+}  // namespace
+
+}  // namespace sonic::http
+
+// Referenced by the anchor object linked into every program that uses sonic::http (see
+// SonicLibrary.cmake).
+extern "C" {
+SONIC_EXPORT int sonic_http_registration_anchor = 1;
+}

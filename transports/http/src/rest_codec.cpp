@@ -1,0 +1,350 @@
+#include "rest_codec.hpp"
+
+#include <nlohmann/json.hpp>
+
+#include <cstring>
+#include <utility>
+
+#include "protocol/json_tensors.hpp"
+#include "protocol/proto_json.hpp"
+
+namespace sonic::http {
+
+namespace {
+
+using nlohmann::json;
+
+Error internal(std::string message) { return Error(StatusCode::Internal, std::move(message)); }
+
+bool in_shared_memory(const Parameters& parameters) {
+  return parameters.count("shared_memory_region") != 0;
+}
+
+std::string percent_encoded(std::string_view part) {
+  static constexpr char kHex[] = "0123456789ABCDEF";
+  std::string out;
+  for (unsigned char c : part) {
+    const bool unreserved = (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') ||
+                            (c >= '0' && c <= '9') || c == '-' || c == '.' || c == '_' || c == '~';
+    if (unreserved) {
+      out += static_cast<char>(c);
+    } else {
+      out += '%';
+      out += kHex[c >> 4];
+      out += kHex[c & 15];
+    }
+  }
+  return out;
+}
+
+// The request message of `method` as JSON (protobuf's mapping, field names as declared).
+Result<json> request_json(std::string_view method, std::string_view request) {
+  auto text = protocol::message_to_json("inference." + std::string(method) + "Request", request);
+  if (!text) return Error(StatusCode::InvalidArgument, text.error().message());
+  return json::parse(*text);
+}
+
+std::string text_field(const json& object, const char* name) {
+  auto it = object.find(name);
+  return it != object.end() && it->is_string() ? it->get<std::string>() : std::string();
+}
+
+// A protobuf JSON int64 (a string) or number as a JSON number, as Triton's REST bodies have it.
+json number_field(const json& object, const char* name) {
+  auto it = object.find(name);
+  if (it == object.end()) return 0;
+  if (it->is_string()) return std::stoll(it->get<std::string>());
+  return *it;
+}
+
+// ModelRepositoryParameter {bool_param | int64_param | string_param | bytes_param} as the plain
+// JSON value Triton's HTTP load takes ("config": a string; "file:..." contents in base64).
+json repository_parameters(const json& parameters) {
+  json out = json::object();
+  for (const auto& [name, value] : parameters.items()) {
+    if (value.contains("int64_param")) {
+      out[name] = number_field(value, "int64_param");
+    } else if (!value.empty()) {
+      out[name] = value.begin().value();
+    }
+  }
+  return out;
+}
+
+RestRequest get(std::string target) { return {"GET", std::move(target), {}, {}, 0}; }
+RestRequest post(std::string target, const json& body) {
+  return {"POST", std::move(target), body.dump(), {}, 0};
+}
+
+// The route of a shared memory method ("SystemSharedMemoryRegister", "CudaSharedMemoryStatus").
+Result<RestRequest> shared_memory_route(std::string_view method, const json& request) {
+  const bool cuda = method.rfind("Cuda", 0) == 0;
+  const std::string_view verb = method.substr(cuda ? 4 : 6);  // after "Cuda" or "System"
+  const std::string base = cuda ? "/v2/cudasharedmemory" : "/v2/systemsharedmemory";
+  const std::string name = text_field(request, "name");
+  const std::string region = name.empty() ? base : base + "/region/" + percent_encoded(name);
+  if (verb == "SharedMemoryStatus") return get(region + "/status");
+  if (verb == "SharedMemoryUnregister") return post(region + "/unregister", json::object());
+  json body = json::object();
+  if (cuda) {
+    body["raw_handle"] = {{"b64", text_field(request, "raw_handle")}};
+    body["device_id"] = number_field(request, "device_id");
+  } else {
+    body["key"] = text_field(request, "key");
+    body["offset"] = number_field(request, "offset");
+  }
+  body["byte_size"] = number_field(request, "byte_size");
+  return post(region + "/register", body);
+}
+
+// The protobuf response of `type` written by `body` (protobuf's JSON mapping).
+Result<std::string> response_of(const char* type, const json& body) {
+  auto bytes = protocol::message_from_json(std::string("inference.") + type, body.dump());
+  if (!bytes) return internal(std::string("malformed ") + type + ": " + bytes.error().message());
+  return bytes;
+}
+
+Result<json> parse_answer(std::string_view method, std::string_view body) {
+  json parsed = json::parse(body.begin(), body.end(), nullptr, false);
+  if (parsed.is_discarded()) {
+    return internal("the " + std::string(method) + " answer is not JSON");
+  }
+  return parsed;
+}
+
+// Triton answers a status query with an array of regions; the protobuf has a map by name.
+json regions_by_name(const json& regions) {
+  json out = json::object();
+  if (!regions.is_array()) return out;
+  for (const auto& region : regions) {
+    if (region.is_object()) out[text_field(region, "name")] = region;
+  }
+  return out;
+}
+
+}  // namespace
+
+std::string model_target(std::string_view name, std::string_view version) {
+  std::string target = "/v2/models/" + percent_encoded(name);
+  if (!version.empty()) target += "/versions/" + percent_encoded(version);
+  return target;
+}
+
+RestRequest encode_rest_infer(const InferRequest& request) {
+  RestRequest out;
+  out.method = "POST";
+  out.target = model_target(request.model_name(), request.model_version()) + "/infer";
+  json body = json::object();
+  if (!request.request_id().empty()) body["id"] = request.request_id();
+  json parameters = protocol::parameters_to_json(request.parameters());
+  parameters["binary_data_output"] = true;
+  body["parameters"] = std::move(parameters);
+  json inputs = json::array();
+  for (const auto& input : request.inputs()) {
+    json entry = {{"name", input.name},
+                  {"shape", input.tensor.shape()},
+                  {"datatype", to_string(input.tensor.dtype())}};
+    json input_parameters = protocol::parameters_to_json(input.parameters);
+    if (!in_shared_memory(input.parameters)) {
+      input_parameters["binary_data_size"] = input.tensor.byte_size();
+      out.binary.push_back({input.tensor.data(), input.tensor.byte_size()});
+      out.binary_bytes += input.tensor.byte_size();
+    }
+    if (!input_parameters.empty()) entry["parameters"] = std::move(input_parameters);
+    inputs.push_back(std::move(entry));
+  }
+  body["inputs"] = std::move(inputs);
+  if (!request.outputs().empty()) {
+    json outputs = json::array();
+    for (const auto& output : request.outputs()) {
+      json output_parameters = protocol::parameters_to_json(output.parameters);
+      // An output placed in shared memory has no bytes on the wire to ask for.
+      if (!in_shared_memory(output.parameters)) output_parameters["binary_data"] = true;
+      outputs.push_back({{"name", output.name}, {"parameters", std::move(output_parameters)}});
+    }
+    body["outputs"] = std::move(outputs);
+  }
+  out.json = body.dump();
+  return out;
+}
+
+Result<std::vector<std::size_t>> binary_layout(std::string_view json_text,
+                                               std::size_t binary_bytes) {
+  json answer = json::parse(json_text.begin(), json_text.end(), nullptr, false);
+  if (answer.is_discarded() || !answer.is_object()) {
+    return internal("the inference answer's JSON is malformed");
+  }
+  std::vector<std::size_t> sizes;
+  std::size_t total = 0;
+  auto outputs = answer.find("outputs");
+  if (outputs != answer.end() && outputs->is_array()) {
+    for (const auto& output : *outputs) {
+      if (!output.is_object()) return internal("an output of the answer is not an object");
+      auto parameters = output.find("parameters");
+      if (parameters == output.end() || !parameters->is_object()) continue;
+      auto size = parameters->find("binary_data_size");
+      if (size == parameters->end()) continue;
+      if (!size->is_number_unsigned() || size->get<std::uint64_t>() > binary_bytes - total) {
+        return internal("an output's binary_data_size runs past the answer's " +
+                        std::to_string(binary_bytes) + " bytes of binary data");
+      }
+      sizes.push_back(size->get<std::size_t>());
+      total += sizes.back();
+    }
+  }
+  if (total != binary_bytes) {
+    return internal("the answer's outputs hold " + std::to_string(total) +
+                    " bytes of binary data, but " + std::to_string(binary_bytes) + " came");
+  }
+  return sizes;
+}
+
+Result<InferResult> decode_rest_infer(std::string_view json_text,
+                                      std::vector<std::shared_ptr<std::uint8_t>> parts,
+                                      const std::vector<std::size_t>& sizes) {
+  json answer = json::parse(json_text.begin(), json_text.end(), nullptr, false);
+  if (answer.is_discarded() || !answer.is_object()) {
+    return internal("the inference answer's JSON is malformed");
+  }
+  auto parameters = protocol::parameters_from_json(answer.value("parameters", json()));
+  if (!parameters) return internal("the answer's " + parameters.error().message());
+  std::vector<NamedTensor> outputs;
+  std::size_t next_part = 0;
+  for (const auto& output : answer.value("outputs", json::array())) {
+    const std::string name = output.value("name", std::string());
+    const auto type = parse_datatype(output.value("datatype", std::string()));
+    if (name.empty() || !type) return internal("an output of the answer has no name or datatype");
+    Shape shape;
+    for (const auto& d : output.value("shape", json::array())) {
+      if (!d.is_number_integer()) return internal("output '" + name + "' has a malformed shape");
+      shape.push_back(d.get<std::int64_t>());
+    }
+    auto tensor_parameters = protocol::parameters_from_json(output.value("parameters", json()));
+    if (!tensor_parameters)
+      return internal("output '" + name + "': " + tensor_parameters.error().message());
+    Tensor tensor = Tensor::descriptor(*type, shape);
+    if (tensor_parameters->erase("binary_data_size") != 0) {
+      if (next_part == parts.size()) return internal("output '" + name + "' has no binary data");
+      const std::size_t size = sizes[next_part];
+      const std::uint8_t* data = parts[next_part].get();
+      tensor =
+          Tensor::from_shared(*type, std::move(shape), std::move(parts[next_part]), data, size);
+      ++next_part;
+    } else if (auto data = output.find("data"); data != output.end()) {
+      auto converted = protocol::tensor_from_json(name, *type, shape, *data);
+      if (!converted) return internal("the answer's " + converted.error().message());
+      tensor = std::move(*converted);
+    } else if (!in_shared_memory(*tensor_parameters)) {
+      return internal("output '" + name + "' has neither binary data nor 'data'");
+    }
+    if (!in_shared_memory(*tensor_parameters)) {
+      if (auto ok = tensor.check(); !ok)
+        return internal("output '" + name + "': " + ok.error().message());
+    }
+    outputs.push_back({name, std::move(tensor), std::move(*tensor_parameters)});
+  }
+  return InferResult(answer.value("model_name", std::string()),
+                     answer.value("model_version", std::string()),
+                     answer.value("id", std::string()), std::move(outputs), std::move(*parameters));
+}
+
+Result<RestRequest> encode_rest_control(std::string_view method, std::string_view request) {
+  auto fields = request_json(method, request);
+  if (!fields) return fields.error();
+  const json& r = *fields;
+  const std::string name = text_field(r, "name");
+  const std::string version = text_field(r, "version");
+  if (method == "ServerLive") return get("/v2/health/live");
+  if (method == "ServerReady") return get("/v2/health/ready");
+  if (method == "ServerMetadata") return get("/v2");
+  if (method == "ModelReady") return get(model_target(name, version) + "/ready");
+  if (method == "ModelMetadata") return get(model_target(name, version));
+  if (method == "ModelConfig") return get(model_target(name, version) + "/config");
+  if (method == "ModelStatistics") {
+    return get(name.empty() ? std::string("/v2/models/stats")
+                            : model_target(name, version) + "/stats");
+  }
+  if (method == "RepositoryIndex") {
+    return post("/v2/repository/index", {{"ready", r.value("ready", false)}});
+  }
+  if (method == "RepositoryModelLoad" || method == "RepositoryModelUnload") {
+    json body = json::object();
+    if (auto p = r.find("parameters"); p != r.end()) {
+      body["parameters"] = repository_parameters(*p);
+    }
+    return post("/v2/repository/models/" + percent_encoded(text_field(r, "model_name")) +
+                    (method == "RepositoryModelLoad" ? "/load" : "/unload"),
+                body);
+  }
+  if (method.find("SharedMemory") != std::string_view::npos) {
+    return shared_memory_route(method, r);
+  }
+  return Error(StatusCode::Unimplemented,
+               "the http:// transport has no REST route for " + std::string(method));
+}
+
+Result<std::string> decode_rest_control(std::string_view method, int status,
+                                        std::string_view body) {
+  // Health and readiness are the status alone: 200, or 400 (Triton's answer when not).
+  const bool health = method == "ServerLive" || method == "ServerReady" || method == "ModelReady";
+  if (health && (status == 200 || status == 400)) {
+    const char* field = method == "ServerLive" ? "live" : "ready";
+    return response_of((std::string(method) + "Response").c_str(), {{field, status == 200}});
+  }
+  if (status != 200) return rest_error(status, body);
+  if (method == "RepositoryModelLoad" || method == "RepositoryModelUnload" ||
+      method.find("SharedMemoryRegister") != std::string_view::npos ||
+      method.find("SharedMemoryUnregister") != std::string_view::npos) {
+    return std::string();  // the responses have no fields
+  }
+  auto answer = parse_answer(method, body);
+  if (!answer) return answer.error();
+  if (method == "ServerMetadata") return response_of("ServerMetadataResponse", *answer);
+  if (method == "ModelMetadata") return response_of("ModelMetadataResponse", *answer);
+  if (method == "ModelConfig") {
+    // Triton answers with the configuration itself; the protobuf response wraps it.
+    const json config = answer->contains("config") ? (*answer)["config"] : *answer;
+    return response_of("ModelConfigResponse", {{"config", config}});
+  }
+  if (method == "ModelStatistics") return response_of("ModelStatisticsResponse", *answer);
+  if (method == "RepositoryIndex") {
+    return response_of("RepositoryIndexResponse", {{"models", *answer}});
+  }
+  if (method == "SystemSharedMemoryStatus") {
+    return response_of("SystemSharedMemoryStatusResponse", {{"regions", regions_by_name(*answer)}});
+  }
+  if (method == "CudaSharedMemoryStatus") {
+    return response_of("CudaSharedMemoryStatusResponse", {{"regions", regions_by_name(*answer)}});
+  }
+  return Error(StatusCode::Unimplemented,
+               "the http:// transport has no REST route for " + std::string(method));
+}
+
+Error rest_error(int status, std::string_view body) {
+  std::string message(body);
+  json parsed = json::parse(body.begin(), body.end(), nullptr, false);
+  if (!parsed.is_discarded() && parsed.is_object() && parsed.contains("error") &&
+      parsed["error"].is_string()) {
+    message = parsed["error"].get<std::string>();
+  }
+  while (!message.empty() && (message.back() == '\n' || message.back() == '\r')) message.pop_back();
+  if (message.empty()) message = "HTTP status " + std::to_string(status);
+  switch (status) {
+    case 400: return Error(StatusCode::InvalidArgument, std::move(message));
+    case 401: return Error(StatusCode::Unauthenticated, std::move(message));
+    case 403: return Error(StatusCode::PermissionDenied, std::move(message));
+    case 404: return Error(StatusCode::NotFound, std::move(message));
+    case 408: return Error(StatusCode::DeadlineExceeded, std::move(message));
+    case 413: return Error(StatusCode::ResourceExhausted, std::move(message));
+    case 429:  // a proxy's "too many requests", and gateways that lost the server: try again
+    case 502:
+    case 503:
+    case 504: return Error(StatusCode::Unavailable, std::move(message));
+    case 500: return Error(StatusCode::Internal, std::move(message));
+    case 501: return Error(StatusCode::Unimplemented, std::move(message));
+    default:
+      return Error(StatusCode::Unknown, "HTTP status " + std::to_string(status) + ": " + message);
+  }
+}
+
+}  // namespace sonic::http
