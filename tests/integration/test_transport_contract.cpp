@@ -1,6 +1,6 @@
 // The async contract of sonic::Transport (include/sonic/transport.hpp), checked on each
-// transport linked into this program as the registry makes it (grpc://, tcp://, and grpc+shm://
-// where sonic::shm is linked): every completion runs exactly once, never inside the call that
+// transport linked into this program as the registry makes it (grpc://, tcp://, http://, and
+// grpc+shm:// where sonic::shm is linked): every completion runs exactly once, never inside the call that
 // started it and never on the caller's thread; on the failures a call can meet before anything
 // is sent (a request over max_message_bytes, a closed port, a deadline already passed), on the
 // server's errors (an unknown model), and on success. Also the defaults of the Transport base
@@ -101,7 +101,7 @@ class Completion {
 // The transports that this program links, by the scheme that names each.
 std::vector<std::string> linked_schemes() {
   std::vector<std::string> schemes;
-  for (const char* scheme : {"grpc", "tcp", "grpc+shm"}) {
+  for (const char* scheme : {"grpc", "tcp", "http", "grpc+shm"}) {
     if (transport_registry().has(scheme)) schemes.emplace_back(scheme);
   }
   return schemes;
@@ -252,12 +252,15 @@ TEST_CASE("transport contract: calls that fail before anything is sent complete 
 
 TEST_CASE("transport contract: answers and the server's errors complete later, once") {
   ServerOptions server_options;
-  server_options.tcp_port = 0;  // an ephemeral one
+  server_options.tcp_port = 0;  // ephemeral ones
+  server_options.http_port = 0;
   LoopbackServer server(server_options);
   for (const auto& scheme : linked_schemes()) {
     CAPTURE(scheme);
-    const std::string url = scheme + "://127.0.0.1:" +
-                            std::to_string(scheme == "tcp" ? server.tcp_port() : server.port());
+    const std::uint16_t port = scheme == "tcp"    ? server.tcp_port()
+                               : scheme == "http" ? server.http_port()
+                                                  : server.port();
+    const std::string url = scheme + "://127.0.0.1:" + std::to_string(port);
     auto transport = make_transport(url, small_messages());
     Calls calls;
     const InferRequest small = simple_request(3, 1);

@@ -42,6 +42,8 @@ class LoopbackServer {
   }
   std::uint16_t port() const { return server_.port(); }
   std::uint16_t tcp_port() const { return server_.tcp_port(); }
+  /// The HTTP/REST port (ServerOptions::http_port set).
+  std::uint16_t http_port() const { return server_.http_port(); }
   CpuExecutor& executor() { return *executor_; }
   Server& server() { return server_; }
   void stop() { server_.stop(); }
@@ -51,6 +53,7 @@ class LoopbackServer {
     options.host = "127.0.0.1";
     options.port = 0;
     if (options.tcp_port) options.tcp_port = 0;
+    if (options.http_port >= 0) options.http_port = 0;
     return options;
   }
 
