@@ -1,10 +1,10 @@
 // The async contract of sonic::Transport (include/sonic/transport.hpp), checked on each
 // transport linked into this program as the registry makes it (grpc://, tcp://, http://, and
-// grpc+shm:// where sonic::shm is linked): every completion runs exactly once, never inside the call that
-// started it and never on the caller's thread; on the failures a call can meet before anything
-// is sent (a request over max_message_bytes, a closed port, a deadline already passed), on the
-// server's errors (an unknown model), and on success. Also the defaults of the Transport base
-// class, which have no thread of their own.
+// grpc+shm:// where sonic::shm is linked): every completion runs exactly once, never inside the
+// call that started it and never on the caller's thread; on the failures a call can meet before
+// anything is sent (a request over max_message_bytes, a closed port, a deadline already passed),
+// on the server's errors (an unknown model), and on success. Also the defaults of the Transport
+// base class, which have no thread of their own.
 #include <sonic/transport.hpp>
 
 #include <doctest/doctest.h>
