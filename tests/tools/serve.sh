@@ -1,8 +1,9 @@
 # Sourced by the tool tests. `serve SONIC_SERVER [OPTIONS...]` starts sonic-server on loopback
 # ports it picks, logging into a fresh $work folder, and waits until it says where it listens:
-# sets $pid, $port, and $tcp when started with --tcp-port. Each server serve started, and its
-# $work, go away when the test exits (stop_server ends the last one sooner); a server that does
-# not start fails the test. A test may start several.
+# sets $pid, $port, $http (its HTTP/REST port, unless --allow-http false), and $tcp when started
+# with --tcp-port. Each server serve started, and its $work, go away when the test exits
+# (stop_server ends the last one sooner); a server that does not start fails the test. A test
+# may start several.
 fail() { echo "FAIL: $*"; exit 1; }
 
 served_pids=() served_works=()
@@ -30,7 +31,9 @@ serve() {
   for _ in $(seq 100); do
     port=$(sed -n 's/^sonic-server listening on .*:\([0-9]*\)$/\1/p' "$work/server.log")
     tcp=$(sed -n 's/^sonic-server tcp listening on .*:\([0-9]*\)$/\1/p' "$work/server.log")
-    [ -n "$port" ] && { [ -z "$want_tcp" ] || [ -n "$tcp" ]; } && return 0
+    http=$(sed -n 's/^sonic-server http listening on .*:\([0-9]*\)$/\1/p' "$work/server.log")
+    [ -n "$port" ] && { [ -z "$want_tcp" ] || [ -n "$tcp" ]; } &&
+      { [ -n "$http" ] || [[ " $* " == *" --allow-http false "* ]]; } && return 0
     sleep 0.05
   done
   fail "sonic-server did not start: $(cat "$work/server.log")"

@@ -92,7 +92,7 @@ pass
 
 # sonic-infer reaches every transport linked, and tries each endpoint of a list in turn.
 for each in "grpc+shm://127.0.0.1:$port" "tcp://127.0.0.1:$tcp" "tcp+zstd://127.0.0.1:$tcp" \
-  "grpc://127.0.0.1:1,$url"; do
+  "http://127.0.0.1:$http" "grpc://127.0.0.1:1,$url"; do
   status "$infer" -u "$each" simple INPUT0=INT32:1x16:*1 INPUT1=INT32:1x16:*2
   [ $rc -eq 0 ] && grep -q "3, 3, 3" "$work/out" || fail "infer over $each: $(cat "$work/err")"
 done

@@ -27,7 +27,8 @@ for p in d['points']:
 python3 -c "import xml.dom.minidom as m; m.parse('$work/p.svg')" || fail "SVG does not parse"
 grep -q "<circle" "$work/p.svg" || fail "SVG has no points"
 
-for url in "grpc+shm://127.0.0.1:$port" "tcp://127.0.0.1:$tcp" "tcp+zstd://127.0.0.1:$tcp"; do
+for url in "grpc+shm://127.0.0.1:$port" "tcp://127.0.0.1:$tcp" "tcp+zstd://127.0.0.1:$tcp" \
+  "http://127.0.0.1:$http"; do
   "$perf" --url "$url" --model simple "${quick[@]}" >"$work/table" 2>"$work/progress" ||
     fail "$url: $(cat "$work/progress")"
   grep -q "^concurrency 1 " "$work/table" || fail "$url: $(cat "$work/table")"

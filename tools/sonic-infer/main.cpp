@@ -495,7 +495,8 @@ Options parse_args(int argc, char** argv) {
   command_line.section("Options:")
       .option("-u, --url", "URL",
               "server endpoint: grpc://, grpcs://, grpc+shm://, tcp://, tcp+zstd:// "
-              "(or with +tls) HOST:PORT; without a scheme grpc:// (default grpc://127.0.0.1:8001); "
+              "(or with +tls), http://, https:// HOST:PORT; without a scheme grpc:// "
+              "(default grpc://127.0.0.1:8001); "
               "several, comma-separated, are tried in turn",
               [&](const std::string& v) { options.urls = sonic::tools::comma_list("--url", v); })
       .option("--token-file", "FILE",

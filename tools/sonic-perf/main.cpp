@@ -53,7 +53,7 @@ Options parse(int argc, char** argv) {
               [&](const std::string& v) { o.model = v; })
       .option("-u, --url", "URL",
               "endpoint: grpc://, grpcs://, grpc+shm://, tcp://, tcp+zstd:// (or with "
-              "+tls) HOST:PORT; "
+              "+tls), http://, https:// HOST:PORT; "
               "without a scheme grpc:// (default grpc://127.0.0.1:8001); several, "
               "comma-separated, share the load",
               [&](const std::string& v) { o.urls = tools::comma_list("--url", v); })
