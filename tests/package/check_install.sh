@@ -22,7 +22,8 @@ libdir=$(dirname "$(find "$prefix" -name 'libsonic_grpc.so' | head -n 1)")
 echo "== client libraries need no libprotobuf"
 # The repository library too (a client's fallback links it), and the ONNX backend: ONNX Runtime,
 # which carries its own protobuf, is loaded with its symbols kept to itself (RTLD_LOCAL).
-for lib in "$libdir"/libsonic_client.so.* "$libdir"/libsonic_grpc.so.* "$libdir"/libsonic_shm.so.* "$libdir"/libsonic_tcp.so.* \
+for lib in "$libdir"/libsonic_client.so.* "$libdir"/libsonic_grpc.so.* "$libdir"/libsonic_shm.so.* \
+  "$libdir"/libsonic_tcp.so.* "$libdir"/libsonic_http.so.* \
   "$libdir"/libsonic_repository.so.* "$libdir"/libsonic_onnx.so.*; do
   [[ -e $lib && ! -L $lib ]] || continue
   needed=$(LD_LIBRARY_PATH=$libdir ldd "$lib")
