@@ -1,0 +1,315 @@
+"""A KServe v2 REST server that answers as Triton's HTTP frontend does, for testing sonic's
+http:// client against behaviour sonic did not write. Built on the standard library's
+http.server (HTTP/1.1 keep-alive) and numpy; it runs in a thread of the test process.
+
+What it follows, from Triton's server (src/http_server.cc) and its protocol documents
+(docs/protocol/extension_binary_data.md, extension_model_repository.md,
+extension_statistics.md, extension_shared_memory.md):
+- health (live, ready, model ready): an empty 200, or 400 when not;
+- errors: a JSON body {"error": "..."} with the status HttpCodeFromError gives the error's code:
+  NOT_FOUND 404, UNAVAILABLE 503, UNSUPPORTED 501, INTERNAL 500, every other 400;
+- inference: JSON inputs ("data") or binary ones (an input's binary_data_size, the JSON's
+  length in Inference-Header-Content-Length); outputs as JSON "data" unless the request asks
+  for binary ("binary_data_output" for all, an output's "binary_data" for one), and then the
+  answer carries Inference-Header-Content-Length and each output's binary_data_size, its bytes
+  following the JSON in the outputs' order;
+- the model's configuration at .../config is the ModelConfig itself (no wrapper), with int64
+  fields as JSON numbers; statistics as {"model_stats": [...]}; the repository index (POST) as a
+  JSON array; load and unload as empty 200s; system shared memory status as a JSON array.
+
+Models (version "1"): simple (INT32 INPUT0 + INPUT1 and INPUT0 - INPUT1, [1,16]),
+identity_fp32 (FP32 [-1,-1]), simple_identity (BYTES [-1,-1]), slow (identity_fp32 after
+`slow_seconds`).
+
+Test hooks: `connections` counts the TCP connections accepted; a request with the header
+"x-test-close: 1" is answered with "Connection: close" and the connection closed, as a server
+with a keep-alive limit does.
+"""
+
+import http.server
+import json
+import socketserver
+import struct
+import threading
+import time
+import urllib.parse
+
+import numpy as np
+
+NUMPY = {"INT32": np.dtype("<i4"), "FP32": np.dtype("<f4"), "INT64": np.dtype("<i8"),
+         "FP64": np.dtype("<f8"), "UINT8": np.dtype("u1"), "BOOL": np.dtype("?")}
+CONFIG_TYPES = {"INT32": "TYPE_INT32", "FP32": "TYPE_FP32", "BYTES": "TYPE_STRING"}
+
+
+class TritonError(Exception):
+    """An error with Triton's code name (NOT_FOUND, INVALID_ARG, UNAVAILABLE, ...)."""
+
+    STATUS = {"NOT_FOUND": 404, "UNAVAILABLE": 503, "UNSUPPORTED": 501, "INTERNAL": 500}
+
+    def __init__(self, code, message):
+        super().__init__(message)
+        self.status = self.STATUS.get(code, 400)
+
+
+def decode_bytes(raw):
+    """BYTES elements: each a 4-byte little-endian length and its bytes."""
+    out, at = [], 0
+    while at < len(raw):
+        (n,) = struct.unpack_from("<I", raw, at)
+        out.append(bytes(raw[at + 4:at + 4 + n]))
+        at += 4 + n
+    return np.array(out, dtype=object)
+
+
+def encode_bytes(array):
+    return b"".join(struct.pack("<I", len(e)) + e for e in array.reshape(-1))
+
+
+class Model:
+    def __init__(self, name, inputs, outputs, compute, delay=0.0):
+        self.name, self.inputs, self.outputs = name, inputs, outputs
+        self.compute, self.delay = compute, delay
+        self.ready = True
+        self.successes = 0
+
+    def metadata(self):
+        def tensors(specs):
+            return [{"name": n, "datatype": d, "shape": s} for n, d, s in specs]
+        return {"name": self.name, "versions": ["1"], "platform": "python_test",
+                "inputs": tensors(self.inputs), "outputs": tensors(self.outputs)}
+
+    def config(self):
+        def tensors(specs):
+            return [{"name": n, "data_type": CONFIG_TYPES[d], "dims": s} for n, d, s in specs]
+        return {"name": self.name, "platform": "python_test", "backend": "python",
+                "max_batch_size": 0, "input": tensors(self.inputs),
+                "output": tensors(self.outputs)}
+
+
+def make_models(slow_seconds):
+    vec, var = [1, 16], [-1, -1]
+
+    def simple(t):
+        with np.errstate(over="ignore"):
+            return {"OUTPUT0": (t["INPUT0"] + t["INPUT1"]).astype("<i4"),
+                    "OUTPUT1": (t["INPUT0"] - t["INPUT1"]).astype("<i4")}
+
+    def identity(t):
+        return {"OUTPUT0": t["INPUT0"]}
+
+    models = [
+        Model("simple", [("INPUT0", "INT32", vec), ("INPUT1", "INT32", vec)],
+              [("OUTPUT0", "INT32", vec), ("OUTPUT1", "INT32", vec)], simple),
+        Model("identity_fp32", [("INPUT0", "FP32", var)], [("OUTPUT0", "FP32", var)], identity),
+        Model("simple_identity", [("INPUT0", "BYTES", var)], [("OUTPUT0", "BYTES", var)],
+              identity),
+        Model("slow", [("INPUT0", "FP32", var)], [("OUTPUT0", "FP32", var)], identity,
+              delay=slow_seconds),
+    ]
+    return {m.name: m for m in models}
+
+
+class Handler(http.server.BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"  # keep-alive, as Triton's libevhtp frontend
+
+    def log_message(self, *args):
+        pass
+
+    # ---- replies ------------------------------------------------------------------------
+    def reply(self, status, body=b"", content_type="application/json", headers=()):
+        close = self.headers.get("x-test-close") == "1"
+        self.send_response(status)
+        if body:
+            self.send_header("Content-Type", content_type)
+        self.send_header("Content-Length", str(len(body)))
+        for name, value in headers:
+            self.send_header(name, value)
+        if close:
+            self.send_header("Connection", "close")
+            self.close_connection = True
+        self.end_headers()
+        self.wfile.write(body)
+
+    def reply_json(self, value, status=200):
+        self.reply(status, json.dumps(value).encode())
+
+    def reply_error(self, error):
+        self.reply_json({"error": str(error)}, error.status)
+
+    # ---- routing ------------------------------------------------------------------------
+    def do_GET(self):
+        self.route("GET")
+
+    def do_POST(self):
+        self.route("POST")
+
+    def route(self, method):
+        length = int(self.headers.get("Content-Length", "0"))
+        body = self.rfile.read(length) if length else b""
+        parts = [urllib.parse.unquote(p) for p in self.path.split("?")[0].split("/") if p]
+        try:
+            self.serve(method, parts, body)
+        except TritonError as error:
+            self.reply_error(error)
+
+    def model(self, parts):
+        """(model, action) of v2/models/NAME[/versions/V][/ACTION]."""
+        models = self.server.models
+        name = parts[2]
+        if name not in models:
+            raise TritonError("NOT_FOUND", "Request for unknown model: '%s' is not found" % name)
+        rest = parts[3:]
+        if rest[:1] == ["versions"]:
+            if rest[1:2] != ["1"]:
+                raise TritonError("NOT_FOUND", "Request for unknown model: '%s' version %s is "
+                                  "not found" % (name, rest[1] if len(rest) > 1 else ""))
+            rest = rest[2:]
+        return models[name], (rest[0] if rest else "")
+
+    def serve(self, method, parts, body):
+        server = self.server
+        if parts[:2] == ["v2", "health"]:
+            return self.reply(200 if server.live else 400)
+        if parts == ["v2"]:
+            return self.reply_json({"name": "triton", "version": "2.50.0",
+                                    "extensions": ["classification", "sequence",
+                                                   "model_repository", "schedule_policy",
+                                                   "model_configuration",
+                                                   "system_shared_memory", "binary_tensor_data",
+                                                   "statistics"]})
+        if parts == ["v2", "models", "stats"]:
+            return self.reply_json({"model_stats": [self.stats(m) for m in server.models.values()]})
+        if parts == ["v2", "repository", "index"] and method == "POST":
+            ready = json.loads(body or b"{}").get("ready", False)
+            return self.reply_json([
+                {"name": m.name, "version": "1", "state": "READY"} if m.ready else
+                {"name": m.name, "version": "1", "state": "UNAVAILABLE", "reason": "unloaded"}
+                for m in server.models.values() if m.ready or not ready])
+        if parts[:3] == ["v2", "repository", "models"] and method == "POST":
+            model = server.models.get(parts[3])
+            if model is None:
+                raise TritonError("INTERNAL", "failed to load '%s', failed to poll from model "
+                                  "repository" % parts[3])
+            model.ready = parts[4] == "load"
+            return self.reply(200)
+        if parts[:2] == ["v2", "systemsharedmemory"] and parts[-1] == "status":
+            return self.reply_json([])
+        if parts[:2] == ["v2", "models"] and len(parts) >= 3 and parts[-1] == "ready":
+            # InferenceServer::ModelIsReady answers "not ready", not an error, for a model it
+            # does not know; the frontend then answers 400.
+            try:
+                model, _ = self.model(parts)
+                return self.reply(200 if model.ready else 400)
+            except TritonError:
+                return self.reply(400)
+        if parts[:2] == ["v2", "models"] and len(parts) >= 3:
+            model, action = self.model(parts)
+            if not model.ready:
+                raise TritonError("UNAVAILABLE", "Request for unknown model: '%s' has no "
+                                  "available versions" % model.name)
+            if action == "":
+                return self.reply_json(model.metadata())
+            if action == "config":
+                return self.reply_json(model.config())
+            if action == "stats":
+                return self.reply_json({"model_stats": [self.stats(model)]})
+            if action == "infer" and method == "POST":
+                return self.infer(model, body)
+        raise TritonError("INVALID_ARG", "Not Found")  # Triton: 400 for a route it lacks
+
+    def stats(self, model):
+        count = model.successes
+        duration = {"count": count, "ns": count * 1000}
+        return {"name": model.name, "version": "1", "last_inference": 0,
+                "inference_count": count, "execution_count": count,
+                "inference_stats": {k: duration for k in ("success", "queue", "compute_input",
+                                                          "compute_infer", "compute_output")},
+                "batch_stats": []}
+
+    # ---- inference ----------------------------------------------------------------------
+    def infer(self, model, body):
+        header_length = self.headers.get("Inference-Header-Content-Length")
+        json_length = int(header_length) if header_length is not None else len(body)
+        request = json.loads(body[:json_length])
+        binary, at = body[json_length:], 0
+        specs = {n: (d, s) for n, d, s in model.inputs}
+        tensors = {}
+        for entry in request["inputs"]:
+            name, datatype, shape = entry["name"], entry["datatype"], entry["shape"]
+            if name not in specs:
+                raise TritonError("INVALID_ARG", "unexpected inference input '%s' for model "
+                                  "'%s'" % (name, model.name))
+            if datatype != specs[name][0]:
+                raise TritonError("INVALID_ARG", "inference input '%s' data-type is '%s', but "
+                                  "model '%s' expects '%s'" % (name, datatype, model.name,
+                                                               specs[name][0]))
+            size = entry.get("parameters", {}).get("binary_data_size")
+            if size is not None:
+                raw = binary[at:at + size]
+                at += size
+                array = (decode_bytes(raw) if datatype == "BYTES"
+                         else np.frombuffer(raw, NUMPY[datatype]))
+            elif datatype == "BYTES":
+                array = np.array([e.encode() for e in entry["data"]], dtype=object)
+            else:
+                array = np.array(entry["data"], NUMPY[datatype])
+            expected = int(np.prod(shape))
+            if array.size != expected:
+                raise TritonError("INVALID_ARG", "unexpected shape for input '%s' for model '%s'"
+                                  % (name, model.name))
+            tensors[name] = array.reshape(shape)
+        time.sleep(model.delay)
+        outputs = model.compute(tensors)
+        all_binary = request.get("parameters", {}).get("binary_data_output", False)
+        asked = request.get("outputs") or [{"name": n} for n, _, _ in model.outputs]
+        entries, blobs = [], []
+        for output in asked:
+            array = outputs[output["name"]]
+            datatype = dict((n, d) for n, d, _ in model.outputs)[output["name"]]
+            entry = {"name": output["name"], "datatype": datatype, "shape": list(array.shape)}
+            if output.get("parameters", {}).get("binary_data", all_binary):
+                blob = (encode_bytes(array) if datatype == "BYTES"
+                        else np.ascontiguousarray(array).tobytes())
+                entry["parameters"] = {"binary_data_size": len(blob)}
+                blobs.append(blob)
+            else:
+                entry["data"] = ([e.decode() for e in array.reshape(-1)] if datatype == "BYTES"
+                                 else array.reshape(-1).tolist())
+            entries.append(entry)
+        answer = {"model_name": model.name, "model_version": "1", "outputs": entries}
+        if "id" in request:
+            answer["id"] = request["id"]
+        text = json.dumps(answer).encode()
+        model.successes += 1
+        if not blobs:
+            return self.reply(200, text)
+        self.reply(200, text + b"".join(blobs), "application/octet-stream",
+                   [("Inference-Header-Content-Length", str(len(text)))])
+
+
+class TritonHttpServer(socketserver.ThreadingMixIn, http.server.HTTPServer):
+    daemon_threads = True
+
+    def __init__(self, slow_seconds=2.0):
+        super().__init__(("127.0.0.1", 0), Handler)
+        self.models = make_models(slow_seconds)
+        self.live = True
+        self.connections = 0
+        self.thread = threading.Thread(target=self.serve_forever, daemon=True)
+
+    def get_request(self):
+        accepted = super().get_request()
+        self.connections += 1
+        return accepted
+
+    @property
+    def url(self):
+        return "http://127.0.0.1:%d" % self.server_address[1]
+
+    def __enter__(self):
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self.shutdown()
+        self.server_close()
