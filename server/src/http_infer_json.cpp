@@ -8,6 +8,8 @@
 #include <limits>
 #include <vector>
 
+#include "protocol/names.hpp"
+
 namespace sonic::server {
 
 namespace {
@@ -34,6 +36,16 @@ Result<Parameter> parameter_of(const std::string& name, const json& value) {
   if (value.is_string()) return Parameter(value.get<std::string>());
   return invalid("parameter '" + name +
                  "' has invalid type. It should be either 'int', 'bool', or 'string'.");
+}
+
+// Tensors in shared memory are the gRPC port's only so far: refused here rather than answered
+// as if the parameter were not there (an output would come back inline, its region untouched).
+Result<void> refuse_shared_memory(const std::string& tensor, const Parameters& parameters) {
+  if (parameters.count(protocol::kSharedMemoryRegion) == 0) return {};
+  return Error(StatusCode::Unimplemented,
+               "tensor '" + tensor +
+                   "' names a shared memory region: sonic-server takes shared memory tensors over "
+                   "gRPC only; send the data in the HTTP request");
 }
 
 Result<Parameters> parameters_of(const json& object) {
@@ -276,6 +288,9 @@ Result<HttpInferRequest> decode_http_infer(const std::string& model, const std::
       if (!parsed) return parsed.error();
       tensor_parameters = std::move(*parsed);
     }
+    if (auto refused = refuse_shared_memory(name, tensor_parameters); !refused) {
+      return refused.error();
+    }
     auto binary_size = tensor_parameters.find("binary_data_size");
     if (binary_size != tensor_parameters.end()) {
       const auto* n = std::get_if<std::int64_t>(&binary_size->second);
@@ -316,6 +331,7 @@ Result<HttpInferRequest> decode_http_infer(const std::string& model, const std::
         if (!parsed) return parsed.error();
         parameters = std::move(*parsed);
       }
+      if (auto refused = refuse_shared_memory(name, parameters); !refused) return refused.error();
       if (auto binary = parameters.find("binary_data"); binary != parameters.end()) {
         out.binary_output[name] =
             std::holds_alternative<bool>(binary->second) && std::get<bool>(binary->second);
