@@ -100,8 +100,9 @@ class HttpApi {
       }
       return respond({200, {}, {}, {}});
     }
-    if (route->action == "config")
+    if (route->action == "config") {
       return respond(model_config_reply(control(request), request, *route));
+    }
     if (route->action == "stats") {
       if (!get) return respond(method_not_allowed());
       auto stats = context_->executor->statistics(route->name, route->version);
