@@ -7,40 +7,16 @@
 #include <vector>
 
 #include "control_service.hpp"
+#include "http_control_routes.hpp"
 #include "http_infer_json.hpp"
-#include "sonic/version.hpp"
+#include "http_replies.hpp"
+#include "protocol/control_codec.hpp"
 
 namespace sonic::server {
 
 namespace {
 
 using nlohmann::json;
-
-// The HTTP status Triton's frontend answers an error with (HttpCodeFromError): INTERNAL 500,
-// NOT_FOUND 404, UNAVAILABLE 503, UNSUPPORTED (gRPC's UNIMPLEMENTED) 501, the rest 400.
-// UNAUTHENTICATED, which Triton never answers, is 401.
-int http_status(StatusCode code) {
-  switch (code) {
-    case StatusCode::Internal: return 500;
-    case StatusCode::NotFound: return 404;
-    case StatusCode::Unavailable: return 503;
-    case StatusCode::Unimplemented: return 501;
-    case StatusCode::Unauthenticated: return 401;
-    default: return 400;
-  }
-}
-
-HttpReply json_reply(int status, const json& body) {
-  return {status, "application/json", body.dump(), {}};
-}
-
-// Triton's error body.
-HttpReply error_reply(int status, const std::string& message) {
-  return json_reply(status, json{{"error", message}});
-}
-HttpReply error_reply(const Error& error) {
-  return error_reply(http_status(error.code()), error.message());
-}
 
 json tensors_json(const std::vector<TensorMetadata>& tensors) {
   json out = json::array();
@@ -78,49 +54,17 @@ json statistics_json(const ModelStatistics& s) {
               {"batch_stats", std::move(batches)}};
 }
 
-// The path's parts between slashes: "/v2/models/m/ready" is {"v2", "models", "m", "ready"}.
-std::vector<std::string_view> segments(std::string_view path) {
-  std::vector<std::string_view> out;
-  while (!path.empty()) {
-    if (path.front() == '/') {
-      path.remove_prefix(1);
-      continue;
-    }
-    const std::size_t end = path.find('/');
-    out.push_back(path.substr(0, end));
-    path.remove_prefix(end == std::string_view::npos ? path.size() : end);
-  }
-  return out;
-}
-
-// A model route: v2/models/NAME[/versions/VERSION][/ACTION].
-struct ModelRoute {
-  std::string name, version, action;
-};
-std::optional<ModelRoute> model_route(const std::vector<std::string_view>& parts) {
-  if (parts.size() < 3 || parts[0] != "v2" || parts[1] != "models") return std::nullopt;
-  ModelRoute route{std::string(parts[2]), {}, {}};
-  std::size_t next = 3;
-  if (parts.size() >= 5 && parts[3] == "versions") {
-    route.version = std::string(parts[4]);
-    next = 5;
-  }
-  if (parts.size() == next + 1) route.action = std::string(parts[next]);
-  if (parts.size() > next + 1) return std::nullopt;
-  return route;
-}
-
 class HttpApi {
  public:
   explicit HttpApi(std::shared_ptr<ServerContext> context) : context_(std::move(context)) {}
 
   void handle(HttpRequest request, HttpRespond respond) {
-    const auto parts = segments(request.path);
+    const auto parts = path_segments(request.path);
     const bool get = request.method == "GET";
     if (parts.size() == 3 && parts[0] == "v2" && parts[1] == "health" &&
         (parts[2] == "live" || parts[2] == "ready")) {
       // Probes carry no token: health is answered to anyone, as the gRPC health check is.
-      if (!get) return respond(error_reply(405, "Method Not Allowed"));
+      if (!get) return respond(method_not_allowed());
       const bool yes = parts[2] == "live" ||
                        server_ready(*context_->executor, context_->options.strict_readiness);
       return respond({yes ? 200 : 400, {}, {}, {}});
@@ -129,53 +73,67 @@ class HttpApi {
       return respond(error_reply(*refused));
     }
     if (parts.size() == 1 && parts[0] == "v2") {
-      if (!get) return respond(error_reply(405, "Method Not Allowed"));
-      return respond(server_metadata());
+      if (!get) return respond(method_not_allowed());
+      return respond(server_metadata(request));
     }
     if (parts.size() == 3 && parts[0] == "v2" && parts[1] == "models" && parts[2] == "stats") {
-      if (!get) return respond(error_reply(405, "Method Not Allowed"));
+      if (!get) return respond(method_not_allowed());
       return respond(statistics(context_->executor->all_statistics()));
     }
     if (parts.size() == 3 && parts[0] == "v2" && parts[1] == "repository" && parts[2] == "index") {
-      if (request.method != "POST") return respond(error_reply(405, "Method Not Allowed"));
+      if (request.method != "POST") return respond(method_not_allowed());
       return respond(repository_index(request.body.view()));
+    }
+    if (auto answered = control_reply(control(request), request, parts)) {
+      return respond(std::move(*answered));
     }
     auto route = model_route(parts);
     if (!route) return respond({400, {}, {}, {}});  // as Triton: a path it does not serve
     if (route->action.empty()) {
-      if (!get) return respond(error_reply(405, "Method Not Allowed"));
+      if (!get) return respond(method_not_allowed());
       return respond(model_metadata(*route));
     }
     if (route->action == "ready") {
-      if (!get) return respond(error_reply(405, "Method Not Allowed"));
+      if (!get) return respond(method_not_allowed());
       if (!context_->executor->has_model(route->name, route->version)) {
         return respond(error_reply(400, "Model version not ready"));
       }
       return respond({200, {}, {}, {}});
     }
+    if (route->action == "config") {
+      return respond(model_config_reply(control(request), request, *route));
+    }
     if (route->action == "stats") {
-      if (!get) return respond(error_reply(405, "Method Not Allowed"));
+      if (!get) return respond(method_not_allowed());
       auto stats = context_->executor->statistics(route->name, route->version);
       if (!stats) return respond(error_reply(stats.error()));
       return respond(statistics({*stats}));
     }
     if (route->action == "infer") {
-      if (request.method != "POST") return respond(error_reply(405, "Method Not Allowed"));
+      if (request.method != "POST") return respond(method_not_allowed());
       return infer(std::move(*route), std::move(request), std::move(respond));
     }
     respond({400, {}, {}, {}});
   }
 
  private:
-  HttpReply server_metadata() const {
-    // The extensions this port serves whole (shared memory, model configuration and the
-    // repository's load and unload are the gRPC port's only so far: model_repository is left
-    // out, though its index is served).
-    return json_reply(
-        200,
-        json{{"name", context_->options.name},
-             {"version", kVersion},
-             {"extensions", {"classification", "sequence", "statistics", "binary_tensor_data"}}});
+  // The control calls as the gRPC port answers them, for this request's client.
+  ControlContext control(const HttpRequest& request) const {
+    return {*context_->executor, context_->options,
+            context_->options.shared_memory ? &context_->shared_memory : nullptr, request.client};
+  }
+
+  // The extensions the gRPC port lists (both ports serve the same control calls), and the
+  // binary tensor data extension, which is HTTP's.
+  HttpReply server_metadata(const HttpRequest& request) const {
+    auto answer = answer_control(control(request), "ServerMetadata", {});
+    if (!answer) return error_reply(answer.error());
+    auto metadata = protocol::decode_server_metadata(*answer);
+    if (!metadata) return error_reply(metadata.error());
+    metadata->extensions.push_back("binary_tensor_data");
+    return json_reply(200, json{{"name", metadata->name},
+                                {"version", metadata->version},
+                                {"extensions", metadata->extensions}});
   }
 
   static HttpReply statistics(const std::vector<ModelStatistics>& models) {

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "protocol/json_tensors.hpp"
+#include "protocol/names.hpp"
 
 namespace sonic::server {
 
@@ -16,6 +17,16 @@ using protocol::parameters_to_json;
 
 Error invalid(std::string message) {
   return Error(StatusCode::InvalidArgument, std::move(message));
+}
+
+// Tensors in shared memory are the gRPC port's only so far: refused here rather than answered
+// as if the parameter were not there (an output would come back inline, its region untouched).
+Result<void> refuse_shared_memory(const std::string& tensor, const Parameters& parameters) {
+  if (parameters.count(protocol::kSharedMemoryRegion) == 0) return {};
+  return Error(StatusCode::Unimplemented,
+               "tensor '" + tensor +
+                   "' names a shared memory region: sonic-server takes shared memory tensors over "
+                   "gRPC only; send the data in the HTTP request");
 }
 
 }  // namespace
@@ -78,6 +89,9 @@ Result<HttpInferRequest> decode_http_infer(const std::string& model, const std::
       if (!parsed) return parsed.error();
       tensor_parameters = std::move(*parsed);
     }
+    if (auto refused = refuse_shared_memory(name, tensor_parameters); !refused) {
+      return refused.error();
+    }
     auto binary_size = tensor_parameters.find("binary_data_size");
     if (binary_size != tensor_parameters.end()) {
       const auto* n = std::get_if<std::int64_t>(&binary_size->second);
@@ -118,6 +132,7 @@ Result<HttpInferRequest> decode_http_infer(const std::string& model, const std::
         if (!parsed) return parsed.error();
         parameters = std::move(*parsed);
       }
+      if (auto refused = refuse_shared_memory(name, parameters); !refused) return refused.error();
       if (auto binary = parameters.find("binary_data"); binary != parameters.end()) {
         out.binary_output[name] =
             std::holds_alternative<bool>(binary->second) && std::get<bool>(binary->second);

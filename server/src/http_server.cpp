@@ -5,6 +5,8 @@
 #include <string_view>
 #include <vector>
 
+#include "net/peer_user.hpp"
+
 namespace sonic::server {
 
 namespace {
@@ -83,11 +85,26 @@ class HttpConnection : public std::enable_shared_from_this<HttpConnection> {
     closed_ = true;
     link_.close();
     timer_.cancel();
+    // Regions registered over a connection end with it, as on the gRPC port.
+    if (shm_client_) shared_->context->shared_memory.drop_connection(shm_client_->connection);
     set_->remove(this);
   }
 
  private:
   const HttpLimits& limits() const { return shared_->service.limits; }
+
+  // Who this connection's client is, for the shared memory extension: asked of the kernel once.
+  const ShmClient& shm_client() {
+    if (!shm_client_) {
+      shm_client_.emplace();
+      shm_client_->connection =
+          shared_->context->next_connection_id.fetch_add(1, std::memory_order_relaxed);
+      if (shared_->context->options.shared_memory_access == SharedMemoryAccess::Owner) {
+        shm_client_->user = net::local_peer_user(link_.socket());
+      }
+    }
+    return *shm_client_;
+  }
   const ServerLimits& server_limits() const { return shared_->context->options.limits; }
 
   // Reads until a request is whole, then hands it over.
@@ -248,6 +265,9 @@ class HttpConnection : public std::enable_shared_from_this<HttpConnection> {
     have_head_ = false;
     timer_.cancel();
     head_only_ = request_.method == "HEAD";
+    request_.client = [self = shared_from_this()]() -> const ShmClient& {
+      return self->shm_client();
+    };
     // The reply keeps the connection alive: no read or write of it is pending meanwhile.
     shared_->service.handle(
         std::move(request_), [self = shared_from_this()](HttpReply reply) mutable {
@@ -305,8 +325,9 @@ class HttpConnection : public std::enable_shared_from_this<HttpConnection> {
   std::shared_ptr<ConnectionBudget> budget_;
   BudgetHold hold_;  // the body being read or answered
   std::array<char, kReadChunk> chunk_{};
-  std::string buffer_;   // bytes read past the last request, at most a head
-  HttpRequest request_;  // the request being read
+  std::string buffer_;                   // bytes read past the last request, at most a head
+  HttpRequest request_;                  // the request being read
+  std::optional<ShmClient> shm_client_;  // made on first need
   std::size_t body_length_ = 0, body_filled_ = 0;
   std::string out_, reply_body_;                 // the reply being written
   std::vector<asio::const_buffer> out_buffers_;  // what the write under way sends

@@ -38,6 +38,10 @@ struct HttpRequest {
   std::string path;         ///< the target before any '?'
   net::HttpFields headers;  ///< names lower-cased; a repeated name: the last
   HttpBody body;            ///< no chunked bodies
+  /// Who sent it, for the shared memory extension: the connection, and the local user on its
+  /// other end, asked of the kernel on first need, once per connection. Call it on the
+  /// connection's network thread (where the service's `handle` runs).
+  std::function<const ShmClient&()> client;
 
   /// The header's value, or empty.
   const std::string& header(const std::string& lower_name) const;

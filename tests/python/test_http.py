@@ -338,3 +338,281 @@ def test_statistics_and_repository_index(rest):
     assert status == 200 and all(m["state"] == "READY" for m in json.loads(body))
     assert request(port, "POST", "/v2/repository/index", "{oops")[0] == 400
     assert request(port, "GET", "/v2/repository/index")[0] == 405
+
+
+def grpc_host_port(server):
+    return server.grpc[len("grpc://"):]
+
+
+def test_model_configuration(rest):
+    """Triton's model configuration extension over HTTP: the configuration the gRPC port gives,
+    printed as Triton's ModelConfigToJson prints it (protobuf's JSON with the proto's field
+    names, and dims, which protobuf writes as strings, as numbers)."""
+    port = rest.http_port
+    with sonic.Client(rest.grpc) as client:
+        for model in ("simple", "identity_fp32"):
+            status, headers, body = request(port, "GET", "/v2/models/%s/config" % model)
+            assert status == 200 and headers["Content-Type"] == "application/json", body
+            config = json.loads(body)
+            expected = client.model_config(model)
+            for tensor in expected["input"] + expected["output"]:
+                tensor["dims"] = [int(d) for d in tensor["dims"]]
+            assert config == expected
+            assert all(isinstance(d, int) for t in config["input"] for d in t["dims"])
+    status, _, body = request(port, "GET", "/v2/models/simple/versions/1/config")
+    assert status == 200 and json.loads(body)["name"] == "simple"
+    status, _, body = request(port, "GET", "/v2/models/no_such_model/config")
+    assert status == 404 and "no_such_model" in json.loads(body)["error"]
+    status, _, body = request(port, "POST", "/v2/models/simple/config")
+    assert (status, json.loads(body)) == (405, {"error": "Method Not Allowed"})
+
+
+def test_server_metadata_lists_the_extensions_served(rest):
+    """The HTTP port lists the gRPC port's extensions (both serve the same control calls) and
+    the binary tensor data extension; without shared memory, neither lists it and its routes
+    answer UNIMPLEMENTED (501)."""
+    import sonic.tritonclient.grpc as grpcclient
+
+    def extensions(server):
+        status, _, body = request(server.http_port, "GET", "/v2")
+        assert status == 200
+        with grpcclient.InferenceServerClient(grpc_host_port(server)) as client:
+            over_grpc = client.get_server_metadata(as_json=True)["extensions"]
+        return json.loads(body)["extensions"], over_grpc
+
+    over_http, over_grpc = extensions(rest)
+    assert over_http == over_grpc + ["binary_tensor_data"]
+    assert {"model_configuration", "model_repository", "system_shared_memory"} <= set(over_http)
+    plain = Server("--no-shm")
+    try:
+        plain.http_port = http_port(plain)
+        over_http, over_grpc = extensions(plain)
+        assert over_http == over_grpc + ["binary_tensor_data"]
+        assert "system_shared_memory" not in over_http
+        status, _, body = request(plain.http_port, "GET", "/v2/systemsharedmemory/status")
+        assert status == 501 and "SystemSharedMemoryStatus" in json.loads(body)["error"]
+    finally:
+        plain.stop()
+
+
+def test_load_and_unload_need_explicit_model_control(rest):
+    port = rest.http_port
+    status, _, body = request(port, "POST", "/v2/repository/models/simple/unload")
+    # Triton's words and code (UNAVAILABLE: 503) when its model control mode is not explicit.
+    assert status == 503
+    assert json.loads(body)["error"].startswith("explicit model load / unload is not allowed")
+    assert request(port, "GET", "/v2/models/simple/ready")[0] == 200
+    status, _, body = request(port, "GET", "/v2/repository/models/simple/load")
+    assert (status, json.loads(body)) == (405, {"error": "Method Not Allowed"})
+    status, _, body = request(port, "POST", "/v2/repository/mine/models/simple/load")
+    assert (status, json.loads(body)) == \
+        (501, {"error": "'repository_name' specification is not supported"})
+
+
+@pytest.fixture(scope="module")
+def explicit():
+    """A sonic-server whose clients may unload and load models (explicit model control)."""
+    started = Server("--model-control-mode", "explicit")
+    started.http_port = http_port(started)
+    yield started
+    started.stop()
+
+
+def test_unload_and_load_a_model(explicit):
+    """Triton's model repository extension over HTTP: an empty 200 for each call; the model is
+    unavailable between them, then serves again."""
+    port = explicit.http_port
+    assert infer_json(port, "simple", {"inputs": SIMPLE_INPUTS})[0] == 200
+    assert request(port, "POST", "/v2/repository/models/simple/unload") == \
+        (200, {"Content-Length": "0"}, b"")
+    assert request(port, "GET", "/v2/models/simple/ready")[0] == 400
+    status, _, body = infer_json(port, "simple", {"inputs": SIMPLE_INPUTS})
+    assert status == 503 and json.loads(body)["error"]
+    status, _, body = request(port, "POST", "/v2/repository/index")
+    assert [m["state"] for m in json.loads(body) if m["name"] == "simple"] == ["UNAVAILABLE"]
+
+    unload_params = json.dumps({"parameters": {"unload_dependents": False}})
+    assert request(port, "POST", "/v2/repository/models/simple/load")[0] == 200
+    assert request(port, "GET", "/v2/models/simple/ready")[0] == 200
+    assert infer_json(port, "simple", {"inputs": SIMPLE_INPUTS})[0] == 200
+    assert request(port, "POST", "/v2/repository/models/simple/unload", unload_params)[0] == 200
+    assert request(port, "POST", "/v2/repository/models/simple/load", "{}")[0] == 200
+    assert request(port, "GET", "/v2/models/simple/ready")[0] == 200
+
+
+def test_model_control_errors(explicit):
+    """Errors have Triton's bodies, with the status of the gRPC port's code for the same call."""
+    import sonic.tritonclient.grpc as grpcclient
+    from sonic.tritonclient.utils import InferenceServerException
+
+    port = explicit.http_port
+    statuses = {"StatusCode.INVALID_ARGUMENT": 400, "StatusCode.NOT_FOUND": 404}
+
+    def same_as_grpc(path, body, call):
+        status, _, answer = request(port, "POST", path, body)
+        with grpcclient.InferenceServerClient(grpc_host_port(explicit)) as client:
+            with pytest.raises(InferenceServerException) as failed:
+                call(client)
+        assert (status, json.loads(answer)) == \
+            (statuses[failed.value.status()], {"error": failed.value.message()})
+
+    same_as_grpc("/v2/repository/models/no_such_model/load", None,
+                 lambda c: c.load_model("no_such_model"))
+    # A model built into the server takes no configuration.
+    same_as_grpc("/v2/repository/models/simple/load",
+                 json.dumps({"parameters": {"config": "{}"}}),
+                 lambda c: c.load_model("simple", config="{}"))
+    same_as_grpc("/v2/repository/models/simple/unload",
+                 json.dumps({"parameters": {"unload_dependents": True}}),
+                 lambda c: c.unload_model("simple", unload_dependents=True))
+
+    for path, body in (("/v2/repository/models/simple/load", "{oops"),
+                       ("/v2/repository/models/simple/load", '{"parameters": {"config": 1}}'),
+                       ("/v2/repository/models/simple/unload",
+                        '{"parameters": {"unload_dependents": "yes"}}')):
+        status, _, answer = request(port, "POST", path, body)
+        assert status == 400 and json.loads(answer)["error"], (path, body)
+    assert request(port, "GET", "/v2/models/simple/ready")[0] == 200
+
+
+def test_load_with_a_configuration(models):
+    """A load's "config" parameter replaces the repository's configuration for that load, and
+    the configuration then printed has the 64-bit fields Triton prints as numbers as numbers."""
+    server = Server("--model-repository", models, "--model-control-mode", "explicit")
+    try:
+        port = http_port(server)
+        config = {"max_batch_size": 16,
+                  "dynamic_batching": {"max_queue_delay_microseconds": "250"}}
+        status, _, body = request(port, "POST", "/v2/repository/models/jet_mlp_onnx/load",
+                                  json.dumps({"parameters": {"config": json.dumps(config)}}))
+        assert (status, body) == (200, b"")
+        status, _, body = request(port, "GET", "/v2/models/jet_mlp_onnx/config")
+        assert status == 200, body
+        printed = json.loads(body)
+        assert printed["max_batch_size"] == 16
+        assert printed["dynamic_batching"]["max_queue_delay_microseconds"] == 250
+        assert printed["input"][0]["dims"] == [16]
+        assert request(port, "POST", "/v2/repository/models/jet_mlp_onnx/load")[0] == 200
+        status, _, body = request(port, "GET", "/v2/models/jet_mlp_onnx/config")
+        assert json.loads(body)["max_batch_size"] == 64
+    finally:
+        server.stop()
+
+
+def shm_call(connection, method, path, body=None):
+    status, _, answer = request(None, method, path, None if body is None else json.dumps(body),
+                                connection=connection)
+    return status, json.loads(answer) if answer else None
+
+
+def test_system_shared_memory(rest):
+    """Triton's system shared memory extension over HTTP with a real POSIX shared memory object:
+    register, status ({name, key, offset, byte_size}, numbers), unregister. A region belongs to
+    the connection that registered it, as on the gRPC port: it ends with the connection."""
+    from multiprocessing import shared_memory
+
+    segment = shared_memory.SharedMemory(create=True, size=4096)
+    key = "/" + segment.name
+    first = http.client.HTTPConnection("127.0.0.1", rest.http_port, timeout=10)
+    second = http.client.HTTPConnection("127.0.0.1", rest.http_port, timeout=10)
+    try:
+        region = {"name": "http_region", "key": key, "offset": 64, "byte_size": 1024}
+        assert shm_call(first, "POST", "/v2/systemsharedmemory/region/http_region/register",
+                        {"key": key, "offset": 64, "byte_size": 1024}) == (200, None)
+        assert shm_call(first, "GET", "/v2/systemsharedmemory/status") == (200, [region])
+        assert shm_call(first, "GET", "/v2/systemsharedmemory/region/http_region/status") == \
+            (200, [region])
+        # Another connection of the same user sees it too.
+        assert shm_call(second, "GET", "/v2/systemsharedmemory/status") == (200, [region])
+        status, error = shm_call(first, "POST",
+                                 "/v2/systemsharedmemory/region/http_region/register",
+                                 {"key": key, "byte_size": 16})
+        assert status == 400 and "http_region" in error["error"]
+        assert shm_call(first, "POST",
+                        "/v2/systemsharedmemory/region/http_region/unregister") == (200, None)
+        assert shm_call(first, "GET", "/v2/systemsharedmemory/status") == (200, [])
+        status, error = shm_call(first, "GET", "/v2/systemsharedmemory/region/http_region/status")
+        assert status == 404 and "http_region" in error["error"]
+
+        # Registered again, then the connection closes: the region goes with it.
+        assert shm_call(first, "POST", "/v2/systemsharedmemory/region/r2/register",
+                        {"key": key, "byte_size": 16})[0] == 200
+        assert [r["name"] for r in shm_call(second, "GET", "/v2/systemsharedmemory/status")[1]] \
+            == ["r2"]
+        first.close()
+        deadline = time.monotonic() + 5
+        while shm_call(second, "GET", "/v2/systemsharedmemory/status")[1] and \
+                time.monotonic() < deadline:
+            time.sleep(0.02)
+        assert shm_call(second, "GET", "/v2/systemsharedmemory/status") == (200, [])
+        assert shm_call(second, "POST", "/v2/systemsharedmemory/unregister") == (200, None)
+    finally:
+        first.close()
+        second.close()
+        segment.close()
+        segment.unlink()
+
+
+def test_inference_refuses_shared_memory_tensors(rest):
+    """Shared memory tensors are the gRPC port's only: an HTTP request naming a region is
+    refused (UNIMPLEMENTED: 501), never answered as if it did not."""
+    placed = {"shared_memory_region": "r", "shared_memory_byte_size": 64}
+    in_memory = dict(SIMPLE_INPUTS[0], parameters=placed)
+    del in_memory["data"]
+    for body in ({"inputs": [in_memory, SIMPLE_INPUTS[1]]},
+                 {"inputs": SIMPLE_INPUTS, "outputs": [{"name": "OUTPUT0", "parameters": placed}]}):
+        status, _, answer = infer_json(rest.http_port, "simple", body)
+        assert status == 501 and "shared memory" in json.loads(answer)["error"]
+
+
+def test_system_shared_memory_errors(rest):
+    port = rest.http_port
+    cases = [
+        ("/v2/systemsharedmemory/register", {"key": "/k", "byte_size": 1},
+         "'region name' is necessary to register system shared memory region"),
+        ("/v2/systemsharedmemory/region/r/register", {"byte_size": 1},
+         "Shared memory register request has no 'key' field"),
+        ("/v2/systemsharedmemory/region/r/register", {"key": "/k"},
+         "Shared memory register request has no 'byte_size' field"),
+    ]
+    for path, body, error in cases:
+        status, _, answer = request(port, "POST", path, json.dumps(body))
+        assert (status, json.loads(answer)) == (400, {"error": error})
+    status, _, answer = request(port, "POST", "/v2/systemsharedmemory/region/r/register",
+                                json.dumps({"key": "/sonic_no_such_key", "byte_size": 16}))
+    assert status == 400 and "sonic_no_such_key" in json.loads(answer)["error"]
+    assert request(port, "POST", "/v2/systemsharedmemory/region/r/register", "{oops")[0] == 400
+    for method, path in (("POST", "/v2/systemsharedmemory/status"),
+                         ("GET", "/v2/systemsharedmemory/region/r/register"),
+                         ("GET", "/v2/cudasharedmemory/unregister")):
+        status, _, answer = request(port, method, path)
+        assert (status, json.loads(answer)) == (405, {"error": "Method Not Allowed"})
+    assert request(port, "GET", "/v2/systemsharedmemory/region/r/other")[0] == 400
+
+
+def test_cuda_shared_memory_fails_as_on_grpc(rest):
+    """A CUDA registration on a server without CUDA fails with the gRPC port's answer; the
+    status and unregister calls answer as Triton's do with no CUDA region."""
+    import base64
+
+    import sonic.tritonclient.grpc as grpcclient
+    from sonic.tritonclient.utils import InferenceServerException
+
+    handle = base64.b64encode(bytes(64)).decode()
+    status, _, answer = request(rest.http_port, "POST", "/v2/cudasharedmemory/region/gpu/register",
+                                json.dumps({"raw_handle": {"b64": handle}, "device_id": 0,
+                                            "byte_size": 1024}))
+    with grpcclient.InferenceServerClient(grpc_host_port(rest)) as client:
+        if "cuda_shared_memory" in client.get_server_metadata(as_json=True)["extensions"]:
+            pytest.skip("this server has CUDA")
+        with pytest.raises(InferenceServerException) as failed:
+            client.register_cuda_shared_memory("gpu", handle, 0, 1024)
+    assert (status, json.loads(answer)) == (400, {"error": failed.value.message()})
+    assert "GPUs not supported" in failed.value.message()
+    status, _, answer = request(rest.http_port, "GET", "/v2/cudasharedmemory/status")
+    assert (status, json.loads(answer)) == (200, [])
+    assert request(rest.http_port, "POST", "/v2/cudasharedmemory/unregister")[:1] == (200,)
+    status, _, answer = request(rest.http_port, "POST", "/v2/cudasharedmemory/region/gpu/register",
+                                json.dumps({"device_id": 0, "byte_size": 1}))
+    assert (status, json.loads(answer)) == \
+        (400, {"error": "Shared memory register request has no 'raw_handle' field"})

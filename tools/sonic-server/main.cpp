@@ -219,7 +219,8 @@ Command parse_args(int argc, char** argv) {
               })
       .option("--allow-http", "BOOL",
               "true (default, as tritonserver): serve KServe v2 over HTTP/REST on "
-              "--http-port (health, metadata, inference with JSON and binary tensors); "
+              "--http-port (health, metadata, model configuration and control, shared memory, "
+              "inference with JSON and binary tensors); "
               "false: no HTTP port",
               choice("--allow-http", {"true", "false"},
                      [&](int which) { command.allow_http = which == 0; }))
