@@ -362,6 +362,10 @@ void HttpServer::start() {
                       shared_->connections.fetch_sub(1, std::memory_order_relaxed);
                       return;  // as many as allowed: this one closes now
                     }
+                    // An answer's last segment must not wait for the client to acknowledge
+                    // the one before it (Nagle's algorithm against delayed ACKs: up to 40 ms).
+                    std::error_code ignored;
+                    socket.set_option(asio::ip::tcp::no_delay(true), ignored);
                     auto connection = std::make_shared<HttpConnection>(std::move(socket), io,
                                                                        shared_, connections_);
                     if (!connections_->add(connection)) return;  // stopping: it closes now

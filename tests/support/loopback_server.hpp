@@ -54,6 +54,7 @@ class LoopbackServer {
     options.port = 0;
     if (options.tcp_port) options.tcp_port = 0;
     if (options.http_port >= 0) options.http_port = 0;
+    if (options.metrics_port >= 0) options.metrics_port = 0;
     return options;
   }
 
