@@ -78,10 +78,11 @@ void fix_numbers(ordered_json& node, std::string_view path) {
   if (auto it = node.find(std::string(name)); it != node.end()) fix_numbers(*it, rest);
 }
 
-// The serialized ModelConfig as Triton's JSON. Triton prints with preserve_proto_field_names
-// and always_print_primitive_fields; sonic's printer leaves fields with default values out.
+// The serialized ModelConfig as Triton's JSON: printed with preserve_proto_field_names and
+// always_print_primitive_fields, as ModelConfigToJson does, so that a field at its default
+// (max_batch_size 0, an input's format) is there to read.
 Result<ordered_json> config_json(std::string_view config) {
-  auto printed = pc::message_to_json("inference.ModelConfig", config);
+  auto printed = pc::message_to_json("inference.ModelConfig", config, pc::JsonPrint::kWithDefaults);
   if (!printed) return printed.error();
   ordered_json document = ordered_json::parse(*printed, nullptr, false);
   if (document.is_discarded()) {

@@ -77,6 +77,8 @@ bool is_default(const FieldSchema& f, const Occurrence& o) {
 
 class Printer {
  public:
+  explicit Printer(bool print_defaults) : print_defaults_(print_defaults) {}
+
   bool message(const MessageSchema& schema, std::string_view bytes, int depth) {
     if (depth > kMaxDepth) return false;
     std::vector<std::vector<Occurrence>> seen(schema.fields.size());
@@ -98,9 +100,24 @@ class Printer {
     for (std::size_t i = 0; i < schema.fields.size(); ++i) {
       const FieldSchema& f = schema.fields[i];
       auto& list = seen[i];
-      if (list.empty()) continue;
       bool composite = f.type == kMessage || f.type == kGroup;
-      if (!f.repeated && !composite && !f.explicit_presence && is_default(f, list.back())) {
+      // Fields with presence (messages, oneof members, optional ones) print only when set,
+      // defaults included or not, as libprotobuf does.
+      const bool has_presence = (composite && !f.repeated) || f.explicit_presence;
+      if (list.empty()) {
+        if (!print_defaults_ || has_presence) continue;
+        if (!first) out_.push_back(',');
+        first = false;
+        append_escaped(out_, f.name);
+        out_.push_back(':');
+        if (f.repeated) {
+          out_ += f.message && f.message->map_entry ? "{}" : "[]";
+        } else if (!value(f, Occurrence{}, depth)) {
+          return false;
+        }
+        continue;
+      }
+      if (!f.repeated && !has_presence && !print_defaults_ && is_default(f, list.back())) {
         continue;
       }
       if (!first) out_.push_back(',');
@@ -265,18 +282,20 @@ class Printer {
     }
   }
 
+  const bool print_defaults_;
   std::string out_;
 };
 
 }  // namespace
 
-Result<std::string> message_to_json(std::string_view message_type, std::string_view bytes) {
+Result<std::string> message_to_json(std::string_view message_type, std::string_view bytes,
+                                    JsonPrint print) {
   const MessageSchema* schema = Schema::instance().message("." + std::string(message_type));
   if (!schema) {
     return Error(StatusCode::NotFound,
                  "no message type '" + std::string(message_type) + "' in sonic's protocol schema");
   }
-  Printer printer;
+  Printer printer(print == JsonPrint::kWithDefaults);
   if (!printer.message(*schema, bytes, 0)) {
     return Error(StatusCode::Internal, "malformed " + std::string(message_type) + " from server");
   }

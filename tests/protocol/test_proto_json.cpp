@@ -21,20 +21,23 @@ using namespace sonic;
 
 namespace {
 
-std::string libprotobuf_json(const google::protobuf::Message& message) {
+std::string libprotobuf_json(const google::protobuf::Message& message,
+                             protocol::JsonPrint print = protocol::JsonPrint::kSetFields) {
   std::string json;
   google::protobuf::util::JsonPrintOptions options;
   options.preserve_proto_field_names = true;
+  options.always_print_primitive_fields = print == protocol::JsonPrint::kWithDefaults;
   REQUIRE(google::protobuf::util::MessageToJsonString(message, &json, options).ok());
   return json;
 }
 
-void check_same_json(const google::protobuf::Message& message) {
-  auto ours = protocol::message_to_json(message.GetTypeName(), message.SerializeAsString());
+void check_same_json(const google::protobuf::Message& message,
+                     protocol::JsonPrint print = protocol::JsonPrint::kSetFields) {
+  auto ours = protocol::message_to_json(message.GetTypeName(), message.SerializeAsString(), print);
   REQUIRE(ours);
   INFO("sonic:       " << *ours);
-  INFO("libprotobuf: " << libprotobuf_json(message));
-  CHECK(nlohmann::json::parse(*ours) == nlohmann::json::parse(libprotobuf_json(message)));
+  INFO("libprotobuf: " << libprotobuf_json(message, print));
+  CHECK(nlohmann::json::parse(*ours) == nlohmann::json::parse(libprotobuf_json(message, print)));
 }
 
 }  // namespace
@@ -75,6 +78,13 @@ TEST_CASE("a ModelConfig with every field kind prints as libprotobuf prints it")
   inference::ModelConfig present;
   present.mutable_dynamic_batching();  // an empty message that is present
   check_same_json(present);
+
+  // With always_print_primitive_fields, as Triton's ModelConfigToJson prints: every field
+  // without presence at its default too (0, false, "", the first enum value, [] and {}), and
+  // still no unset message or oneof member.
+  for (const auto* message : {&config, &empty, &present}) {
+    check_same_json(*message, protocol::JsonPrint::kWithDefaults);
+  }
 }
 
 TEST_CASE("maps, oneofs, bytes, doubles and 64-bit integers print as libprotobuf prints them") {
@@ -99,6 +109,7 @@ TEST_CASE("maps, oneofs, bytes, doubles and 64-bit integers print as libprotobuf
   request.add_raw_input_contents(std::string("\x01\x02\x03", 3));
   request.add_outputs()->set_name("OUTPUT0");
   check_same_json(request);
+  check_same_json(request, protocol::JsonPrint::kWithDefaults);  // oneofs stay as set
 
   inference::ModelStatisticsResponse stats;
   auto* s = stats.add_model_stats();
@@ -108,6 +119,7 @@ TEST_CASE("maps, oneofs, bytes, doubles and 64-bit integers print as libprotobuf
   auto& response_stats = (*s->mutable_response_stats())["0"];
   response_stats.mutable_success()->set_ns(42);
   check_same_json(stats);
+  check_same_json(stats, protocol::JsonPrint::kWithDefaults);  // maps' values in full
 }
 
 TEST_CASE("hostile bytes are INTERNAL; an unknown type is NOT_FOUND") {
