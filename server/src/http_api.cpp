@@ -208,6 +208,13 @@ class HttpApi {
           reply.content_type = "application/octet-stream";
           reply.extra_headers =
               "Inference-Header-Content-Length: " + std::to_string(*encoded->json_length) + "\r\n";
+          // The outputs' bytes are written from the tensors themselves, which the reply holds.
+          auto tensors = std::make_shared<std::vector<Tensor>>(std::move(encoded->binary));
+          for (const Tensor& tensor : *tensors) {
+            reply.tail.emplace_back(reinterpret_cast<const char*>(tensor.data()),
+                                    tensor.byte_size());
+          }
+          reply.tail_owner = std::move(tensors);
         }
         respond(std::move(reply));
       });

@@ -151,7 +151,7 @@ Result<HttpInferBody> encode_http_infer(const InferResult& result, const HttpInf
   if (!result.request_id().empty()) header["id"] = result.request_id();
   if (!result.parameters().empty()) header["parameters"] = parameters_to_json(result.parameters());
   json outputs = json::array();
-  std::vector<const Tensor*> binary;
+  std::vector<Tensor> binary;
   for (const auto& out : result.outputs()) {
     json entry = json::object();
     entry["name"] = out.name;
@@ -163,7 +163,7 @@ Result<HttpInferBody> encode_http_infer(const InferResult& result, const HttpInf
         chosen == asked.binary_output.end() ? asked.binary_outputs : chosen->second;
     if (as_binary) {
       parameters["binary_data_size"] = out.tensor.byte_size();
-      binary.push_back(&out.tensor);
+      binary.push_back(out.tensor.borrowed() ? out.tensor.to_owned() : out.tensor);
     } else {
       auto data = protocol::tensor_to_json(out.tensor);
       if (!data) return data.error();
@@ -173,13 +173,8 @@ Result<HttpInferBody> encode_http_infer(const InferResult& result, const HttpInf
     outputs.push_back(std::move(entry));
   }
   header["outputs"] = std::move(outputs);
-  HttpInferBody answer{header.dump(), std::nullopt};
-  if (!binary.empty()) {
-    answer.json_length = answer.body.size();
-    for (const Tensor* tensor : binary) {
-      answer.body.append(reinterpret_cast<const char*>(tensor->data()), tensor->byte_size());
-    }
-  }
+  HttpInferBody answer{header.dump(), std::nullopt, std::move(binary)};
+  if (!answer.binary.empty()) answer.json_length = answer.body.size();
   return answer;
 }
 

@@ -16,6 +16,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "sonic/error.hpp"
 #include "sonic/request.hpp"
@@ -40,8 +41,11 @@ Result<HttpInferRequest> decode_http_infer(const std::string& model, const std::
 /// An answer's body, and the JSON's length when binary data follows it (the value of the
 /// answer's Inference-Header-Content-Length).
 struct HttpInferBody {
-  std::string body;
+  std::string body;  ///< the JSON
   std::optional<std::size_t> json_length;
+  /// The binary outputs that follow the JSON, in order: written from the tensors themselves,
+  /// which hold their bytes (a borrowed output is copied into one that does).
+  std::vector<Tensor> binary;
 };
 
 /// Encodes `result` as the answer to `asked`.

@@ -15,6 +15,8 @@ constexpr std::size_t kReadChunk = 2048;
 // How often a body waiting for memory asks again (as the TCP port's frames do).
 constexpr std::chrono::milliseconds kAdmissionPoll{5};
 constexpr std::string_view kContinue = "HTTP/1.1 100 Continue\r\n\r\n";
+// What operator new[] aligns to, and so where a body's binary tensor data is placed.
+constexpr std::size_t kBodyAlignment = __STDCPP_DEFAULT_NEW_ALIGNMENT__;
 
 HttpReply plain(int status, std::string text, std::string extra_headers = {}) {
   return {status, "text/plain; charset=utf-8", std::move(text) + "\n", std::move(extra_headers)};
@@ -239,8 +241,16 @@ class HttpConnection : public std::enable_shared_from_this<HttpConnection> {
     hold_ = BudgetHold(budget_, body_length_);
     budget_->settle(body_length_);
     admitted_ = true;
-    // Uninitialised: the pages are touched as the bytes arrive.
-    request_.body = HttpBody{std::shared_ptr<char[]>(new char[body_length_]), body_length_};
+    // Uninitialised: the pages are touched as the bytes arrive. When binary tensor data follows
+    // a JSON header, the body starts where that data lands on an aligned address, so that the
+    // inputs are viewed in place rather than copied (new[] aligns to kBodyAlignment).
+    std::size_t lead = 0;
+    if (auto json = net::parse_http_length(request_.header("inference-header-content-length"));
+        json && *json <= body_length_) {
+      lead = (kBodyAlignment - *json % kBodyAlignment) % kBodyAlignment;
+    }
+    std::shared_ptr<char[]> block(new char[body_length_ + lead]);
+    request_.body = HttpBody{std::shared_ptr<char[]>(block, block.get() + lead), body_length_};
     // curl asks before it sends a large body (it would send it after a second anyway). The
     // body is read once the interim answer is written: two writes never overlap.
     if (net::ascii_lower(request_.header("expect")) == "100-continue") {
@@ -283,19 +293,26 @@ class HttpConnection : public std::enable_shared_from_this<HttpConnection> {
     busy_ = true;
     out_ = "HTTP/1.1 " + std::to_string(reply.status) + " " + http_reason(reply.status) + "\r\n";
     if (!reply.content_type.empty()) out_ += "Content-Type: " + reply.content_type + "\r\n";
-    out_ += "Content-Length: " + std::to_string(reply.body.size()) + "\r\n";
+    std::size_t length = reply.body.size();
+    for (auto part : reply.tail) length += part.size();
+    out_ += "Content-Length: " + std::to_string(length) + "\r\n";
     out_ += reply.extra_headers;
     if (!keep_alive) out_ += "Connection: close\r\n";
     out_ += "\r\n";
     reply_body_ = std::move(reply.body);
     out_buffers_ = {asio::buffer(out_)};
     if (!head_only_ && !reply_body_.empty()) out_buffers_.push_back(asio::buffer(reply_body_));
+    reply_tail_owner_ = std::move(reply.tail_owner);
+    for (auto part : head_only_ ? std::vector<std::string_view>() : reply.tail) {
+      if (!part.empty()) out_buffers_.push_back(asio::buffer(part.data(), part.size()));
+    }
     arm(server_limits().stall_timeout);
     link_.async_write(out_buffers_,
                       [self = shared_from_this(), keep_alive](std::error_code error, std::size_t) {
                         if (self->closed_) return;
                         self->out_.clear();
                         self->reply_body_ = std::string();  // not kept between requests
+                        self->reply_tail_owner_.reset();
                         self->request_.body = HttpBody();
                         self->hold_ = BudgetHold();
                         self->busy_ = false;
@@ -329,12 +346,13 @@ class HttpConnection : public std::enable_shared_from_this<HttpConnection> {
   HttpRequest request_;                  // the request being read
   std::optional<ShmClient> shm_client_;  // made on first need
   std::size_t body_length_ = 0, body_filled_ = 0;
-  std::string out_, reply_body_;                 // the reply being written
-  std::vector<asio::const_buffer> out_buffers_;  // what the write under way sends
-  bool have_head_ = false;                       // request_ has its head; its body is being read
-  bool admitted_ = false;                        // the body's bytes are held in the budget
-  bool continue_sending_ = false;                // an interim 100 Continue is being written
-  bool awaiting_head_ = false;                   // the head timeout runs
+  std::string out_, reply_body_;                  // the reply being written
+  std::shared_ptr<const void> reply_tail_owner_;  // and what its tail's bytes live in
+  std::vector<asio::const_buffer> out_buffers_;   // what the write under way sends
+  bool have_head_ = false;                        // request_ has its head; its body is being read
+  bool admitted_ = false;                         // the body's bytes are held in the budget
+  bool continue_sending_ = false;                 // an interim 100 Continue is being written
+  bool awaiting_head_ = false;                    // the head timeout runs
   bool busy_ = false;  // a request is with the service or its reply written
   bool keep_alive_ = true;
   bool head_only_ = false;

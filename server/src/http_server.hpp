@@ -12,6 +12,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "memory_budget.hpp"
 #include "net/connection_set.hpp"
@@ -53,6 +54,10 @@ struct HttpReply {
   std::string content_type;  ///< none when empty (an answer without a body)
   std::string body;
   std::string extra_headers;  ///< whole lines, each ending in CRLF
+  /// Bytes written after `body`, by reference (tensors' bytes, not copied), which `tail_owner`
+  /// keeps alive until they are written. Counted in the Content-Length.
+  std::vector<std::string_view> tail = {};
+  std::shared_ptr<const void> tail_owner = {};
 };
 
 /// Answers a request exactly once, from any thread (the connection writes it on its own).

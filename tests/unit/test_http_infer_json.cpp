@@ -134,12 +134,23 @@ TEST_CASE("answers: JSON data flat in row-major order, or binary after the JSON"
   auto encoded = encode_http_infer(result, asked);
   REQUIRE_MESSAGE(encoded, encoded.error().message());
   REQUIRE(encoded->json_length);
-  const std::string json = encoded->body.substr(0, *encoded->json_length);
+  CHECK(*encoded->json_length == encoded->body.size());  // the binary data follows it
+  const std::string& json = encoded->body;
   CHECK(json.find(R"("id":"id9")") != std::string::npos);
   CHECK(json.find(R"("data":[1,-2,3,4])") != std::string::npos);
   CHECK(json.find(R"("data":["a","bc"])") != std::string::npos);
   CHECK(json.find(R"("binary_data_size":4)") != std::string::npos);
-  CHECK(encoded->body.substr(*encoded->json_length) == std::string("\x00\x3c\x00\x40", 4));
+  REQUIRE(encoded->binary.size() == 1);
+  CHECK(encoded->binary[0].data() == result.outputs()[2].tensor.data());  // not copied
+  // A borrowed output is copied into a tensor that owns its bytes: the answer outlives it.
+  const std::vector<std::int32_t> kept{7, 8};
+  InferResult borrowing("m", "1", "", {{"B", Tensor::view(kept, {2}), {}}});
+  sonic::server::HttpInferRequest binary;
+  binary.binary_outputs = true;
+  auto copied = encode_http_infer(borrowing, binary);
+  REQUIRE(copied);
+  CHECK(copied->binary[0].data() != reinterpret_cast<const std::uint8_t*>(kept.data()));
+  CHECK(copied->binary[0].as<std::int32_t>()[1] == 8);
   // Without binary data asked for, FP16 cannot be answered as JSON.
   auto refused = encode_http_infer(result, sonic::server::HttpInferRequest{});
   REQUIRE_FALSE(refused);
