@@ -71,11 +71,13 @@ TEST_CASE("an answer's binary outputs and JSON outputs both become tensors") {
        "parameters": {"binary_data_size": 24}},
       {"name": "output1", "shape": [2, 2], "datatype": "INT32", "data": [1, 2, 3, 4]},
       {"name": "strings", "shape": [2], "datatype": "BYTES", "data": ["a", "bc"]}]})";
-  auto layout = http::binary_layout(answer, 24);
+  auto parsed = http::parse_rest_answer(answer);
+  REQUIRE(parsed);
+  auto layout = http::binary_layout(*parsed, 24);
   REQUIRE(layout);
   CHECK(*layout == std::vector<std::size_t>{24});
   const std::vector<float> floats{1, 2, 3, 4, 5, 6};
-  auto result = http::decode_rest_infer(answer, {part_of(floats.data(), 24)}, *layout);
+  auto result = http::decode_rest_infer(*parsed, {part_of(floats.data(), 24)}, *layout);
   REQUIRE(result);
   CHECK(result->model_name() == "mymodel");
   CHECK(result->request_id() == "42");
@@ -87,23 +89,27 @@ TEST_CASE("an answer's binary outputs and JSON outputs both become tensors") {
 }
 
 TEST_CASE("answers whose binary sizes do not add up are refused") {
+  auto layout = [](const std::string& answer, std::size_t binary_bytes) {
+    auto parsed = http::parse_rest_answer(answer);
+    return parsed ? http::binary_layout(*parsed, binary_bytes) : parsed.error();
+  };
   const std::string two = R"({"outputs": [
     {"name": "a", "shape": [1], "datatype": "FP32", "parameters": {"binary_data_size": 4}},
     {"name": "b", "shape": [1], "datatype": "FP32", "parameters": {"binary_data_size": 4}}]})";
-  CHECK(http::binary_layout(two, 8));
-  CHECK(http::binary_layout(two, 12).error().code() == StatusCode::Internal);  // bytes left over
-  CHECK(http::binary_layout(two, 6).error().code() == StatusCode::Internal);   // runs past
-  CHECK(http::binary_layout(R"({"outputs": [{"name": "a", "parameters":
-    {"binary_data_size": -4}}]})",
-                            0)
+  CHECK(layout(two, 8));
+  CHECK(layout(two, 12).error().code() == StatusCode::Internal);  // bytes left over
+  CHECK(layout(two, 6).error().code() == StatusCode::Internal);   // runs past
+  CHECK(layout(R"({"outputs": [{"name": "a", "parameters": {"binary_data_size": -4}}]})", 0)
             .error()
             .code() == StatusCode::Internal);
-  CHECK(http::binary_layout("[1, 2", 0).error().code() == StatusCode::Internal);
+  CHECK(layout("[1, 2", 0).error().code() == StatusCode::Internal);
+  CHECK(layout("[1, 2]", 0).error().code() == StatusCode::Internal);  // not an object
   // A size that fits the body but not the shape.
   const std::string wrong_shape = R"({"outputs": [
     {"name": "a", "shape": [2], "datatype": "FP32", "parameters": {"binary_data_size": 4}}]})";
   const float one = 1;
-  auto result = http::decode_rest_infer(wrong_shape, {part_of(&one, 4)}, {4});
+  auto result =
+      http::decode_rest_infer(*http::parse_rest_answer(wrong_shape), {part_of(&one, 4)}, {4});
   CHECK(result.error().code() == StatusCode::Internal);
 }
 

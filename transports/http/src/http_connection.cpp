@@ -206,11 +206,13 @@ void HttpConnection::body_bytes(const char* data, std::size_t n) {
 }
 
 void HttpConnection::start_binary() {
-  auto sizes = binary_layout(answer_.body, body_left_);
+  auto parsed = parse_rest_answer(answer_.body);
+  auto sizes = parsed ? binary_layout(*parsed, body_left_) : parsed.error();
   if (!sizes) {
     close_after_ = true;  // the rest of the body is not worth reading
     return finish(sizes.error());
   }
+  answer_.parsed = std::move(*parsed);
   answer_.part_sizes = std::move(*sizes);
   answer_.parts.clear();
   for (std::size_t size : answer_.part_sizes) {

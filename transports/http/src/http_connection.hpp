@@ -29,6 +29,8 @@ class HttpPool;
 struct HttpAnswer {
   int status = 0;
   std::string body;
+  /// The body's JSON, when the connection parsed it to find the binary parts (null otherwise).
+  nlohmann::json parsed;
   std::vector<std::shared_ptr<std::uint8_t>> parts;
   std::vector<std::size_t> part_sizes;
 };

@@ -84,7 +84,12 @@ class HttpTransport final : public protocol::ControlCalls {
       if (!answer) return done(answer.error());
       if (answer->status != 200) return done(rest_error(answer->status, answer->body));
       const auto decoding = Clock::now();
-      auto result = decode_rest_infer(answer->body, std::move(answer->parts), answer->part_sizes);
+      if (answer->parsed.is_null()) {  // no binary data: the JSON is not parsed yet
+        auto parsed = parse_rest_answer(answer->body);
+        if (!parsed) return done(parsed.error());
+        answer->parsed = std::move(*parsed);
+      }
+      auto result = decode_rest_infer(answer->parsed, std::move(answer->parts), answer->part_sizes);
       if (result) {
         // This transport times encoding and decoding; the rest is one span, "wait".
         const auto now = Clock::now();

@@ -168,12 +168,15 @@ RestRequest encode_rest_infer(const InferRequest& request) {
   return out;
 }
 
-Result<std::vector<std::size_t>> binary_layout(std::string_view json_text,
-                                               std::size_t binary_bytes) {
-  json answer = json::parse(json_text.begin(), json_text.end(), nullptr, false);
+Result<json> parse_rest_answer(std::string_view text) {
+  json answer = json::parse(text.begin(), text.end(), nullptr, false);
   if (answer.is_discarded() || !answer.is_object()) {
     return internal("the inference answer's JSON is malformed");
   }
+  return answer;
+}
+
+Result<std::vector<std::size_t>> binary_layout(const json& answer, std::size_t binary_bytes) {
   std::vector<std::size_t> sizes;
   std::size_t total = 0;
   auto outputs = answer.find("outputs");
@@ -199,13 +202,9 @@ Result<std::vector<std::size_t>> binary_layout(std::string_view json_text,
   return sizes;
 }
 
-Result<InferResult> decode_rest_infer(std::string_view json_text,
+Result<InferResult> decode_rest_infer(const json& answer,
                                       std::vector<std::shared_ptr<std::uint8_t>> parts,
                                       const std::vector<std::size_t>& sizes) {
-  json answer = json::parse(json_text.begin(), json_text.end(), nullptr, false);
-  if (answer.is_discarded() || !answer.is_object()) {
-    return internal("the inference answer's JSON is malformed");
-  }
   auto parameters = protocol::parameters_from_json(answer.value("parameters", json()));
   if (!parameters) return internal("the answer's " + parameters.error().message());
   std::vector<NamedTensor> outputs;

@@ -4,6 +4,8 @@
 // its REST route. No sockets here: what to send, and what an answer means.
 #pragma once
 
+#include <nlohmann/json.hpp>
+
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -40,15 +42,20 @@ std::string model_target(std::string_view name, std::string_view version);
 /// and binary_data on each named output), so that tensors cross the wire unconverted.
 RestRequest encode_rest_infer(const InferRequest& request);
 
+/// An inference answer's JSON, parsed once for binary_layout() and decode_rest_infer().
+/// INTERNAL for text that is not a JSON object.
+Result<nlohmann::json> parse_rest_answer(std::string_view json);
+
 /// The sizes of the binary parts that follow an inference answer's JSON, in order: the
-/// binary_data_size of each output that has one. INTERNAL for JSON that is not an answer, or
-/// sizes that do not add up to `binary_bytes` (the body past the JSON).
-Result<std::vector<std::size_t>> binary_layout(std::string_view json, std::size_t binary_bytes);
+/// binary_data_size of each output that has one. INTERNAL for sizes that are not sizes, or that
+/// do not add up to `binary_bytes` (the body past the JSON).
+Result<std::vector<std::size_t>> binary_layout(const nlohmann::json& answer,
+                                               std::size_t binary_bytes);
 
 /// The answer to an inference request: its JSON, and the binary parts binary_layout() found,
 /// each in its own aligned buffer, which the outputs view (no copy). Outputs without binary
 /// data carry JSON "data", which is converted. INTERNAL for an answer that does not fit.
-Result<InferResult> decode_rest_infer(std::string_view json,
+Result<InferResult> decode_rest_infer(const nlohmann::json& answer,
                                       std::vector<std::shared_ptr<std::uint8_t>> parts,
                                       const std::vector<std::size_t>& sizes);
 
