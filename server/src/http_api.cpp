@@ -18,6 +18,10 @@ namespace {
 
 using nlohmann::json;
 
+// The largest inference body decoded on the network thread (see HttpApi::infer): a few
+// microseconds of JSON at most.
+constexpr std::size_t kDecodeHereBytes = 16 << 10;
+
 json tensors_json(const std::vector<TensorMetadata>& tensors) {
   json out = json::array();
   for (const auto& t : tensors) {
@@ -178,8 +182,10 @@ class HttpApi {
                                 {"outputs", tensors_json(metadata->outputs)}});
   }
 
-  // Decoded, run and encoded on the executor's pool: a large JSON body must not hold the
-  // network thread.
+  // A small body is decoded on the network thread, and a quick model's request (every one with
+  // inline_models) runs there too, as on the gRPC and TCP ports (infer_dispatch.hpp): two
+  // hand-overs between threads would be most of such a request's time. A larger body is
+  // decoded, run and encoded on the executor's pool: its JSON must not hold the network thread.
   void infer(ModelRoute route, HttpRequest request, HttpRespond respond) {
     std::optional<std::size_t> json_length;
     if (const auto& declared = request.header("inference-header-content-length");
@@ -190,6 +196,23 @@ class HttpApi {
       }
     }
     auto executor = context_->executor;
+    if (request.body.size <= kDecodeHereBytes) {
+      auto decoded = decode_http_infer(route.name, route.version, request.body.bytes,
+                                       request.body.view(), json_length);
+      if (!decoded) return respond(error_reply(decoded.error()));
+      InferRequest infer_request = std::move(decoded->request);
+      auto asked = std::make_shared<HttpInferRequest>(std::move(*decoded));
+      const ServerOptions& options = context_->options;
+      if (options.inline_models) return respond(reply_of(executor->infer(infer_request), *asked));
+      if (auto quick = executor->infer_if_quick(infer_request, options.quick_model_budget)) {
+        return respond(reply_of(std::move(*quick), *asked));
+      }
+      return executor->infer_async(
+          std::move(infer_request),
+          [asked, respond = std::move(respond)](Result<InferResult> result) mutable {
+            respond(reply_of(std::move(result), *asked));
+          });
+    }
     executor->run_async([executor, route = std::move(route), body = std::move(request.body),
                          json_length, respond = std::move(respond)]() mutable {
       auto decoded =
@@ -198,27 +221,31 @@ class HttpApi {
       // The request goes to the executor; the answer needs only how its outputs are asked for.
       InferRequest infer_request = std::move(decoded->request);
       auto asked = std::make_shared<HttpInferRequest>(std::move(*decoded));
-      executor->infer_async(std::move(infer_request), [asked, respond = std::move(respond)](
-                                                          Result<InferResult> result) {
-        if (!result) return respond(error_reply(result.error()));
-        auto encoded = encode_http_infer(*result, *asked);
-        if (!encoded) return respond(error_reply(encoded.error()));
-        HttpReply reply{200, "application/json", std::move(encoded->body), {}};
-        if (encoded->json_length) {
-          reply.content_type = "application/octet-stream";
-          reply.extra_headers =
-              "Inference-Header-Content-Length: " + std::to_string(*encoded->json_length) + "\r\n";
-          // The outputs' bytes are written from the tensors themselves, which the reply holds.
-          auto tensors = std::make_shared<std::vector<Tensor>>(std::move(encoded->binary));
-          for (const Tensor& tensor : *tensors) {
-            reply.tail.emplace_back(reinterpret_cast<const char*>(tensor.data()),
-                                    tensor.byte_size());
-          }
-          reply.tail_owner = std::move(tensors);
-        }
-        respond(std::move(reply));
-      });
+      executor->infer_async(std::move(infer_request),
+                            [asked, respond = std::move(respond)](Result<InferResult> result) {
+                              respond(reply_of(std::move(result), *asked));
+                            });
     });
+  }
+
+  // The answer to an inference request, or its error.
+  static HttpReply reply_of(Result<InferResult> result, const HttpInferRequest& asked) {
+    if (!result) return error_reply(result.error());
+    auto encoded = encode_http_infer(*result, asked);
+    if (!encoded) return error_reply(encoded.error());
+    HttpReply reply{200, "application/json", std::move(encoded->body), {}};
+    if (encoded->json_length) {
+      reply.content_type = "application/octet-stream";
+      reply.extra_headers =
+          "Inference-Header-Content-Length: " + std::to_string(*encoded->json_length) + "\r\n";
+      // The outputs' bytes are written from the tensors themselves, which the reply holds.
+      auto tensors = std::make_shared<std::vector<Tensor>>(std::move(encoded->binary));
+      for (const Tensor& tensor : *tensors) {
+        reply.tail.emplace_back(reinterpret_cast<const char*>(tensor.data()), tensor.byte_size());
+      }
+      reply.tail_owner = std::move(tensors);
+    }
+    return reply;
   }
 
   std::shared_ptr<ServerContext> context_;
