@@ -100,27 +100,21 @@ Result<std::size_t> Inflater::inflate(const std::uint8_t*& in, std::size_t& in_s
   return written;
 }
 
-std::shared_ptr<OutgoingBody> compress_message(const OutgoingBody& message, Compression compression,
-                                               int level) {
-  if (compression == Compression::None || message.size() <= kPrefixBytes) return nullptr;
+std::string compress_bytes(const std::vector<std::string_view>& pieces, Compression compression,
+                           int level) {
   z_stream z{};
   if (deflateInit2(&z, level, Z_DEFLATED, window_bits(compression), 8, Z_DEFAULT_STRATEGY) !=
       Z_OK) {
     throw std::bad_alloc();
   }
-  const std::size_t length = message.size() - kPrefixBytes;
+  std::size_t length = 0;
+  for (auto piece : pieces) length += piece.size();
   std::string out(deflateBound(&z, static_cast<uLong>(std::min(length, kMaxRun))), '\0');
   std::size_t produced = 0;
-  std::size_t skip = kPrefixBytes;  // the message's own prefix is not compressed
-  const auto& pieces = message.pieces();
   bool failed = false;
   for (std::size_t i = 0; i < pieces.size() && !failed; ++i) {
-    const std::uint8_t* data = message.piece_data(pieces[i]);
-    std::size_t size = pieces[i].size;
-    const std::size_t skipped = std::min(skip, size);
-    data += skipped;
-    size -= skipped;
-    skip -= skipped;
+    const auto* data = reinterpret_cast<const Bytef*>(pieces[i].data());
+    std::size_t size = pieces[i].size();
     const bool last = i + 1 == pieces.size();
     do {
       const std::size_t run = std::min(size, kMaxRun);
@@ -141,9 +135,61 @@ std::shared_ptr<OutgoingBody> compress_message(const OutgoingBody& message, Comp
     } while (!failed && size > 0);
   }
   deflateEnd(&z);
-  if (failed || produced >= length) return nullptr;  // gRPC then sends it as it is
+  if (failed) throw std::bad_alloc();  // deflate fails only for want of memory
+  out.resize(produced);
+  return out;
+}
+
+Result<std::string> inflate_bytes(std::string_view bytes, Compression compression,
+                                  std::size_t limit) {
+  Inflater inflater(compression);
+  const auto* in = reinterpret_cast<const std::uint8_t*>(bytes.data());
+  std::size_t in_size = bytes.size();
+  // Grown as the stream inflates, not sized by the ratio it could reach: a bomb costs what it
+  // really inflates to, up to `limit`.
+  std::string out(std::min(limit, std::max<std::size_t>(4 * bytes.size(), 4096)), '\0');
+  std::size_t produced = 0;
+  while (!inflater.finished()) {
+    if (produced == out.size()) {
+      if (out.size() == limit) {
+        return Error(
+            StatusCode::ResourceExhausted,
+            "a compressed body inflates past the limit of " + std::to_string(limit) + " bytes");
+      }
+      out.resize(std::min(limit, out.size() * 2));
+    }
+    auto n = inflater.inflate(in, in_size, reinterpret_cast<std::uint8_t*>(&out[produced]),
+                              out.size() - produced);
+    if (!n) return n.error();
+    produced += *n;
+    if (*n == 0 && !inflater.finished() && produced < out.size()) {
+      return Error(StatusCode::Internal, "invalid compressed message: it ends before its end");
+    }
+  }
+  if (in_size != 0) {
+    return Error(StatusCode::Internal, "invalid compressed message: bytes after its end");
+  }
+  out.resize(produced);
+  return out;
+}
+
+std::shared_ptr<OutgoingBody> compress_message(const OutgoingBody& message, Compression compression,
+                                               int level) {
+  if (compression == Compression::None || message.size() <= kPrefixBytes) return nullptr;
+  const std::size_t length = message.size() - kPrefixBytes;
+  std::vector<std::string_view> pieces;
+  std::size_t skip = kPrefixBytes;  // the message's own prefix is not compressed
+  for (const auto& piece : message.pieces()) {
+    const std::size_t skipped = std::min(skip, piece.size);
+    skip -= skipped;
+    if (piece.size == skipped) continue;
+    pieces.emplace_back(reinterpret_cast<const char*>(message.piece_data(piece)) + skipped,
+                        piece.size - skipped);
+  }
+  const std::string out = compress_bytes(pieces, compression, level);
+  if (out.size() >= length) return nullptr;  // gRPC then sends it as it is
   auto body = std::make_shared<OutgoingBody>();
-  body->append_owned(out.data(), produced);
+  body->append_owned(out.data(), out.size());
   if (!body->finish(0xffffffffu, true)) return nullptr;
   return body;
 }

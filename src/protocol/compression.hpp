@@ -9,7 +9,9 @@
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <string>
 #include <string_view>
+#include <vector>
 
 #include "sonic/compression.hpp"
 #include "sonic/detail/export.hpp"
@@ -54,6 +56,17 @@ class SONIC_EXPORT Inflater {
   std::unique_ptr<Stream> stream_;
   bool finished_ = false;
 };
+
+/// `pieces`, in order, compressed as one deflate or gzip stream at zlib level `level` (an HTTP
+/// body's Content-Encoding). Runs on the calling thread; throws std::bad_alloc when zlib cannot
+/// have its memory.
+SONIC_EXPORT std::string compress_bytes(const std::vector<std::string_view>& pieces,
+                                        Compression compression, int level);
+
+/// `bytes`, one whole deflate or gzip stream, inflated: at most `limit` bytes, grown as they
+/// come (RESOURCE_EXHAUSTED past it); INTERNAL for bytes that are not one whole stream.
+SONIC_EXPORT Result<std::string> inflate_bytes(std::string_view bytes, Compression compression,
+                                               std::size_t limit);
 
 /// `message`, a finished body, compressed with `compression` at zlib level `level` (1 to 9)
 /// into a new finished body flagged compressed that keeps nothing of `message`; null when it
