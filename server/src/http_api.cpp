@@ -2,6 +2,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <optional>
 #include <string_view>
 #include <vector>
@@ -10,6 +11,7 @@
 #include "http_control_routes.hpp"
 #include "http_infer_json.hpp"
 #include "http_replies.hpp"
+#include "protocol/compression.hpp"
 #include "protocol/control_codec.hpp"
 
 namespace sonic::server {
@@ -195,6 +197,21 @@ class HttpApi {
         return respond(error_reply(400, "malformed Inference-Header-Content-Length"));
       }
     }
+    auto body_encoding = encoding_of(request.header("content-encoding"));
+    if (!body_encoding) return respond(error_reply(body_encoding.error()));
+    // Answers are compressed for a client that asks (Triton: Accept-Encoding, gzip first).
+    const std::string& accept = request.header("accept-encoding");
+    const Compression answer_encoding =
+        protocol::accepts(accept, Compression::Gzip)      ? Compression::Gzip
+        : protocol::accepts(accept, Compression::Deflate) ? Compression::Deflate
+                                                          : Compression::None;
+    respond = [respond = std::move(respond), answer_encoding](HttpReply reply) mutable {
+      respond(compressed(std::move(reply), answer_encoding));
+    };
+    if (*body_encoding != Compression::None) {
+      return infer_compressed(std::move(route), std::move(request), *body_encoding, json_length,
+                              std::move(respond));
+    }
     auto executor = context_->executor;
     if (request.body.size <= kDecodeHereBytes) {
       auto decoded = decode_http_infer(route.name, route.version, request.body.bytes,
@@ -226,6 +243,62 @@ class HttpApi {
                               respond(reply_of(std::move(result), *asked));
                             });
     });
+  }
+
+  // A body with a Content-Encoding, inflated on the executor's pool within max_message_bytes,
+  // its inflated bytes held in the connection's memory budget (at most what the compressed
+  // bytes can inflate to) from before they are made until the answer is written; a server
+  // short of that memory answers UNAVAILABLE at once.
+  void infer_compressed(ModelRoute route, HttpRequest request, Compression encoding,
+                        std::optional<std::size_t> json_length, HttpRespond respond) {
+    const std::size_t bound = std::min(context_->options.max_message_bytes,
+                                       request.body.size * protocol::kMaxInflateRatio);
+    if (!request.budget->admit(bound)) {
+      return respond(error_reply(
+          Error(StatusCode::Unavailable, "the server's memory for requests is in use: try again")));
+    }
+    request.budget->settle(bound);
+    auto held = std::make_shared<BudgetHold>(request.budget, bound);
+    auto executor = context_->executor;
+    executor->run_async([executor, route = std::move(route), body = std::move(request.body),
+                         encoding, bound, held, json_length,
+                         respond = std::move(respond)]() mutable {
+      auto inflated = protocol::inflate_bytes(body.view(), encoding, bound);
+      if (!inflated) return respond(error_reply(inflated.error()));
+      body = HttpBody();  // the compressed bytes are no longer needed
+      auto owner = std::make_shared<const std::string>(std::move(*inflated));
+      auto decoded = decode_http_infer(route.name, route.version, owner, *owner, json_length);
+      if (!decoded) return respond(error_reply(decoded.error()));
+      InferRequest infer_request = std::move(decoded->request);
+      auto asked = std::make_shared<HttpInferRequest>(std::move(*decoded));
+      executor->infer_async(std::move(infer_request), [asked, held, respond = std::move(respond)](
+                                                          Result<InferResult> result) mutable {
+        respond(reply_of(std::move(result), *asked));
+      });
+    });
+  }
+
+  // What a Content-Encoding names: none, gzip or deflate; Triton's words for another.
+  static Result<Compression> encoding_of(const std::string& content_encoding) {
+    if (content_encoding.empty()) return Compression::None;
+    if (auto known = protocol::parse_encoding(content_encoding)) return *known;
+    return Error(StatusCode::Unimplemented,
+                 "unsupported Content-Encoding '" + content_encoding + "': gzip and deflate are");
+  }
+
+  // `reply` with its body (and tail) compressed as `encoding` says, as Triton compresses an
+  // answer whenever the client accepts it; as it is for none, and for an error.
+  static HttpReply compressed(HttpReply reply, Compression encoding) {
+    if (encoding == Compression::None || reply.status != 200) return reply;
+    std::vector<std::string_view> pieces{reply.body};
+    pieces.insert(pieces.end(), reply.tail.begin(), reply.tail.end());
+    std::string packed = protocol::compress_bytes(pieces, encoding, protocol::kDefaultLevel);
+    reply.body = std::move(packed);
+    reply.tail.clear();
+    reply.tail_owner.reset();
+    reply.extra_headers +=
+        "Content-Encoding: " + std::string(protocol::encoding_name(encoding)) + "\r\n";
+    return reply;
   }
 
   // The answer to an inference request, or its error.

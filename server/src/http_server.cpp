@@ -278,6 +278,7 @@ class HttpConnection : public std::enable_shared_from_this<HttpConnection> {
     request_.client = [self = shared_from_this()]() -> const ShmClient& {
       return self->shm_client();
     };
+    request_.budget = budget_;
     // The reply keeps the connection alive: no read or write of it is pending meanwhile.
     shared_->service.handle(
         std::move(request_), [self = shared_from_this()](HttpReply reply) mutable {

@@ -43,6 +43,9 @@ struct HttpRequest {
   /// other end, asked of the kernel on first need, once per connection. Call it on the
   /// connection's network thread (where the service's `handle` runs).
   std::function<const ShmClient&()> client;
+  /// The connection's share of the server's memory budget, for what a request grows to past
+  /// its body (a compressed body, inflated). Thread-safe.
+  std::shared_ptr<ConnectionBudget> budget;
 
   /// The header's value, or empty.
   const std::string& header(const std::string& lower_name) const;

@@ -5,6 +5,7 @@ Triton derives from the error's code, JSON tensors flat in row-major order, and 
 tensor data extension (Inference-Header-Content-Length). Hostile clients are cut off with a
 bounded cost while the port keeps serving."""
 
+import gzip
 import http.client
 import json
 import re
@@ -12,6 +13,7 @@ import shutil
 import socket
 import subprocess
 import time
+import zlib
 
 import numpy as np
 import pytest
@@ -150,6 +152,46 @@ def test_binary_inputs_and_outputs(rest):
     assert status == 200 and "Inference-Header-Content-Length" not in headers
     out = json.loads(raw)["outputs"][0]
     assert np.allclose(np.array(out["data"], np.float32), values.ravel())
+
+
+def test_compressed_bodies_both_ways(rest):
+    """Triton's HTTP frontend inflates a request body sent with Content-Encoding gzip or deflate
+    (Inference-Header-Content-Length measures the inflated JSON), and compresses the answer for
+    a client whose Accept-Encoding lists one. A body that inflates past --max-message-bytes
+    (1 MiB here) is refused, and the port goes on serving."""
+    values = np.random.default_rng(5).standard_normal((2, 64)).astype(np.float32)
+    header = {"inputs": [{"name": "INPUT0", "shape": [2, 64], "datatype": "FP32",
+                          "parameters": {"binary_data_size": values.nbytes}}],
+              "parameters": {"binary_data_output": True}}
+    body, length = binary_body(header, values)
+    path = "/v2/models/identity_fp32/infer"
+    status, headers, raw = request(rest.http_port, "POST", path, gzip.compress(body),
+                                   {"Inference-Header-Content-Length": str(length),
+                                    "Content-Encoding": "gzip", "Accept-Encoding": "gzip"})
+    assert status == 200, raw
+    assert headers["Content-Encoding"] == "gzip"
+    answer, data = split_binary(headers, gzip.decompress(raw))
+    assert np.array_equal(np.frombuffer(data, np.float32).reshape(2, 64), values)
+
+    # deflate is a zlib stream, as HTTP and gRPC name it; no Accept-Encoding, no compression.
+    status, headers, raw = request(rest.http_port, "POST", path, zlib.compress(body),
+                                   {"Inference-Header-Content-Length": str(length),
+                                    "Content-Encoding": "deflate"})
+    assert status == 200 and "Content-Encoding" not in headers, raw
+    assert split_binary(headers, raw)[1] == values.tobytes()
+
+    # A bomb: 16 MiB of zeros in about 16 KiB.
+    bomb = gzip.compress(json.dumps({"inputs": []}).encode() + bytes(16 << 20))
+    status, _, raw = request(rest.http_port, "POST", path, bomb,
+                             {"Inference-Header-Content-Length": "13",
+                              "Content-Encoding": "gzip"})
+    assert status == 400 and b"inflates past the limit" in raw, raw
+    status, _, raw = request(rest.http_port, "POST", path, b"not gzip at all",
+                             {"Content-Encoding": "gzip"})
+    assert status == 500 and b"invalid compressed message" in raw, raw
+    status, _, raw = request(rest.http_port, "POST", path, body, {"Content-Encoding": "br"})
+    assert status == 501 and b"unsupported Content-Encoding" in raw, raw
+    assert request(rest.http_port, "GET", "/v2/health/ready")[0] == 200
 
 
 def test_bytes_and_bool_tensors_as_json(rest):
