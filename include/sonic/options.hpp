@@ -67,9 +67,10 @@ struct SharedMemoryOptions {
 /// Compression: of gRPC messages, and of tcp+zstd:// tensors (tcp:// sends them as they are).
 struct CompressionOptions {
   /// How requests' messages are compressed over gRPC (grpc://, grpc+shm://'s inline tensors,
-  /// and streams; a request may choose otherwise, InferRequest::compression): None, the
+  /// and streams) and HTTP (http://: the whole body, as Content-Encoding, and the answer asked
+  /// for the same way); a request may choose otherwise, InferRequest::compression: None, the
   /// default, or Deflate or Gzip, which pay only on slow links with compressible tensors. A
-  /// message that would not shrink goes as it is. Answers are taken compressed either way.
+  /// gRPC message that would not shrink goes as it is. Answers are taken compressed either way.
   Compression grpc = Compression::None;
   /// zstd level: 1 is fast, which is what a saturated link needs; higher trades CPU for bytes.
   int zstd_level = 1;

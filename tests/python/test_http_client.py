@@ -41,6 +41,20 @@ def test_large_tensors_cross_unchanged(triton):
                                       values)
 
 
+@pytest.mark.parametrize("compression", ["gzip", "deflate"])
+def test_compressed_requests_and_answers(triton, compression):
+    values = np.zeros((64, 1024), dtype=np.float32)  # compresses well
+    values[::7, ::3] = 1.5
+    del triton.encodings[:]
+    with sonic.Client(triton.url, compression=compression) as client:
+        np.testing.assert_array_equal(client.infer("identity_fp32", {"INPUT0": values})["OUTPUT0"],
+                                      values)
+        strings = np.array([[b"one", b"two"]], dtype=object)
+        echoed = client.infer("simple_identity", {"INPUT0": strings})["OUTPUT0"]
+        assert [bytes(e) for e in echoed.reshape(-1)] == [b"one", b"two"]
+    assert triton.encodings == [compression, compression]
+
+
 def test_named_outputs_come_in_the_order_asked(triton):
     a = np.ones((1, 16), dtype=np.int32)
     with sonic.Client(triton.url) as client:
@@ -182,5 +196,9 @@ def test_sonic_servers_http_port_answers_as_its_grpc_port(models):
             assert (over_http.model_metadata("jet_mlp_onnx") ==
                     over_grpc.model_metadata("jet_mlp_onnx"))
             assert over_http.model_ready("jet_mlp_onnx")
+        with sonic.Client(url, compression="gzip") as compressed:
+            np.testing.assert_array_equal(
+                compressed.infer("jet_mlp_onnx", {"features": features})["probabilities"],
+                expected["probabilities"])
     finally:
         server.stop()

@@ -13,6 +13,9 @@ extension_statistics.md, extension_shared_memory.md):
   for binary ("binary_data_output" for all, an output's "binary_data" for one), and then the
   answer carries Inference-Header-Content-Length and each output's binary_data_size, its bytes
   following the JSON in the outputs' order;
+- compression: a request body with Content-Encoding gzip or deflate is inflated (the
+  Inference-Header-Content-Length measures the inflated JSON), and an inference answer is
+  compressed when the request's Accept-Encoding lists gzip or deflate;
 - the model's configuration at .../config is the ModelConfig itself (no wrapper), with int64
   fields as JSON numbers; statistics as {"model_stats": [...]}; the repository index (POST) as a
   JSON array; load and unload as empty 200s; system shared memory status as a JSON array.
@@ -21,11 +24,13 @@ Models (version "1"): simple (INT32 INPUT0 + INPUT1 and INPUT0 - INPUT1, [1,16])
 identity_fp32 (FP32 [-1,-1]), simple_identity (BYTES [-1,-1]), slow (identity_fp32 after
 `slow_seconds`).
 
-Test hooks: `connections` counts the TCP connections accepted; a request with the header
+Test hooks: `connections` counts the TCP connections accepted, `encodings` lists each
+inference request's Content-Encoding ("" for none); a request with the header
 "x-test-close: 1" is answered with "Connection: close" and the connection closed, as a server
 with a keep-alive limit does.
 """
 
+import gzip
 import http.server
 import json
 import socketserver
@@ -33,6 +38,7 @@ import struct
 import threading
 import time
 import urllib.parse
+import zlib
 
 import numpy as np
 
@@ -146,6 +152,11 @@ class Handler(http.server.BaseHTTPRequestHandler):
     def route(self, method):
         length = int(self.headers.get("Content-Length", "0"))
         body = self.rfile.read(length) if length else b""
+        encoding = self.headers.get("Content-Encoding", "")
+        if self.path.endswith("/infer"):
+            self.server.encodings.append(encoding)
+        if encoding in ("gzip", "deflate"):
+            body = gzip.decompress(body) if encoding == "gzip" else zlib.decompress(body)
         parts = [urllib.parse.unquote(p) for p in self.path.split("?")[0].split("/") if p]
         try:
             self.serve(method, parts, body)
@@ -281,10 +292,16 @@ class Handler(http.server.BaseHTTPRequestHandler):
             answer["id"] = request["id"]
         text = json.dumps(answer).encode()
         model.successes += 1
-        if not blobs:
-            return self.reply(200, text)
-        self.reply(200, text + b"".join(blobs), "application/octet-stream",
-                   [("Inference-Header-Content-Length", str(len(text)))])
+        headers = [("Inference-Header-Content-Length", str(len(text)))] if blobs else []
+        body = text + b"".join(blobs)
+        accepted = self.headers.get("Accept-Encoding", "")
+        for name, compress in (("gzip", gzip.compress), ("deflate", zlib.compress)):
+            if name in accepted:
+                body = compress(body)
+                headers.append(("Content-Encoding", name))
+                break
+        self.reply(200, body, "application/octet-stream" if blobs else "application/json",
+                   headers)
 
 
 class TritonHttpServer(socketserver.ThreadingMixIn, http.server.HTTPServer):
@@ -295,6 +312,7 @@ class TritonHttpServer(socketserver.ThreadingMixIn, http.server.HTTPServer):
         self.models = make_models(slow_seconds)
         self.live = True
         self.connections = 0
+        self.encodings = []
         self.thread = threading.Thread(target=self.serve_forever, daemon=True)
 
     def get_request(self):

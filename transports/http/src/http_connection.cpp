@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "net/http_head.hpp"
+#include "protocol/compression.hpp"
 #include "protocol/grpc_wire.hpp"
 
 namespace sonic::http {
@@ -163,16 +164,63 @@ void HttpConnection::on_head() {
   }
   body_left_ = *length;
   phase_ = Phase::Body;
+  encoding_ = Compression::None;
+  inflated_json_length_.reset();
+  if (const std::string& encoding = fields["content-encoding"]; !encoding.empty()) {
+    auto known = protocol::parse_encoding(encoding);
+    if (!known) return lost("the server's answer has Content-Encoding '" + encoding + "'");
+    encoding_ = *known;
+  }
   const std::string& json_length = fields["inference-header-content-length"];
   if (status == 200 && call_->binary_answer && !json_length.empty()) {
     auto n = net::parse_http_length(json_length);
-    if (!n || *n > body_left_) {
+    if (!n) return lost("the server's Inference-Header-Content-Length is malformed");
+    if (encoding_ != Compression::None) {
+      inflated_json_length_ = *n;  // of the inflated body: read whole, then split
+    } else if (*n > body_left_) {
       return lost("the server's Inference-Header-Content-Length is past its Content-Length");
+    } else {
+      json_left_ = *n;
+      phase_ = Phase::Json;
     }
-    json_left_ = *n;
-    phase_ = Phase::Json;
   }
-  if (body_left_ == 0) finish(std::move(answer_));
+  if (body_left_ == 0) body_read();
+}
+
+void HttpConnection::body_read() {
+  if (encoding_ == Compression::None) return finish(std::move(answer_));
+  finish(inflated());
+}
+
+Result<HttpAnswer> HttpConnection::inflated() {
+  // Within max_message_bytes, inflated or not; the buffer grows only as the stream inflates.
+  auto body = protocol::inflate_bytes(answer_.body, encoding_, settings_.max_message_bytes);
+  if (!body) return body.error();
+  HttpAnswer answer;
+  answer.status = answer_.status;
+  answer.body = std::move(*body);
+  if (!inflated_json_length_) return answer;
+  // Binary tensor data follows the JSON: copied out into aligned buffers, as it was never in
+  // place to be read into them.
+  const std::size_t json_length = *inflated_json_length_;
+  if (json_length > answer.body.size()) {
+    return Error(StatusCode::Internal,
+                 "the server's Inference-Header-Content-Length is past its inflated body");
+  }
+  auto parsed = parse_rest_answer(std::string_view(answer.body).substr(0, json_length));
+  if (!parsed) return parsed.error();
+  auto sizes = binary_layout(*parsed, answer.body.size() - json_length);
+  if (!sizes) return sizes.error();
+  std::size_t at = json_length;
+  for (std::size_t size : *sizes) {
+    answer.parts.push_back(protocol::allocate_tensor_buffer(std::max<std::size_t>(size, 1)));
+    std::copy_n(answer.body.data() + at, size, answer.parts.back().get());
+    at += size;
+  }
+  answer.body.resize(json_length);
+  answer.parsed = std::move(*parsed);
+  answer.part_sizes = std::move(*sizes);
+  return answer;
 }
 
 void HttpConnection::body_bytes(const char* data, std::size_t n) {
@@ -188,7 +236,7 @@ void HttpConnection::body_bytes(const char* data, std::size_t n) {
         json_left_ -= take;
         if (json_left_ == 0) start_binary();
       } else if (body_left_ == 0) {
-        finish(std::move(answer_));
+        body_read();
       }
       continue;
     }

@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -18,6 +19,7 @@
 #include "net/connector.hpp"
 #include "net/link.hpp"
 #include "rest_codec.hpp"
+#include "sonic/compression.hpp"
 #include "sonic/detail/unique_function.hpp"
 
 namespace sonic::http {
@@ -41,6 +43,10 @@ struct HttpCall : net::BookEntry<HttpCall, detail::UniqueFunction<void(Result<Ht
   std::string head;  ///< the request line and header fields, ending in the blank line
   /// An inference call: a 200 answer with Inference-Header-Content-Length carries binary parts.
   bool binary_answer = false;
+  /// The body's Content-Encoding (it is compressed; the answer may come compressed the same way).
+  Compression encoding = Compression::None;
+  /// Inference-Header-Content-Length: the JSON's length before compression.
+  std::size_t json_length = 0;
   Deadline deadline = Deadline::max();
   bool wait_for_reconnect = false;
   bool finished = false;
@@ -91,6 +97,9 @@ class HttpConnection : public std::enable_shared_from_this<HttpConnection> {
   void on_head();
   void body_bytes(const char* data, std::size_t n);
   void start_binary();
+  // The whole body has been read: the answer, inflated first when it came compressed.
+  void body_read();
+  Result<HttpAnswer> inflated();
   void next_part();
   // The call's outcome is decided: delivered now, or once the write of its bytes is over.
   void finish(Result<HttpAnswer> outcome);
@@ -118,9 +127,13 @@ class HttpConnection : public std::enable_shared_from_this<HttpConnection> {
   std::string buffer_;  // bytes of the head read so far
   Phase phase_ = Phase::Head;
   HttpAnswer answer_;
-  bool close_after_ = false;                // the server said Connection: close (or spoke HTTP/1.0)
-  std::size_t body_left_ = 0;               // of the whole body
-  std::size_t json_left_ = 0;               // of its JSON part (Phase::Json)
+  bool close_after_ = false;
+  Compression encoding_ = Compression::None;  // the answer's Content-Encoding
+  std::optional<std::size_t>
+      inflated_json_length_;   // of a compressed answer with binary data                // the
+                               // server said Connection: close (or spoke HTTP/1.0)
+  std::size_t body_left_ = 0;  // of the whole body
+  std::size_t json_left_ = 0;  // of its JSON part (Phase::Json)
   std::size_t part_ = 0, part_filled_ = 0;  // Phase::Binary
 };
 

@@ -11,6 +11,7 @@
 #include "net/bearer_token.hpp"
 #include "net/call_routes.hpp"
 #include "net/tls.hpp"
+#include "protocol/compression.hpp"
 #include "protocol/control_calls.hpp"
 
 namespace sonic::http {
@@ -52,6 +53,7 @@ class HttpTransport final : public protocol::ControlCalls {
                                                            : '[' + endpoint.host + ']'),
         authority_(host_ + ':' + std::to_string(endpoint.port)),
         max_message_bytes_(options.max_message_bytes),
+        compression_(options.compression.grpc),
         wait_for_reconnect_(net::ReconnectBackoff::calls_wait(options)),
         headers_(options.headers),
         bearer_token_(options.bearer_token) {}
@@ -68,6 +70,7 @@ class HttpTransport final : public protocol::ControlCalls {
     // The tensors' bytes are borrowed: the caller keeps the request until `done` runs.
     call->request = encode_rest_infer(request);
     call->binary_answer = true;
+    call->json_length = call->request.json.size();
     if (call->request.json.size() + call->request.binary_bytes > max_message_bytes_) {
       return fail(route, std::move(done),
                   Error(StatusCode::ResourceExhausted,
@@ -75,6 +78,10 @@ class HttpTransport final : public protocol::ControlCalls {
                             std::to_string(call->request.json.size() + call->request.binary_bytes) +
                             " bytes exceeds max_message_bytes (" +
                             std::to_string(max_message_bytes_) + ")"));
+    }
+    if (const Compression compression = request.compression().value_or(compression_);
+        compression != Compression::None) {
+      compress(*call, compression);
     }
     if (auto head = make_head(*call, request.headers()); !head) {
       return fail(route, std::move(done), head.error());
@@ -121,6 +128,21 @@ class HttpTransport final : public protocol::ControlCalls {
   }
 
  private:
+  // The body (JSON and tensors) as one gzip or deflate stream, which Triton's HTTP frontend
+  // inflates (Content-Encoding); made on the caller's thread, so that callers compress in
+  // parallel. The answer may then come compressed too (Accept-Encoding).
+  static void compress(HttpCall& call, Compression compression) {
+    RestRequest& r = call.request;
+    std::vector<std::string_view> pieces{r.json};
+    for (const auto& bytes : r.binary) {
+      pieces.emplace_back(static_cast<const char*>(bytes.data), bytes.size);
+    }
+    r.json = protocol::compress_bytes(pieces, compression, protocol::kDefaultLevel);
+    r.binary.clear();
+    r.binary_bytes = 0;
+    call.encoding = compression;
+  }
+
   // A call that fails before it is sent completes on the network thread all the same.
   template <typename T>
   static void fail(const Routes::Route& route, Callback<T> done, Error error) {
@@ -139,11 +161,15 @@ class HttpTransport final : public protocol::ControlCalls {
       const std::size_t length = r.json.size() + r.binary_bytes;
       if (call.binary_answer) {
         head += "Content-Type: application/octet-stream\r\nInference-Header-Content-Length: " +
-                std::to_string(r.json.size()) + "\r\n";
+                std::to_string(call.json_length) + "\r\n";
       } else {
         head += "Content-Type: application/json\r\n";
       }
       head += "Content-Length: " + std::to_string(length) + "\r\n";
+    }
+    if (call.encoding != Compression::None) {
+      const std::string name(protocol::encoding_name(call.encoding));
+      head += "Content-Encoding: " + name + "\r\nAccept-Encoding: " + name + "\r\n";
     }
     for (const auto* fields : {&headers_, &extra}) {
       for (const auto& [name, value] : *fields) {
@@ -173,6 +199,7 @@ class HttpTransport final : public protocol::ControlCalls {
   const std::string host_;
   const std::string authority_;  // the Host field: host:port, an IPv6 literal in brackets
   const std::size_t max_message_bytes_;
+  const Compression compression_;  // of requests that do not choose
   const bool wait_for_reconnect_;
   const std::vector<std::pair<std::string, std::string>> headers_;
   const std::function<Result<std::string>()> bearer_token_;
