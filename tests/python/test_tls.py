@@ -15,6 +15,7 @@ import pytest
 
 import sonic
 from conftest import Server
+from test_http import http_port
 
 
 INPUTS = {"INPUT0": np.full((1, 16), 2, np.int32), "INPUT1": np.full((1, 16), 3, np.int32)}
@@ -118,12 +119,13 @@ def test_the_server_takes_tls_1_2_and_later_only_and_offers_h2(certificates, tmp
         server.stop()
 
 
-def test_sonic_python_client_over_grpcs_and_tcp_tls(certificates):
+def test_sonic_python_client_over_every_tls_scheme(certificates):
     server = tls_server(certificates)
     try:
         for url in (server.grpc.replace("grpc://", "grpcs://"),
                     server.tcp.replace("tcp://", "tcp+tls://"),
-                    server.tcp.replace("tcp://", "tcp+zstd+tls://")):
+                    server.tcp.replace("tcp://", "tcp+zstd+tls://"),
+                    "https://127.0.0.1:%d" % http_port(server)):
             with sonic.Client(url, tls_ca_file=str(certificates / "ca.pem")) as client:
                 assert client.infer("simple", INPUTS)["OUTPUT0"][0, 0] == 5
             with sonic.Client(url, tls_ca_file=str(certificates / "other-ca.pem"),
