@@ -115,6 +115,23 @@ def test_keep_alive_holds_connections_to_the_limit(triton):
     assert triton.connections - before <= 3
 
 
+def test_a_destroyed_client_closes_its_connections(triton):
+    a = np.ones((1, 16), dtype=np.int32)
+    deadline = time.monotonic() + 10
+    while triton.open_connections and time.monotonic() < deadline:  # other tests' clients
+        time.sleep(0.01)
+    client = sonic.Client(triton.url, share_connections=False, drive_blocking_calls=False)
+    futures = [client.infer_async("simple", {"INPUT0": a, "INPUT1": a}) for _ in range(4)]
+    for future in futures:
+        future.result(timeout=30)
+    assert triton.open_connections >= 1
+    client.close()
+    deadline = time.monotonic() + 5
+    while triton.open_connections and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert triton.open_connections == 0
+
+
 def test_a_server_that_closes_after_answering_costs_nothing(triton):
     a = np.ones((1, 16), dtype=np.int32)
     before = triton.connections

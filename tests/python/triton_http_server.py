@@ -24,7 +24,8 @@ Models (version "1"): simple (INT32 INPUT0 + INPUT1 and INPUT0 - INPUT1, [1,16])
 identity_fp32 (FP32 [-1,-1]), simple_identity (BYTES [-1,-1]), slow (identity_fp32 after
 `slow_seconds`).
 
-Test hooks: `connections` counts the TCP connections accepted, `encodings` lists each
+Test hooks: `connections` counts the TCP connections accepted, `open_connections` those not yet
+closed, `encodings` lists each
 inference request's Content-Encoding ("" for none); a request with the header
 "x-test-close: 1" is answered with "Connection: close" and the connection closed, as a server
 with a keep-alive limit does.
@@ -311,14 +312,24 @@ class TritonHttpServer(socketserver.ThreadingMixIn, http.server.HTTPServer):
         super().__init__(("127.0.0.1", 0), Handler)
         self.models = make_models(slow_seconds)
         self.live = True
+        self.lock = threading.Lock()
         self.connections = 0
+        self.open_connections = 0
         self.encodings = []
         self.thread = threading.Thread(target=self.serve_forever, daemon=True)
 
     def get_request(self):
         accepted = super().get_request()
-        self.connections += 1
+        with self.lock:
+            self.connections += 1
+            self.open_connections += 1
         return accepted
+
+    def shutdown_request(self, request):
+        # Runs once a connection's handler is done: the client closed it (or it was told to).
+        super().shutdown_request(request)
+        with self.lock:
+            self.open_connections -= 1
 
     @property
     def url(self):

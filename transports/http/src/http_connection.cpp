@@ -20,8 +20,7 @@ constexpr std::size_t kMaxHeadBytes = 64 << 10;
 
 HttpConnection::HttpConnection(asio::io_context& io, const Endpoint& endpoint,
                                net::ConnectionSettings settings, Events events)
-    : io_(io),
-      endpoint_(endpoint),
+    : endpoint_(endpoint),
       settings_(std::move(settings)),
       events_(std::move(events)),
       connector_(io),

@@ -106,7 +106,6 @@ class HttpConnection : public std::enable_shared_from_this<HttpConnection> {
   void deliver(Result<HttpAnswer> outcome);
   void lost(const std::string& why);
 
-  asio::io_context& io_;
   const Endpoint endpoint_;
   net::ConnectionSettings settings_;
   Events events_;

@@ -27,6 +27,7 @@ void HttpPool::open() {
                                 }};
   auto connection = std::make_shared<HttpConnection>(io_, endpoint_, settings_, std::move(events));
   connections_.push_back(connection);
+  alive_ = shared_from_this();
   connection->connect();
 }
 
@@ -87,6 +88,8 @@ void HttpPool::dispatch() {
   connections_.erase(std::remove_if(connections_.begin(), connections_.end(),
                                     [](const auto& c) { return c->closed(); }),
                      connections_.end());
+  // Every caller of dispatch() holds the pool: letting go of it here never ends this call.
+  if (connections_.empty() && waiting_.empty()) alive_.reset();
   while (!waiting_.empty()) {
     if (waiting_.front()->finished) {
       waiting_.pop_front();
@@ -157,6 +160,7 @@ void HttpPool::abandon(const std::shared_ptr<HttpCall>& call, Error why) {
 }
 
 void HttpPool::shutdown(StatusCode code, const std::string& why) {
+  const auto keep = std::move(alive_);  // the pool goes, at the earliest, as this returns
   failed_ = true;
   wake_.cancel();
   const Error error(code, why);

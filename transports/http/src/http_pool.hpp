@@ -26,7 +26,8 @@ class HttpPool : public std::enable_shared_from_this<HttpPool> {
   void submit(std::shared_ptr<HttpCall> call);
   /// Ends the call with `why`: taken out of the queue, or its connection closed.
   void abandon(const std::shared_ptr<HttpCall>& call, Error why);
-  /// Ends every call with `code` and closes every connection.
+  /// Ends every call with `code` and closes every connection; the pool then goes once nothing
+  /// else holds it.
   void shutdown(StatusCode code, const std::string& why);
 
  private:
@@ -52,6 +53,10 @@ class HttpPool : public std::enable_shared_from_this<HttpPool> {
   std::deque<std::shared_ptr<HttpCall>> waiting_;
   // The connection each call in flight is on.
   std::vector<std::pair<HttpCall*, std::shared_ptr<HttpConnection>>> carried_;
+  // The pool itself while it has connections: the channel may let go of it on another thread
+  // (its client's, as it is destroyed), and its connections must still be shut down on theirs,
+  // by the closure the channel posts there, which finds the pool through a weak pointer.
+  std::shared_ptr<HttpPool> alive_;
 };
 
 }  // namespace sonic::http
