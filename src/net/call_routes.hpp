@@ -113,4 +113,21 @@ class CallRoutes {
   std::vector<OnLane> lanes_;  // one per thread that made a blocking call through this transport
 };
 
+/// The routes of one client's calls to `endpoint`: the channel the process's clients of it share
+/// under `key` (an endpoint and the settings of its connections; a channel of its own when
+/// options.share_connections is off), and a channel per thread that waits in a blocking call.
+/// `factory` makes the connections of both.
+template <typename Connection, typename Call>
+CallRoutes<Connection, Call> make_routes(const std::string& key, const Endpoint& endpoint,
+                                         const ClientOptions& options,
+                                         typename Channel<Connection, Call>::Factory factory) {
+  using ChannelType = Channel<Connection, Call>;
+  auto shared = ChannelType::get(key, options.share_connections, endpoint, options, factory);
+  return CallRoutes<Connection, Call>(
+      std::move(shared), options.drive_blocking_calls,
+      [endpoint, options, factory](std::shared_ptr<asio::io_context> io) {
+        return std::make_shared<ChannelType>(endpoint, options, factory, std::move(io));
+      });
+}
+
 }  // namespace sonic::net

@@ -33,12 +33,8 @@ Routes routes_for(const Endpoint& endpoint, const ClientOptions& options,
                                                       net::ChannelEvents<ClientCall> events) {
     return std::make_shared<ClientConnection>(io, endpoint, settings, std::move(events));
   };
-  auto shared = GrpcChannel::get(settings.sharing_key(endpoint.url), options.share_connections,
-                                 endpoint, options, factory);
-  return Routes(std::move(shared), options.drive_blocking_calls,
-                [endpoint, options, factory](std::shared_ptr<asio::io_context> io) {
-                  return std::make_shared<GrpcChannel>(endpoint, options, factory, std::move(io));
-                });
+  return net::make_routes<ClientConnection, ClientCall>(settings.sharing_key(endpoint.url),
+                                                        endpoint, options, std::move(factory));
 }
 
 // Turns the steps a call passed into durations; a step not seen leaves its part zero.

@@ -29,13 +29,9 @@ Routes routes_for(const Endpoint& endpoint, const ClientOptions& options,
                                                       net::ChannelEvents<HttpCall> events) {
     return std::make_shared<HttpPool>(io, endpoint, settings, std::move(events));
   };
-  auto shared =
-      HttpChannel::get(settings.sharing_key(endpoint.host + ':' + std::to_string(endpoint.port)),
-                       options.share_connections, endpoint, options, factory);
-  return Routes(std::move(shared), options.drive_blocking_calls,
-                [endpoint, options, factory](std::shared_ptr<asio::io_context> io) {
-                  return std::make_shared<HttpChannel>(endpoint, options, factory, std::move(io));
-                });
+  return net::make_routes<HttpPool, HttpCall>(
+      settings.sharing_key(endpoint.host + ':' + std::to_string(endpoint.port)), endpoint, options,
+      std::move(factory));
 }
 
 // A header field's value may not hold a line break: it would end the field and let the text

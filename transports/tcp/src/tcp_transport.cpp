@@ -42,13 +42,9 @@ Routes routes_for(const Endpoint& endpoint, const ClientOptions& options,
   };
   // tcp:// and tcp+zstd:// differ per request (the frames say): one connection serves both, and
   // one TLS connection serves tcp+tls:// and tcp+zstd+tls://.
-  auto shared =
-      TcpChannel::get(settings.sharing_key(endpoint.host + ':' + std::to_string(endpoint.port)),
-                      options.share_connections, endpoint, options, factory);
-  return Routes(std::move(shared), options.drive_blocking_calls,
-                [endpoint, options, factory](std::shared_ptr<asio::io_context> io) {
-                  return std::make_shared<TcpChannel>(endpoint, options, factory, std::move(io));
-                });
+  return net::make_routes<ClientStream, TcpCall>(
+      settings.sharing_key(endpoint.host + ':' + std::to_string(endpoint.port)), endpoint, options,
+      std::move(factory));
 }
 
 class TcpTransport final : public protocol::ControlCalls {
