@@ -1,7 +1,9 @@
 // The server's accepted sockets send without Nagle's delay (TCP_NODELAY) on every port: an
 // answer's last segment must not wait for the acknowledgement of the one before it, which a
-// client that is only reading delays by up to 40 ms (the kernel's delayed ACK). Checked on the
-// server's own side of each connection, found among this process's descriptors.
+// client that is only reading delays by up to 40 ms (the kernel's delayed ACK). And the http://
+// client's connections, which have no PING, ask the kernel to probe a silent peer on the
+// client's keepalive schedule. Each checked on its own socket, found among this process's
+// descriptors.
 #include <doctest/doctest.h>
 
 #include <arpa/inet.h>
@@ -14,6 +16,8 @@
 #include <cstdint>
 #include <cstdlib>
 #include <string>
+
+#include <sonic/client.hpp>
 
 #include "loopback_server.hpp"
 
@@ -88,6 +92,38 @@ TEST_CASE("every port of the server sends without Nagle's delay") {
   CHECK_MESSAGE(sends_without_delay(server.tcp_port()), "the TCP port");
   CHECK_MESSAGE(sends_without_delay(server.http_port()), "the HTTP/REST port");
   CHECK_MESSAGE(sends_without_delay(server.server().metrics_port()), "the metrics port");
+}
+
+// The option `name` at `level` of this process's connection from a local port to 127.0.0.1:`port`.
+int client_option(std::uint16_t port, int level, int name) {
+  DIR* fds = ::opendir("/proc/self/fd");
+  REQUIRE(fds != nullptr);
+  int value = -1;
+  while (dirent* entry = ::readdir(fds)) {
+    const int fd = std::atoi(entry->d_name);
+    if (fd <= 2 || port_of(fd, true) != port) continue;
+    socklen_t length = sizeof value;
+    REQUIRE(::getsockopt(fd, level, name, &value, &length) == 0);
+  }
+  ::closedir(fds);
+  return value;
+}
+
+TEST_CASE("http:// connections probe a silent server on the keepalive schedule") {
+  ServerOptions server_options;
+  server_options.http_port = 0;
+  LoopbackServer server(server_options);
+  ClientOptions options;
+  options.endpoints = {"http://127.0.0.1:" + std::to_string(server.http_port())};
+  options.keepalive_interval = std::chrono::seconds(20);
+  options.keepalive_timeout = std::chrono::seconds(9);
+  Client client(options);
+  REQUIRE(client.server_ready());
+  const std::uint16_t port = server.http_port();
+  CHECK(client_option(port, SOL_SOCKET, SO_KEEPALIVE) == 1);
+  CHECK(client_option(port, IPPROTO_TCP, TCP_KEEPIDLE) == 20);
+  CHECK(client_option(port, IPPROTO_TCP, TCP_KEEPINTVL) == 3);
+  CHECK(client_option(port, IPPROTO_TCP, TCP_KEEPCNT) == 3);
 }
 
 }  // namespace socket_options

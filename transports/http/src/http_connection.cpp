@@ -1,6 +1,12 @@
 #include "http_connection.hpp"
 
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/socket.h>
+
 #include <algorithm>
+#include <chrono>
+#include <cstdint>
 #include <optional>
 #include <utility>
 
@@ -40,12 +46,34 @@ void HttpConnection::connect() {
                        connected_ = true;
                        std::error_code ignored;
                        link_.socket().set_option(asio::ip::tcp::no_delay(true), ignored);
+                       keep_alive();
                        events_.connected(std::string());
                        // Reading while idle notices a server that closes a kept-alive
                        // connection (its idle timeout) before a request is sent on it.
                        read();
                      });
                    });
+}
+
+void HttpConnection::keep_alive() {
+  // HTTP/1.1 has no PING: the kernel's keepalive probes notice a server that vanished without
+  // closing the connection, on ClientOptions' keepalive schedule (probes after
+  // keepalive_interval of silence, the connection dead keepalive_timeout later), so that a call
+  // without a deadline does not wait on it for ever.
+  const auto interval =
+      std::chrono::duration_cast<std::chrono::seconds>(settings_.keepalive_interval);
+  if (interval.count() <= 0) return;
+  const auto timeout =
+      std::chrono::duration_cast<std::chrono::seconds>(settings_.keepalive_timeout);
+  const int idle = static_cast<int>(std::max<std::int64_t>(1, interval.count()));
+  const int count = 3;
+  const int gap = static_cast<int>(std::max<std::int64_t>(1, timeout.count() / count));
+  const int fd = link_.socket().native_handle();
+  const int on = 1;
+  ::setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &on, sizeof on);
+  ::setsockopt(fd, IPPROTO_TCP, TCP_KEEPIDLE, &idle, sizeof idle);
+  ::setsockopt(fd, IPPROTO_TCP, TCP_KEEPINTVL, &gap, sizeof gap);
+  ::setsockopt(fd, IPPROTO_TCP, TCP_KEEPCNT, &count, sizeof count);
 }
 
 void HttpConnection::start(std::shared_ptr<HttpCall> call) {

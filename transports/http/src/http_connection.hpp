@@ -92,6 +92,7 @@ class HttpConnection : public std::enable_shared_from_this<HttpConnection> {
  private:
   enum class Phase { Head, Body, Json, Binary };
 
+  void keep_alive();
   void read();
   void on_read(std::size_t n);
   void on_head();
