@@ -40,12 +40,16 @@ void HttpPool::on_connected(const std::string& failure) {
                                   [](const auto& c) { return !c->closed(); });
   if (others) return;  // the calls wait for the connections that are up
   failed_ = true;
+  connections_.clear();  // each closed
   auto waiting = std::move(waiting_);
   waiting_.clear();
   for (auto& call : waiting) {
     complete(*call,
              Error(StatusCode::Unavailable, "cannot connect to " + endpoint_.url + ": " + failure));
   }
+  // The channel makes a new pool for its next calls; this one goes once the connection that
+  // failed lets go of it (the caller holds it meanwhile).
+  alive_.reset();
 }
 
 void HttpPool::submit(std::shared_ptr<HttpCall> call) {
