@@ -132,6 +132,32 @@ def test_a_destroyed_client_closes_its_connections(triton):
     assert triton.open_connections == 0
 
 
+def resident_bytes():
+    with open("/proc/self/statm") as statm:
+        return int(statm.read().split()[1]) * 4096
+
+
+def test_connection_attempts_to_a_dead_server_cost_no_memory():
+    # Each failed attempt makes a pool and a connection (a 16 KiB read buffer among them): all
+    # must go with the attempt, however long the server stays down.
+    dead = socket.socket()
+    dead.bind(("127.0.0.1", 0))
+    url = "http://127.0.0.1:%d" % dead.getsockname()[1]
+    dead.close()
+    a = np.ones((1, 4), np.float32)
+    with sonic.Client(url, reconnect_backoff=0.001, reconnect_backoff_max=0.001,
+                      max_attempts=1, validate_inputs=False) as client:
+        def attempts(n):
+            for _ in range(n):
+                with pytest.raises(sonic.Unavailable):
+                    client.infer("m", {"INPUT0": a}, timeout=5)
+        attempts(200)  # the steady state's allocations
+        before = resident_bytes()
+        attempts(3000)
+        grown = resident_bytes() - before
+    assert grown < 8 << 20, "%d KiB more after 3000 failed attempts" % (grown >> 10)
+
+
 def test_a_server_that_closes_after_answering_costs_nothing(triton):
     a = np.ones((1, 16), dtype=np.int32)
     before = triton.connections
