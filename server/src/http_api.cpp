@@ -3,6 +3,7 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <atomic>
 #include <optional>
 #include <string_view>
 #include <vector>
@@ -334,7 +335,18 @@ HttpService http_api_service(std::shared_ptr<ServerContext> context) {
                               context->options.limits.max_connections};
   auto api = std::make_shared<HttpApi>(std::move(context));
   service.handle = [api](HttpRequest request, HttpRespond respond) {
-    api->handle(std::move(request), std::move(respond));
+    // JSON of the wrong shape (a name that is a number, say) makes nlohmann/json throw where a
+    // route reads it: the request is answered 400 all the same, once, and the connection goes
+    // on, rather than waiting for an answer that never comes.
+    auto answered = std::make_shared<std::atomic<bool>>(false);
+    HttpRespond once = [respond = std::move(respond), answered](HttpReply reply) {
+      if (!answered->exchange(true)) respond(std::move(reply));
+    };
+    try {
+      api->handle(std::move(request), once);
+    } catch (const json::exception& e) {
+      once(error_reply(400, std::string("malformed request JSON: ") + e.what()));
+    }
   };
   return service;
 }

@@ -29,11 +29,11 @@ Result<void> refuse_shared_memory(const std::string& tensor, const Parameters& p
                    "gRPC only; send the data in the HTTP request");
 }
 
-}  // namespace
-
-Result<HttpInferRequest> decode_http_infer(const std::string& model, const std::string& version,
-                                           std::shared_ptr<const void> owner, std::string_view body,
-                                           std::optional<std::size_t> json_length) {
+// decode_http_infer(), for a body whose JSON may be of any shape: nlohmann/json throws where
+// a value is not of the type read.
+Result<HttpInferRequest> decode_body(const std::string& model, const std::string& version,
+                                     std::shared_ptr<const void> owner, std::string_view body,
+                                     std::optional<std::size_t> json_length) {
   const std::size_t header_size = json_length.value_or(body.size());
   if (header_size > body.size()) {
     return invalid("Inference-Header-Content-Length " + std::to_string(header_size) +
@@ -142,6 +142,19 @@ Result<HttpInferRequest> decode_http_infer(const std::string& model, const std::
     }
   }
   return out;
+}
+
+}  // namespace
+
+Result<HttpInferRequest> decode_http_infer(const std::string& model, const std::string& version,
+                                           std::shared_ptr<const void> owner, std::string_view body,
+                                           std::optional<std::size_t> json_length) {
+  // JSON of the wrong shape makes nlohmann/json throw where the decoder reads it.
+  try {
+    return decode_body(model, version, std::move(owner), body, json_length);
+  } catch (const json::exception& e) {
+    return invalid(std::string("malformed request JSON: ") + e.what());
+  }
 }
 
 Result<HttpInferBody> encode_http_infer(const InferResult& result, const HttpInferRequest& asked) {

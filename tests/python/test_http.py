@@ -194,6 +194,21 @@ def test_compressed_bodies_both_ways(rest):
     assert request(rest.http_port, "GET", "/v2/health/ready")[0] == 200
 
 
+def test_json_of_the_wrong_shape_is_answered(rest):
+    """A name that is a number, a datatype that is not a string: answered 400 with the reason,
+    on the same connection, which goes on serving (it once got no answer at all)."""
+    connection = http.client.HTTPConnection("127.0.0.1", rest.http_port, timeout=10)
+    try:
+        for entry in ({"name": 5, "shape": [1], "datatype": "FP32", "data": [1]},
+                      {"name": "INPUT0", "shape": [1, 1], "datatype": 7, "data": [1]}):
+            status, _, body = request(rest.http_port, "POST", "/v2/models/identity_fp32/infer",
+                                      json.dumps({"inputs": [entry]}), connection=connection)
+            assert status == 400 and b"malformed request JSON" in body, body
+        assert request(rest.http_port, "GET", "/v2/health/ready", connection=connection)[0] == 200
+    finally:
+        connection.close()
+
+
 def test_bytes_and_bool_tensors_as_json(rest):
     strings = ["", "a", "héllo", "x" * 300]
     status, _, body = infer_json(rest.http_port, "identity_bytes", {"inputs": [

@@ -156,3 +156,16 @@ TEST_CASE("answers: JSON data flat in row-major order, or binary after the JSON"
   REQUIRE_FALSE(refused);
   CHECK(refused.error().message().find("FP16") != std::string::npos);
 }
+
+TEST_CASE("JSON of the wrong shape is refused, not thrown") {
+  for (const char* body :
+       {R"({"inputs": [{"name": 5, "shape": [1], "datatype": "FP32"}]})",
+        R"({"inputs": [{"name": "I", "shape": [1], "datatype": 7}]})", R"({"inputs": [5]})",
+        R"({"inputs": [{"name": "I", "shape": [1], "datatype": "FP32",
+                               "data": [1]}], "outputs": [{"name": []}]})"}) {
+    CAPTURE(body);
+    auto decoded = decode(body);
+    REQUIRE_FALSE(decoded);
+    CHECK(decoded.error().code() == StatusCode::InvalidArgument);
+  }
+}
