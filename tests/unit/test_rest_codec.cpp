@@ -113,6 +113,20 @@ TEST_CASE("answers whose binary sizes do not add up are refused") {
   CHECK(result.error().code() == StatusCode::Internal);
 }
 
+TEST_CASE("answers whose JSON is of the wrong shape are refused, not thrown") {
+  for (const char* answer : {R"({"model_name": 5, "outputs": []})", R"({"outputs": [5]})",
+                             R"({"outputs": [{"name": "a", "datatype": "FP32", "shape": 3}]})",
+                             R"({"outputs": [{"name": "a", "datatype": "FP32", "shape": [1],
+                                 "data": [1], "parameters": [1]}]})"}) {
+    CAPTURE(answer);
+    auto parsed = http::parse_rest_answer(answer);
+    REQUIRE(parsed);
+    auto result = http::decode_rest_infer(*parsed, {}, {});
+    REQUIRE_FALSE(result);
+    CHECK(result.error().code() == StatusCode::Internal);
+  }
+}
+
 TEST_CASE("control methods go to their REST routes") {
   using sonic::protocol::encode_model_ref;
   auto route = [](const char* method, const std::string& request) {

@@ -122,6 +122,11 @@ json regions_by_name(const json& regions) {
   return out;
 }
 
+// decode_rest_infer(), for an answer whose JSON may be of any shape.
+Result<InferResult> decode_outputs(const json& answer,
+                                   std::vector<std::shared_ptr<std::uint8_t>> parts,
+                                   const std::vector<std::size_t>& sizes);
+
 }  // namespace
 
 std::string model_target(std::string_view name, std::string_view version) {
@@ -205,6 +210,20 @@ Result<std::vector<std::size_t>> binary_layout(const json& answer, std::size_t b
 Result<InferResult> decode_rest_infer(const json& answer,
                                       std::vector<std::shared_ptr<std::uint8_t>> parts,
                                       const std::vector<std::size_t>& sizes) {
+  // JSON of the wrong shape (a name that is a number, say) makes nlohmann/json throw where it
+  // is read: an answer like that is a malformed one, not a reason to unwind a network thread.
+  try {
+    return decode_outputs(answer, std::move(parts), sizes);
+  } catch (const json::exception& e) {
+    return internal(std::string("malformed inference answer: ") + e.what());
+  }
+}
+
+namespace {
+
+Result<InferResult> decode_outputs(const json& answer,
+                                   std::vector<std::shared_ptr<std::uint8_t>> parts,
+                                   const std::vector<std::size_t>& sizes) {
   auto parameters = protocol::parameters_from_json(answer.value("parameters", json()));
   if (!parameters) return internal("the answer's " + parameters.error().message());
   std::vector<NamedTensor> outputs;
@@ -246,6 +265,8 @@ Result<InferResult> decode_rest_infer(const json& answer,
                      answer.value("model_version", std::string()),
                      answer.value("id", std::string()), std::move(outputs), std::move(*parameters));
 }
+
+}  // namespace
 
 Result<RestRequest> encode_rest_control(std::string_view method, std::string_view request) {
   auto fields = request_json(method, request);
