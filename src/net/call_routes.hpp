@@ -32,6 +32,13 @@ class CallRoutes {
   struct Route {
     std::shared_ptr<ChannelType> channel;
     std::shared_ptr<Book> book;
+
+    /// Completes `done` with `error` on the channel's network thread, never inside this call:
+    /// for a call that failed before it could be sent (CallBook::fail).
+    template <typename Done>
+    void fail(Done done, Error error) const {
+      Book::fail(book, channel, std::move(done), std::move(error));
+    }
   };
 
   /// `drive_blocking_calls` (ClientOptions::drive_blocking_calls) off: every call is shared.

@@ -76,7 +76,7 @@ class GrpcTransport final : public protocol::ControlCalls {
     auto begun = Clock::now();
     const Routes::Route route = routes_.for_inference();
     auto body = protocol::encode_infer_request(request, max_message_bytes_);
-    if (!body) return fail(route, std::move(done), body.error());
+    if (!body) return route.fail(std::move(done), body.error());
     // Compressed on the caller's thread, as the message was encoded: the network thread only
     // writes it.
     const Compression compression = request.compression().value_or(compression_);
@@ -90,7 +90,7 @@ class GrpcTransport final : public protocol::ControlCalls {
     call->times.encoded = Clock::now();
     call->headers = request.headers();
     if (auto ok = add_credentials(call->headers); !ok) {
-      return fail(route, std::move(done), ok.error());
+      return route.fail(std::move(done), ok.error());
     }
     if (compressed) {
       call->headers.emplace_back("grpc-encoding", protocol::encoding_name(compression));
@@ -127,11 +127,11 @@ class GrpcTransport final : public protocol::ControlCalls {
     body->append_owned(request);
     const Routes::Route& route = routes_.shared();
     if (auto ok = body->finish(max_message_bytes_); !ok) {
-      return fail(route, std::move(done), ok.error());
+      return route.fail(std::move(done), ok.error());
     }
     auto call = make_call(std::move(method), std::move(body), deadline, 0);
     if (auto ok = add_credentials(call->headers); !ok) {
-      return fail(route, std::move(done), ok.error());
+      return route.fail(std::move(done), ok.error());
     }
     call->done = [done = std::move(done)](Result<ReceivedMessage> message) mutable {
       if (!message) return done(message.error());
@@ -141,12 +141,6 @@ class GrpcTransport final : public protocol::ControlCalls {
   }
 
  private:
-  // A call that fails before it is sent completes on the network thread all the same.
-  template <typename T>
-  static void fail(const Routes::Route& route, Callback<T> done, Error error) {
-    Calls::fail(route.book, route.channel, std::move(done), std::move(error));
-  }
-
   std::shared_ptr<ClientCall> make_call(std::string method,
                                         std::shared_ptr<protocol::OutgoingBody> body,
                                         Deadline deadline, std::uint32_t raw_field) {

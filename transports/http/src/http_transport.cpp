@@ -10,6 +10,7 @@
 #include "http_pool.hpp"
 #include "net/bearer_token.hpp"
 #include "net/call_routes.hpp"
+#include "net/codec_timing.hpp"
 #include "net/tls.hpp"
 #include "protocol/compression.hpp"
 #include "protocol/control_calls.hpp"
@@ -68,19 +69,19 @@ class HttpTransport final : public protocol::ControlCalls {
     call->binary_answer = true;
     call->json_length = call->request.json.size();
     if (call->request.json.size() + call->request.binary_bytes > max_message_bytes_) {
-      return fail(route, std::move(done),
-                  Error(StatusCode::ResourceExhausted,
-                        "request of " +
-                            std::to_string(call->request.json.size() + call->request.binary_bytes) +
-                            " bytes exceeds max_message_bytes (" +
-                            std::to_string(max_message_bytes_) + ")"));
+      return route.fail(std::move(done), Error(StatusCode::ResourceExhausted,
+                                               "request of " +
+                                                   std::to_string(call->request.json.size() +
+                                                                  call->request.binary_bytes) +
+                                                   " bytes exceeds max_message_bytes (" +
+                                                   std::to_string(max_message_bytes_) + ")"));
     }
     if (const Compression compression = request.compression().value_or(compression_);
         compression != Compression::None) {
       compress(*call, compression);
     }
     if (auto head = make_head(*call, request.headers()); !head) {
-      return fail(route, std::move(done), head.error());
+      return route.fail(std::move(done), head.error());
     }
     const auto encoded = Clock::now();
     call->done = [done = std::move(done), begun, encoded](Result<HttpAnswer> answer) mutable {
@@ -93,15 +94,7 @@ class HttpTransport final : public protocol::ControlCalls {
         answer->parsed = std::move(*parsed);
       }
       auto result = decode_rest_infer(answer->parsed, std::move(answer->parts), answer->part_sizes);
-      if (result) {
-        // This transport times encoding and decoding; the rest is one span, "wait".
-        const auto now = Clock::now();
-        auto& t = result->timing();
-        t.serialize = encoded - begun;
-        t.wait = decoding - encoded;
-        t.deserialize = now - decoding;
-        t.total = now - begun;
-      }
+      if (result) net::record_codec_timing(result->timing(), begun, encoded, decoding);
       done(std::move(result));
     };
     if (cancel) Calls::watch(*cancel, route.channel, call);
@@ -112,10 +105,10 @@ class HttpTransport final : public protocol::ControlCalls {
                   Callback<std::string> done) override {
     const Routes::Route& route = routes_.shared();
     auto rest = encode_rest_control(method, request);
-    if (!rest) return fail(route, std::move(done), rest.error());
+    if (!rest) return route.fail(std::move(done), rest.error());
     auto call = std::make_shared<HttpCall>();
     call->request = std::move(*rest);
-    if (auto head = make_head(*call, {}); !head) return fail(route, std::move(done), head.error());
+    if (auto head = make_head(*call, {}); !head) return route.fail(std::move(done), head.error());
     call->done = [done = std::move(done), method](Result<HttpAnswer> answer) mutable {
       if (!answer) return done(answer.error());
       done(decode_rest_control(method, answer->status, answer->body));
@@ -137,12 +130,6 @@ class HttpTransport final : public protocol::ControlCalls {
     r.binary.clear();
     r.binary_bytes = 0;
     call.encoding = compression;
-  }
-
-  // A call that fails before it is sent completes on the network thread all the same.
-  template <typename T>
-  static void fail(const Routes::Route& route, Callback<T> done, Error error) {
-    Calls::fail(route.book, route.channel, std::move(done), std::move(error));
   }
 
   // The request line and header fields of `call`, with the client's and the request's own

@@ -12,6 +12,7 @@
 #include "client_stream.hpp"
 #include "net/bearer_token.hpp"
 #include "net/call_routes.hpp"
+#include "net/codec_timing.hpp"
 #include "net/tls.hpp"
 #include "protocol/control_calls.hpp"
 #include "protocol/infer_codec.hpp"
@@ -66,7 +67,7 @@ class TcpTransport final : public protocol::ControlCalls {
     const Routes::Route route = routes_.for_inference();
     auto call = std::make_shared<TcpCall>();
     call->id = next_id++;
-    if (auto ok = add_credentials(*call); !ok) return fail(route, std::move(done), ok.error());
+    if (auto ok = add_credentials(*call); !ok) return route.fail(std::move(done), ok.error());
     auto begun = Clock::now();
     // The frame references the request's tensors (raw ones are not copied), which the caller
     // keeps until `done` runs.
@@ -74,11 +75,11 @@ class TcpTransport final : public protocol::ControlCalls {
         FrameKind::Request, call->id, protocol::infer_request_envelope(request), request.inputs(),
         nullptr, compression_, compression_.zstd ? protocol::tcp::kCompressResponse : 0);
     if (call->frame.raw_tensor_bytes > max_message_bytes_) {
-      return fail(route, std::move(done),
-                  Error(StatusCode::ResourceExhausted,
-                        "request of " + std::to_string(call->frame.raw_tensor_bytes) +
-                            " tensor bytes exceeds max_message_bytes (" +
-                            std::to_string(max_message_bytes_) + ")"));
+      return route.fail(std::move(done),
+                        Error(StatusCode::ResourceExhausted,
+                              "request of " + std::to_string(call->frame.raw_tensor_bytes) +
+                                  " tensor bytes exceeds max_message_bytes (" +
+                                  std::to_string(max_message_bytes_) + ")"));
     }
     auto encoded = Clock::now();
     call->done = [done = std::move(done), begun, encoded](Result<Frame> answer) mutable {
@@ -92,15 +93,7 @@ class TcpTransport final : public protocol::ControlCalls {
       protocol::ReceivedMessage message{
           std::move(answer->envelope), std::move(answer->tensors), {}};
       auto result = protocol::decode_infer_response(std::move(message));
-      if (result) {
-        // This transport times encoding and decoding; the rest is one span, "wait".
-        auto now = Clock::now();
-        auto& t = result->timing();
-        t.serialize = encoded - begun;
-        t.wait = decoding - encoded;
-        t.deserialize = now - decoding;
-        t.total = now - begun;
-      }
+      if (result) net::record_codec_timing(result->timing(), begun, encoded, decoding);
       done(std::move(result));
     };
     if (cancel) Calls::watch(*cancel, route.channel, call);
@@ -112,7 +105,7 @@ class TcpTransport final : public protocol::ControlCalls {
     auto call = std::make_shared<TcpCall>();
     call->id = next_id++;
     if (auto ok = add_credentials(*call); !ok) {
-      return fail(routes_.shared(), std::move(done), ok.error());
+      return routes_.shared().fail(std::move(done), ok.error());
     }
     call->frame = protocol::tcp::encode_call(call->id, method, request);
     call->done = [done = std::move(done), method](Result<Frame> answer) mutable {
@@ -126,12 +119,6 @@ class TcpTransport final : public protocol::ControlCalls {
   }
 
  private:
-  // A call that fails before it is sent completes on the network thread all the same.
-  template <typename T>
-  static void fail(const Routes::Route& route, Callback<T> done, Error error) {
-    Calls::fail(route.book, route.channel, std::move(done), std::move(error));
-  }
-
   // The bearer token's header, asked now; the connection sends it in a metadata frame before
   // the call's frame when the server has not heard it yet (a rotated token is picked up).
   Result<void> add_credentials(TcpCall& call) const {
