@@ -14,15 +14,8 @@ source "$repo/bench/start_server.sh"  # $work, $python, start_server, perf_summa
 server=$build/tools/sonic-server
 perf=$build/tools/sonic-perf
 require_built "$server" "$perf"
-start_server "$server" "$work/server.log"
+start_server "$server" "$work/server.log" --http-port 0
 grpc_port=$port
-http_port=
-for _ in $(seq 100); do
-  http_port=$(sed -n 's/^sonic-server http listening on .*:\([0-9]*\)$/\1/p' "$work/server.log")
-  [[ -n $http_port ]] && break
-  sleep 0.1
-done
-[[ -n $http_port ]] || { echo "$(basename "$0"): no HTTP port: $(cat "$work/server.log")" >&2; exit 1; }
 
 sonic_perf() {  # URL ELEMENTS CONCURRENCY REQUESTS
   "$perf" --url "$1" --model identity_fp32 --input "INPUT0=FP32:1,$2:random" \

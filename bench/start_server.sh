@@ -1,8 +1,9 @@
 # Sourced by the benchmark scripts: a temporary directory $work, and on exit every server started
 # here stopped and $work removed. start_server PROGRAM LOG [OPTIONS...] starts a sonic-server on
 # 127.0.0.1 (or $server_host, run by the command in the array $server_prefix if set) with a free
-# port, in the background, and sets server_pid and port once it listens, and tcp_port when
-# OPTIONS give --tcp-port (exits 1 if it does not within 10 s). Several may run at once.
+# port, in the background, and sets server_pid and port once it listens, tcp_port when
+# OPTIONS give --tcp-port, and http_port (its HTTP/REST port) when they give --http-port (exits
+# 1 if it does not within 10 s). Several may run at once.
 # perf_summary JSON prints the first point of a sonic-perf --json file as the JSON object of the
 # figures the scripts compare (throughput, p50_us, p99_us, client_cpu_us). require_built
 # PROGRAM... exits 2 naming the first that is not built. $python is Debian's interpreter, where
@@ -25,8 +26,9 @@ trap cleanup EXIT
 start_server() {
   local program=$1 log=$2
   shift 2
-  local wants_tcp=
+  local wants_tcp= wants_http=
   [[ " $* " == *" --tcp-port "* ]] && wants_tcp=1
+  [[ " $* " == *" --http-port "* ]] && wants_http=1
   : >"$log"  # exists before the server starts: it is read while the server starts
   ${server_prefix+"${server_prefix[@]}"} "$program" --host "${server_host:-127.0.0.1}" --port 0 "$@" \
     >"$log" 2>&1 &
@@ -34,10 +36,13 @@ start_server() {
   server_pids+=("$server_pid")
   port=
   tcp_port=
+  http_port=
   for _ in $(seq 100); do
     port=$(sed -n 's/^sonic-server listening on .*:\([0-9]*\)$/\1/p' "$log")
     tcp_port=$(sed -n 's/^sonic-server tcp listening on .*:\([0-9]*\)$/\1/p' "$log")
-    [[ -n $port && ( -z $wants_tcp || -n $tcp_port ) ]] && return
+    http_port=$(sed -n 's/^sonic-server http listening on .*:\([0-9]*\)$/\1/p' "$log")
+    [[ -n $port && ( -z $wants_tcp || -n $tcp_port ) && ( -z $wants_http || -n $http_port ) ]] &&
+      return
     sleep 0.1
   done
   echo "$(basename "$0"): sonic-server did not start: $(cat "$log")" >&2
