@@ -76,6 +76,11 @@ TEST_CASE("endpoint URLs parse with defaults and reject junk") {
   CHECK(bare.scheme == "grpc");
   CHECK(bare.port == 8001);
   CHECK(sonic::parse_endpoint("tcp+zstd://gpu.example.org:8010").value().scheme == "tcp+zstd");
+  // Triton's ports by scheme: HTTP/REST on 8000, gRPC on 8001.
+  CHECK(sonic::parse_endpoint("http://gpu.example.org").value().port == 8000);
+  CHECK(sonic::parse_endpoint("https://gpu.example.org").value().port == 8000);
+  CHECK(sonic::parse_endpoint("grpcs://gpu.example.org").value().port == 8001);
+  CHECK(sonic::parse_endpoint("http://gpu.example.org:9000").value().port == 9000);
   for (const char* bad : {"grpc://", "grpc://host:0", "grpc://host:70000", "grpc://host:8x",
                           "grpc://[::1", "grpc://host:", "grpc://[::1]:"}) {
     CAPTURE(bad);
