@@ -5,11 +5,14 @@
 #include <algorithm>
 #include <functional>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "sonic/batching.hpp"
+#include "sonic/detail/unique_function.hpp"
 #include "sonic/error.hpp"
 #include "sonic/metadata.hpp"
 #include "sonic/request.hpp"
@@ -59,6 +62,9 @@ struct Model {
   /// The labels of an output's classes, by output name (Triton's label_filename: line i names
   /// class i), for requests that ask for the output's top classes ("classification").
   std::map<std::string, std::vector<std::string>> labels;
+  /// The models this one runs (an ensemble's steps), by name and version (empty: the default
+  /// one): while one of them is out of service, so is this model, as in Triton.
+  std::vector<std::pair<std::string, std::string>> composing_models;
   /// The model's configuration as its repository gives it (a serialized inference.ModelConfig,
   /// proto/model_config.proto), reported by the ModelConfig call; empty: the server derives
   /// one from the fields above.
@@ -70,6 +76,35 @@ struct Model {
            optional_inputs.end();
   }
   ModelMetadata metadata() const { return {name, {version}, platform, inputs, outputs}; }
+};
+
+/// What a model may ask of the executor that loaded it: to run the executor's other models
+/// (Triton's ensemble steps, and a Python model's BLS calls). Every member is thread-safe and
+/// may be called from a model's function; the calls that run a request run it on the calling
+/// thread, so a model that waits on one holds no thread of the executor's but its own. Once the
+/// executor is gone, every call answers UNAVAILABLE.
+class ModelHost {
+ public:
+  virtual ~ModelHost() = default;
+
+  /// Runs a request on the calling thread (CpuExecutor::infer()); a model of the executor's
+  /// source is loaded first when it is not held yet.
+  virtual Result<InferResult> infer(const InferRequest& request) = 0;
+
+  /// Every response of a request, decoupled models' included, handed to `respond` on the
+  /// calling thread as they come (CpuExecutor::infer_responses()).
+  virtual Result<void> infer_responses(const InferRequest& request,
+                                       const std::function<void(InferResult)>& respond) = 0;
+
+  /// The model in service, loaded first from the executor's source when it is not held yet:
+  /// for a model that checks, as it loads, what the models it runs take and give. May block for
+  /// as long as that load takes.
+  virtual Result<std::shared_ptr<const Model>> load(const std::string& name,
+                                                    const std::string& version) = 0;
+
+  /// Runs `work` on the executor's pool: for work that may run beside the caller's. `work` must
+  /// not throw.
+  virtual void run_async(detail::UniqueFunction<void()> work) = 0;
 };
 
 /// Where an executor finds the models it was not given: a model repository
@@ -91,6 +126,15 @@ class ModelSource {
     auto model = load(name, config_json);
     if (!model) return model.error();
     return std::vector<Model>{std::move(*model)};
+  }
+  /// As load_versions(), for an executor that lends the models it loads `host`, through which
+  /// they may run its other models (ensembles, Python models' BLS calls). The executor loads
+  /// models with this; by default it is load_versions().
+  virtual Result<std::vector<Model>> load_versions_hosted(
+      const std::string& name, const std::string& config_json,
+      const std::shared_ptr<ModelHost>& host) const {
+    (void)host;
+    return load_versions(name, config_json);
   }
 };
 

@@ -39,9 +39,14 @@ std::vector<ModelIndex> ExecutorEngine::repository_index() const {
     auto& entries = index[name];
     entries.clear();
     for (const auto& entry : versions) {
-      const bool loaded = entry->loaded.load();
-      entries.push_back(
-          {name, entry->model.version, loaded ? "READY" : "UNAVAILABLE", loaded ? "" : "unloaded"});
+      if (!entry->loaded.load()) {
+        entries.push_back({name, entry->model.version, "UNAVAILABLE", "unloaded"});
+        continue;
+      }
+      // An ensemble whose composing model is out of service is too.
+      auto ready = find_locked(name, entry->model.version, Loaded::kOnly, 0);
+      entries.push_back({name, entry->model.version, ready ? "READY" : "UNAVAILABLE",
+                         ready ? "" : ready.error().message()});
     }
   }
   std::vector<ModelIndex> all;
@@ -117,6 +122,11 @@ Result<std::shared_ptr<ExecutorEngine::Entry>> ExecutorEngine::find(const std::s
                                                                     const std::string& version,
                                                                     Loaded which) const {
   std::lock_guard<std::mutex> lock(mutex_);
+  return find_locked(name, version, which, 0);
+}
+
+Result<std::shared_ptr<ExecutorEngine::Entry>> ExecutorEngine::find_locked(
+    const std::string& name, const std::string& version, Loaded which, int depth) const {
   auto it = models_.find(name);
   if (it == models_.end()) {
     if (auto state = states_.find(name); state != states_.end()) {
@@ -150,6 +160,22 @@ Result<std::shared_ptr<ExecutorEngine::Entry>> ExecutorEngine::find(const std::s
   if (which == Loaded::kOnly && !entry->loaded.load()) {
     return Error(StatusCode::Unavailable,
                  "model '" + name + "' is unloaded (RepositoryModelLoad puts it back)");
+  }
+  if (which == Loaded::kOnly) {
+    // Triton's ensembles are ready while every composing model is.
+    for (const auto& [step_name, step_version] : entry->model.composing_models) {
+      if (depth == kMaxComposingDepth) {
+        return Error(StatusCode::Unavailable,
+                     "model '" + name + "' composes models more than " +
+                         std::to_string(kMaxComposingDepth) + " deep");
+      }
+      auto step = find_locked(step_name, step_version, Loaded::kOnly, depth + 1);
+      if (!step) {
+        return Error(StatusCode::Unavailable, "model '" + name + "' is not ready: its model '" +
+                                                  step_name + "' is not (" +
+                                                  step.error().message() + ")");
+      }
+    }
   }
   return entry;
 }

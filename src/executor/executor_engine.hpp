@@ -21,6 +21,7 @@
 
 #include "client/thread_pool.hpp"
 #include "executor/dynamic_batcher.hpp"
+#include "executor/engine_host.hpp"
 #include "executor/model_statistics.hpp"
 #include "executor/sequence_batcher.hpp"
 #include "sonic/error.hpp"
@@ -38,7 +39,12 @@ namespace sonic::detail {
 class ExecutorEngine {
  public:
   /// An engine whose pool has `threads` threads (0: one per hardware thread).
-  explicit ExecutorEngine(std::size_t threads) : pool_(threads) {}
+  explicit ExecutorEngine(std::size_t threads)
+      : host_(std::make_shared<EngineHost>(*this)), pool_(threads) {}
+  /// Models it loaded that run others stop reaching it first (their calls under way finish).
+  ~ExecutorEngine() { host_->detach(); }
+  ExecutorEngine(const ExecutorEngine&) = delete;
+  ExecutorEngine& operator=(const ExecutorEngine&) = delete;
 
   /// Registers a model, or another version of a registered one (requests that name no
   /// version get the highest: numbers compare as numbers). Throws sonic::Error(AlreadyExists)
@@ -159,6 +165,11 @@ class ExecutorEngine {
   /// The pool's threads: how many requests run at once.
   std::size_t threads() const { return pool_.size(); }
 
+  /// model(), for a model of this executor that runs others (ModelHost::load()): one of the
+  /// source not held yet is loaded first. Thread-safe.
+  Result<std::shared_ptr<const Model>> load_for_host(const std::string& name,
+                                                     const std::string& version);
+
   /// Statistics of one model version, loaded or not; NOT_FOUND if it is not registered.
   /// Thread-safe: counters read while requests run may be a moment apart.
   Result<ModelStatistics> statistics(const std::string& name,
@@ -195,6 +206,9 @@ class ExecutorEngine {
   // listing what there is instead; UNAVAILABLE for a model out of service (unless kEither).
   Result<std::shared_ptr<Entry>> find(const std::string& name, const std::string& version,
                                       Loaded which = Loaded::kOnly) const;
+  // find() with mutex_ held; `depth` counts the composing models followed to get here.
+  Result<std::shared_ptr<Entry>> find_locked(const std::string& name, const std::string& version,
+                                             Loaded which, int depth) const;
   Result<void> set_loaded(const std::string& name, bool loaded);
   static bool version_before(const std::string& a, const std::string& b);
   static void add_version(Versions& versions, std::shared_ptr<Entry> entry);
@@ -252,6 +266,9 @@ class ExecutorEngine {
                      std::vector<detail::DynamicBatcher::Pending> batch);
 
   static constexpr std::size_t kModelsListed = 16;  // in a NOT_FOUND's message, at most
+  // How deep composing models are followed for readiness: a deeper chain (or a loop among
+  // models registered by hand; a repository refuses one) counts as not ready.
+  static constexpr int kMaxComposingDepth = 16;
 
   mutable std::mutex mutex_;
   std::map<std::string, Versions> models_;
@@ -264,6 +281,8 @@ class ExecutorEngine {
   std::chrono::milliseconds load_timeout_{300'000};
   // One per model name: loads of a model take turns (never taken with mutex_ held).
   std::map<std::string, std::shared_ptr<std::mutex>> load_turns_;
+  // Lent to the models loaded from the source; detached before the pool is joined.
+  std::shared_ptr<EngineHost> host_;
   detail::ThreadPool pool_;  // last: joined first, while the models still exist
 };
 

@@ -100,13 +100,15 @@ std::unique_lock<std::mutex> ExecutorEngine::lock_loads_of(const std::string& na
 Result<std::vector<Model>> ExecutorEngine::read_from_source(
     const std::shared_ptr<const ModelSource>& source, const std::string& name,
     const std::string& config_json, std::chrono::milliseconds timeout) {
-  if (timeout.count() == 0) return source->load_versions(name, config_json);
+  std::shared_ptr<ModelHost> host = host_;
+  if (timeout.count() == 0) return source->load_versions_hosted(name, config_json, host);
   auto call = std::make_shared<LoadCall>();
-  // The thread holds only the source and the call: it may outlive this executor.
-  std::thread([call, source, name, config_json] {
+  // The thread holds only the source, the host and the call: it may outlive this executor
+  // (the host then answers UNAVAILABLE).
+  std::thread([call, source, host, name, config_json] {
     Result<std::vector<Model>> models = Error(StatusCode::Internal, "the load did not run");
     try {
-      models = source->load_versions(name, config_json);
+      models = source->load_versions_hosted(name, config_json, host);
     } catch (const std::exception& e) {
       models = Error(StatusCode::Internal, "loading '" + name + "' threw: " + e.what());
     } catch (...) {
@@ -176,6 +178,13 @@ Result<void> ExecutorEngine::load_from_source(const std::string& name,
   models_[name] = std::move(versions);
   states_.erase(name);
   return {};
+}
+
+Result<std::shared_ptr<const Model>> ExecutorEngine::load_for_host(const std::string& name,
+                                                                   const std::string& version) {
+  auto entry = find_or_load(name, version);
+  if (!entry) return entry.error();
+  return std::shared_ptr<const Model>(*entry, &(*entry)->model);
 }
 
 Result<std::shared_ptr<ExecutorEngine::Entry>> ExecutorEngine::find_or_load(

@@ -1,0 +1,74 @@
+// sonic — the ModelHost an executor lends the models it loads.
+#include "executor/engine_host.hpp"
+
+#include <utility>
+
+#include "executor/executor_engine.hpp"
+
+namespace sonic::detail {
+
+class EngineHost::Use {
+ public:
+  explicit Use(EngineHost& host) : host_(host) {
+    std::lock_guard<std::mutex> lock(host_.mutex_);
+    if (host_.detaching_) return;
+    engine_ = host_.engine_;
+    ++host_.calls_;
+  }
+  ~Use() {
+    if (!engine_) return;
+    std::lock_guard<std::mutex> lock(host_.mutex_);
+    if (--host_.calls_ == 0) host_.idle_.notify_all();
+  }
+  Use(const Use&) = delete;
+  Use& operator=(const Use&) = delete;
+
+  ExecutorEngine* engine() const { return engine_; }
+
+  static Error gone() {
+    return Error(StatusCode::Unavailable, "the executor that loaded this model is shutting down");
+  }
+
+ private:
+  EngineHost& host_;
+  ExecutorEngine* engine_ = nullptr;
+};
+
+void EngineHost::detach() {
+  std::unique_lock<std::mutex> lock(mutex_);
+  detaching_ = true;
+  idle_.wait(lock, [this] { return calls_ == 0; });
+  engine_ = nullptr;
+}
+
+Result<InferResult> EngineHost::infer(const InferRequest& request) {
+  Use use(*this);
+  if (!use.engine()) return Use::gone();
+  return use.engine()->infer(request);
+}
+
+Result<void> EngineHost::infer_responses(const InferRequest& request,
+                                         const std::function<void(InferResult)>& respond) {
+  Use use(*this);
+  if (!use.engine()) return Use::gone();
+  return use.engine()->infer_responses(request, respond);
+}
+
+Result<std::shared_ptr<const Model>> EngineHost::load(const std::string& name,
+                                                      const std::string& version) {
+  Use use(*this);
+  if (!use.engine()) return Use::gone();
+  return use.engine()->load_for_host(name, version);
+}
+
+void EngineHost::run_async(UniqueFunction<void()> work) {
+  Use use(*this);
+  if (!use.engine()) {
+    // The pool is going too: the work runs here, and its own calls answer UNAVAILABLE.
+    work();
+    return;
+  }
+  use.engine()->run_async(std::move(work));
+}
+
+}  // namespace sonic::detail
