@@ -294,6 +294,38 @@ bool decode_sequence_batching(std::string_view bytes, SequenceBatchingConfig& ba
       .ok();
 }
 
+// ModelEnsembling { repeated Step step = 1 }, Step { model_name = 1; model_version = 2;
+// map input_map = 3; map output_map = 4 } (maps: entries { key = 1; value = 2 }).
+bool decode_ensemble_steps(std::string_view bytes, std::vector<EnsembleStep>& steps) {
+  return each_field(bytes,
+                    [&](std::uint32_t field, WireType type, wire::Reader& r) {
+                      if (field != 1) return r.skip(type);
+                      std::string_view body;
+                      if (!r.bytes(body)) return false;
+                      EnsembleStep& step = steps.emplace_back();
+                      return each_field(body,
+                                        [&](std::uint32_t f, WireType ft, wire::Reader& v) {
+                                          if (f == 1) return read_string(v, step.model_name);
+                                          if (f == 2) return read_varint(v, step.model_version);
+                                          if (f != 3 && f != 4) return v.skip(ft);
+                                          std::string_view entry;
+                                          if (!v.bytes(entry)) return false;
+                                          std::string key, value;
+                                          bool ok = each_field(entry, [&](std::uint32_t ef,
+                                                                          WireType et,
+                                                                          wire::Reader& ev) {
+                                                      if (ef == 1) return read_string(ev, key);
+                                                      if (ef == 2) return read_string(ev, value);
+                                                      return ev.skip(et);
+                                                    }).ok();
+                                          (f == 3 ? step.input_map : step.output_map)[key] = value;
+                                          return ok;
+                                        })
+                          .ok();
+                    })
+      .ok();
+}
+
 // The ModelConfig fields sonic reads (and writes back from what it read).
 constexpr std::initializer_list<std::uint32_t> kReadModelConfigFields = {1, 2,  3,  4,  5,  6, 7,
                                                                          8, 11, 13, 14, 17, 19};
@@ -302,7 +334,6 @@ const std::pair<std::uint32_t, const char*> kKeptModelConfigFields[] = {
     {9, "ModelConfig.cc_model_filenames"},
     {10, "ModelConfig.metric_tags"},
     {12, "ModelConfig.optimization"},
-    {15, "ModelConfig.ensemble_scheduling"},
     {16, "ModelConfig.model_warmup"},
     {18, "ModelConfig.model_operations"},
     {20, "ModelConfig.batch_input"},
@@ -404,6 +435,9 @@ Result<ModelConfig> decode(std::string_view bytes) {
         c.parameters[key] = value;
         return ok;
       }
+      case 15:  // ModelEnsembling: read, and kept as it came to be written back
+        if (!r.bytes(sub)) return false;
+        return decode_ensemble_steps(sub, c.ensemble_steps.emplace());
       case 19: {  // ModelTransactionPolicy { decoupled = 1 }
         if (!r.bytes(sub)) return false;
         return each_field(sub,

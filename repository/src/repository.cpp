@@ -140,7 +140,8 @@ Shape metadata_shape(const TensorConfig& t, bool batched) {
 
 // One version of a model: its directory under the model's `directory`, read with its backend.
 Result<Model> load_version(const std::string& name, const ModelConfig& config,
-                           const std::string& directory, const std::string& version) {
+                           const std::string& directory, const std::string& version,
+                           const std::shared_ptr<ModelHost>& host) {
   const fs::path version_directory = fs::path(directory) / version;
   auto backend = find_backend(config, version_directory.string());
   if (!backend) {
@@ -173,7 +174,8 @@ Result<Model> load_version(const std::string& name, const ModelConfig& config,
     add(for_backend.inputs, sequence.inputs);
     add(for_backend.outputs, sequence.outputs);
   }
-  auto loaded = backend->load(for_backend, model_file.string());
+  auto loaded = backend->load(for_backend, model_file.string(),
+                              LoadContext{name, version, directory, host});
   if (!loaded) {
     return Error(loaded.error().code(), model_file.string() + ": " + loaded.error().message());
   }
@@ -313,19 +315,26 @@ Result<ModelConfig> Repository::config(const std::string& name,
 }
 
 Result<Model> Repository::load(const std::string& name, const std::string& config_json) const {
-  auto versions = load_selected(name, config_json, false);
+  auto versions = load_selected(name, config_json, false, nullptr);
   if (!versions) return versions.error();
   return std::move(versions->back());
 }
 
 Result<std::vector<Model>> Repository::load_versions(const std::string& name,
                                                      const std::string& config_json) const {
-  return load_selected(name, config_json, true);
+  return load_selected(name, config_json, true, nullptr);
+}
+
+Result<std::vector<Model>> Repository::load_versions_hosted(
+    const std::string& name, const std::string& config_json,
+    const std::shared_ptr<ModelHost>& host) const {
+  return load_selected(name, config_json, true, host);
 }
 
 Result<std::vector<Model>> Repository::load_selected(const std::string& name,
                                                      const std::string& config_json,
-                                                     bool every_version) const {
+                                                     bool every_version,
+                                                     const std::shared_ptr<ModelHost>& host) const {
   auto directory = model_directory(name);
   if (!directory) return directory.error();
   auto config = this->config(name, config_json);
@@ -339,7 +348,7 @@ Result<std::vector<Model>> Repository::load_selected(const std::string& name,
   if (!every_version) versions.erase(versions.begin(), versions.end() - 1);
   std::vector<Model> models;
   for (auto version : versions) {
-    auto model = load_version(name, *config, *directory, std::to_string(version));
+    auto model = load_version(name, *config, *directory, std::to_string(version), host);
     if (!model) return model.error();
     models.push_back(std::move(*model));
   }

@@ -25,7 +25,8 @@ std::mutex last_input_mutex;
 Shape last_input_shape;  // what the scale model was last given, under last_input_mutex
 
 // The "scale" backend: completes a config with no tensors as INPUT0 -> OUTPUT0, FP32, [-1].
-Result<LoadedModel> load_scale(const ModelConfig& given, const std::string& file) {
+Result<LoadedModel> load_scale(const ModelConfig& given, const std::string& file,
+                               const repository::LoadContext& /*context*/) {
   loads.fetch_add(1);
   std::ifstream model_file(file);
   float k = 0;

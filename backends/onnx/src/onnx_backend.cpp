@@ -131,7 +131,8 @@ class OnnxModel {
   SessionPool pool_;
 };
 
-Result<LoadedModel> load(const ModelConfig& given, const std::string& model_file) {
+Result<LoadedModel> load(const ModelConfig& given, const std::string& model_file,
+                         const repository::LoadContext& /*context*/) {
   auto runtime = ort::Runtime::get();
   if (!runtime) return runtime.error();
   auto settings = session_settings(given);

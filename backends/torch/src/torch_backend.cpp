@@ -247,7 +247,8 @@ class TorchModel {
   std::vector<std::size_t> output_position_;
 };
 
-Result<LoadedModel> load(const ModelConfig& config, const std::string& model_file) {
+Result<LoadedModel> load(const ModelConfig& config, const std::string& model_file,
+                         const repository::LoadContext& /*context*/) {
   if (config.inputs.empty() || config.outputs.empty()) {
     return invalid(
         "a TorchScript file records no tensor shapes or types: list the inputs and "

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -23,11 +24,21 @@ struct LoadedModel {
   ModelFunction compute;
 };
 
+/// Where the model a backend loads lives, and what it may use besides its file.
+struct LoadContext {
+  std::string model_name;
+  std::string version;          ///< its version directory's name
+  std::string model_directory;  ///< <root>/<model>
+  /// The executor that loads the model, through which the model may run that executor's other
+  /// models (Triton's BLS); null when it is loaded outside an executor (Repository::load()).
+  std::shared_ptr<ModelHost> host;
+};
+
 /// How a backend loads `model_file` under `config`, which may leave out what the file tells
 /// (inputs, outputs, their types and dims): the backend completes it, checks that the two
 /// agree, and refuses a model it would compute wrongly. Thread-safe.
-using LoadFunction =
-    std::function<Result<LoadedModel>(const ModelConfig& config, const std::string& model_file)>;
+using LoadFunction = std::function<Result<LoadedModel>(
+    const ModelConfig& config, const std::string& model_file, const LoadContext& context)>;
 
 /// What a backend registers.
 struct Backend {

@@ -106,6 +106,16 @@ struct SequenceBatchingConfig {
   std::string encoded;
 };
 
+/// One model of an ensemble's pipeline (ModelEnsembling.Step).
+struct EnsembleStep {
+  std::string model_name;
+  std::int64_t model_version = -1;  ///< -1: the model's default (highest) version
+  /// The step model's input -> the ensemble tensor it takes.
+  std::map<std::string, std::string> input_map;
+  /// The step model's output -> the ensemble tensor it gives.
+  std::map<std::string, std::string> output_map;
+};
+
 /// What sonic reads of a ModelConfig.
 struct SONIC_EXPORT ModelConfig {
   std::string name;
@@ -124,6 +134,9 @@ struct SONIC_EXPORT ModelConfig {
       default_model_filename;  ///< the model file in a version directory, if not the default
   std::map<std::string, std::string> parameters;  ///< the free-form parameters (string_value)
   bool decoupled = false;
+  /// An ensemble's steps (`ensemble_scheduling`, with platform "ensemble"). The field is also
+  /// kept in `kept`, and written back from there.
+  std::optional<std::vector<EnsembleStep>> ensemble_steps;
   /// Triton's fields sonic does not act on, as "ModelConfig.optimization": kept in `kept`.
   std::vector<std::string> ignored_fields;
   /// Those fields serialized as they came, written back by serialize_model_config(), so that

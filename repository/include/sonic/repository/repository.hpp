@@ -37,6 +37,12 @@ class SONIC_EXPORT Repository final : public ModelSource {
   Result<std::vector<Model>> load_versions(const std::string& name,
                                            const std::string& config_json = {}) const override;
 
+  /// As load_versions(), lending the models `host`: an ensemble's steps and a Python model's
+  /// BLS calls run there. Without a host (load(), load_versions()) such models fail to load.
+  Result<std::vector<Model>> load_versions_hosted(
+      const std::string& name, const std::string& config_json,
+      const std::shared_ptr<ModelHost>& host) const override;
+
   /// The model's config as its config.pbtxt (or `config_json`) gives it, not yet completed by
   /// its backend.
   Result<ModelConfig> config(const std::string& name, const std::string& config_json = {}) const;
@@ -46,7 +52,8 @@ class SONIC_EXPORT Repository final : public ModelSource {
 
  private:
   Result<std::vector<Model>> load_selected(const std::string& name, const std::string& config_json,
-                                           bool every_version) const;
+                                           bool every_version,
+                                           const std::shared_ptr<ModelHost>& host) const;
 
   std::vector<std::string> roots_;
 };
