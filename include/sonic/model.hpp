@@ -105,6 +105,11 @@ class ModelHost {
   /// Runs `work` on the executor's pool: for work that may run beside the caller's. `work` must
   /// not throw.
   virtual void run_async(detail::UniqueFunction<void()> work) = 0;
+
+  /// Takes a model of the executor's source out of service, every version, because it can no
+  /// longer compute (its process died, say): its requests fail with UNAVAILABLE and `reason`,
+  /// which the repository index reports, until a load puts it back. Requests under way finish.
+  virtual void retire(const std::string& name, const std::string& reason) = 0;
 };
 
 /// Where an executor finds the models it was not given: a model repository

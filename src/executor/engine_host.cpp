@@ -71,4 +71,9 @@ void EngineHost::run_async(UniqueFunction<void()> work) {
   use.engine()->run_async(std::move(work));
 }
 
+void EngineHost::retire(const std::string& name, const std::string& reason) {
+  Use use(*this);
+  if (use.engine()) use.engine()->retire(name, reason);
+}
+
 }  // namespace sonic::detail

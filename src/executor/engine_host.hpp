@@ -31,6 +31,7 @@ class EngineHost final : public ModelHost {
   Result<std::shared_ptr<const Model>> load(const std::string& name,
                                             const std::string& version) override;
   void run_async(UniqueFunction<void()> work) override;
+  void retire(const std::string& name, const std::string& reason) override;
 
  private:
   // The engine for the length of one call: null when it is going.

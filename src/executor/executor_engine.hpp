@@ -165,6 +165,10 @@ class ExecutorEngine {
   /// The pool's threads: how many requests run at once.
   std::size_t threads() const { return pool_.size(); }
 
+  /// Takes a model of the source out of service because it can no longer compute
+  /// (ModelHost::retire()): as unload_model(), with `reason` as its state. Thread-safe.
+  void retire(const std::string& name, const std::string& reason);
+
   /// model(), for a model of this executor that runs others (ModelHost::load()): one of the
   /// source not held yet is loaded first. Thread-safe.
   Result<std::shared_ptr<const Model>> load_for_host(const std::string& name,

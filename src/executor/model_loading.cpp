@@ -33,6 +33,13 @@ Result<void> ExecutorEngine::unload_model(const std::string& name) {
   return set_loaded(name, false);
 }
 
+void ExecutorEngine::retire(const std::string& name, const std::string& reason) {
+  if (!in_source(name)) return;
+  std::lock_guard<std::mutex> lock(mutex_);
+  models_.erase(name);
+  states_[name] = reason;
+}
+
 Result<void> ExecutorEngine::load_model(const std::string& name, const std::string& config_json) {
   if (!in_source(name)) {
     if (!config_json.empty()) {
