@@ -5,6 +5,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "ensemble.hpp"
 #include "reshape.hpp"
 #include "sequence_tensors.hpp"
 #include "triton_defaults.hpp"
@@ -138,10 +139,44 @@ Shape metadata_shape(const TensorConfig& t, bool batched) {
   return shape;
 }
 
+// The model's requests checked first for the batch they carry, when it batches.
+void check_batches(Model& model) {
+  if (model.max_batch_size <= 0) return;
+  const std::string name = model.name;
+  const std::int32_t max = model.max_batch_size;
+  if (model.compute) {
+    model.compute = [name, max, compute = std::move(model.compute)](
+                        const InferRequest& request) -> Result<std::vector<NamedTensor>> {
+      if (auto ok = check_batch(name, max, request); !ok) return ok.error();
+      return compute(request);
+    };
+  }
+  if (model.decoupled) {
+    model.decoupled = [name, max, decoupled = std::move(model.decoupled)](
+                          const InferRequest& request, const ResponseSink& respond) {
+      if (auto ok = check_batch(name, max, request); !ok) return ok;
+      return decoupled(request, respond);
+    };
+  }
+}
+
+// An ensemble's version: no file, its steps are models of `host`.
+Result<Model> load_ensemble_version(const ModelConfig& config, const std::string& directory,
+                                    const std::string& version,
+                                    const std::shared_ptr<ModelHost>& host) {
+  if (auto ok = check_model_config(config, directory + "/config.pbtxt"); !ok) return ok.error();
+  auto model = load_ensemble(config, version, host);
+  if (!model) return model.error();
+  model->config = serialize_model_config(config);
+  check_batches(*model);
+  return model;
+}
+
 // One version of a model: its directory under the model's `directory`, read with its backend.
 Result<Model> load_version(const std::string& name, const ModelConfig& config,
                            const std::string& directory, const std::string& version,
                            const std::shared_ptr<ModelHost>& host) {
+  if (config.platform == "ensemble") return load_ensemble_version(config, directory, version, host);
   const fs::path version_directory = fs::path(directory) / version;
   auto backend = find_backend(config, version_directory.string());
   if (!backend) {
@@ -174,8 +209,8 @@ Result<Model> load_version(const std::string& name, const ModelConfig& config,
     add(for_backend.inputs, sequence.inputs);
     add(for_backend.outputs, sequence.outputs);
   }
-  auto loaded = backend->load(for_backend, model_file.string(),
-                              LoadContext{name, version, directory, host});
+  auto loaded =
+      backend->load(for_backend, model_file.string(), LoadContext{name, version, directory, host});
   if (!loaded) {
     return Error(loaded.error().code(), model_file.string() + ": " + loaded.error().message());
   }
@@ -230,16 +265,8 @@ Result<Model> load_version(const std::string& name, const ModelConfig& config,
     if (!batching) return batching.error();
     model.sequence_batching = std::move(*batching);
   }
-  ModelFunction compute = apply_reshapes(std::move(loaded->compute), std::move(reshapes), batched);
-  if (batched) {
-    model.compute = [name, max = complete.max_batch_size, compute = std::move(compute)](
-                        const InferRequest& request) -> Result<std::vector<NamedTensor>> {
-      if (auto ok = check_batch(name, max, request); !ok) return ok.error();
-      return compute(request);
-    };
-  } else {
-    model.compute = std::move(compute);
-  }
+  model.compute = apply_reshapes(std::move(loaded->compute), std::move(reshapes), batched);
+  check_batches(model);
   return model;
 }
 
@@ -339,6 +366,11 @@ Result<std::vector<Model>> Repository::load_selected(const std::string& name,
   if (!directory) return directory.error();
   auto config = this->config(name, config_json);
   if (!config) return config.error();
+  if (config->platform == "ensemble") {
+    auto acyclic = check_no_ensemble_cycle(
+        *config, [this](const std::string& other) { return this->config(other); });
+    if (!acyclic) return acyclic.error();
+  }
   auto versions = selected(config->version_policy, versions_in(*directory));
   if (versions.empty()) {
     return invalid(*directory +

@@ -165,9 +165,8 @@ Result<std::shared_ptr<ExecutorEngine::Entry>> ExecutorEngine::find_locked(
     // Triton's ensembles are ready while every composing model is.
     for (const auto& [step_name, step_version] : entry->model.composing_models) {
       if (depth == kMaxComposingDepth) {
-        return Error(StatusCode::Unavailable,
-                     "model '" + name + "' composes models more than " +
-                         std::to_string(kMaxComposingDepth) + " deep");
+        return Error(StatusCode::Unavailable, "model '" + name + "' composes models more than " +
+                                                  std::to_string(kMaxComposingDepth) + " deep");
       }
       auto step = find_locked(step_name, step_version, Loaded::kOnly, depth + 1);
       if (!step) {

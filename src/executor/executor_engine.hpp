@@ -169,8 +169,8 @@ class ExecutorEngine {
   /// (ModelHost::retire()): as unload_model(), with `reason` as its state. Thread-safe.
   void retire(const std::string& name, const std::string& reason);
 
-  /// model(), for a model of this executor that runs others (ModelHost::load()): one of the
-  /// source not held yet is loaded first. Thread-safe.
+  /// model(), for a model of this executor that runs others (ModelHost::load()): a model of
+  /// the source not in service is loaded first, on demand or not. Thread-safe.
   Result<std::shared_ptr<const Model>> load_for_host(const std::string& name,
                                                      const std::string& version);
 

@@ -189,7 +189,18 @@ Result<void> ExecutorEngine::load_from_source(const std::string& name,
 
 Result<std::shared_ptr<const Model>> ExecutorEngine::load_for_host(const std::string& name,
                                                                    const std::string& version) {
-  auto entry = find_or_load(name, version);
+  // Triton loads an ensemble's composing models with it, whatever its control mode: a model of
+  // the source not in service is loaded here, on demand or not (once: a load under way is
+  // waited for).
+  auto entry = find(name, version);
+  if (!entry && in_source(name)) {
+    auto one_load = lock_loads_of(name);
+    entry = find(name, version);
+    if (!entry) {
+      if (auto loaded = load_from_source(name); !loaded) return loaded.error();
+      entry = find(name, version);
+    }
+  }
   if (!entry) return entry.error();
   return std::shared_ptr<const Model>(*entry, &(*entry)->model);
 }

@@ -120,6 +120,12 @@ void load_at_start(sonic::CpuExecutor& executor, const sonic::repository::Reposi
   std::vector<std::string> models = repository.model_names();
   const bool all = mode != "explicit" || std::find(named.begin(), named.end(), "*") != named.end();
   if (!all) models = named;
+  // Ensembles last: their loads then find the models they run loaded, or loading, rather than
+  // load them a second time.
+  std::stable_partition(models.begin(), models.end(), [&](const std::string& name) {
+    auto config = repository.config(name);
+    return !config || config->platform != "ensemble";
+  });
   std::atomic<std::size_t> next{0};
   auto loader = [&] {
     for (std::size_t i = next++; i < models.size(); i = next++) {

@@ -1,0 +1,193 @@
+// Ensembles in the executor: a decoupled step's every response carried through the steps after
+// it, a step's error naming the step, steps that run at once on a pool too small for all of
+// them, and an ensemble loaded outside an executor. The step models are registered here; the
+// ensembles come from a repository on disk, as a server's and a fallback's do.
+#include <doctest/doctest.h>
+
+#include <atomic>
+#include <condition_variable>
+#include <filesystem>
+#include <fstream>
+#include <mutex>
+
+#include "sonic/executor.hpp"
+#include "sonic/repository/repository.hpp"
+
+using namespace sonic;
+namespace fs = std::filesystem;
+
+namespace ensemble_tests {
+
+TensorMetadata fp32(const char* name) { return {name, DataType::Fp32, {-1}}; }
+
+std::vector<float> values(const Tensor& tensor) {
+  auto view = tensor.as<float>();
+  return std::vector<float>(view.begin(), view.end());
+}
+
+// Y = X + k.
+Model adds(const char* name, float k) {
+  Model model;
+  model.name = name;
+  model.inputs = {fp32("X")};
+  model.outputs = {fp32("Y")};
+  model.compute = [k](const InferRequest& request) -> Result<std::vector<NamedTensor>> {
+    std::vector<float> out;
+    for (float v : request.find_input("X")->tensor.as<float>()) out.push_back(v + k);
+    return std::vector<NamedTensor>{{"Y", Tensor::from_vector(std::move(out), {1}), {}}};
+  };
+  return model;
+}
+
+// Decoupled: three responses, Y = X * 1, X * 2, X * 3.
+Model repeats() {
+  Model model;
+  model.name = "repeat";
+  model.inputs = {fp32("X")};
+  model.outputs = {fp32("Y")};
+  model.decoupled = [](const InferRequest& request, const ResponseSink& respond) -> Result<void> {
+    for (float factor : {1.0f, 2.0f, 3.0f}) {
+      std::vector<float> out;
+      for (float v : request.find_input("X")->tensor.as<float>()) out.push_back(v * factor);
+      respond({{"Y", Tensor::from_vector(std::move(out), {1}), {}}});
+    }
+    return {};
+  };
+  return model;
+}
+
+Model fails() {
+  Model model;
+  model.name = "fails";
+  model.inputs = {fp32("X")};
+  model.outputs = {fp32("Y")};
+  model.compute = [](const InferRequest&) -> Result<std::vector<NamedTensor>> {
+    return Error(StatusCode::Internal, "the detector geometry is missing");
+  };
+  return model;
+}
+
+// An ensemble's directory: config.pbtxt and its empty version directory.
+void write_ensemble(const fs::path& root, const std::string& name, const std::string& steps) {
+  fs::create_directories(root / name / "1");
+  std::ofstream(root / name / "config.pbtxt")
+      << "name: \"" << name << "\"\nplatform: \"ensemble\"\n"
+      << "input [{ name: \"IN\" data_type: TYPE_FP32 dims: [ -1 ] }]\n"
+      << "output [{ name: \"OUT\" data_type: TYPE_FP32 dims: [ -1 ] }]\n"
+      << "ensemble_scheduling {\n"
+      << steps << "}\n";
+}
+
+std::string step(const std::string& model, const std::string& in, const std::string& out) {
+  return "step [{ model_name: \"" + model +
+         "\" model_version: -1 input_map { key: \"X\" value: \"" + in +
+         "\" } output_map { key: \"Y\" value: \"" + out + "\" } }]\n";
+}
+
+// An executor of the registered step models, its source a repository of ensembles.
+std::shared_ptr<CpuExecutor> executor_with_ensembles(const std::string& scratch,
+                                                     std::size_t threads = 2) {
+  const fs::path root = fs::path(SONIC_TEST_SCRATCH) / scratch;
+  fs::remove_all(root);
+  write_ensemble(root, "fan_out", step("repeat", "IN", "r") + step("plus_ten", "r", "OUT"));
+  write_ensemble(root, "broken", step("plus_one", "IN", "a") + step("fails", "a", "OUT"));
+  // Three independent steps, then two that join them: more steps at once than pool threads.
+  write_ensemble(root, "wide",
+                 step("plus_one", "IN", "a") + step("plus_ten", "IN", "b") +
+                     step("plus_one", "IN", "c") +
+                     "step [{ model_name: \"join\" input_map { key: \"A\" value: \"a\" } "
+                     "input_map { key: \"B\" value: \"b\" } output_map { key: \"Z\" value: "
+                     "\"ab\" } }]\n"
+                     "step [{ model_name: \"join\" input_map { key: \"A\" value: \"ab\" } "
+                     "input_map { key: \"B\" value: \"c\" } output_map { key: \"Z\" value: "
+                     "\"OUT\" } }]\n");
+  auto executor = std::make_shared<CpuExecutor>(threads);
+  executor->add_model(adds("plus_one", 1));
+  executor->add_model(adds("plus_ten", 10));
+  executor->add_model(repeats());
+  executor->add_model(fails());
+  Model join;
+  join.name = "join";
+  join.inputs = {fp32("A"), fp32("B")};
+  join.outputs = {fp32("Z")};
+  join.compute = [](const InferRequest& request) -> Result<std::vector<NamedTensor>> {
+    auto a = values(request.find_input("A")->tensor), b = values(request.find_input("B")->tensor);
+    for (std::size_t i = 0; i < a.size(); ++i) a[i] += b[i];
+    return std::vector<NamedTensor>{{"Z", Tensor::from_vector(std::move(a), {1}), {}}};
+  };
+  executor->add_model(std::move(join));
+  executor->set_source(
+      std::make_shared<repository::Repository>(std::vector<std::string>{root.string()}), true);
+  return executor;
+}
+
+InferRequest request_of(const char* model, float x) {
+  return InferRequest(model).input("IN", Tensor::from_vector(std::vector<float>{x}, {1}));
+}
+
+}  // namespace ensemble_tests
+
+using namespace ensemble_tests;
+
+TEST_CASE("a decoupled step's every response goes on through the steps after it") {
+  auto executor = executor_with_ensembles("decoupled");
+  std::vector<float> outs;
+  auto done = executor->infer_responses(request_of("fan_out", 2), [&](InferResult result) {
+    outs.push_back(values(result.output("OUT")).at(0));
+  });
+  REQUIRE_MESSAGE(done, done.error().message());
+  // Triton makes the ensemble decoupled: one response per response of "repeat".
+  CHECK(outs == std::vector<float>{12, 14, 16});
+  auto unary = executor->infer(request_of("fan_out", 2));
+  REQUIRE_FALSE(unary);
+  CHECK(unary.error().code() == StatusCode::Unimplemented);
+}
+
+TEST_CASE("a step's error is the request's, naming the step and keeping its code") {
+  auto executor = executor_with_ensembles("broken");
+  auto result = executor->infer(request_of("broken", 1));
+  REQUIRE_FALSE(result);
+  CHECK(result.error().code() == StatusCode::Internal);
+  CHECK(result.error().message() ==
+        "in ensemble 'broken', step 1 (model 'fails'): the detector geometry is missing");
+  // The step before it ran and counted; the ensemble counted a failure.
+  CHECK(executor->statistics("plus_one")->success.count == 1);
+  CHECK(executor->statistics("broken")->fail.count == 1);
+}
+
+TEST_CASE("steps that may run at once finish on a pool too small for them, many at once") {
+  // One pool thread and 64 requests queued on it: each request's three first steps are posted
+  // beside it, and the thread that runs the request runs those no other thread has started. A
+  // run that waited for the pool instead would wait for itself.
+  for (std::size_t threads : {1u, 2u}) {
+    auto executor = executor_with_ensembles("wide", threads);
+    std::mutex mutex;
+    std::condition_variable finished;
+    int answered = 0;
+    std::vector<float> outs(64);
+    for (int i = 0; i < 64; ++i) {
+      executor->infer_async(
+          request_of("wide", static_cast<float>(i)), [&, i](Result<InferResult> result) {
+            std::lock_guard<std::mutex> lock(mutex);
+            outs[static_cast<std::size_t>(i)] = result ? values(result->output("OUT")).at(0) : -1;
+            ++answered;
+            finished.notify_all();
+          });
+    }
+    std::unique_lock<std::mutex> lock(mutex);
+    REQUIRE(finished.wait_for(lock, std::chrono::seconds(30), [&] { return answered == 64; }));
+    for (int i = 0; i < 64; ++i) {
+      // (x + 1) + (x + 10) + (x + 1)
+      CHECK(outs[static_cast<std::size_t>(i)] == static_cast<float>(3 * i + 12));
+    }
+  }
+}
+
+TEST_CASE("an ensemble loaded outside an executor says it needs one") {
+  executor_with_ensembles("alone");
+  repository::Repository alone({(fs::path(SONIC_TEST_SCRATCH) / "alone").string()});
+  auto loaded = alone.load("broken");
+  REQUIRE_FALSE(loaded);
+  CHECK(loaded.error().code() == StatusCode::InvalidArgument);
+  CHECK(loaded.error().message().find("load it in an executor") != std::string::npos);
+}
