@@ -91,10 +91,14 @@ std::shared_ptr<CpuExecutor> executor_with_ensembles(const std::string& scratch,
   fs::remove_all(root);
   write_ensemble(root, "fan_out", step("repeat", "IN", "r") + step("plus_ten", "r", "OUT"));
   write_ensemble(root, "broken", step("plus_one", "IN", "a") + step("fails", "a", "OUT"));
+  write_ensemble(root, "versions",
+                 step("plus_one", "IN", "a") +
+                     "step [{ model_name: \"plus_one\" model_version: 1 input_map { key: \"X\" "
+                     "value: \"a\" } output_map { key: \"Y\" value: \"OUT\" } }]\n");
   // Three independent steps, then two that join them: more steps at once than pool threads.
   write_ensemble(root, "wide",
-                 step("plus_one", "IN", "a") + step("plus_ten", "IN", "b") +
-                     step("plus_one", "IN", "c") +
+                 step("plus_ten", "IN", "a") + step("plus_ten", "IN", "b") +
+                     step("plus_ten", "IN", "c") +
                      "step [{ model_name: \"join\" input_map { key: \"A\" value: \"a\" } "
                      "input_map { key: \"B\" value: \"b\" } output_map { key: \"Z\" value: "
                      "\"ab\" } }]\n"
@@ -103,6 +107,9 @@ std::shared_ptr<CpuExecutor> executor_with_ensembles(const std::string& scratch,
                      "\"OUT\" } }]\n");
   auto executor = std::make_shared<CpuExecutor>(threads);
   executor->add_model(adds("plus_one", 1));
+  Model plus_hundred = adds("plus_one", 100);  // version 2 of plus_one, the default one
+  plus_hundred.version = "2";
+  executor->add_model(std::move(plus_hundred));
   executor->add_model(adds("plus_ten", 10));
   executor->add_model(repeats());
   executor->add_model(fails());
@@ -151,7 +158,7 @@ TEST_CASE("a step's error is the request's, naming the step and keeping its code
   CHECK(result.error().message() ==
         "in ensemble 'broken', step 1 (model 'fails'): the detector geometry is missing");
   // The step before it ran and counted; the ensemble counted a failure.
-  CHECK(executor->statistics("plus_one")->success.count == 1);
+  CHECK(executor->statistics("plus_one", "2")->success.count == 1);
   CHECK(executor->statistics("broken")->fail.count == 1);
 }
 
@@ -177,10 +184,19 @@ TEST_CASE("steps that may run at once finish on a pool too small for them, many 
     std::unique_lock<std::mutex> lock(mutex);
     REQUIRE(finished.wait_for(lock, std::chrono::seconds(30), [&] { return answered == 64; }));
     for (int i = 0; i < 64; ++i) {
-      // (x + 1) + (x + 10) + (x + 1)
-      CHECK(outs[static_cast<std::size_t>(i)] == static_cast<float>(3 * i + 12));
+      // (x + 10) + (x + 10) + (x + 10)
+      CHECK(outs[static_cast<std::size_t>(i)] == static_cast<float>(3 * i + 30));
     }
   }
+}
+
+TEST_CASE("a step runs the version it names, and the default one without") {
+  auto executor = executor_with_ensembles("versions");
+  auto result = executor->infer(request_of("versions", 0));
+  REQUIRE_MESSAGE(result, result.error().message());
+  CHECK(values(result->output("OUT")) == std::vector<float>{101});  // + 100 (v2), then + 1 (v1)
+  CHECK(executor->statistics("plus_one", "1")->success.count == 1);
+  CHECK(executor->statistics("plus_one", "2")->success.count == 1);
 }
 
 TEST_CASE("an ensemble loaded outside an executor says it needs one") {
