@@ -265,7 +265,16 @@ Result<Model> load_version(const std::string& name, const ModelConfig& config,
     if (!batching) return batching.error();
     model.sequence_batching = std::move(*batching);
   }
-  model.compute = apply_reshapes(std::move(loaded->compute), std::move(reshapes), batched);
+  if (loaded->decoupled) {
+    // Its responses go through infer_responses() (a stream), each as the model gives it.
+    if (!reshapes.empty()) {
+      return invalid(origin + ": reshape is not supported for a decoupled model (" + name +
+                     " answers through a stream)");
+    }
+    model.decoupled = std::move(loaded->decoupled);
+  } else {
+    model.compute = apply_reshapes(std::move(loaded->compute), std::move(reshapes), batched);
+  }
   check_batches(model);
   return model;
 }

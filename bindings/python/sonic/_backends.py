@@ -1,11 +1,12 @@
-"""Loads the fallback's model backends (ONNX through ONNX Runtime, TorchScript through libtorch)
-on first use, so that `import sonic` never pays for libtorch."""
+"""Loads the fallback's model backends (ONNX through ONNX Runtime, TorchScript through libtorch,
+Triton's Python models in python3 processes) on first use, so that `import sonic` never pays for
+libtorch."""
 
 import ctypes
 import glob
 import os
 
-_NAMES = ("onnx", "torch")
+_NAMES = ("onnx", "torch", "python_backend")
 _loaded = {}
 
 

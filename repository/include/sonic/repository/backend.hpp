@@ -22,6 +22,9 @@ struct LoadedModel {
   /// Computes a request whose inputs match `config` (a batch dimension first when
   /// max_batch_size > 0). Runs on several threads at once.
   ModelFunction compute;
+  /// For a decoupled model (config.decoupled): computes a request's responses, any number of
+  /// them; `compute` then answers what a caller that cannot take a stream gets.
+  DecoupledFunction decoupled;
 };
 
 /// Where the model a backend loads lives, and what it may use besides its file.

@@ -1,0 +1,53 @@
+// A Python model instance's stub process: a python3 child running sonic_python_stub.py, joined
+// to this process by a socketpair (its fd 3), and ended with this process.
+#pragma once
+
+#include <sys/types.h>
+
+#include <string>
+#include <vector>
+
+#include "sonic/error.hpp"
+
+namespace sonic::python_backend {
+
+/// The interpreter stubs run under: $SONIC_PYTHON when set, else python3 on PATH.
+/// FAILED_PRECONDITION saying how to get one when there is none.
+Result<std::string> find_python();
+
+/// One running stub. Not thread-safe: one owner at a time uses it.
+class StubProcess {
+ public:
+  /// Starts `python` with `arguments`, its fd 3 being this end's peer. Stdin is /dev/null;
+  /// stdout and stderr are this process's, so that the model's prints and logs go where the
+  /// server's go. The child is killed (SIGKILL) when this process ends, however it ends:
+  /// spawned from a thread that lives as long as the process, with PR_SET_PDEATHSIG.
+  static Result<StubProcess> spawn(const std::string& python,
+                                   const std::vector<std::string>& arguments);
+
+  StubProcess() = default;
+  StubProcess(StubProcess&& other) noexcept;
+  StubProcess& operator=(StubProcess&& other) noexcept;
+  StubProcess(const StubProcess&) = delete;
+  StubProcess& operator=(const StubProcess&) = delete;
+  /// Kills and reaps the child if it still runs.
+  ~StubProcess();
+
+  int fd() const noexcept { return fd_; }
+  pid_t pid() const noexcept { return pid_; }
+
+  /// SIGKILL, then reaps it; what became of it ("killed by signal 9 (Killed)").
+  std::string kill();
+  /// Waits up to `ms` for the child to end by itself, then kills it; how it ended.
+  std::string wait_or_kill(int ms);
+
+ private:
+  // Reaps the child, blocking when `block`; empty when it still runs.
+  std::string reap(bool block);
+
+  pid_t pid_ = -1;
+  int fd_ = -1;
+  std::string ended_;  // how it ended, once reaped
+};
+
+}  // namespace sonic::python_backend

@@ -1,0 +1,77 @@
+#!/usr/bin/env bash
+# What a request costs through the Python backend (a model.py in its stub process) beside the
+# same identity as an ONNX model run in-process by ONNX Runtime: sonic-perf against one
+# sonic-server serving both, one request in flight and then 8 (the Python model with 1 and with 4
+# instances), 64 B FP32 inputs, in interleaved rounds. Prints the medians and the difference per
+# request.
+#
+#   bench/python_backend.sh BUILD_DIR [ROUNDS=5]
+set -euo pipefail
+
+build=${1:?usage: $0 BUILD_DIR [ROUNDS=5]}
+rounds=${2:-5}
+repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+source "$repo/bench/start_server.sh"  # $work, $python, start_server, perf_summary, the cleanup
+server=$build/tools/sonic-server
+perf=$build/tools/sonic-perf
+require_built "$server" "$perf"
+
+models=$work/models
+"$python" - "$models" <<'PY'
+import os, sys
+from onnx import TensorProto, helper, save
+root = sys.argv[1]
+x = helper.make_tensor_value_info("INPUT0", TensorProto.FLOAT, ("batch", 16))
+y = helper.make_tensor_value_info("OUTPUT0", TensorProto.FLOAT, ("batch", 16))
+graph = helper.make_graph([helper.make_node("Identity", ["INPUT0"], ["OUTPUT0"])], "id", [x], [y])
+os.makedirs(f"{root}/onnx_identity/1")
+save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)]),
+     f"{root}/onnx_identity/1/model.onnx")
+open(f"{root}/onnx_identity/config.pbtxt", "w").write(
+    'name: "onnx_identity"\nbackend: "onnxruntime"\nmax_batch_size: 8\n')
+model_py = '''import triton_python_backend_utils as pb_utils
+class TritonPythonModel:
+    def execute(self, requests):
+        return [pb_utils.InferenceResponse([pb_utils.Tensor(
+            "OUTPUT0", pb_utils.get_input_tensor_by_name(r, "INPUT0").as_numpy())])
+            for r in requests]
+'''
+for name, count in (("python_identity", 1), ("python_identity_x4", 4)):
+    os.makedirs(f"{root}/{name}/1")
+    open(f"{root}/{name}/1/model.py", "w").write(model_py)
+    open(f"{root}/{name}/config.pbtxt", "w").write(
+        f'name: "{name}"\nbackend: "python"\nmax_batch_size: 8\n'
+        'input [ { name: "INPUT0" data_type: TYPE_FP32 dims: [ 16 ] } ]\n'
+        'output [ { name: "OUTPUT0" data_type: TYPE_FP32 dims: [ 16 ] } ]\n'
+        f'instance_group [ {{ count: {count} kind: KIND_CPU }} ]\n')
+PY
+# The stubs run under the interpreter that has numpy (the one PATH finds may not).
+SONIC_PYTHON=${SONIC_PYTHON:-$python} start_server "$server" "$work/server.log" \
+  --model-repository "$models"
+
+sonic_perf() {  # MODEL CONCURRENCY REQUESTS
+  "$perf" --url "grpc://127.0.0.1:$port" --model "$1" --input "INPUT0=FP32:1,16:random" \
+    --concurrency "$2" --warmup 0.5 --window-requests "$3" --max-windows 1 \
+    --json "$work/perf.json" >/dev/null 2>&1
+  perf_summary "$work/perf.json"
+}
+
+for round in $(seq "$rounds"); do
+  for model in onnx_identity python_identity python_identity_x4; do
+    sonic_perf "$model" 1 5000 | sed "s/^/$model 1 /" >>"$work/rows"
+    sonic_perf "$model" 8 20000 | sed "s/^/$model 8 /" >>"$work/rows"
+  done
+done
+
+PYTHONPATH="$repo/bench" "$python" - "$work/rows" "$rounds" <<'PY'
+import sys
+from rows import medians
+med, rows = medians(sys.argv[1])
+print(f"identity, FP32 [1,16] (64 B), grpc://; medians of {sys.argv[2]} interleaved rounds")
+print(f"{'model':>20} {'in flight':>9} {'infer/s':>9} {'p50 us':>8} {'p99 us':>8}")
+for (model, flight) in rows:
+    print(f"{model:>20} {flight:>9} {med(model, flight, 'throughput'):>9.0f} "
+          f"{med(model, flight, 'p50_us'):>8.1f} {med(model, flight, 'p99_us'):>8.1f}")
+extra = med("python_identity", "1", "p50_us") - med("onnx_identity", "1", "p50_us")
+print(f"\nthe Python backend adds {extra:.1f} us to a request's median latency (1 in flight)")
+PY

@@ -1,0 +1,175 @@
+// The Python backend below the server: its frames' bounds (a stub that declares lengths past
+// the limits costs an error, not memory), and a decoupled model's responses as the backend hands
+// them on. (test_python_backend.py runs the rest through sonic-server and a client's fallback.)
+#include "stub_frame.hpp"
+
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <doctest/doctest.h>
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+#include "sonic/repository/backend.hpp"
+#include "sonic/repository/model_config.hpp"
+
+namespace pb = sonic::python_backend;
+using sonic::StatusCode;
+
+namespace {
+
+struct SocketPair {
+  int ends[2];
+  SocketPair() { REQUIRE(::socketpair(AF_UNIX, SOCK_STREAM, 0, ends) == 0); }
+  ~SocketPair() {
+    for (int fd : ends) {
+      if (fd >= 0) ::close(fd);
+    }
+  }
+  void close_writer() {
+    ::close(ends[1]);
+    ends[1] = -1;
+  }
+};
+
+std::string le(std::uint64_t value, int bytes) {
+  std::string out;
+  for (int i = 0; i < bytes; ++i) out.push_back(static_cast<char>(value >> (8 * i)));
+  return out;
+}
+
+void write_raw(int fd, const std::string& bytes) {
+  REQUIRE(::write(fd, bytes.data(), bytes.size()) == static_cast<ssize_t>(bytes.size()));
+}
+
+auto soon() { return std::chrono::steady_clock::now() + std::chrono::seconds(5); }
+
+}  // namespace
+
+TEST_CASE("a frame comes back as it was written, its buffers 64-byte aligned") {
+  SocketPair pair;
+  const std::string a = "first buffer";
+  const std::string b(100000, 'x');  // more than a socket buffer: written while read
+  std::thread writer([&] {
+    CHECK(pb::write_frame(pair.ends[1], R"({"type":"t"})",
+                          {{a.data(), a.size()}, {nullptr, 0}, {b.data(), b.size()}}));
+  });
+  auto frame = pb::read_frame(pair.ends[0], soon(), {});
+  writer.join();
+  REQUIRE(frame);
+  CHECK(frame->header == R"({"type":"t"})");
+  REQUIRE(frame->buffers.size() == 3);
+  CHECK(std::string(static_cast<const char*>(frame->buffers[0].data), frame->buffers[0].size) == a);
+  CHECK(frame->buffers[1].size == 0);
+  CHECK(std::string(static_cast<const char*>(frame->buffers[2].data), frame->buffers[2].size) == b);
+  CHECK(reinterpret_cast<std::uintptr_t>(frame->buffers[2].data) % 64 == 0);
+}
+
+TEST_CASE("declared lengths past the limits are refused before anything is allocated") {
+  SocketPair pair;
+  SUBCASE("a header over 16 MiB") {
+    write_raw(pair.ends[1], le(pb::kMaxHeaderBytes + 1, 4) + le(0, 4));
+    auto frame = pb::read_frame(pair.ends[0], soon(), {});
+    REQUIRE(!frame);
+    CHECK(frame.error().code() == StatusCode::DataLoss);
+  }
+  SUBCASE("buffers summing past the limit, each under it") {
+    pb::FrameLimits limits;
+    limits.max_buffer_bytes = 1000;
+    write_raw(pair.ends[1], le(2, 4) + le(2, 4) + le(600, 8) + le(600, 8) + "{}");
+    auto frame = pb::read_frame(pair.ends[0], soon(), limits);
+    REQUIRE(!frame);
+    CHECK(frame.error().code() == StatusCode::DataLoss);
+    CHECK(frame.error().message().find("1000 bytes") != std::string::npos);
+  }
+  SUBCASE("sizes that would wrap a 64-bit sum") {
+    write_raw(pair.ends[1], le(2, 4) + le(2, 4) + le(~std::uint64_t{0}, 8) + le(2, 8) + "{}");
+    auto frame = pb::read_frame(pair.ends[0], soon(), {});
+    REQUIRE(!frame);
+    CHECK(frame.error().code() == StatusCode::DataLoss);
+  }
+}
+
+TEST_CASE("a peer that stops or closes mid-frame is an error, within the deadline") {
+  SocketPair pair;
+  write_raw(pair.ends[1], le(10, 4) + le(0, 4) + "{\"ty");
+  SUBCASE("silent") {
+    const auto started = std::chrono::steady_clock::now();
+    auto frame = pb::read_frame(pair.ends[0], started + std::chrono::milliseconds(100), {});
+    REQUIRE(!frame);
+    CHECK(frame.error().code() == StatusCode::DeadlineExceeded);
+    CHECK(std::chrono::steady_clock::now() - started < std::chrono::seconds(2));
+  }
+  SUBCASE("closed") {
+    pair.close_writer();
+    auto frame = pb::read_frame(pair.ends[0], soon(), {});
+    REQUIRE(!frame);
+    CHECK(frame.error().code() == StatusCode::Unavailable);
+    CHECK(frame.error().message() == "closed within a frame");
+  }
+}
+
+namespace {
+
+sonic::repository::ModelConfig config_of(const std::string& model) {
+  const std::string path = std::string(SONIC_PYTHON_BACKEND_MODELS) + "/" + model + "/config.pbtxt";
+  std::ifstream file(path);
+  std::stringstream text;
+  text << file.rdbuf();
+  auto config = sonic::repository::parse_model_config(text.str(), path);
+  REQUIRE(config);
+  return *config;
+}
+
+sonic::Result<sonic::repository::LoadedModel> load(const std::string& model) {
+  const auto config = config_of(model);
+  auto backend = sonic::repository::find_backend(config);
+  REQUIRE(backend);
+  const std::string directory = std::string(SONIC_PYTHON_BACKEND_MODELS) + "/" + model;
+  return backend->load(config, directory + "/1/model.py", {model, "1", directory, nullptr});
+}
+
+}  // namespace
+
+TEST_CASE("a decoupled model's responses are handed on one by one, and then it returns") {
+  auto loaded = load("repeat");
+  REQUIRE_MESSAGE(loaded, (loaded ? "" : loaded.error().message()));
+  REQUIRE(loaded->decoupled);
+  std::vector<std::int32_t> values{5, -6, 7};
+  auto request = sonic::InferRequest("repeat").input("IN", sonic::Tensor::view(values, {3}));
+  std::vector<std::int32_t> got;
+  auto done = loaded->decoupled(request, [&](std::vector<sonic::NamedTensor> outputs) {
+    REQUIRE(outputs.size() == 1);
+    CHECK(outputs[0].name == "OUT");
+    got.push_back(outputs[0].tensor.as<std::int32_t>()[0]);
+  });
+  REQUIRE_MESSAGE(done, (done ? "" : done.error().message()));
+  CHECK(got == values);
+  // No responses at all is an answer too: only the final flag comes.
+  std::vector<std::int32_t> none;
+  auto empty = sonic::InferRequest("repeat").input("IN", sonic::Tensor::view(none, {0}));
+  int responses = 0;
+  CHECK(loaded->decoupled(empty, [&](std::vector<sonic::NamedTensor>) { ++responses; }));
+  CHECK(responses == 0);
+  // Where no stream can take them, the request says so rather than losing responses.
+  auto single = loaded->compute(request);
+  REQUIRE(!single);
+  CHECK(single.error().code() == StatusCode::Unimplemented);
+}
+
+TEST_CASE("without python3 the load says how to get one") {
+  const char* before = std::getenv("SONIC_PYTHON");
+  const std::string saved = before ? before : "";
+  ::setenv("SONIC_PYTHON", "/nonexistent/python3", 1);
+  auto loaded = load("simple_identity");
+  if (saved.empty()) {
+    ::unsetenv("SONIC_PYTHON");
+  } else {
+    ::setenv("SONIC_PYTHON", saved.c_str(), 1);
+  }
+  REQUIRE(!loaded);
+  CHECK(loaded.error().code() == StatusCode::FailedPrecondition);
+  CHECK(loaded.error().message().find("/nonexistent/python3") != std::string::npos);
+}
