@@ -53,7 +53,9 @@ class TritonPythonModel:
 ''')
 PY
 
-start_server "$server" "$work/server.log" --model-repository "$models"
+# The Python model's stubs run under the interpreter that has numpy (Debian's, as the tests').
+SONIC_PYTHON=${SONIC_PYTHON:-$python} start_server "$server" "$work/server.log" \
+  --model-repository "$models"
 served=(bare ensemble3)
 grep -q "python_identity.*READY" "$work/server.log" && served+=(python_identity)
 
