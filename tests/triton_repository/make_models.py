@@ -13,9 +13,13 @@ what Triton's do:
   pool and one dense layer), and label files of made-up names, so that classification can be
   checked against numpy.
 
-simple_identity (TensorFlow SavedModel) and simple_dyna_sequence (TensorFlow GraphDef, a custom
-backend in Triton's tests) name backends sonic does not have: their version directories are
-made empty, and the server must list them as unavailable, with the reason.
+- simple_identity: Triton's Python model (its config names backend "python" since Triton put a
+  model.py beside the TensorFlow SavedModel it had); the model.py is the Python backend tests'
+  identity, written to the same contract.
+
+simple_dyna_sequence (TensorFlow GraphDef, a custom backend in Triton's tests) names a backend
+sonic does not have: its version directory is made empty, and the server must list it as
+unavailable, with the reason.
 """
 
 import os
@@ -149,8 +153,10 @@ def make(out):
         f.write(labels(DENSENET["classes"], "densenet class"))
     with open(os.path.join(out, "inception_onnx/inception_labels.txt"), "w") as f:
         f.write(labels(INCEPTION["classes"], "inception class"))
-    for unserved in ("simple_identity", "simple_dyna_sequence"):
-        os.makedirs(os.path.join(out, unserved, "1"), exist_ok=True)
+    os.makedirs(os.path.join(out, "simple_identity", "1"), exist_ok=True)
+    shutil.copy(os.path.join(HERE, "..", "python_backend", "models", "simple_identity", "1",
+                             "model.py"), os.path.join(out, "simple_identity/1/model.py"))
+    os.makedirs(os.path.join(out, "simple_dyna_sequence", "1"), exist_ok=True)
     return out
 
 

@@ -63,7 +63,12 @@ def test_sigterm_during_a_blocked_load_ends_the_server_within_2_s(tmp_path):
     repository = repository_with(tmp_path, {"blocked": "blocks"})
     server = Server("--model-repository", repository, "--model-load-timeout", "0", wait=False)
     try:
-        time.sleep(1.5)  # the load has started and blocks
+        # The loads have started (so the server handles signals: its libraries' start-up, libtorch's
+        # among them, may take over a second on a busy machine), and one of them blocks.
+        deadline = time.monotonic() + 15
+        while "model simple: READY" not in server.output() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        time.sleep(0.5)
         assert server.process.poll() is None and server.address is None
         sent = time.monotonic()
         server.process.send_signal(signal.SIGTERM)

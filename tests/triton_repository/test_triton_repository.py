@@ -15,10 +15,10 @@ import make_models
 
 ALL_MODELS = {"simple", "simple_int8", "simple_string", "simple_sequence",
               "simple_dyna_sequence", "simple_identity", "densenet_onnx", "inception_onnx"}
-# The models sonic's backends run: simple_identity and simple_dyna_sequence name TensorFlow,
-# which sonic has no backend for.
-SERVED = {"simple", "simple_int8", "simple_string", "simple_sequence", "densenet_onnx",
-          "inception_onnx"}
+# The models sonic's backends run: simple_dyna_sequence names TensorFlow, which sonic has no
+# backend for.
+SERVED = {"simple", "simple_int8", "simple_string", "simple_sequence", "simple_identity",
+          "densenet_onnx", "inception_onnx"}
 
 
 def stub(server, pb):
@@ -40,7 +40,6 @@ def test_the_index_lists_every_model_directory_with_its_state(triton_server, pb)
     for name in ALL_MODELS - SERVED:
         assert models[name].state == "UNAVAILABLE"
         assert models[name].reason, name
-    assert "tensorflow" in models["simple_identity"].reason
     assert "tensorflow" in models["simple_dyna_sequence"].reason
     assert set(index(triton_server, pb, ready=True)) == SERVED
 
@@ -53,7 +52,7 @@ def test_readiness_is_strict_and_the_health_service_says_so(triton_server, pb, h
     assert service.ServerLive(pb[1].ServerLiveRequest()).live
     assert not service.ServerReady(pb[1].ServerReadyRequest()).ready
     assert service.ModelReady(pb[1].ModelReadyRequest(name="simple")).ready
-    assert not service.ModelReady(pb[1].ModelReadyRequest(name="simple_identity")).ready
+    assert not service.ModelReady(pb[1].ModelReadyRequest(name="simple_dyna_sequence")).ready
     health = health_pb[1].HealthStub(triton_server.channel())
     status = health_pb[0].HealthCheckResponse
     for name in ("", "inference.GRPCInferenceService", "simple"):
@@ -114,18 +113,21 @@ def test_model_config_answers_every_field_the_file_set(triton_server, pb, name):
         assert getattr(answer, field.name) == value, field.name
     # Triton's defaults (core src/model_config_utils.cc): the backend from the platform, the
     # model file, the latest version, and with no instance_group one group named after the
-    # model, KIND_CPU on a host without GPUs, of 2 instances for ONNX Runtime
-    # (SetDefaultInstanceCount); a group without a name is "<model>_<index>".
-    assert answer.backend == "onnxruntime"
-    assert answer.default_model_filename == "model.onnx"
+    # model, KIND_CPU on a host without GPUs, of 2 instances for ONNX Runtime and 1 for the
+    # Python backend (SetDefaultInstanceCount); a group without a name is "<model>_<index>".
+    python = published.backend == "python"
+    assert answer.backend == ("python" if python else "onnxruntime")
+    assert answer.default_model_filename == ("model.py" if python else "model.onnx")
     assert answer.version_policy.WhichOneof("policy_choice") == "latest"
     assert answer.version_policy.latest.num_versions == 1
     groups = [(g.name, g.kind, g.count) for g in answer.instance_group]
     kind_cpu = pb[0].ModelInstanceGroup.KIND_CPU
+    count = 1 if python else 2
     if published.instance_group:
-        assert groups == [(f"{name}_{i}", g.kind, 2) for i, g in enumerate(published.instance_group)]
+        assert groups == [(f"{name}_{i}", g.kind, count)
+                          for i, g in enumerate(published.instance_group)]
     else:
-        assert groups == [(name, kind_cpu, 2)]
+        assert groups == [(name, kind_cpu, count)]
 
 
 def test_every_field_of_a_config_comes_back(tmp_path, pb):
@@ -233,6 +235,15 @@ def test_simple_string_adds_and_subtracts_decimal_strings(triton_server, pb):
     assert tensor.datatype == "BYTES" and list(tensor.shape) == [1, 16]
     assert bytes_elements(raw) == [str(i + 1) for i in range(16)]
     assert bytes_elements(output(answer, "OUTPUT1", None)[1]) == [str(i - 1) for i in range(16)]
+
+
+def test_simple_identity_gives_back_its_strings(triton_server, pb):
+    # Triton's Python simple_identity, its model.py run in a stub process of the server's.
+    strings = np.array([["hits", "", "żółw", "tracks"]], dtype=np.str_)
+    answer = infer(triton_server, pb, "simple_identity", {"INPUT0": strings})
+    tensor, raw = output(answer, "OUTPUT0", None)
+    assert list(tensor.shape) == [1, 4] and tensor.datatype == "BYTES"
+    assert bytes_elements(raw) == list(strings.flat)
 
 
 def test_the_sequence_examples_get_what_triton_answers(triton_server, pb):
