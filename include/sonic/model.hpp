@@ -81,8 +81,9 @@ struct Model {
 /// What a model may ask of the executor that loaded it: to run the executor's other models
 /// (Triton's ensemble steps, and a Python model's BLS calls). Every member is thread-safe and
 /// may be called from a model's function; the calls that run a request run it on the calling
-/// thread, so a model that waits on one holds no thread of the executor's but its own. Once the
-/// executor is gone, every call answers UNAVAILABLE.
+/// thread, so a model that waits on one holds no thread of the executor's but its own. Calls
+/// that start once the executor is being destroyed answer UNAVAILABLE; its destruction waits for
+/// those under way (a model that calls must bound its waits).
 class ModelHost {
  public:
   virtual ~ModelHost() = default;
@@ -109,6 +110,8 @@ class ModelHost {
   /// Takes a model of the executor's source out of service, every version, because it can no
   /// longer compute (its process died, say): its requests fail with UNAVAILABLE and `reason`,
   /// which the repository index reports, until a load puts it back. Requests under way finish.
+  /// It takes out whatever load of the model is in service now: a model that may have been
+  /// loaded again since must check that it is still the one in service before it calls.
   virtual void retire(const std::string& name, const std::string& reason) = 0;
 };
 

@@ -70,6 +70,7 @@ class PlanBuilder {
       auto taken = typed_slot(tensor, declared->dtype, step.model_name);
       if (!taken) return taken.error();
       plan.inputs.emplace_back(input, *taken);
+      plan.optional_inputs.push_back(model.is_optional_input(input));
     }
     for (const auto& input : model.inputs) {
       if (step.input_map.count(input.name) || model.is_optional_input(input.name)) continue;

@@ -25,6 +25,7 @@ struct StepPlan {
   std::string version;  ///< empty: the model's default version
   bool decoupled = false;
   std::vector<std::pair<std::string, Slot>> inputs;   ///< the model's input, the tensor it takes
+  std::vector<bool> optional_inputs;  ///< by position in `inputs`: the model may go without it
   std::vector<std::pair<std::string, Slot>> outputs;  ///< the model's output, the tensor it gives
 };
 
@@ -42,8 +43,11 @@ struct Plan {
 /// Runs `request` (checked against the ensemble's inputs) through `plan`, each step's model on
 /// `host`, on the calling thread; steps that may run at once go to the host's pool too, and the
 /// calling thread runs any that no pool thread has started. Each response of the ensemble goes
-/// to `respond` (one, unless a step is decoupled: then one per response that reaches the end).
-/// A step's error is the request's error, naming the step.
+/// to `respond` (one, unless a step is decoupled: then one per response that reaches the end,
+/// once that step has given its last: the later steps run after its call returns, so that none
+/// waits on what the decoupled step's model still holds). A step's error is the request's error,
+/// naming the step. An optional input of the ensemble that the request leaves out is left out of
+/// the steps that take it, as Triton does; a step that needs it fails, named.
 Result<void> run(const Plan& plan, const std::shared_ptr<ModelHost>& host,
                  const InferRequest& request, const ResponseSink& respond);
 

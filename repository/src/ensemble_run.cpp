@@ -15,9 +15,11 @@ namespace sonic::repository::ensemble {
 
 namespace {
 
-// The tensors a run has so far, and the steps it has run.
+// The tensors a run has so far, and the steps it has run. An optional input of the ensemble the
+// request left out is `absent`: known, and empty.
 struct State {
   std::vector<std::optional<Tensor>> values;
+  std::vector<bool> absent;
   std::vector<bool> done;
 };
 
@@ -78,9 +80,14 @@ class Run {
   Result<void> start() {
     State state;
     state.values.resize(plan_.tensors.size());
+    state.absent.assign(plan_.tensors.size(), false);
     state.done.assign(plan_.steps.size(), false);
     for (const auto& [name, slot] : plan_.inputs) {
-      if (const NamedTensor* input = request_.find_input(name)) state.values[slot] = input->tensor;
+      if (const NamedTensor* input = request_.find_input(name)) {
+        state.values[slot] = input->tensor;
+      } else {
+        state.absent[slot] = true;  // optional: the executor refused a request without another
+      }
     }
     return proceed(std::move(state));
   }
@@ -109,16 +116,28 @@ class Run {
   bool ready(const State& state, std::size_t step) const {
     if (!needed_[step] || state.done[step]) return false;
     for (const auto& input : plan_.steps[step].inputs) {
-      if (!state.values[input.second]) return false;
+      if (!state.values[input.second] && !state.absent[input.second]) return false;
     }
     return true;
   }
 
-  InferRequest step_request(const StepPlan& step, const State& state) const {
+  // The step's request: the tensors it takes, those absent left out (an error for an input its
+  // model needs).
+  Result<InferRequest> step_request(const StepPlan& step, const State& state) const {
     InferRequest request(step.model, step.version);
     request.id(request_.request_id());
     for (const auto& [name, value] : request_.parameters()) request.parameter(name, value);
-    for (const auto& [name, slot] : step.inputs) request.input(name, *state.values[slot]);
+    for (std::size_t i = 0; i < step.inputs.size(); ++i) {
+      const auto& [name, slot] = step.inputs[i];
+      if (state.values[slot]) {
+        request.input(name, *state.values[slot]);
+      } else if (!step.optional_inputs[i]) {
+        return step_error(plan_, step,
+                          Error(StatusCode::InvalidArgument,
+                                "its input '" + name + "' takes tensor '" + plan_.tensors[slot] +
+                                    "', an optional input of the ensemble the request lacks"));
+      }
+    }
     for (const auto& output : step.outputs) request.output(output.first);
     return request;
   }
@@ -160,7 +179,11 @@ class Run {
 
   Result<void> run_plain(const std::vector<std::size_t>& steps, State& state) {
     std::vector<InferRequest> requests;
-    for (auto i : steps) requests.push_back(step_request(plan_.steps[i], state));
+    for (auto i : steps) {
+      auto request = step_request(plan_.steps[i], state);
+      if (!request) return request.error();
+      requests.push_back(std::move(*request));
+    }
     std::vector<Result<InferResult>> results;
     if (requests.size() == 1) {
       results.push_back(host_->infer(requests.front()));
@@ -176,31 +199,25 @@ class Run {
   }
 
   // A decoupled step: each of its responses goes on through the steps after it, as a run of
-  // its own (Triton's ensemble carries each response downstream the same way).
+  // its own (Triton's ensemble carries each response downstream the same way). They go on once
+  // the step's call has returned: while it runs, its model may hold what a later step needs (a
+  // Python model's only instance, when a later step runs the same model).
   Result<void> branch(const StepPlan& step, const State& state) {
-    Result<void> downstream;
-    auto outcome = host_->infer_responses(step_request(step, state), [&](InferResult result) {
-      if (!downstream) return;  // the run failed: the step's later responses are dropped
-      State next = state;
-      downstream = take_outputs(step, result, next);
-      if (downstream) downstream = proceed(std::move(next));
-    });
+    auto request = step_request(step, state);
+    if (!request) return request.error();
+    std::vector<InferResult> responses;
+    auto outcome = host_->infer_responses(
+        *request, [&](InferResult result) { responses.push_back(std::move(result)); });
     if (!outcome) return step_error(plan_, step, outcome.error());
-    return downstream;
+    for (const auto& response : responses) {
+      State next = state;
+      if (auto ok = take_outputs(step, response, next); !ok) return ok;
+      if (auto ok = proceed(std::move(next)); !ok) return ok;
+    }
+    return {};
   }
 
   Result<void> finish(const State& state) {
-    // A needed step that never became ready takes an optional input the request left out.
-    for (std::size_t i = 0; i < plan_.steps.size(); ++i) {
-      if (!needed_[i] || state.done[i]) continue;
-      for (const auto& input : plan_.steps[i].inputs) {
-        if (state.values[input.second]) continue;
-        return step_error(plan_, plan_.steps[i],
-                          Error(StatusCode::InvalidArgument,
-                                "its input '" + input.first + "' takes tensor '" +
-                                    plan_.tensors[input.second] + "', which the request lacks"));
-      }
-    }
     std::vector<NamedTensor> outputs;
     for (const auto& [name, slot] : plan_.outputs) {
       if (state.values[slot]) outputs.push_back({name, *state.values[slot], {}});

@@ -223,6 +223,10 @@ class ExecutorEngine {
   // --- models of the source (model_loading.cpp) ---
 
   std::vector<std::string> source_names() const;
+  // Takes a model's versions out of the registry, its state (why it is out) now `state`; the
+  // caller, holding mutex_, lets them go once it has released it: whatever a model does as it
+  // ends (a Python model's finalize()) then holds up no other model's requests.
+  Versions take_out_locked(const std::string& name, const std::string& state);
   // A model of the source (loaded from it, out of service, or there to load) that no
   // registered model hides.
   bool in_source(const std::string& name) const;

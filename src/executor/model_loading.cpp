@@ -23,11 +23,22 @@ struct ExecutorEngine::LoadCall {
   }
 };
 
+ExecutorEngine::Versions ExecutorEngine::take_out_locked(const std::string& name,
+                                                         const std::string& state) {
+  Versions taken;
+  if (auto it = models_.find(name); it != models_.end()) {
+    taken = std::move(it->second);
+    models_.erase(it);
+  }
+  states_[name] = state;
+  return taken;
+}
+
 Result<void> ExecutorEngine::unload_model(const std::string& name) {
   if (in_source(name)) {
+    Versions ending;  // ends after the lock: a model's end (a Python model's finalize) may be slow
     std::lock_guard<std::mutex> lock(mutex_);
-    models_.erase(name);
-    states_[name] = "unloaded";
+    ending = take_out_locked(name, "unloaded");
     return {};
   }
   return set_loaded(name, false);
@@ -35,9 +46,9 @@ Result<void> ExecutorEngine::unload_model(const std::string& name) {
 
 void ExecutorEngine::retire(const std::string& name, const std::string& reason) {
   if (!in_source(name)) return;
+  Versions ending;  // declared before the lock: destroyed after it is released
   std::lock_guard<std::mutex> lock(mutex_);
-  models_.erase(name);
-  states_[name] = reason;
+  ending = take_out_locked(name, reason);
 }
 
 Result<void> ExecutorEngine::load_model(const std::string& name, const std::string& config_json) {
@@ -175,14 +186,14 @@ Result<void> ExecutorEngine::load_from_source(const std::string& name,
   if (models) {
     for (auto& model : *models) add_version(versions, make_entry(std::move(model), true));
   }
+  Versions ending;  // the versions replaced: they end after the lock is released
   std::lock_guard<std::mutex> lock(mutex_);
   loading_.erase(name);
   if (!models) {
-    models_.erase(name);
-    states_[name] = models.error().message();
+    ending = take_out_locked(name, models.error().message());
     return models.error();
   }
-  models_[name] = std::move(versions);
+  ending = std::exchange(models_[name], std::move(versions));
   states_.erase(name);
   return {};
 }

@@ -9,6 +9,8 @@
 #include <filesystem>
 #include <fstream>
 #include <mutex>
+#include <string>
+#include <thread>
 
 #include "sonic/executor.hpp"
 #include "sonic/repository/repository.hpp"
@@ -56,6 +58,60 @@ Model repeats() {
   return model;
 }
 
+// The one instance of a model that holds it while it runs (as a Python model's stub is held):
+// a second run waits for it, up to a second, then fails.
+std::timed_mutex the_instance;
+
+// Decoupled, holding the_instance: two responses, Y = X and X + 1.
+Model holds_while_streaming() {
+  Model model;
+  model.name = "streams";
+  model.inputs = {fp32("X")};
+  model.outputs = {fp32("Y")};
+  model.decoupled = [](const InferRequest& request, const ResponseSink& respond) -> Result<void> {
+    std::unique_lock<std::timed_mutex> held(the_instance, std::chrono::seconds(1));
+    if (!held) return Error(StatusCode::Unavailable, "the instance is busy");
+    for (float k : {0.0f, 1.0f}) {
+      std::vector<float> out;
+      for (float v : request.find_input("X")->tensor.as<float>()) out.push_back(v + k);
+      respond({{"Y", Tensor::from_vector(std::move(out), {1}), {}}});
+    }
+    return {};
+  };
+  return model;
+}
+
+// Y = 10 X, holding the_instance.
+Model holds_while_computing() {
+  Model model;
+  model.name = "held";
+  model.inputs = {fp32("X")};
+  model.outputs = {fp32("Y")};
+  model.compute = [](const InferRequest& request) -> Result<std::vector<NamedTensor>> {
+    std::unique_lock<std::timed_mutex> held(the_instance, std::chrono::seconds(1));
+    if (!held) return Error(StatusCode::Unavailable, "the instance is busy");
+    std::vector<float> out;
+    for (float v : request.find_input("X")->tensor.as<float>()) out.push_back(10 * v);
+    return std::vector<NamedTensor>{{"Y", Tensor::from_vector(std::move(out), {1}), {}}};
+  };
+  return model;
+}
+
+// Y = X + B, B optional (0 without it).
+Model adds_optional() {
+  Model model;
+  model.name = "adds_optional";
+  model.inputs = {fp32("X"), fp32("B")};
+  model.optional_inputs = {"B"};
+  model.outputs = {fp32("Y")};
+  model.compute = [](const InferRequest& request) -> Result<std::vector<NamedTensor>> {
+    auto out = values(request.find_input("X")->tensor);
+    if (const NamedTensor* b = request.find_input("B")) out[0] += values(b->tensor).at(0);
+    return std::vector<NamedTensor>{{"Y", Tensor::from_vector(std::move(out), {1}), {}}};
+  };
+  return model;
+}
+
 Model fails() {
   Model model;
   model.name = "fails";
@@ -68,12 +124,13 @@ Model fails() {
 }
 
 // An ensemble's directory: config.pbtxt and its empty version directory.
-void write_ensemble(const fs::path& root, const std::string& name, const std::string& steps) {
+void write_ensemble(const fs::path& root, const std::string& name, const std::string& steps,
+                    const std::string& more_inputs = {}) {
   fs::create_directories(root / name / "1");
   std::ofstream(root / name / "config.pbtxt")
       << "name: \"" << name << "\"\nplatform: \"ensemble\"\n"
       << "input [{ name: \"IN\" data_type: TYPE_FP32 dims: [ -1 ] }]\n"
-      << "output [{ name: \"OUT\" data_type: TYPE_FP32 dims: [ -1 ] }]\n"
+      << more_inputs << "output [{ name: \"OUT\" data_type: TYPE_FP32 dims: [ -1 ] }]\n"
       << "ensemble_scheduling {\n"
       << steps << "}\n";
 }
@@ -91,6 +148,17 @@ std::shared_ptr<CpuExecutor> executor_with_ensembles(const std::string& scratch,
   fs::remove_all(root);
   write_ensemble(root, "fan_out", step("repeat", "IN", "r") + step("plus_ten", "r", "OUT"));
   write_ensemble(root, "broken", step("plus_one", "IN", "a") + step("fails", "a", "OUT"));
+  write_ensemble(root, "stream_then_held", step("streams", "IN", "s") + step("held", "s", "OUT"));
+  // EXTRA is optional: adds_optional goes without it, plus_one cannot.
+  const std::string extra =
+      "input [{ name: \"EXTRA\" data_type: TYPE_FP32 dims: [ -1 ] "
+      "optional: true }]\n";
+  write_ensemble(root, "optional_extra",
+                 "step [{ model_name: \"adds_optional\" input_map { key: \"X\" value: \"IN\" } "
+                 "input_map { key: \"B\" value: \"EXTRA\" } output_map { key: \"Y\" value: "
+                 "\"OUT\" } }]\n",
+                 extra);
+  write_ensemble(root, "required_extra", step("plus_ten", "EXTRA", "OUT"), extra);
   write_ensemble(root, "versions",
                  step("plus_one", "IN", "a") +
                      "step [{ model_name: \"plus_one\" model_version: 1 input_map { key: \"X\" "
@@ -113,6 +181,9 @@ std::shared_ptr<CpuExecutor> executor_with_ensembles(const std::string& scratch,
   executor->add_model(adds("plus_ten", 10));
   executor->add_model(repeats());
   executor->add_model(fails());
+  executor->add_model(holds_while_streaming());
+  executor->add_model(holds_while_computing());
+  executor->add_model(adds_optional());
   Model join;
   join.name = "join";
   join.inputs = {fp32("A"), fp32("B")};
@@ -132,6 +203,28 @@ InferRequest request_of(const char* model, float x) {
   return InferRequest(model).input("IN", Tensor::from_vector(std::vector<float>{x}, {1}));
 }
 
+// A backend whose models take a second to end (as a Python model's finalize() may): the
+// "slow_end" backend of model files "model.slow", Y = X.
+struct EndsSlowly {
+  ~EndsSlowly() { std::this_thread::sleep_for(std::chrono::seconds(1)); }
+};
+
+Result<repository::LoadedModel> load_slow_end(const repository::ModelConfig& given,
+                                              const std::string&, const repository::LoadContext&) {
+  repository::LoadedModel loaded;
+  loaded.config = given;
+  auto ends = std::make_shared<EndsSlowly>();
+  loaded.compute = [ends](const InferRequest& request) -> Result<std::vector<NamedTensor>> {
+    return std::vector<NamedTensor>{{"Y", request.find_input("X")->tensor, {}}};
+  };
+  return loaded;
+}
+
+const bool slow_end_registered = [] {
+  repository::register_backend({"slow_end", {}, "model.slow", load_slow_end});
+  return true;
+}();
+
 }  // namespace ensemble_tests
 
 using namespace ensemble_tests;
@@ -148,6 +241,36 @@ TEST_CASE("a decoupled step's every response goes on through the steps after it"
   auto unary = executor->infer(request_of("fan_out", 2));
   REQUIRE_FALSE(unary);
   CHECK(unary.error().code() == StatusCode::Unimplemented);
+}
+
+TEST_CASE("the steps after a decoupled one run once it has returned, not inside it") {
+  // "held" needs what "streams" holds while it runs (one instance of a model, as a Python
+  // model's): run inside the decoupled step's responses, it would wait on its own request.
+  auto executor = executor_with_ensembles("stream_then_held");
+  std::vector<float> outs;
+  auto done = executor->infer_responses(request_of("stream_then_held", 1), [&](InferResult r) {
+    outs.push_back(values(r.output("OUT")).at(0));
+  });
+  REQUIRE_MESSAGE(done, done.error().message());
+  CHECK(outs == std::vector<float>{10, 20});
+}
+
+TEST_CASE("an optional input the request leaves out is left out of the steps, as in Triton") {
+  auto executor = executor_with_ensembles("optional");
+  auto without = executor->infer(request_of("optional_extra", 1));
+  REQUIRE_MESSAGE(without, without.error().message());
+  CHECK(values(without->output("OUT")) == std::vector<float>{1});
+  auto with = executor->infer(request_of("optional_extra", 1)
+                                  .input("EXTRA", Tensor::from_vector(std::vector<float>{5}, {1})));
+  REQUIRE_MESSAGE(with, with.error().message());
+  CHECK(values(with->output("OUT")) == std::vector<float>{6});
+  // A step whose model needs the tensor fails, named.
+  auto needed = executor->infer(request_of("required_extra", 1));
+  REQUIRE_FALSE(needed);
+  CHECK(needed.error().code() == StatusCode::InvalidArgument);
+  CHECK(needed.error().message() ==
+        "in ensemble 'required_extra', step 0 (model 'plus_ten'): its input 'X' takes tensor "
+        "'EXTRA', an optional input of the ensemble the request lacks");
 }
 
 TEST_CASE("a step's error is the request's, naming the step and keeping its code") {
@@ -206,4 +329,37 @@ TEST_CASE("an ensemble loaded outside an executor says it needs one") {
   REQUIRE_FALSE(loaded);
   CHECK(loaded.error().code() == StatusCode::InvalidArgument);
   CHECK(loaded.error().message().find("load it in an executor") != std::string::npos);
+}
+
+TEST_CASE("a model that takes long to end holds up no other model's requests") {
+  executor_with_ensembles("slow_end");
+  const fs::path root = fs::path(SONIC_TEST_SCRATCH) / "slow_end";
+  fs::create_directories(root / "ends_slowly" / "1");
+  std::ofstream(root / "ends_slowly" / "1" / "model.slow") << "";
+  std::ofstream(root / "ends_slowly" / "config.pbtxt")
+      << "backend: \"slow_end\"\ninput [{ name: \"X\" data_type: TYPE_FP32 dims: [ -1 ] }]\n"
+      << "output [{ name: \"Y\" data_type: TYPE_FP32 dims: [ -1 ] }]\n";
+  auto executor = std::make_shared<CpuExecutor>(2);
+  executor->add_model(adds("plus_one", 1));
+  executor->set_source(
+      std::make_shared<repository::Repository>(std::vector<std::string>{root.string()}), false);
+  for (const char* change : {"unload", "reload"}) {
+    REQUIRE(executor->load_model("ends_slowly"));
+    std::thread ending([&] {
+      // The model's last reference goes with the registry's: it ends in this call.
+      if (std::string(change) == "unload") {
+        CHECK(executor->unload_model("ends_slowly"));
+      } else {
+        CHECK(executor->load_model("ends_slowly"));
+      }
+    });
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));  // the end is under way
+    const auto asked = std::chrono::steady_clock::now();
+    auto other = executor->infer(
+        InferRequest("plus_one").input("X", Tensor::from_vector(std::vector<float>{1}, {1})));
+    const auto waited = std::chrono::steady_clock::now() - asked;
+    ending.join();
+    REQUIRE(other);
+    CHECK_MESSAGE(waited < std::chrono::milliseconds(500), change);
+  }
 }
