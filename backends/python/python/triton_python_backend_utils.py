@@ -260,6 +260,11 @@ class InferenceRequest:
     def __init__(self, model_name="", inputs=None, requested_output_names=None, request_id="",
                  correlation_id=0, model_version=-1, flags=0, timeout=0, parameters=None,
                  **_ignored):
+        # Triton's constructor is typed (pybind11): strings where it takes strings.
+        for argument, value in (("model_name", model_name), ("request_id", request_id)):
+            if not isinstance(value, str):
+                raise TypeError("InferenceRequest: %s must be a str, not %s"
+                                % (argument, type(value).__name__))
         self._model_name = model_name
         self._inputs = list(inputs or [])
         self._requested_output_names = list(requested_output_names or [])

@@ -181,6 +181,23 @@ json error_json(const Error& error) {
   return {{"message", error.message()}, {"code", to_string(error.code())}};
 }
 
+// A header as sent to a stub. Strings that are not UTF-8 (a server error quoting a client's
+// bytes) are sent with U+FFFD in their place rather than thrown on.
+std::string dump_header(const json& header) {
+  return header.dump(-1, ' ', false, json::error_handler_t::replace);
+}
+
+// The string `key` of a message, `fallback` when absent; an error naming it when it is another
+// type, as a message of a stub is not trusted to have the types it should.
+Result<std::string> string_field(const json& message, const char* key, std::string fallback) {
+  auto it = message.find(key);
+  if (it == message.end() || it->is_null()) return fallback;
+  if (!it->is_string()) {
+    return invalid(std::string(key) + " is " + it->type_name() + ", not a string");
+  }
+  return it->get<std::string>();
+}
+
 // ---- one stub -------------------------------------------------------------------------------
 
 struct Instance {
@@ -260,11 +277,22 @@ class PythonModel {
     if (!broken_.empty()) return Error(StatusCode::Unavailable, broken_);
     instances_[index].busy = true;
     lock.unlock();
-    auto result = use(instances_[index]);
-    lock.lock();
-    instances_[index].busy = false;
-    available_.notify_one();
-    return result;
+    // The instance is free again however `use` ends; a throw means the conversation with the
+    // stub is in an unknown state, so the stub is not trusted again.
+    struct Release {
+      PythonModel& model;
+      Instance& instance;
+      ~Release() {
+        std::lock_guard<std::mutex> hold(model.mutex_);
+        instance.busy = false;
+        model.available_.notify_one();
+      }
+    } release{*this, instances_[index]};
+    try {
+      return use(instances_[index]);
+    } catch (const std::exception& e) {
+      return broke(instances_[index], std::string("could not be answered (") + e.what() + ")");
+    }
   }
 
   // The stub can no longer be trusted: kill it, fail the model with `what`, and retire it so
@@ -307,7 +335,12 @@ class PythonModel {
   }
 
   Result<void> send(Instance& instance, const json& header, const std::vector<ByteRange>& buffers) {
-    auto sent = write_frame(instance.process.fd(), header.dump(), buffers);
+    return send_dumped(instance, dump_header(header), buffers);
+  }
+
+  Result<void> send_dumped(Instance& instance, const std::string& header,
+                           const std::vector<ByteRange>& buffers) {
+    auto sent = write_frame(instance.process.fd(), header, buffers);
     if (!sent) {
       if (sent.error().code() == StatusCode::ResourceExhausted) return sent.error();
       const std::string ended = instance.process.wait_or_kill(1000);
@@ -319,8 +352,11 @@ class PythonModel {
   // Runs one request on a free stub, handing each response's outputs to `take`.
   template <typename Take>
   Result<void> run(const InferRequest& request, Take&& take) {
-    return with_instance([&](Instance& instance) -> Result<void> {
-      std::vector<ByteRange> buffers;
+    // The request is described before an instance is taken: a client's string that is not
+    // UTF-8 (an id, a parameter, a tensor's name) is the request's error, found here.
+    std::vector<ByteRange> buffers;
+    std::string header;
+    try {
       json described{{"request_id", request.request_id()},
                      {"inputs", describe_all(request.inputs(), buffers)},
                      {"requested_outputs", json::array()},
@@ -328,8 +364,15 @@ class PythonModel {
       for (const auto& wanted : request.outputs()) {
         described["requested_outputs"].push_back(wanted.name);
       }
-      json header{{"type", "execute"}, {"requests", json::array({described})}};
-      if (auto ok = send(instance, header, buffers); !ok) return ok;
+      header = json{{"type", "execute"}, {"requests", json::array({described})}}.dump();
+    } catch (const json::exception& e) {
+      return invalid("a request to Python model '" + name_ +
+                     "' holds a string that is not UTF-8 (its id, a parameter or a tensor's "
+                     "name): " +
+                     e.what());
+    }
+    return with_instance([&](Instance& instance) -> Result<void> {
+      if (auto ok = send_dumped(instance, header, buffers); !ok) return ok;
       return decoupled_ ? await_decoupled(instance, take) : await_responses(instance, take);
     });
   }
@@ -354,7 +397,7 @@ class PythonModel {
           header["responses"].size() != 1) {
         return broke(instance, "broke the protocol (sent " + header.dump() + ")");
       }
-      return take_response(header["responses"][0], frame, take);
+      return take_response(instance, header["responses"][0], frame, take);
     }
   }
 
@@ -376,7 +419,8 @@ class PythonModel {
           final = true;
         }
         if (!header.contains("response") || header["response"].is_null() || error) continue;
-        if (auto ok = take_response(header["response"], frame, take); !ok) error = ok.error();
+        if (auto ok = take_response(instance, header["response"], frame, take); !ok)
+          error = ok.error();
       } else if (type == "executed") {
         executed = true;
         if (header.contains("error") && header["error"].is_string() && !error) {
@@ -393,13 +437,19 @@ class PythonModel {
   }
 
   template <typename Take>
-  Result<void> take_response(const json& response, const Frame& frame, Take& take) {
+  Result<void> take_response(Instance& instance, const json& response, const Frame& frame,
+                             Take& take) {
     if (response.contains("error") && response["error"].is_object()) {
       const json& e = response["error"];
-      return Error(code_named(e.value("code", "INTERNAL")), e.value("message", ""));
+      auto code = string_field(e, "code", "INTERNAL");
+      auto message = string_field(e, "message", "");
+      if (!code || !message) {
+        return broke(instance, "broke the protocol (sent the error " + dump_header(e) + ")");
+      }
+      return Error(code_named(*code), *message);
     }
-    auto outputs = tensors_of(response.value("outputs", json::array()), frame,
-                              "the Python stub of model '" + name_ + "'");
+    auto outputs = tensors_of(response.contains("outputs") ? response["outputs"] : json::array(),
+                              frame, "the Python stub of model '" + name_ + "'");
     if (!outputs) return outputs.error();
     take(std::move(*outputs));
     return {};
@@ -409,7 +459,8 @@ class PythonModel {
   // each as it comes and then the end. The error of a call is the stub's to handle; only a
   // stub that cannot be answered fails the execute.
   Result<void> answer_bls(Instance& instance, const json& header, const Frame& frame) {
-    const bool decoupled = header.value("decoupled", false);
+    const bool decoupled = header.contains("decoupled") && header["decoupled"].is_boolean() &&
+                           header["decoupled"].get<bool>();
     auto answer = [&](const Result<InferResult>& result) {
       std::vector<ByteRange> buffers;
       json response =
@@ -430,15 +481,29 @@ class PythonModel {
           StatusCode::Unavailable,
           "model '" + name_ + "' was loaded outside an executor: it cannot call other models"));
     }
-    auto inputs = tensors_of(header.value("inputs", json::array()), frame,
+    auto inputs = tensors_of(header.contains("inputs") ? header["inputs"] : json::array(), frame,
                              "the Python stub of model '" + name_ + "'");
     if (!inputs) return fail(inputs.error());
-    InferRequest request(header.value("model_name", ""), header.value("model_version", ""));
-    for (auto& input : *inputs) request.input(std::move(input.name), std::move(input.tensor));
-    for (const auto& output : header.value("requested_outputs", json::array())) {
-      if (output.is_string()) request.output(output.get<std::string>());
+    auto model = string_field(header, "model_name", "");
+    auto version = string_field(header, "model_version", "");
+    auto id = string_field(header, "request_id", "");
+    for (const auto* field : {&model, &version, &id}) {
+      if (!*field) return fail(invalid("a BLS request's " + field->error().message()));
     }
-    request.id(header.value("request_id", ""));
+    InferRequest request(*model, *version);
+    for (auto& input : *inputs) request.input(std::move(input.name), std::move(input.tensor));
+    if (header.contains("requested_outputs")) {
+      const json& wanted = header["requested_outputs"];
+      if (!wanted.is_array()) return fail(invalid("a BLS request's requested_outputs is no list"));
+      for (const auto& output : wanted) {
+        if (!output.is_string()) {
+          return fail(invalid("a BLS request's requested_outputs holds a " +
+                              std::string(output.type_name()) + ", not a string"));
+        }
+        request.output(output.get<std::string>());
+      }
+    }
+    request.id(*id);
     if (!decoupled) return answer(host_->infer(request));
     Result<void> sent;
     auto outcome = host_->infer_responses(request, [&](InferResult result) {

@@ -1,0 +1,151 @@
+"""What a Python model's faults, and a client's malformed requests, may cost: each must cost its
+own request (or, for a stub that can no longer be trusted, its own model) and never another
+request's answer, the server's threads or its shutdown. Every test writes its models into a
+repository of its own and starts a sonic-server on it, with short time limits."""
+
+import os
+import textwrap
+import grpc
+import numpy as np
+import pytest
+
+from conftest import Server, tensor
+
+TIMEOUT = 10
+
+INT32_CONFIG = """\
+name: "{name}"
+backend: "python"
+max_batch_size: 0
+{extra}
+parameters {{ key: "execute_timeout_ms" value {{ string_value: "{timeout}" }} }}
+input [ {{ name: "IN" data_type: TYPE_INT32 dims: [ -1 ] }} ]
+output [ {{ name: "OUT" data_type: TYPE_INT32 dims: [ -1 ] }} ]
+"""
+
+IDENTITY = """
+import triton_python_backend_utils as pb_utils
+
+class TritonPythonModel:
+    def execute(self, requests):
+        return [pb_utils.InferenceResponse(
+            [pb_utils.Tensor("OUT", pb_utils.get_input_tensor_by_name(r, "IN").as_numpy())])
+            for r in requests]
+"""
+
+
+def write_model(root, name, model_py, extra="", timeout=2000):
+    directory = os.path.join(root, name)
+    os.makedirs(os.path.join(directory, "1"), exist_ok=True)
+    with open(os.path.join(directory, "config.pbtxt"), "w") as f:
+        f.write(INT32_CONFIG.format(name=name, extra=extra, timeout=timeout))
+    with open(os.path.join(directory, "1", "model.py"), "w") as f:
+        f.write(textwrap.dedent(model_py))
+
+
+@pytest.fixture
+def serve(tmp_path):
+    """serve({name: (model_py, extra_config)}) -> a sonic-server with those models loaded."""
+    started = []
+
+    def start(models, *options):
+        root = str(tmp_path / "models")
+        for name, (model_py, extra) in models.items():
+            write_model(root, name, model_py, extra)
+        server = Server("--model-repository", root, "--model-control-mode", "explicit",
+                        "--load-model", "*", *options)
+        started.append(server)
+        return server
+
+    yield start
+    for server in started:
+        server.stop()
+
+
+def stub(server, pb):
+    return pb[2].GRPCInferenceServiceStub(server.channel())
+
+
+def request(pb, model, value, request_id=""):
+    built = pb[1].ModelInferRequest(model_name=model, id=request_id)
+    tensor(pb, built, "IN", np.array(value, np.int32))
+    return built
+
+
+def infer(server, pb, model, value, timeout=TIMEOUT, **kw):
+    answer = stub(server, pb).ModelInfer(request(pb, model, value, **kw), timeout=timeout)
+    return np.frombuffer(answer.raw_output_contents[0], np.int32).tolist()
+
+
+def send_raw(server, pb, raw):
+    """A ModelInferRequest's bytes as given, which the protobuf library would not serialize
+    (strings that are not UTF-8)."""
+    call = server.channel().unary_unary(
+        "/inference.GRPCInferenceService/ModelInfer", request_serializer=lambda x: x,
+        response_deserializer=pb[1].ModelInferResponse.FromString)
+    return call(raw, timeout=TIMEOUT)
+
+
+def index(server, pb):
+    answer = stub(server, pb).RepositoryIndex(pb[1].RepositoryIndexRequest(), timeout=TIMEOUT)
+    return {m.name: m for m in answer.models}
+
+
+@pytest.mark.parametrize("where", ["request_id", "parameter", "tensor_name"])
+def test_strings_that_are_not_utf8_are_refused_and_the_model_serves_on(serve, pb, where):
+    server = serve({"ident": (IDENTITY, "")})
+    built = request(pb, "ident", [1], request_id="QQQQ" if where == "request_id" else "")
+    if where == "parameter":
+        built.parameters["note"].string_param = "QQQQ"
+    if where == "tensor_name":
+        built.outputs.add(name="QQQQ")
+    raw = built.SerializeToString().replace(b"QQQQ", b"\xff\xfe\xfd\xfc")
+    with pytest.raises(grpc.RpcError) as refused:
+        send_raw(server, pb, raw)
+    assert refused.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+    # The instance is free again: the next request is answered at once.
+    assert infer(server, pb, "ident", [5], timeout=5) == [5]
+
+
+CALLER = """
+import numpy as np
+import triton_python_backend_utils as pb_utils
+
+class TritonPythonModel:
+    def execute(self, requests):
+        out = []
+        for r in requests:
+            mode = int(pb_utils.get_input_tensor_by_name(r, "IN").as_numpy()[0])
+            call = pb_utils.InferenceRequest(
+                model_name="ident", inputs=[pb_utils.Tensor("IN", np.array([7], np.int32))],
+                requested_output_names=["OUT"])
+            if mode == 1:
+                call._request_id = 123  # past the constructor: what a faulty stub would send
+            answer = call.exec()
+            if answer.has_error():
+                raise RuntimeError("call failed: " + answer.error().message())
+            out.append(pb_utils.InferenceResponse(answer.output_tensors()))
+        return out
+"""
+
+
+def test_a_bls_call_with_fields_of_the_wrong_type_fails_only_itself(serve, pb):
+    server = serve({"ident": (IDENTITY, ""), "caller": (CALLER, "")})
+    assert infer(server, pb, "caller", [0]) == [7]
+    with pytest.raises(grpc.RpcError) as failed:
+        infer(server, pb, "caller", [1])
+    assert failed.value.code() == grpc.StatusCode.INTERNAL
+    assert "request_id" in failed.value.details()
+    assert infer(server, pb, "caller", [0], timeout=5) == [7]
+    assert index(server, pb)["caller"].state == "READY"
+
+
+def test_request_ids_of_other_types_are_refused_as_triton_does(serve, pb):
+    model = CALLER.replace("call._request_id = 123", "pass").replace(
+        'requested_output_names=["OUT"])',
+        'requested_output_names=["OUT"], request_id=123 if mode == 1 else "")')
+    server = serve({"ident": (IDENTITY, ""), "caller": (model, "")})
+    with pytest.raises(grpc.RpcError) as failed:
+        infer(server, pb, "caller", [1])
+    assert "TypeError" in failed.value.details()
+    assert infer(server, pb, "caller", [0], timeout=5) == [7]
