@@ -149,3 +149,56 @@ def test_request_ids_of_other_types_are_refused_as_triton_does(serve, pb):
         infer(server, pb, "caller", [1])
     assert "TypeError" in failed.value.details()
     assert infer(server, pb, "caller", [0], timeout=5) == [7]
+
+
+# ---- decoupled responses reach their own request ----
+
+THREADED_SENDER = """
+import threading
+import time
+
+import triton_python_backend_utils as pb_utils
+
+class TritonPythonModel:
+    def execute(self, requests):
+        # As Triton's decoupled examples do: the responses come from a thread, after execute()
+        # returned; an error response does not end the stream.
+        for request in requests:
+            sender = request.get_response_sender()
+            value = pb_utils.get_input_tensor_by_name(request, "IN").as_numpy().copy()
+
+            def work(sender=sender, value=value):
+                time.sleep(0.05)
+                if value[0] == 1:
+                    sender.send(pb_utils.InferenceResponse(
+                        error=pb_utils.TritonError("soft error for 1")))
+                    time.sleep(0.05)
+                sender.send(pb_utils.InferenceResponse([pb_utils.Tensor("OUT", value)]))
+                sender.send(flags=pb_utils.TRITONSERVER_RESPONSE_COMPLETE_FINAL)
+
+            threading.Thread(target=work).start()
+        return None
+"""
+
+DECOUPLED = "model_transaction_policy { decoupled: true }"
+
+
+def stream(server, pb, model, value, timeout=TIMEOUT):
+    """(outputs, error messages) of one request on a stream of its own."""
+    values, errors = [], []
+    for answer in stub(server, pb).ModelStreamInfer(iter([request(pb, model, value)]),
+                                                     timeout=timeout):
+        if answer.error_message:
+            errors.append(answer.error_message)
+        else:
+            values.extend(np.frombuffer(raw, np.int32).tolist()
+                          for raw in answer.infer_response.raw_output_contents)
+    return values, errors
+
+
+def test_decoupled_responses_sent_after_execute_reach_their_own_request(serve, pb):
+    server = serve({"sender": (THREADED_SENDER, DECOUPLED)})
+    for value in (1, 2, 3, 4):
+        values, errors = stream(server, pb, "sender", [value])
+        assert values == [[value]]
+        assert [("soft error for 1" in e) for e in errors] == ([True] if value == 1 else [])

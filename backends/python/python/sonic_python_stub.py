@@ -37,6 +37,7 @@ class Channel:
         self._write_lock = threading.Lock()
         self._bls_lock = threading.Lock()
         self.decoupled = False
+        self.execute = None  # the number of the execute under way, which every answer carries
 
     def _read_exactly(self, size):
         buffer = bytearray(size)
@@ -72,16 +73,17 @@ class Channel:
                 if sent:
                     pieces[0] = memoryview(pieces[0])[sent:]
 
-    def send_response(self, index, response, flags):
+    def send_response(self, execute, index, response, flags):
         buffers = []
         encoded = encode_response(response, buffers) if response is not None else None
-        self.write({"type": "response", "index": index, "response": encoded, "flags": flags},
-                   buffers)
+        self.write({"type": "response", "execute": execute, "index": index, "response": encoded,
+                    "flags": flags}, buffers)
 
     def bls(self, request, decoupled):
         buffers = []
         header = {
             "type": "bls",
+            "execute": self.execute,
             "decoupled": bool(decoupled),
             "model_name": request.model_name(),
             "model_version": "" if request.model_version() in (-1, None, "")
@@ -223,6 +225,8 @@ class Stub:
         self.channel.write({"type": "initialized"})
 
     def execute(self, header, buffers):
+        execute = header.get("execute")
+        self.channel.execute = execute
         requests = []
         for index, described in enumerate(header["requests"]):
             request = pb_utils.InferenceRequest(
@@ -233,7 +237,7 @@ class Stub:
                 flags=described.get("flags", 0),
                 parameters=described.get("parameters", "{}"))
             if self.channel.decoupled:
-                request._sender = pb_utils.InferenceResponseSender(self.channel, index)
+                request._sender = pb_utils.InferenceResponseSender(self.channel, execute, index)
             requests.append(request)
         if self.channel.decoupled:
             error = None
@@ -241,7 +245,12 @@ class Stub:
                 self.model.execute(requests)
             except Exception as failure:  # the model's own error: its requests fail with it
                 error = describe(failure)
-            self.channel.write({"type": "executed", "error": error})
+                # Their streams end here: a response sent later is refused (the sender is
+                # closed), as no request is left to take it.
+                for request in requests:
+                    if not request._sender._closed:
+                        request._sender.send(flags=pb_utils.TRITONSERVER_RESPONSE_COMPLETE_FINAL)
+            self.channel.write({"type": "executed", "execute": execute, "error": error})
             return
         try:
             responses = self.model.execute(requests)
@@ -252,9 +261,10 @@ class Stub:
             buffers_out = []
             encoded = [encode_response(r, buffers_out) for r in responses]
         except Exception as failure:
-            self.channel.write({"type": "error", "message": describe(failure)})
+            self.channel.write({"type": "error", "execute": execute, "message": describe(failure)})
             return
-        self.channel.write({"type": "responses", "responses": encoded}, buffers_out)
+        self.channel.write({"type": "responses", "execute": execute, "responses": encoded},
+                           buffers_out)
 
     def finalize(self):
         if self.model is not None and hasattr(self.model, "finalize"):

@@ -235,8 +235,9 @@ class InferenceResponseSender:
     flags=TRITONSERVER_RESPONSE_COMPLETE_FINAL (its response may be None). Usable from any
     thread, also after execute() returned."""
 
-    def __init__(self, channel, index):
+    def __init__(self, channel, execute, index):
         self._channel = channel
+        self._execute = execute
         self._index = index
         self._closed = False
 
@@ -247,7 +248,7 @@ class InferenceResponseSender:
             raise TritonModelException("only the final send may leave out its response")
         if flags & TRITONSERVER_RESPONSE_COMPLETE_FINAL:
             self._closed = True
-        self._channel.send_response(self._index, response, flags)
+        self._channel.send_response(self._execute, self._index, response, flags)
 
     def is_cancelled(self):
         return False

@@ -311,8 +311,9 @@ class PythonModel {
     return Error(StatusCode::Unavailable, reason);
   }
 
-  // The stub's next message within the execute limit; a stub that failed is broken.
-  Result<std::pair<json, Frame>> next(Instance& instance) {
+  // The stub's next message about `execute` within the execute limit; a stub that failed, or
+  // that speaks of another execute, is broken.
+  Result<std::pair<json, Frame>> next(Instance& instance, std::uint64_t execute) {
     auto frame = read_frame(instance.process.fd(), deadline_after(settings_.execute_timeout),
                             settings_.limits);
     if (!frame) {
@@ -331,6 +332,12 @@ class PythonModel {
     }
     auto header = header_of(*frame);
     if (!header) return broke(instance, "broke the protocol (" + header.error().message() + ")");
+    const json& about = (*header)["execute"];
+    if (!about.is_number_unsigned() || about.get<std::uint64_t>() != execute) {
+      return broke(instance, "broke the protocol (a " + (*header)["type"].get<std::string>() +
+                                 " message of execute " + dump_header(about) + " during execute " +
+                                 std::to_string(execute) + ")");
+    }
     return std::make_pair(std::move(*header), std::move(*frame));
   }
 
@@ -356,6 +363,9 @@ class PythonModel {
     // UTF-8 (an id, a parameter, a tensor's name) is the request's error, found here.
     std::vector<ByteRange> buffers;
     std::string header;
+    // Every message of the stub's about this execute carries its number: one of another
+    // execute's (a response sent late) is a broken protocol, never another request's answer.
+    const std::uint64_t execute = ++executes_;
     try {
       json described{{"request_id", request.request_id()},
                      {"inputs", describe_all(request.inputs(), buffers)},
@@ -364,7 +374,9 @@ class PythonModel {
       for (const auto& wanted : request.outputs()) {
         described["requested_outputs"].push_back(wanted.name);
       }
-      header = json{{"type", "execute"}, {"requests", json::array({described})}}.dump();
+      header =
+          json{{"type", "execute"}, {"execute", execute}, {"requests", json::array({described})}}
+              .dump();
     } catch (const json::exception& e) {
       return invalid("a request to Python model '" + name_ +
                      "' holds a string that is not UTF-8 (its id, a parameter or a tensor's "
@@ -373,14 +385,15 @@ class PythonModel {
     }
     return with_instance([&](Instance& instance) -> Result<void> {
       if (auto ok = send_dumped(instance, header, buffers); !ok) return ok;
-      return decoupled_ ? await_decoupled(instance, take) : await_responses(instance, take);
+      return decoupled_ ? await_decoupled(instance, execute, take)
+                        : await_responses(instance, execute, take);
     });
   }
 
   template <typename Take>
-  Result<void> await_responses(Instance& instance, Take& take) {
+  Result<void> await_responses(Instance& instance, std::uint64_t execute, Take& take) {
     for (;;) {
-      auto message = next(instance);
+      auto message = next(instance, execute);
       if (!message) return message.error();
       auto& [header, frame] = *message;
       const std::string type = header["type"].get<std::string>();
@@ -402,12 +415,16 @@ class PythonModel {
   }
 
   template <typename Take>
-  Result<void> await_decoupled(Instance& instance, Take& take) {
+  // A decoupled execute ends when execute() returned and the final flag came, in either order:
+  // a model's thread may send responses after execute() returned (Triton's usual pattern), and
+  // they are this request's. An error response does not end the stream (as in Triton): the
+  // responses after it are handed on too, and the first error is the request's, given last.
+  Result<void> await_decoupled(Instance& instance, std::uint64_t execute, Take& take) {
     bool executed = false;
     bool final = false;
     std::optional<Error> error;
-    while (!executed || !(final || error)) {
-      auto message = next(instance);
+    while (!executed || !final) {
+      auto message = next(instance, execute);
       if (!message) return message.error();
       auto& [header, frame] = *message;
       const std::string type = header["type"].get<std::string>();
@@ -418,9 +435,10 @@ class PythonModel {
             (header["flags"].get<std::uint64_t>() & 1U) != 0) {
           final = true;
         }
-        if (!header.contains("response") || header["response"].is_null() || error) continue;
-        if (auto ok = take_response(instance, header["response"], frame, take); !ok)
+        if (!header.contains("response") || header["response"].is_null()) continue;
+        if (auto ok = take_response(instance, header["response"], frame, take); !ok && !error) {
           error = ok.error();
+        }
       } else if (type == "executed") {
         executed = true;
         if (header.contains("error") && header["error"].is_string() && !error) {
@@ -520,7 +538,8 @@ class PythonModel {
   std::mutex mutex_;
   std::condition_variable available_;
   std::vector<Instance> instances_;
-  std::string broken_;  // why the model can no longer run, once it cannot
+  std::atomic<std::uint64_t> executes_{0};  // the number of the last execute sent
+  std::string broken_;                      // why the model can no longer run, once it cannot
 };
 
 // ---- loading --------------------------------------------------------------------------------
