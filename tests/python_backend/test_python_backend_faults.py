@@ -5,6 +5,7 @@ repository of its own and starts a sonic-server on it, with short time limits.""
 
 import os
 import textwrap
+import time
 import grpc
 import numpy as np
 import pytest
@@ -202,3 +203,80 @@ def test_decoupled_responses_sent_after_execute_reach_their_own_request(serve, p
         values, errors = stream(server, pb, "sender", [value])
         assert values == [[value]]
         assert [("soft error for 1" in e) for e in errors] == ([True] if value == 1 else [])
+
+
+# ---- BLS calls from threads of the model's own ----
+
+BLS_FROM_RESPONSE_THREAD = """
+import threading
+import time
+
+import triton_python_backend_utils as pb_utils
+
+class TritonPythonModel:
+    def execute(self, requests):
+        for request in requests:
+            sender = request.get_response_sender()
+            value = pb_utils.get_input_tensor_by_name(request, "IN").as_numpy().copy()
+
+            def work(sender=sender, value=value):
+                time.sleep(0.1)  # execute() has returned by now
+                answer = pb_utils.InferenceRequest(
+                    model_name="ident", inputs=[pb_utils.Tensor("IN", value * 10)],
+                    requested_output_names=["OUT"]).exec()
+                if answer.has_error():
+                    sender.send(pb_utils.InferenceResponse(error=answer.error()))
+                else:
+                    sender.send(pb_utils.InferenceResponse(answer.output_tensors()))
+                sender.send(flags=pb_utils.TRITONSERVER_RESPONSE_COMPLETE_FINAL)
+
+            threading.Thread(target=work).start()
+        return None
+"""
+
+
+def test_a_bls_call_from_a_response_thread_is_answered(serve, pb):
+    server = serve({"ident": (IDENTITY, ""), "dbls": (BLS_FROM_RESPONSE_THREAD, DECOUPLED)})
+    for value in (1, 2):
+        assert stream(server, pb, "dbls", [value], timeout=5) == ([[value * 10]], [])
+    assert index(server, pb)["dbls"].state == "READY"
+
+
+BLS_BETWEEN_REQUESTS = """
+import threading
+import time
+
+import numpy as np
+import triton_python_backend_utils as pb_utils
+
+class TritonPythonModel:
+    def initialize(self, args):
+        self.outcome = None
+
+    def execute(self, requests):
+        mode = int(pb_utils.get_input_tensor_by_name(requests[0], "IN").as_numpy()[0])
+        if mode == 0:
+            def late_call():
+                time.sleep(0.2)  # after this execute() answered, before the next request
+                answer = pb_utils.InferenceRequest(
+                    model_name="ident", inputs=[pb_utils.Tensor("IN", np.array([1], np.int32))],
+                    requested_output_names=["OUT"]).exec()
+                self.outcome = answer.error().message() if answer.has_error() else "answered"
+
+            threading.Thread(target=late_call).start()
+            return [pb_utils.InferenceResponse([pb_utils.Tensor("OUT", np.array([0], np.int32))])]
+        deadline = time.monotonic() + 3
+        while self.outcome is None and time.monotonic() < deadline:
+            time.sleep(0.01)
+        refused = self.outcome is not None and "between" in self.outcome
+        return [pb_utils.InferenceResponse(
+            [pb_utils.Tensor("OUT", np.array([1 if refused else 2], np.int32))])]
+"""
+
+
+def test_a_bls_call_between_requests_is_refused_at_once(serve, pb):
+    server = serve({"ident": (IDENTITY, ""), "late": (BLS_BETWEEN_REQUESTS, "")})
+    assert infer(server, pb, "late", [0]) == [0]
+    time.sleep(0.5)
+    assert infer(server, pb, "late", [1]) == [1]
+    assert infer(server, pb, "late", [0]) == [0]

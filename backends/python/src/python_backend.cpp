@@ -314,6 +314,24 @@ class PythonModel {
   // The stub's next message about `execute` within the execute limit; a stub that failed, or
   // that speaks of another execute, is broken.
   Result<std::pair<json, Frame>> next(Instance& instance, std::uint64_t execute) {
+    for (;;) {
+      auto message = next_any(instance);
+      if (!message) return message;
+      const json& header = message->first;
+      const json& about = header["execute"];
+      if (about.is_number_unsigned() && about.get<std::uint64_t>() == execute) return message;
+      if (header["type"] == "bls") {
+        // A call of a model's thread that outlived its execute: refused, never left waiting.
+        if (auto ok = refuse_bls(instance, header); !ok) return ok.error();
+        continue;
+      }
+      return broke(instance, "broke the protocol (a " + header["type"].get<std::string>() +
+                                 " message of execute " + dump_header(about) + " during execute " +
+                                 std::to_string(execute) + ")");
+    }
+  }
+
+  Result<std::pair<json, Frame>> next_any(Instance& instance) {
     auto frame = read_frame(instance.process.fd(), deadline_after(settings_.execute_timeout),
                             settings_.limits);
     if (!frame) {
@@ -332,12 +350,6 @@ class PythonModel {
     }
     auto header = header_of(*frame);
     if (!header) return broke(instance, "broke the protocol (" + header.error().message() + ")");
-    const json& about = (*header)["execute"];
-    if (!about.is_number_unsigned() || about.get<std::uint64_t>() != execute) {
-      return broke(instance, "broke the protocol (a " + (*header)["type"].get<std::string>() +
-                                 " message of execute " + dump_header(about) + " during execute " +
-                                 std::to_string(execute) + ")");
-    }
     return std::make_pair(std::move(*header), std::move(*frame));
   }
 
@@ -479,16 +491,19 @@ class PythonModel {
   Result<void> answer_bls(Instance& instance, const json& header, const Frame& frame) {
     const bool decoupled = header.contains("decoupled") && header["decoupled"].is_boolean() &&
                            header["decoupled"].get<bool>();
+    // The answers name the call, for the stub's reader to hand them to the thread that waits.
+    const json call = header.contains("call") ? header["call"] : json(nullptr);
     auto answer = [&](const Result<InferResult>& result) {
       std::vector<ByteRange> buffers;
       json response =
           result ? json{{"outputs", describe_all(result->outputs(), buffers)}, {"error", nullptr}}
                  : json{{"outputs", json::array()}, {"error", error_json(result.error())}};
-      return send(instance, {{"type", "bls_response"}, {"response", response}}, buffers);
+      return send(instance, {{"type", "bls_response"}, {"call", call}, {"response", response}},
+                  buffers);
     };
     auto end = [&](const Result<void>& outcome) {
       json e = outcome ? json(nullptr) : error_json(outcome.error());
-      return send(instance, {{"type", "bls_end"}, {"error", e}}, {});
+      return send(instance, {{"type", "bls_end"}, {"call", call}, {"error", e}}, {});
     };
     auto fail = [&](const Error& error) -> Result<void> {
       if (decoupled) return end(error);
@@ -529,6 +544,22 @@ class PythonModel {
     });
     if (!sent) return sent;
     return end(outcome);
+  }
+
+  Result<void> refuse_bls(Instance& instance, const json& header) {
+    const json call = header.contains("call") ? header["call"] : json(nullptr);
+    const json error = error_json(
+        Error(StatusCode::Unavailable,
+              "a BLS call is answered only while a request is under way: this one came between "
+              "requests"));
+    const bool decoupled = header.contains("decoupled") && header["decoupled"] == true;
+    if (decoupled)
+      return send(instance, {{"type", "bls_end"}, {"call", call}, {"error", error}}, {});
+    return send(instance,
+                {{"type", "bls_response"},
+                 {"call", call},
+                 {"response", {{"outputs", json::array()}, {"error", error}}}},
+                {});
   }
 
   std::string name_;
