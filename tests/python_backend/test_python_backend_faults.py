@@ -5,6 +5,7 @@ repository of its own and starts a sonic-server on it, with short time limits.""
 
 import os
 import textwrap
+import threading
 import time
 import grpc
 import numpy as np
@@ -280,3 +281,70 @@ def test_a_bls_call_between_requests_is_refused_at_once(serve, pb):
     time.sleep(0.5)
     assert infer(server, pb, "late", [1]) == [1]
     assert infer(server, pb, "late", [0]) == [0]
+
+
+# ---- waiting for an instance ----
+
+SELF_CALL = """
+import numpy as np
+import triton_python_backend_utils as pb_utils
+
+class TritonPythonModel:
+    def execute(self, requests):
+        out = []
+        for r in requests:
+            v = pb_utils.get_input_tensor_by_name(r, "IN").as_numpy()
+            if v[0] > 0:
+                answer = pb_utils.InferenceRequest(
+                    model_name="{callee}", inputs=[pb_utils.Tensor("IN", v - 1)],
+                    requested_output_names=["OUT"]).exec()
+                if answer.has_error():
+                    raise RuntimeError(answer.error().message())
+                v = answer.output_tensors()[0].as_numpy()
+            out.append(pb_utils.InferenceResponse([pb_utils.Tensor("OUT", v)]))
+        return out
+"""
+
+
+def test_a_bls_call_needing_an_instance_its_own_chain_holds_fails_at_once(serve, pb):
+    server = serve({"selfcall": (SELF_CALL.replace("{callee}", "selfcall"), ""),
+                    "ping": (SELF_CALL.replace("{callee}", "pong"), ""),
+                    "pong": (SELF_CALL.replace("{callee}", "ping"), "")})
+    for model in ("selfcall", "ping"):
+        started = time.monotonic()
+        with pytest.raises(grpc.RpcError) as failed:
+            infer(server, pb, model, [2], timeout=5)
+        assert time.monotonic() - started < 2
+        assert "its own call chain" in failed.value.details()
+        assert infer(server, pb, model, [0]) == [0]
+    assert index(server, pb)["selfcall"].state == "READY"
+
+
+SLEEPER = """
+import time
+
+import triton_python_backend_utils as pb_utils
+
+class TritonPythonModel:
+    def execute(self, requests):
+        value = pb_utils.get_input_tensor_by_name(requests[0], "IN").as_numpy()
+        time.sleep(value[0] / 1000)
+        return [pb_utils.InferenceResponse([pb_utils.Tensor("OUT", value)])]
+"""
+
+SHORT_WAIT = 'parameters { key: "instance_wait_timeout_ms" value { string_value: "300" } }'
+
+
+def test_the_wait_for_a_free_instance_is_bounded(serve, pb):
+    server = serve({"sleeper": (SLEEPER, SHORT_WAIT)})
+    busy = threading.Thread(target=infer, args=(server, pb, "sleeper", [1500]))
+    busy.start()
+    time.sleep(0.3)
+    started = time.monotonic()
+    with pytest.raises(grpc.RpcError) as failed:
+        infer(server, pb, "sleeper", [0], timeout=5)
+    assert time.monotonic() - started < 1
+    assert failed.value.code() == grpc.StatusCode.UNAVAILABLE
+    assert "instance_wait_timeout_ms" in failed.value.details()
+    busy.join()
+    assert infer(server, pb, "sleeper", [0]) == [0]

@@ -12,6 +12,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <chrono>
@@ -58,6 +59,9 @@ struct Settings {
   std::chrono::milliseconds execute_timeout{300000};
   /// How long starting a stub, auto_complete_config and initialize may take, each.
   std::chrono::milliseconds initialize_timeout{300000};
+  /// How long a request waits for a free instance (every instance busy) before it fails
+  /// UNAVAILABLE. 0: no limit.
+  std::chrono::milliseconds instance_wait_timeout{300000};
   /// How long finalize may take when the model is unloaded, before the stub is killed.
   std::chrono::milliseconds finalize_timeout{10000};
   FrameLimits limits;
@@ -92,15 +96,20 @@ Result<Settings> settings_of(const ModelConfig& config) {
   auto finalize = number_parameter(config, "finalize_timeout_ms",
                                    static_cast<std::uint64_t>(settings.finalize_timeout.count()));
   if (!finalize) return finalize.error();
+  auto wait = number_parameter(config, "instance_wait_timeout_ms",
+                               static_cast<std::uint64_t>(settings.instance_wait_timeout.count()));
+  if (!wait) return wait.error();
   auto bytes = number_parameter(config, "max_message_bytes", settings.limits.max_buffer_bytes);
   if (!bytes) return bytes.error();
   constexpr std::uint64_t kMaxMillis = std::uint64_t{1} << 40;  // a wait that cannot overflow
-  if (*execute > kMaxMillis || *initialize > kMaxMillis || *finalize > kMaxMillis) {
+  if (*execute > kMaxMillis || *initialize > kMaxMillis || *finalize > kMaxMillis ||
+      *wait > kMaxMillis) {
     return invalid("a timeout parameter is larger than " + std::to_string(kMaxMillis) + " ms");
   }
   settings.execute_timeout = std::chrono::milliseconds(*execute);
   settings.initialize_timeout = std::chrono::milliseconds(*initialize);
   settings.finalize_timeout = std::chrono::milliseconds(*finalize);
+  settings.instance_wait_timeout = std::chrono::milliseconds(*wait);
   settings.limits.max_buffer_bytes = *bytes;
   return settings;
 }
@@ -262,20 +271,39 @@ class PythonModel {
   }
 
  private:
-  // Lends a free instance to `use`, waiting for one; UNAVAILABLE once the model is broken.
+  // Lends a free instance to `use`, waiting for one up to instance_wait_timeout_ms; UNAVAILABLE
+  // once the model is broken, past the limit, or at once when every instance is busy and this
+  // thread holds one: a BLS call runs on the thread of the execute that made it, so the call
+  // would wait for its own caller (a model calling itself, or A -> B -> A), for ever.
   template <typename Use>
   Result<void> with_instance(Use&& use) {
+    const auto deadline = deadline_after(settings_.instance_wait_timeout);
     std::unique_lock<std::mutex> lock(mutex_);
     std::size_t index = 0;
-    available_.wait(lock, [&] {
-      if (!broken_.empty()) return true;
-      for (index = 0; index < instances_.size(); ++index) {
-        if (!instances_[index].busy) return true;
+    for (;;) {
+      if (!broken_.empty()) return Error(StatusCode::Unavailable, broken_);
+      for (index = 0; index < instances_.size() && instances_[index].busy; ++index) {
       }
-      return false;
-    });
-    if (!broken_.empty()) return Error(StatusCode::Unavailable, broken_);
+      if (index < instances_.size()) break;
+      for (const auto& instance : instances_) {
+        if (std::find(held_here.begin(), held_here.end(), &instance) != held_here.end()) {
+          return Error(StatusCode::Unavailable,
+                       "every instance of Python model '" + name_ +
+                           "' is busy, and its own call chain holds one (" + instance.name +
+                           "): a BLS call to it would wait for itself");
+        }
+      }
+      if (!deadline) {
+        available_.wait(lock);
+      } else if (available_.wait_until(lock, *deadline) == std::cv_status::timeout) {
+        return Error(StatusCode::Unavailable,
+                     "no instance of Python model '" + name_ +
+                         "' became free within instance_wait_timeout_ms (" +
+                         std::to_string(settings_.instance_wait_timeout.count()) + " ms)");
+      }
+    }
     instances_[index].busy = true;
+    held_here.push_back(&instances_[index]);
     lock.unlock();
     // The instance is free again however `use` ends; a throw means the conversation with the
     // stub is in an unknown state, so the stub is not trusted again.
@@ -283,6 +311,7 @@ class PythonModel {
       PythonModel& model;
       Instance& instance;
       ~Release() {
+        held_here.erase(std::find(held_here.begin(), held_here.end(), &instance));
         std::lock_guard<std::mutex> hold(model.mutex_);
         instance.busy = false;
         model.available_.notify_one();
@@ -562,6 +591,9 @@ class PythonModel {
                 {});
   }
 
+  // The instances, of every Python model, that this thread holds (see with_instance).
+  static thread_local std::vector<const Instance*> held_here;
+
   std::string name_;
   std::shared_ptr<ModelHost> host_;
   Settings settings_;
@@ -572,6 +604,8 @@ class PythonModel {
   std::atomic<std::uint64_t> executes_{0};  // the number of the last execute sent
   std::string broken_;                      // why the model can no longer run, once it cannot
 };
+
+thread_local std::vector<const Instance*> PythonModel::held_here;
 
 // ---- loading --------------------------------------------------------------------------------
 
