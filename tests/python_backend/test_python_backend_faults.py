@@ -348,3 +348,34 @@ def test_the_wait_for_a_free_instance_is_bounded(serve, pb):
     assert "instance_wait_timeout_ms" in failed.value.details()
     busy.join()
     assert infer(server, pb, "sleeper", [0]) == [0]
+
+
+# ---- the time limit covers writes to the stub ----
+
+STOPS_READING = """
+import os
+import signal
+import threading
+
+import triton_python_backend_utils as pb_utils
+
+class TritonPythonModel:
+    def execute(self, requests):
+        # Stands for a stub that stops reading its socket between requests.
+        threading.Timer(0.2, lambda: os.kill(os.getpid(), signal.SIGSTOP)).start()
+        value = pb_utils.get_input_tensor_by_name(requests[0], "IN").as_numpy()[:1]
+        return [pb_utils.InferenceResponse([pb_utils.Tensor("OUT", value)])]
+"""
+
+
+def test_a_request_larger_than_the_socket_buffer_to_a_stub_that_stopped_reading(serve, pb):
+    server = serve({"frozen": (STOPS_READING, "")})
+    assert infer(server, pb, "frozen", [3]) == [3]
+    time.sleep(0.5)
+    started = time.monotonic()
+    with pytest.raises(grpc.RpcError) as failed:
+        infer(server, pb, "frozen", np.ones(2 << 20, np.int32), timeout=8)
+    assert time.monotonic() - started < 5
+    assert failed.value.code() == grpc.StatusCode.UNAVAILABLE
+    assert "execute_timeout_ms" in failed.value.details()
+    assert index(server, pb)["frozen"].state == "UNAVAILABLE"

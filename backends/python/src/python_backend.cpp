@@ -247,10 +247,10 @@ class PythonModel {
   ~PythonModel() {
     for (auto& instance : instances_) {
       if (instance.process.pid() <= 0) continue;
-      if (write_frame(instance.process.fd(), json{{"type", "finalize"}}.dump(), {})) {
-        // The answer, or the end of the stub, or the limit: whichever comes first.
-        (void)read_frame(instance.process.fd(), deadline_after(settings_.finalize_timeout),
-                         settings_.limits);
+      // The answer, or the end of the stub, or the limit: whichever comes first.
+      const auto deadline = deadline_after(settings_.finalize_timeout);
+      if (write_frame(instance.process.fd(), json{{"type", "finalize"}}.dump(), {}, deadline)) {
+        (void)read_frame(instance.process.fd(), deadline, settings_.limits);
       }
       instance.process.wait_or_kill(1000);
     }
@@ -388,9 +388,15 @@ class PythonModel {
 
   Result<void> send_dumped(Instance& instance, const std::string& header,
                            const std::vector<ByteRange>& buffers) {
-    auto sent = write_frame(instance.process.fd(), header, buffers);
+    auto sent = write_frame(instance.process.fd(), header, buffers,
+                            deadline_after(settings_.execute_timeout));
     if (!sent) {
       if (sent.error().code() == StatusCode::ResourceExhausted) return sent.error();
+      if (sent.error().code() == StatusCode::DeadlineExceeded) {
+        return broke(instance, "did not read its messages within execute_timeout_ms (" +
+                                   std::to_string(settings_.execute_timeout.count()) +
+                                   " ms) and was killed");
+      }
       const std::string ended = instance.process.wait_or_kill(1000);
       return broke(instance, ended.empty() ? "closed its connection" : ended);
     }
@@ -731,7 +737,8 @@ Result<LoadedModel> load(const ModelConfig& given, const std::string& model_file
       auto printed = config_json(config);
       if (!printed) return printed.error();
       if (auto sent = write_frame(instance.process.fd(),
-                                  json{{"type", "auto_complete"}, {"config", *printed}}.dump(), {});
+                                  json{{"type", "auto_complete"}, {"config", *printed}}.dump(), {},
+                                  deadline_after(settings->initialize_timeout));
           !sent) {
         return sent.error();
       }
@@ -765,7 +772,7 @@ Result<LoadedModel> load(const ModelConfig& given, const std::string& model_file
     if (auto sent = write_frame(
             instance.process.fd(),
             json{{"type", "initialize"}, {"args", args}, {"decoupled", config.decoupled}}.dump(),
-            {});
+            {}, deadline_after(settings->initialize_timeout));
         !sent) {
       return sent.error();
     }

@@ -33,8 +33,8 @@ std::uint64_t get_le(const std::uint8_t* in, int bytes) {
   return value;
 }
 
-// Waits until `fd` is readable or the deadline passes.
-Result<void> wait_readable(int fd, const std::optional<Clock::time_point>& deadline) {
+// Waits until `fd` is readable (POLLIN), or writable (POLLOUT), or the deadline passes.
+Result<void> wait_ready(int fd, short events, const std::optional<Clock::time_point>& deadline) {
   for (;;) {
     int timeout_ms = -1;
     if (deadline) {
@@ -43,7 +43,7 @@ Result<void> wait_readable(int fd, const std::optional<Clock::time_point>& deadl
       if (left <= 0) return Error(StatusCode::DeadlineExceeded, "no answer in time");
       timeout_ms = static_cast<int>(std::min<long long>(left + 1, INT_MAX));
     }
-    pollfd p{fd, POLLIN, 0};
+    pollfd p{fd, events, 0};
     const int ready = ::poll(&p, 1, timeout_ms);
     if (ready > 0) return {};
     if (ready < 0 && errno != EINTR)
@@ -56,7 +56,7 @@ Result<void> read_exactly(int fd, void* out, std::size_t size,
                           const std::optional<Clock::time_point>& deadline, bool started) {
   auto* at = static_cast<std::uint8_t*>(out);
   while (size > 0) {
-    if (auto ok = wait_readable(fd, deadline); !ok) return ok;
+    if (auto ok = wait_ready(fd, POLLIN, deadline); !ok) return ok;
     const ssize_t got = ::recv(fd, at, size, 0);
     if (got == 0) return unavailable(started ? "closed within a frame" : "closed");
     if (got < 0) {
@@ -74,7 +74,8 @@ std::size_t aligned(std::size_t size) { return (size + kAlignment - 1) / kAlignm
 
 }  // namespace
 
-Result<void> write_frame(int fd, const std::string& header, const std::vector<ByteRange>& buffers) {
+Result<void> write_frame(int fd, const std::string& header, const std::vector<ByteRange>& buffers,
+                         std::optional<std::chrono::steady_clock::time_point> deadline) {
   if (header.size() > kMaxHeaderBytes || buffers.size() > kMaxBuffers) {
     return Error(StatusCode::ResourceExhausted, "a message to the Python stub is too large");
   }
@@ -97,9 +98,14 @@ Result<void> write_frame(int fd, const std::string& header, const std::vector<By
     message.msg_iov = &pieces[first];
     // Linux takes at most IOV_MAX pieces per call.
     message.msg_iovlen = std::min<std::size_t>(pieces.size() - first, IOV_MAX);
-    const ssize_t sent = ::sendmsg(fd, &message, MSG_NOSIGNAL);
+    // Non-blocking, so that a peer that stops reading costs the deadline, not this thread.
+    const ssize_t sent = ::sendmsg(fd, &message, MSG_NOSIGNAL | MSG_DONTWAIT);
     if (sent < 0) {
-      if (errno == EINTR || errno == EAGAIN) continue;
+      if (errno == EINTR) continue;
+      if (errno == EAGAIN || errno == EWOULDBLOCK) {
+        if (auto ok = wait_ready(fd, POLLOUT, deadline); !ok) return ok;
+        continue;
+      }
       return unavailable(std::string("send: ") + std::strerror(errno));
     }
     auto left = static_cast<std::size_t>(sent);

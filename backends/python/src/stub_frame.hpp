@@ -50,9 +50,11 @@ struct Frame {
   std::vector<ByteRange> buffers;
 };
 
-/// Sends one frame on a stream socket, blocking until all of it is handed over. Never raises
-/// SIGPIPE: a peer that is gone is UNAVAILABLE.
-Result<void> write_frame(int fd, const std::string& header, const std::vector<ByteRange>& buffers);
+/// Sends one frame on a stream socket, blocking until all of it is handed over or `deadline`
+/// passes (none: as long as it takes): DEADLINE_EXCEEDED past it, when the peer stopped reading,
+/// with part of the frame sent. Never raises SIGPIPE: a peer that is gone is UNAVAILABLE.
+Result<void> write_frame(int fd, const std::string& header, const std::vector<ByteRange>& buffers,
+                         std::optional<std::chrono::steady_clock::time_point> deadline);
 
 /// Reads one frame. `deadline` bounds the wait for all of it (none: wait as long as it takes):
 /// DEADLINE_EXCEEDED past it. UNAVAILABLE when the peer closed the socket (at a frame's start:
