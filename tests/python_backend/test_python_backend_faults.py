@@ -379,3 +379,50 @@ def test_a_request_larger_than_the_socket_buffer_to_a_stub_that_stopped_reading(
     assert failed.value.code() == grpc.StatusCode.UNAVAILABLE
     assert "execute_timeout_ms" in failed.value.details()
     assert index(server, pb)["frozen"].state == "UNAVAILABLE"
+
+
+# ---- the stub's process and its children ----
+
+FORKS_A_HELPER = """
+import os
+import time
+
+import triton_python_backend_utils as pb_utils
+
+class TritonPythonModel:
+    def initialize(self, args):
+        child = os.fork()
+        if child == 0:  # a helper child, which keeps the stub's socket open
+            time.sleep(60)
+            os._exit(0)
+        with open(os.path.join(args["model_repository"], "child.pid"), "w") as f:
+            f.write(str(child))
+
+    def execute(self, requests):
+        os._exit(7)
+"""
+
+
+def alive(pid):
+    """Whether `pid` runs (a zombie does not)."""
+    try:
+        with open("/proc/%d/stat" % pid) as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except FileNotFoundError:
+        return False
+
+
+def test_a_stub_that_dies_is_seen_at_once_and_its_children_end_with_it(serve, pb, tmp_path):
+    server = serve({"forker": (FORKS_A_HELPER, "")})
+    child = int((tmp_path / "models" / "forker" / "child.pid").read_text())
+    assert alive(child)
+    started = time.monotonic()
+    with pytest.raises(grpc.RpcError) as failed:
+        infer(server, pb, "forker", [1])
+    assert time.monotonic() - started < 1.5
+    assert failed.value.code() == grpc.StatusCode.UNAVAILABLE
+    assert "exited with status 7" in failed.value.details()
+    deadline = time.monotonic() + 5
+    while alive(child) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not alive(child)

@@ -249,8 +249,10 @@ class PythonModel {
       if (instance.process.pid() <= 0) continue;
       // The answer, or the end of the stub, or the limit: whichever comes first.
       const auto deadline = deadline_after(settings_.finalize_timeout);
-      if (write_frame(instance.process.fd(), json{{"type", "finalize"}}.dump(), {}, deadline)) {
-        (void)read_frame(instance.process.fd(), deadline, settings_.limits);
+      if (write_frame(instance.process.fd(), json{{"type", "finalize"}}.dump(), {}, deadline,
+                      instance.process.watch())) {
+        (void)read_frame(instance.process.fd(), deadline, settings_.limits,
+                         instance.process.watch());
       }
       instance.process.wait_or_kill(1000);
     }
@@ -362,7 +364,7 @@ class PythonModel {
 
   Result<std::pair<json, Frame>> next_any(Instance& instance) {
     auto frame = read_frame(instance.process.fd(), deadline_after(settings_.execute_timeout),
-                            settings_.limits);
+                            settings_.limits, instance.process.watch());
     if (!frame) {
       const Error& e = frame.error();
       if (e.code() == StatusCode::DeadlineExceeded) {
@@ -389,7 +391,7 @@ class PythonModel {
   Result<void> send_dumped(Instance& instance, const std::string& header,
                            const std::vector<ByteRange>& buffers) {
     auto sent = write_frame(instance.process.fd(), header, buffers,
-                            deadline_after(settings_.execute_timeout));
+                            deadline_after(settings_.execute_timeout), instance.process.watch());
     if (!sent) {
       if (sent.error().code() == StatusCode::ResourceExhausted) return sent.error();
       if (sent.error().code() == StatusCode::DeadlineExceeded) {
@@ -664,7 +666,7 @@ class ScriptDirectory {
 Result<json> expect(Instance& instance, const std::string& expected, const Settings& settings,
                     const std::string& model_file) {
   auto frame = read_frame(instance.process.fd(), deadline_after(settings.initialize_timeout),
-                          settings.limits);
+                          settings.limits, instance.process.watch());
   if (!frame) {
     std::string what = frame.error().message();
     if (frame.error().code() == StatusCode::DeadlineExceeded) {
