@@ -426,3 +426,23 @@ def test_a_stub_that_dies_is_seen_at_once_and_its_children_end_with_it(serve, pb
     while alive(child) and time.monotonic() < deadline:
         time.sleep(0.05)
     assert not alive(child)
+
+
+SIGNALS = """
+import numpy as np
+import triton_python_backend_utils as pb_utils
+
+class TritonPythonModel:
+    def execute(self, requests):
+        status = dict(line.split(":", 1) for line in open("/proc/self/status"))
+        wanted = (1 << 1) | (1 << 14)  # SIGINT, SIGTERM
+        blocked = int(status["SigBlk"], 16) & wanted
+        ignored = int(status["SigIgn"], 16) & wanted
+        return [pb_utils.InferenceResponse(
+            [pb_utils.Tensor("OUT", np.array([blocked, ignored], np.int32))])]
+"""
+
+
+def test_stubs_do_not_inherit_the_servers_blocked_signals(serve, pb):
+    server = serve({"signals": (SIGNALS, "")})
+    assert infer(server, pb, "signals", [0]) == [0, 0]

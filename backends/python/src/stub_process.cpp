@@ -134,6 +134,16 @@ Result<StubProcess> StubProcess::spawn(const std::string& python,
     ::prctl(PR_SET_PDEATHSIG, SIGKILL);
     // A process group of its own, so that what the model forks is killed with it.
     ::setpgid(0, 0);
+    // Not the server's blocked signals (the thread that forked has StopSignals' mask) or
+    // ignored ones: exec keeps both, and a model's own handling of SIGTERM or SIGINT needs them.
+    sigset_t none;
+    ::sigemptyset(&none);
+    ::sigprocmask(SIG_SETMASK, &none, nullptr);
+    struct sigaction default_action {};
+    default_action.sa_handler = SIG_DFL;
+    for (int number = 1; number < NSIG; ++number) {
+      if (number != SIGKILL && number != SIGSTOP) ::sigaction(number, &default_action, nullptr);
+    }
     if (::getppid() != parent) ::_exit(127);  // the parent died before prctl took effect
     if (null_fd >= 0) ::dup2(null_fd, 0);
     if (ends[1] == 3) {
