@@ -446,3 +446,40 @@ class TritonPythonModel:
 def test_stubs_do_not_inherit_the_servers_blocked_signals(serve, pb):
     server = serve({"signals": (SIGNALS, "")})
     assert infer(server, pb, "signals", [0]) == [0, 0]
+
+
+# ---- a late failure of an old load leaves the new one in service ----
+
+HANGS_ON_ZERO = """
+import time
+
+import triton_python_backend_utils as pb_utils
+
+class TritonPythonModel:
+    def execute(self, requests):
+        value = pb_utils.get_input_tensor_by_name(requests[0], "IN").as_numpy()
+        if value[0] == 0:
+            time.sleep(60)
+        return [pb_utils.InferenceResponse([pb_utils.Tensor("OUT", value)])]
+"""
+
+
+def test_a_stub_of_an_old_load_that_fails_leaves_the_new_load_in_service(serve, pb):
+    server = serve({"flaky": (HANGS_ON_ZERO, "")})
+    failed = []
+
+    def hang():
+        try:
+            infer(server, pb, "flaky", [0])
+        except grpc.RpcError as e:
+            failed.append(e.code())
+
+    old = threading.Thread(target=hang)
+    old.start()
+    time.sleep(0.5)
+    stub(server, pb).RepositoryModelLoad(pb[1].RepositoryModelLoadRequest(model_name="flaky"),
+                                         timeout=TIMEOUT)
+    old.join()
+    assert failed == [grpc.StatusCode.UNAVAILABLE]
+    assert index(server, pb)["flaky"].state == "READY"
+    assert infer(server, pb, "flaky", [5]) == [5]

@@ -26,6 +26,7 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
+#include <tuple>
 #include <variant>
 #include <vector>
 
@@ -232,10 +233,45 @@ std::string message_of(const json& header) {
   return header.dump();
 }
 
+class PythonModel;
+
+// Which load of each model version is in service, per host: a stub of an older load that
+// breaks after a reload (its request outlived the reload) must not retire the load that
+// replaced it, as ModelHost::retire takes whatever is in service under the name.
+class CurrentLoads {
+ public:
+  static CurrentLoads& get() {
+    static CurrentLoads* loads = new CurrentLoads;  // never destroyed: used until the end
+    return *loads;
+  }
+
+  void set(const ModelHost* host, const std::string& name, const std::string& version,
+           const std::shared_ptr<PythonModel>& model) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    for (auto it = loads_.begin(); it != loads_.end();) {  // those unloaded since
+      it = it->second.expired() ? loads_.erase(it) : std::next(it);
+    }
+    loads_[{host, name, version}] = model;
+  }
+
+  bool is_current(const ModelHost* host, const std::string& name, const std::string& version,
+                  const PythonModel* model) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    auto it = loads_.find({host, name, version});
+    return it != loads_.end() && it->second.lock().get() == model;
+  }
+
+ private:
+  std::mutex mutex_;
+  std::map<std::tuple<const ModelHost*, std::string, std::string>, std::weak_ptr<PythonModel>>
+      loads_;
+};
+
 class PythonModel {
  public:
   PythonModel(const LoadContext& context, Settings settings, bool decoupled)
       : name_(context.model_name),
+        version_(context.version),
         host_(context.host),
         settings_(settings),
         decoupled_(decoupled) {}
@@ -338,7 +374,9 @@ class PythonModel {
       if (broken_.empty()) broken_ = reason;
     }
     available_.notify_all();
-    if (host_) host_->retire(name_, reason);
+    if (host_ && CurrentLoads::get().is_current(host_.get(), name_, version_, this)) {
+      host_->retire(name_, reason);
+    }
     return Error(StatusCode::Unavailable, reason);
   }
 
@@ -603,6 +641,7 @@ class PythonModel {
   static thread_local std::vector<const Instance*> held_here;
 
   std::string name_;
+  std::string version_;
   std::shared_ptr<ModelHost> host_;
   Settings settings_;
   bool decoupled_;
@@ -785,6 +824,8 @@ Result<LoadedModel> load(const ModelConfig& given, const std::string& model_file
   }
 
   LoadedModel loaded;
+  if (context.host)
+    CurrentLoads::get().set(context.host.get(), context.model_name, context.version, model);
   loaded.config = std::move(config);
   if (loaded.config.decoupled) {
     loaded.decoupled = [model](const InferRequest& request, const ResponseSink& respond) {
