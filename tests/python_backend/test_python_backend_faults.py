@@ -483,3 +483,34 @@ def test_a_stub_of_an_old_load_that_fails_leaves_the_new_load_in_service(serve, 
     assert failed == [grpc.StatusCode.UNAVAILABLE]
     assert index(server, pb)["flaky"].state == "READY"
     assert infer(server, pb, "flaky", [5]) == [5]
+
+
+# ---- what Triton gives a model of a request ----
+
+SEQUENCE = """
+import json
+
+import numpy as np
+import triton_python_backend_utils as pb_utils
+
+class TritonPythonModel:
+    def execute(self, requests):
+        out = []
+        for r in requests:
+            keys = len(json.loads(r.parameters()))
+            out.append(pb_utils.InferenceResponse([pb_utils.Tensor(
+                "OUT", np.array([r.correlation_id(), r.flags(), keys], np.int32))]))
+        return out
+"""
+
+
+def test_a_request_of_a_sequence_gives_its_correlation_id_and_flags(serve, pb):
+    server = serve({"seq": (SEQUENCE, "")})
+    for start, end, flags in ((True, False, 1), (False, False, 0), (False, True, 2)):
+        built = request(pb, "seq", [1])
+        built.parameters["sequence_id"].int64_param = 42
+        built.parameters["sequence_start"].bool_param = start
+        built.parameters["sequence_end"].bool_param = end
+        built.parameters["other"].string_param = "kept"
+        answer = stub(server, pb).ModelInfer(built, timeout=TIMEOUT)
+        assert np.frombuffer(answer.raw_output_contents[0], np.int32).tolist() == [42, flags, 1]

@@ -171,12 +171,41 @@ Result<std::vector<NamedTensor>> tensors_of(const json& list, const Frame& frame
   return tensors;
 }
 
+// The parameters that say where a request stands in a sequence. Triton gives them to a model
+// as correlation_id() and flags(), not among its parameters().
+bool is_sequence_parameter(const std::string& key) {
+  return key == "sequence_id" || key == "sequence_start" || key == "sequence_end";
+}
+
 json parameters_json(const Parameters& parameters) {
   json out = json::object();
   for (const auto& [key, value] : parameters) {
+    if (is_sequence_parameter(key)) continue;
     std::visit([&, name = key](const auto& v) { out[name] = v; }, value);
   }
   return out;
+}
+
+// Triton's correlation_id(): the sequence's id, a number or a string; 0 outside a sequence.
+json correlation_id_of(const Parameters& parameters) {
+  auto it = parameters.find("sequence_id");
+  if (it == parameters.end()) return 0;
+  if (const auto* text = std::get_if<std::string>(&it->second)) return *text;
+  if (const auto* number = std::get_if<std::int64_t>(&it->second)) {
+    return static_cast<std::uint64_t>(*number);
+  }
+  if (const auto* number = std::get_if<std::uint64_t>(&it->second)) return *number;
+  return 0;
+}
+
+// Triton's flags(): TRITONSERVER_REQUEST_FLAG_SEQUENCE_START (1) and _END (2).
+std::uint32_t sequence_flags_of(const Parameters& parameters) {
+  auto set = [&](const char* key) {
+    auto it = parameters.find(key);
+    const bool* value = it == parameters.end() ? nullptr : std::get_if<bool>(&it->second);
+    return value && *value;
+  };
+  return (set("sequence_start") ? 1U : 0U) | (set("sequence_end") ? 2U : 0U);
 }
 
 StatusCode code_named(const std::string& name) {
@@ -457,7 +486,9 @@ class PythonModel {
       json described{{"request_id", request.request_id()},
                      {"inputs", describe_all(request.inputs(), buffers)},
                      {"requested_outputs", json::array()},
-                     {"parameters", parameters_json(request.parameters()).dump()}};
+                     {"parameters", parameters_json(request.parameters()).dump()},
+                     {"correlation_id", correlation_id_of(request.parameters())},
+                     {"flags", sequence_flags_of(request.parameters())}};
       for (const auto& wanted : request.outputs()) {
         described["requested_outputs"].push_back(wanted.name);
       }
