@@ -514,3 +514,50 @@ def test_a_request_of_a_sequence_gives_its_correlation_id_and_flags(serve, pb):
         built.parameters["other"].string_param = "kept"
         answer = stub(server, pb).ModelInfer(built, timeout=TIMEOUT)
         assert np.frombuffer(answer.raw_output_contents[0], np.int32).tolist() == [42, flags, 1]
+
+
+# ---- a decoupled BLS call's responses as they come ----
+
+SLOW_STREAM = """
+import time
+
+import numpy as np
+import triton_python_backend_utils as pb_utils
+
+class TritonPythonModel:
+    def execute(self, requests):
+        sender = requests[0].get_response_sender()
+        for i in range(3):
+            sender.send(pb_utils.InferenceResponse([pb_utils.Tensor("OUT", np.array([i], np.int32))]))
+            time.sleep(0.4)
+        sender.send(flags=pb_utils.TRITONSERVER_RESPONSE_COMPLETE_FINAL)
+        return None
+"""
+
+STREAM_READER = """
+import time
+
+import numpy as np
+import triton_python_backend_utils as pb_utils
+
+class TritonPythonModel:
+    def execute(self, requests):
+        started = time.monotonic()
+        call = pb_utils.InferenceRequest(
+            model_name="slow", inputs=[pb_utils.Tensor("IN", np.array([0], np.int32))],
+            requested_output_names=["OUT"])
+        arrivals = []
+        for answer in call.exec(decoupled=True):
+            if answer.has_error():
+                raise RuntimeError(answer.error().message())
+            if answer.output_tensors():
+                arrivals.append(int((time.monotonic() - started) * 1000))
+        return [pb_utils.InferenceResponse([pb_utils.Tensor("OUT", np.array(arrivals, np.int32))])]
+"""
+
+
+def test_a_decoupled_bls_call_yields_each_response_as_it_comes(serve, pb):
+    server = serve({"slow": (SLOW_STREAM, DECOUPLED), "reader": (STREAM_READER, "")})
+    arrivals = infer(server, pb, "reader", [0])
+    assert len(arrivals) == 3
+    assert arrivals[0] < 300 and arrivals[2] >= 700

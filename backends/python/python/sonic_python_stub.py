@@ -178,25 +178,44 @@ class Channel:
             header["execute"] = self.execute
             header["call"] = call
             self.write(header, buffers)
+        if decoupled:
+            return self._stream(call, answers)
         try:
-            responses = []
-            while True:
-                answer = answers.get()
-                if answer is None:
-                    raise EOFError("the server closed the connection")
-                answer, answer_buffers = answer
-                if answer["type"] == "bls_response":
-                    responses.append(decode_response(answer["response"], answer_buffers))
-                    if not decoupled:
-                        return responses[0]
-                else:
-                    if answer.get("error"):
-                        responses.append(pb_utils.InferenceResponse(
-                            error=decode_error(answer["error"])))
-                    return iter(responses)
+            answer, answer_buffers = self._answer(answers)
+            if answer["type"] != "bls_response":
+                raise pb_utils.TritonModelException(
+                    "unexpected message from the server: %r" % answer["type"])
+            return decode_response(answer["response"], answer_buffers)
         finally:
-            with self._calls_lock:
-                del self._calls[call]
+            self._forget(call)
+
+    def _stream(self, call, answers):
+        """A decoupled call's responses, each yielded as it comes (Triton's ResponseIterator)."""
+        try:
+            while True:
+                answer, answer_buffers = self._answer(answers)
+                if answer["type"] == "bls_response":
+                    yield decode_response(answer["response"], answer_buffers)
+                elif answer["type"] == "bls_end":
+                    if answer.get("error"):
+                        yield pb_utils.InferenceResponse(error=decode_error(answer["error"]))
+                    return
+                else:
+                    raise pb_utils.TritonModelException(
+                        "unexpected message from the server: %r" % answer["type"])
+        finally:
+            self._forget(call)
+
+    @staticmethod
+    def _answer(answers):
+        answer = answers.get()
+        if answer is None:
+            raise EOFError("the server closed the connection")
+        return answer
+
+    def _forget(self, call):
+        with self._calls_lock:
+            del self._calls[call]
 
 
 def encode_tensor(tensor, buffers):

@@ -318,8 +318,8 @@ class InferenceRequest:
 
     def exec(self, decoupled=False):
         """Runs this request on the server's model `model_name` (BLS) and waits for it: an
-        InferenceResponse, or with decoupled=True an iterator of every response (a decoupled
-        model's stream). Errors come back in the response (has_error())."""
+        InferenceResponse, or with decoupled=True an iterator that yields each response of a
+        decoupled model's stream as it comes. Errors come back in the response (has_error())."""
         if _channel is None:
             raise TritonModelException("exec() needs the stub's connection to the server")
         return _channel.bls(self, decoupled)
