@@ -54,7 +54,7 @@ TEST_CASE("a frame comes back as it was written, its buffers 64-byte aligned") {
   const std::string b(100000, 'x');  // more than a socket buffer: written while read
   std::thread writer([&] {
     CHECK(pb::write_frame(pair.ends[1], R"({"type":"t"})",
-                          {{a.data(), a.size()}, {nullptr, 0}, {b.data(), b.size()}}));
+                          {{a.data(), a.size()}, {nullptr, 0}, {b.data(), b.size()}}, soon()));
   });
   auto frame = pb::read_frame(pair.ends[0], soon(), {});
   writer.join();
@@ -65,6 +65,17 @@ TEST_CASE("a frame comes back as it was written, its buffers 64-byte aligned") {
   CHECK(frame->buffers[1].size == 0);
   CHECK(std::string(static_cast<const char*>(frame->buffers[2].data), frame->buffers[2].size) == b);
   CHECK(reinterpret_cast<std::uintptr_t>(frame->buffers[2].data) % 64 == 0);
+}
+
+TEST_CASE("a write to a peer that stopped reading ends at its deadline") {
+  SocketPair pair;
+  const std::string big(8 << 20, 'x');  // far more than a socket buffer
+  const auto started = std::chrono::steady_clock::now();
+  auto sent = pb::write_frame(pair.ends[0], R"({"type":"t"})", {{big.data(), big.size()}},
+                              started + std::chrono::milliseconds(200));
+  REQUIRE(!sent);
+  CHECK(sent.error().code() == StatusCode::DeadlineExceeded);
+  CHECK(std::chrono::steady_clock::now() - started < std::chrono::seconds(3));
 }
 
 TEST_CASE("declared lengths past the limits are refused before anything is allocated") {

@@ -19,6 +19,7 @@ The stub ends when the socket closes (the server unloaded the model or is gone).
 import importlib.util
 import json
 import os
+import queue
 import socket
 import struct
 import sys
@@ -29,14 +30,31 @@ SOCKET_FD = 3
 
 
 class Channel:
-    """Frames over the socket. Writes may come from any thread (a decoupled model's sender);
-    reads only from the thread that waits for the server: the main loop, or a BLS call."""
+    """Frames over the socket. One thread reads it (start_reading()): the answers to a BLS call
+    go to the thread that made the call, by the call's number, and every other message to the
+    main loop (next()). Writes may come from any thread.
+
+    A BLS call is answered only while an execute is under way (the server reads the socket only
+    then): from the execute's message until its responses were written, or, for a decoupled
+    model, until execute() returned and every sender sent its final flag. A call outside that is
+    refused here, at once."""
 
     def __init__(self, fd):
         self._socket = socket.socket(fileno=fd)
         self._write_lock = threading.Lock()
-        self._bls_lock = threading.Lock()
+        self._messages = queue.Queue()  # (header, buffers), or None once the socket closed
+        # The execute under way. Held while writing what begins or ends a conversation with the
+        # server, so that no BLS call is written after the message that ends the execute.
+        self._state = threading.Lock()
+        # The reader takes only this one, never _state: it must never wait for a writer.
+        self._calls_lock = threading.Lock()
+        self._calls = {}  # call number -> queue.Queue of its answers
+        self._next_call = 0
+        self._closed = False
+        self._open_senders = 0
+        self._executed = False
         self.decoupled = False
+        self.execute = None  # the number of the execute under way; None between them
 
     def _read_exactly(self, size):
         buffer = bytearray(size)
@@ -56,6 +74,36 @@ class Channel:
         # Each buffer in an allocation of its own, which numpy arrays of it then share.
         return header, [self._read_exactly(size) for size in sizes]
 
+    def start_reading(self):
+        threading.Thread(target=self._read_all, name="sonic-stub-reader", daemon=True).start()
+
+    def _read_all(self):
+        try:
+            while True:
+                header, buffers = self.read()
+                if header.get("type") in ("bls_response", "bls_end"):
+                    with self._calls_lock:
+                        waiting = self._calls.get(header.get("call"))
+                    if waiting is not None:
+                        waiting.put((header, buffers))
+                        continue
+                self._messages.put((header, buffers))
+        except (EOFError, OSError, ValueError):
+            pass
+        self._messages.put(None)
+        with self._calls_lock:
+            self._closed = True
+            for waiting in self._calls.values():
+                waiting.put(None)
+
+    def next(self):
+        """The server's next message for the main loop; EOFError once the socket closed."""
+        message = self._messages.get()
+        if message is None:
+            self._messages.put(None)
+            raise EOFError("the server closed the connection")
+        return message
+
     def write(self, header, buffers=()):
         views = [memoryview(b).cast("B") for b in buffers]
         encoded = json.dumps(header).encode()
@@ -72,11 +120,33 @@ class Channel:
                 if sent:
                     pieces[0] = memoryview(pieces[0])[sent:]
 
-    def send_response(self, index, response, flags):
+    def begin_execute(self, execute, senders):
+        with self._state:
+            self.execute = execute
+            self._open_senders = senders
+            self._executed = False
+
+    def end_execute(self, header, buffers=()):
+        """Writes the execute's last message of the main loop's (responses, error, executed)."""
+        with self._state:
+            self.write(header, buffers)
+            if self.decoupled:
+                self._executed = True
+                if self._open_senders == 0:
+                    self.execute = None
+            else:
+                self.execute = None
+
+    def send_response(self, execute, index, response, flags):
         buffers = []
         encoded = encode_response(response, buffers) if response is not None else None
-        self.write({"type": "response", "index": index, "response": encoded, "flags": flags},
-                   buffers)
+        with self._state:
+            self.write({"type": "response", "execute": execute, "index": index,
+                        "response": encoded, "flags": flags}, buffers)
+            if flags & pb_utils.TRITONSERVER_RESPONSE_COMPLETE_FINAL and execute == self.execute:
+                self._open_senders -= 1
+                if self._open_senders == 0 and self._executed:
+                    self.execute = None
 
     def bls(self, request, decoupled):
         buffers = []
@@ -90,23 +160,62 @@ class Channel:
             "inputs": [encode_tensor(t, buffers) for t in request.inputs()],
             "requested_outputs": list(request.requested_output_names()),
         }
-        responses = []
-        with self._bls_lock:
+        answers = queue.Queue()
+        with self._state:
+            if self.execute is None:
+                refused = pb_utils.TritonError(
+                    "a BLS call is answered only while a request is under way: this one came "
+                    "between requests (after execute() returned, or after a decoupled model's "
+                    "final responses)", pb_utils.TritonError.UNAVAILABLE)
+                response = pb_utils.InferenceResponse(error=refused)
+                return iter([response]) if decoupled else response
+            with self._calls_lock:
+                if self._closed:
+                    raise EOFError("the server closed the connection")
+                call = self._next_call
+                self._next_call += 1
+                self._calls[call] = answers
+            header["execute"] = self.execute
+            header["call"] = call
             self.write(header, buffers)
+        if decoupled:
+            return self._stream(call, answers)
+        try:
+            answer, answer_buffers = self._answer(answers)
+            if answer["type"] != "bls_response":
+                raise pb_utils.TritonModelException(
+                    "unexpected message from the server: %r" % answer["type"])
+            return decode_response(answer["response"], answer_buffers)
+        finally:
+            self._forget(call)
+
+    def _stream(self, call, answers):
+        """A decoupled call's responses, each yielded as it comes (Triton's ResponseIterator)."""
+        try:
             while True:
-                answer, answer_buffers = self.read()
+                answer, answer_buffers = self._answer(answers)
                 if answer["type"] == "bls_response":
-                    responses.append(decode_response(answer["response"], answer_buffers))
-                    if not decoupled:
-                        return responses[0]
+                    yield decode_response(answer["response"], answer_buffers)
                 elif answer["type"] == "bls_end":
                     if answer.get("error"):
-                        responses.append(pb_utils.InferenceResponse(
-                            error=decode_error(answer["error"])))
-                    return iter(responses)
+                        yield pb_utils.InferenceResponse(error=decode_error(answer["error"]))
+                    return
                 else:
                     raise pb_utils.TritonModelException(
                         "unexpected message from the server: %r" % answer["type"])
+        finally:
+            self._forget(call)
+
+    @staticmethod
+    def _answer(answers):
+        answer = answers.get()
+        if answer is None:
+            raise EOFError("the server closed the connection")
+        return answer
+
+    def _forget(self, call):
+        with self._calls_lock:
+            del self._calls[call]
 
 
 def encode_tensor(tensor, buffers):
@@ -223,6 +332,9 @@ class Stub:
         self.channel.write({"type": "initialized"})
 
     def execute(self, header, buffers):
+        execute = header.get("execute")
+        self.channel.begin_execute(execute, len(header["requests"]) if self.channel.decoupled
+                                   else 0)
         requests = []
         for index, described in enumerate(header["requests"]):
             request = pb_utils.InferenceRequest(
@@ -233,7 +345,7 @@ class Stub:
                 flags=described.get("flags", 0),
                 parameters=described.get("parameters", "{}"))
             if self.channel.decoupled:
-                request._sender = pb_utils.InferenceResponseSender(self.channel, index)
+                request._sender = pb_utils.InferenceResponseSender(self.channel, execute, index)
             requests.append(request)
         if self.channel.decoupled:
             error = None
@@ -241,7 +353,12 @@ class Stub:
                 self.model.execute(requests)
             except Exception as failure:  # the model's own error: its requests fail with it
                 error = describe(failure)
-            self.channel.write({"type": "executed", "error": error})
+                # Their streams end here: a response sent later is refused (the sender is
+                # closed), as no request is left to take it.
+                for request in requests:
+                    if not request._sender._closed:
+                        request._sender.send(flags=pb_utils.TRITONSERVER_RESPONSE_COMPLETE_FINAL)
+            self.channel.end_execute({"type": "executed", "execute": execute, "error": error})
             return
         try:
             responses = self.model.execute(requests)
@@ -252,9 +369,11 @@ class Stub:
             buffers_out = []
             encoded = [encode_response(r, buffers_out) for r in responses]
         except Exception as failure:
-            self.channel.write({"type": "error", "message": describe(failure)})
+            self.channel.end_execute({"type": "error", "execute": execute,
+                                      "message": describe(failure)})
             return
-        self.channel.write({"type": "responses", "responses": encoded}, buffers_out)
+        self.channel.end_execute({"type": "responses", "execute": execute, "responses": encoded},
+                                 buffers_out)
 
     def finalize(self):
         if self.model is not None and hasattr(self.model, "finalize"):
@@ -266,10 +385,11 @@ class Stub:
 
     def serve(self):
         self.channel.write({"type": "hello", "python": sys.version.split()[0]})
+        self.channel.start_reading()
         handlers = {"auto_complete": self.auto_complete, "initialize": self.initialize}
         while True:
             try:
-                header, buffers = self.channel.read()
+                header, buffers = self.channel.next()
             except EOFError:
                 self.finalize_quietly()
                 return

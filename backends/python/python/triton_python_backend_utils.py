@@ -235,8 +235,9 @@ class InferenceResponseSender:
     flags=TRITONSERVER_RESPONSE_COMPLETE_FINAL (its response may be None). Usable from any
     thread, also after execute() returned."""
 
-    def __init__(self, channel, index):
+    def __init__(self, channel, execute, index):
         self._channel = channel
+        self._execute = execute
         self._index = index
         self._closed = False
 
@@ -247,7 +248,7 @@ class InferenceResponseSender:
             raise TritonModelException("only the final send may leave out its response")
         if flags & TRITONSERVER_RESPONSE_COMPLETE_FINAL:
             self._closed = True
-        self._channel.send_response(self._index, response, flags)
+        self._channel.send_response(self._execute, self._index, response, flags)
 
     def is_cancelled(self):
         return False
@@ -260,6 +261,11 @@ class InferenceRequest:
     def __init__(self, model_name="", inputs=None, requested_output_names=None, request_id="",
                  correlation_id=0, model_version=-1, flags=0, timeout=0, parameters=None,
                  **_ignored):
+        # Triton's constructor is typed (pybind11): strings where it takes strings.
+        for argument, value in (("model_name", model_name), ("request_id", request_id)):
+            if not isinstance(value, str):
+                raise TypeError("InferenceRequest: %s must be a str, not %s"
+                                % (argument, type(value).__name__))
         self._model_name = model_name
         self._inputs = list(inputs or [])
         self._requested_output_names = list(requested_output_names or [])
@@ -312,8 +318,8 @@ class InferenceRequest:
 
     def exec(self, decoupled=False):
         """Runs this request on the server's model `model_name` (BLS) and waits for it: an
-        InferenceResponse, or with decoupled=True an iterator of every response (a decoupled
-        model's stream). Errors come back in the response (has_error())."""
+        InferenceResponse, or with decoupled=True an iterator that yields each response of a
+        decoupled model's stream as it comes. Errors come back in the response (has_error())."""
         if _channel is None:
             raise TritonModelException("exec() needs the stub's connection to the server")
         return _channel.bls(self, decoupled)

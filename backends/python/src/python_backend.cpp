@@ -12,6 +12,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <chrono>
@@ -25,6 +26,7 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
+#include <tuple>
 #include <variant>
 #include <vector>
 
@@ -58,6 +60,9 @@ struct Settings {
   std::chrono::milliseconds execute_timeout{300000};
   /// How long starting a stub, auto_complete_config and initialize may take, each.
   std::chrono::milliseconds initialize_timeout{300000};
+  /// How long a request waits for a free instance (every instance busy) before it fails
+  /// UNAVAILABLE. 0: no limit.
+  std::chrono::milliseconds instance_wait_timeout{300000};
   /// How long finalize may take when the model is unloaded, before the stub is killed.
   std::chrono::milliseconds finalize_timeout{10000};
   FrameLimits limits;
@@ -92,15 +97,20 @@ Result<Settings> settings_of(const ModelConfig& config) {
   auto finalize = number_parameter(config, "finalize_timeout_ms",
                                    static_cast<std::uint64_t>(settings.finalize_timeout.count()));
   if (!finalize) return finalize.error();
+  auto wait = number_parameter(config, "instance_wait_timeout_ms",
+                               static_cast<std::uint64_t>(settings.instance_wait_timeout.count()));
+  if (!wait) return wait.error();
   auto bytes = number_parameter(config, "max_message_bytes", settings.limits.max_buffer_bytes);
   if (!bytes) return bytes.error();
   constexpr std::uint64_t kMaxMillis = std::uint64_t{1} << 40;  // a wait that cannot overflow
-  if (*execute > kMaxMillis || *initialize > kMaxMillis || *finalize > kMaxMillis) {
+  if (*execute > kMaxMillis || *initialize > kMaxMillis || *finalize > kMaxMillis ||
+      *wait > kMaxMillis) {
     return invalid("a timeout parameter is larger than " + std::to_string(kMaxMillis) + " ms");
   }
   settings.execute_timeout = std::chrono::milliseconds(*execute);
   settings.initialize_timeout = std::chrono::milliseconds(*initialize);
   settings.finalize_timeout = std::chrono::milliseconds(*finalize);
+  settings.instance_wait_timeout = std::chrono::milliseconds(*wait);
   settings.limits.max_buffer_bytes = *bytes;
   return settings;
 }
@@ -161,12 +171,41 @@ Result<std::vector<NamedTensor>> tensors_of(const json& list, const Frame& frame
   return tensors;
 }
 
+// The parameters that say where a request stands in a sequence. Triton gives them to a model
+// as correlation_id() and flags(), not among its parameters().
+bool is_sequence_parameter(const std::string& key) {
+  return key == "sequence_id" || key == "sequence_start" || key == "sequence_end";
+}
+
 json parameters_json(const Parameters& parameters) {
   json out = json::object();
   for (const auto& [key, value] : parameters) {
+    if (is_sequence_parameter(key)) continue;
     std::visit([&, name = key](const auto& v) { out[name] = v; }, value);
   }
   return out;
+}
+
+// Triton's correlation_id(): the sequence's id, a number or a string; 0 outside a sequence.
+json correlation_id_of(const Parameters& parameters) {
+  auto it = parameters.find("sequence_id");
+  if (it == parameters.end()) return 0;
+  if (const auto* text = std::get_if<std::string>(&it->second)) return *text;
+  if (const auto* number = std::get_if<std::int64_t>(&it->second)) {
+    return static_cast<std::uint64_t>(*number);
+  }
+  if (const auto* number = std::get_if<std::uint64_t>(&it->second)) return *number;
+  return 0;
+}
+
+// Triton's flags(): TRITONSERVER_REQUEST_FLAG_SEQUENCE_START (1) and _END (2).
+std::uint32_t sequence_flags_of(const Parameters& parameters) {
+  auto set = [&](const char* key) {
+    auto it = parameters.find(key);
+    const bool* value = it == parameters.end() ? nullptr : std::get_if<bool>(&it->second);
+    return value && *value;
+  };
+  return (set("sequence_start") ? 1U : 0U) | (set("sequence_end") ? 2U : 0U);
 }
 
 StatusCode code_named(const std::string& name) {
@@ -179,6 +218,23 @@ StatusCode code_named(const std::string& name) {
 
 json error_json(const Error& error) {
   return {{"message", error.message()}, {"code", to_string(error.code())}};
+}
+
+// A header as sent to a stub. Strings that are not UTF-8 (a server error quoting a client's
+// bytes) are sent with U+FFFD in their place rather than thrown on.
+std::string dump_header(const json& header) {
+  return header.dump(-1, ' ', false, json::error_handler_t::replace);
+}
+
+// The string `key` of a message, `fallback` when absent; an error naming it when it is another
+// type, as a message of a stub is not trusted to have the types it should.
+Result<std::string> string_field(const json& message, const char* key, std::string fallback) {
+  auto it = message.find(key);
+  if (it == message.end() || it->is_null()) return fallback;
+  if (!it->is_string()) {
+    return invalid(std::string(key) + " is " + it->type_name() + ", not a string");
+  }
+  return it->get<std::string>();
 }
 
 // ---- one stub -------------------------------------------------------------------------------
@@ -206,10 +262,45 @@ std::string message_of(const json& header) {
   return header.dump();
 }
 
+class PythonModel;
+
+// Which load of each model version is in service, per host: a stub of an older load that
+// breaks after a reload (its request outlived the reload) must not retire the load that
+// replaced it, as ModelHost::retire takes whatever is in service under the name.
+class CurrentLoads {
+ public:
+  static CurrentLoads& get() {
+    static CurrentLoads* loads = new CurrentLoads;  // never destroyed: used until the end
+    return *loads;
+  }
+
+  void set(const ModelHost* host, const std::string& name, const std::string& version,
+           const std::shared_ptr<PythonModel>& model) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    for (auto it = loads_.begin(); it != loads_.end();) {  // those unloaded since
+      it = it->second.expired() ? loads_.erase(it) : std::next(it);
+    }
+    loads_[{host, name, version}] = model;
+  }
+
+  bool is_current(const ModelHost* host, const std::string& name, const std::string& version,
+                  const PythonModel* model) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    auto it = loads_.find({host, name, version});
+    return it != loads_.end() && it->second.lock().get() == model;
+  }
+
+ private:
+  std::mutex mutex_;
+  std::map<std::tuple<const ModelHost*, std::string, std::string>, std::weak_ptr<PythonModel>>
+      loads_;
+};
+
 class PythonModel {
  public:
   PythonModel(const LoadContext& context, Settings settings, bool decoupled)
       : name_(context.model_name),
+        version_(context.version),
         host_(context.host),
         settings_(settings),
         decoupled_(decoupled) {}
@@ -221,10 +312,12 @@ class PythonModel {
   ~PythonModel() {
     for (auto& instance : instances_) {
       if (instance.process.pid() <= 0) continue;
-      if (write_frame(instance.process.fd(), json{{"type", "finalize"}}.dump(), {})) {
-        // The answer, or the end of the stub, or the limit: whichever comes first.
-        (void)read_frame(instance.process.fd(), deadline_after(settings_.finalize_timeout),
-                         settings_.limits);
+      // The answer, or the end of the stub, or the limit: whichever comes first.
+      const auto deadline = deadline_after(settings_.finalize_timeout);
+      if (write_frame(instance.process.fd(), json{{"type", "finalize"}}.dump(), {}, deadline,
+                      instance.process.watch())) {
+        (void)read_frame(instance.process.fd(), deadline, settings_.limits,
+                         instance.process.watch());
       }
       instance.process.wait_or_kill(1000);
     }
@@ -245,26 +338,57 @@ class PythonModel {
   }
 
  private:
-  // Lends a free instance to `use`, waiting for one; UNAVAILABLE once the model is broken.
+  // Lends a free instance to `use`, waiting for one up to instance_wait_timeout_ms; UNAVAILABLE
+  // once the model is broken, past the limit, or at once when every instance is busy and this
+  // thread holds one: a BLS call runs on the thread of the execute that made it, so the call
+  // would wait for its own caller (a model calling itself, or A -> B -> A), for ever.
   template <typename Use>
   Result<void> with_instance(Use&& use) {
+    const auto deadline = deadline_after(settings_.instance_wait_timeout);
     std::unique_lock<std::mutex> lock(mutex_);
     std::size_t index = 0;
-    available_.wait(lock, [&] {
-      if (!broken_.empty()) return true;
-      for (index = 0; index < instances_.size(); ++index) {
-        if (!instances_[index].busy) return true;
+    for (;;) {
+      if (!broken_.empty()) return Error(StatusCode::Unavailable, broken_);
+      for (index = 0; index < instances_.size() && instances_[index].busy; ++index) {
       }
-      return false;
-    });
-    if (!broken_.empty()) return Error(StatusCode::Unavailable, broken_);
+      if (index < instances_.size()) break;
+      for (const auto& instance : instances_) {
+        if (std::find(held_here.begin(), held_here.end(), &instance) != held_here.end()) {
+          return Error(StatusCode::Unavailable,
+                       "every instance of Python model '" + name_ +
+                           "' is busy, and its own call chain holds one (" + instance.name +
+                           "): a BLS call to it would wait for itself");
+        }
+      }
+      if (!deadline) {
+        available_.wait(lock);
+      } else if (available_.wait_until(lock, *deadline) == std::cv_status::timeout) {
+        return Error(StatusCode::Unavailable,
+                     "no instance of Python model '" + name_ +
+                         "' became free within instance_wait_timeout_ms (" +
+                         std::to_string(settings_.instance_wait_timeout.count()) + " ms)");
+      }
+    }
     instances_[index].busy = true;
+    held_here.push_back(&instances_[index]);
     lock.unlock();
-    auto result = use(instances_[index]);
-    lock.lock();
-    instances_[index].busy = false;
-    available_.notify_one();
-    return result;
+    // The instance is free again however `use` ends; a throw means the conversation with the
+    // stub is in an unknown state, so the stub is not trusted again.
+    struct Release {
+      PythonModel& model;
+      Instance& instance;
+      ~Release() {
+        held_here.erase(std::find(held_here.begin(), held_here.end(), &instance));
+        std::lock_guard<std::mutex> hold(model.mutex_);
+        instance.busy = false;
+        model.available_.notify_one();
+      }
+    } release{*this, instances_[index]};
+    try {
+      return use(instances_[index]);
+    } catch (const std::exception& e) {
+      return broke(instances_[index], std::string("could not be answered (") + e.what() + ")");
+    }
   }
 
   // The stub can no longer be trusted: kill it, fail the model with `what`, and retire it so
@@ -279,14 +403,35 @@ class PythonModel {
       if (broken_.empty()) broken_ = reason;
     }
     available_.notify_all();
-    if (host_) host_->retire(name_, reason);
+    if (host_ && CurrentLoads::get().is_current(host_.get(), name_, version_, this)) {
+      host_->retire(name_, reason);
+    }
     return Error(StatusCode::Unavailable, reason);
   }
 
-  // The stub's next message within the execute limit; a stub that failed is broken.
-  Result<std::pair<json, Frame>> next(Instance& instance) {
+  // The stub's next message about `execute` within the execute limit; a stub that failed, or
+  // that speaks of another execute, is broken.
+  Result<std::pair<json, Frame>> next(Instance& instance, std::uint64_t execute) {
+    for (;;) {
+      auto message = next_any(instance);
+      if (!message) return message;
+      const json& header = message->first;
+      const json& about = header["execute"];
+      if (about.is_number_unsigned() && about.get<std::uint64_t>() == execute) return message;
+      if (header["type"] == "bls") {
+        // A call of a model's thread that outlived its execute: refused, never left waiting.
+        if (auto ok = refuse_bls(instance, header); !ok) return ok.error();
+        continue;
+      }
+      return broke(instance, "broke the protocol (a " + header["type"].get<std::string>() +
+                                 " message of execute " + dump_header(about) + " during execute " +
+                                 std::to_string(execute) + ")");
+    }
+  }
+
+  Result<std::pair<json, Frame>> next_any(Instance& instance) {
     auto frame = read_frame(instance.process.fd(), deadline_after(settings_.execute_timeout),
-                            settings_.limits);
+                            settings_.limits, instance.process.watch());
     if (!frame) {
       const Error& e = frame.error();
       if (e.code() == StatusCode::DeadlineExceeded) {
@@ -307,9 +452,20 @@ class PythonModel {
   }
 
   Result<void> send(Instance& instance, const json& header, const std::vector<ByteRange>& buffers) {
-    auto sent = write_frame(instance.process.fd(), header.dump(), buffers);
+    return send_dumped(instance, dump_header(header), buffers);
+  }
+
+  Result<void> send_dumped(Instance& instance, const std::string& header,
+                           const std::vector<ByteRange>& buffers) {
+    auto sent = write_frame(instance.process.fd(), header, buffers,
+                            deadline_after(settings_.execute_timeout), instance.process.watch());
     if (!sent) {
       if (sent.error().code() == StatusCode::ResourceExhausted) return sent.error();
+      if (sent.error().code() == StatusCode::DeadlineExceeded) {
+        return broke(instance, "did not read its messages within execute_timeout_ms (" +
+                                   std::to_string(settings_.execute_timeout.count()) +
+                                   " ms) and was killed");
+      }
       const std::string ended = instance.process.wait_or_kill(1000);
       return broke(instance, ended.empty() ? "closed its connection" : ended);
     }
@@ -319,25 +475,43 @@ class PythonModel {
   // Runs one request on a free stub, handing each response's outputs to `take`.
   template <typename Take>
   Result<void> run(const InferRequest& request, Take&& take) {
-    return with_instance([&](Instance& instance) -> Result<void> {
-      std::vector<ByteRange> buffers;
+    // The request is described before an instance is taken: a client's string that is not
+    // UTF-8 (an id, a parameter, a tensor's name) is the request's error, found here.
+    std::vector<ByteRange> buffers;
+    std::string header;
+    // Every message of the stub's about this execute carries its number: one of another
+    // execute's (a response sent late) is a broken protocol, never another request's answer.
+    const std::uint64_t execute = ++executes_;
+    try {
       json described{{"request_id", request.request_id()},
                      {"inputs", describe_all(request.inputs(), buffers)},
                      {"requested_outputs", json::array()},
-                     {"parameters", parameters_json(request.parameters()).dump()}};
+                     {"parameters", parameters_json(request.parameters()).dump()},
+                     {"correlation_id", correlation_id_of(request.parameters())},
+                     {"flags", sequence_flags_of(request.parameters())}};
       for (const auto& wanted : request.outputs()) {
         described["requested_outputs"].push_back(wanted.name);
       }
-      json header{{"type", "execute"}, {"requests", json::array({described})}};
-      if (auto ok = send(instance, header, buffers); !ok) return ok;
-      return decoupled_ ? await_decoupled(instance, take) : await_responses(instance, take);
+      header =
+          json{{"type", "execute"}, {"execute", execute}, {"requests", json::array({described})}}
+              .dump();
+    } catch (const json::exception& e) {
+      return invalid("a request to Python model '" + name_ +
+                     "' holds a string that is not UTF-8 (its id, a parameter or a tensor's "
+                     "name): " +
+                     e.what());
+    }
+    return with_instance([&](Instance& instance) -> Result<void> {
+      if (auto ok = send_dumped(instance, header, buffers); !ok) return ok;
+      return decoupled_ ? await_decoupled(instance, execute, take)
+                        : await_responses(instance, execute, take);
     });
   }
 
   template <typename Take>
-  Result<void> await_responses(Instance& instance, Take& take) {
+  Result<void> await_responses(Instance& instance, std::uint64_t execute, Take& take) {
     for (;;) {
-      auto message = next(instance);
+      auto message = next(instance, execute);
       if (!message) return message.error();
       auto& [header, frame] = *message;
       const std::string type = header["type"].get<std::string>();
@@ -354,17 +528,21 @@ class PythonModel {
           header["responses"].size() != 1) {
         return broke(instance, "broke the protocol (sent " + header.dump() + ")");
       }
-      return take_response(header["responses"][0], frame, take);
+      return take_response(instance, header["responses"][0], frame, take);
     }
   }
 
   template <typename Take>
-  Result<void> await_decoupled(Instance& instance, Take& take) {
+  // A decoupled execute ends when execute() returned and the final flag came, in either order:
+  // a model's thread may send responses after execute() returned (Triton's usual pattern), and
+  // they are this request's. An error response does not end the stream (as in Triton): the
+  // responses after it are handed on too, and the first error is the request's, given last.
+  Result<void> await_decoupled(Instance& instance, std::uint64_t execute, Take& take) {
     bool executed = false;
     bool final = false;
     std::optional<Error> error;
-    while (!executed || !(final || error)) {
-      auto message = next(instance);
+    while (!executed || !final) {
+      auto message = next(instance, execute);
       if (!message) return message.error();
       auto& [header, frame] = *message;
       const std::string type = header["type"].get<std::string>();
@@ -375,8 +553,10 @@ class PythonModel {
             (header["flags"].get<std::uint64_t>() & 1U) != 0) {
           final = true;
         }
-        if (!header.contains("response") || header["response"].is_null() || error) continue;
-        if (auto ok = take_response(header["response"], frame, take); !ok) error = ok.error();
+        if (!header.contains("response") || header["response"].is_null()) continue;
+        if (auto ok = take_response(instance, header["response"], frame, take); !ok && !error) {
+          error = ok.error();
+        }
       } else if (type == "executed") {
         executed = true;
         if (header.contains("error") && header["error"].is_string() && !error) {
@@ -393,13 +573,19 @@ class PythonModel {
   }
 
   template <typename Take>
-  Result<void> take_response(const json& response, const Frame& frame, Take& take) {
+  Result<void> take_response(Instance& instance, const json& response, const Frame& frame,
+                             Take& take) {
     if (response.contains("error") && response["error"].is_object()) {
       const json& e = response["error"];
-      return Error(code_named(e.value("code", "INTERNAL")), e.value("message", ""));
+      auto code = string_field(e, "code", "INTERNAL");
+      auto message = string_field(e, "message", "");
+      if (!code || !message) {
+        return broke(instance, "broke the protocol (sent the error " + dump_header(e) + ")");
+      }
+      return Error(code_named(*code), *message);
     }
-    auto outputs = tensors_of(response.value("outputs", json::array()), frame,
-                              "the Python stub of model '" + name_ + "'");
+    auto outputs = tensors_of(response.contains("outputs") ? response["outputs"] : json::array(),
+                              frame, "the Python stub of model '" + name_ + "'");
     if (!outputs) return outputs.error();
     take(std::move(*outputs));
     return {};
@@ -409,17 +595,21 @@ class PythonModel {
   // each as it comes and then the end. The error of a call is the stub's to handle; only a
   // stub that cannot be answered fails the execute.
   Result<void> answer_bls(Instance& instance, const json& header, const Frame& frame) {
-    const bool decoupled = header.value("decoupled", false);
+    const bool decoupled = header.contains("decoupled") && header["decoupled"].is_boolean() &&
+                           header["decoupled"].get<bool>();
+    // The answers name the call, for the stub's reader to hand them to the thread that waits.
+    const json call = header.contains("call") ? header["call"] : json(nullptr);
     auto answer = [&](const Result<InferResult>& result) {
       std::vector<ByteRange> buffers;
       json response =
           result ? json{{"outputs", describe_all(result->outputs(), buffers)}, {"error", nullptr}}
                  : json{{"outputs", json::array()}, {"error", error_json(result.error())}};
-      return send(instance, {{"type", "bls_response"}, {"response", response}}, buffers);
+      return send(instance, {{"type", "bls_response"}, {"call", call}, {"response", response}},
+                  buffers);
     };
     auto end = [&](const Result<void>& outcome) {
       json e = outcome ? json(nullptr) : error_json(outcome.error());
-      return send(instance, {{"type", "bls_end"}, {"error", e}}, {});
+      return send(instance, {{"type", "bls_end"}, {"call", call}, {"error", e}}, {});
     };
     auto fail = [&](const Error& error) -> Result<void> {
       if (decoupled) return end(error);
@@ -430,15 +620,29 @@ class PythonModel {
           StatusCode::Unavailable,
           "model '" + name_ + "' was loaded outside an executor: it cannot call other models"));
     }
-    auto inputs = tensors_of(header.value("inputs", json::array()), frame,
+    auto inputs = tensors_of(header.contains("inputs") ? header["inputs"] : json::array(), frame,
                              "the Python stub of model '" + name_ + "'");
     if (!inputs) return fail(inputs.error());
-    InferRequest request(header.value("model_name", ""), header.value("model_version", ""));
-    for (auto& input : *inputs) request.input(std::move(input.name), std::move(input.tensor));
-    for (const auto& output : header.value("requested_outputs", json::array())) {
-      if (output.is_string()) request.output(output.get<std::string>());
+    auto model = string_field(header, "model_name", "");
+    auto version = string_field(header, "model_version", "");
+    auto id = string_field(header, "request_id", "");
+    for (const auto* field : {&model, &version, &id}) {
+      if (!*field) return fail(invalid("a BLS request's " + field->error().message()));
     }
-    request.id(header.value("request_id", ""));
+    InferRequest request(*model, *version);
+    for (auto& input : *inputs) request.input(std::move(input.name), std::move(input.tensor));
+    if (header.contains("requested_outputs")) {
+      const json& wanted = header["requested_outputs"];
+      if (!wanted.is_array()) return fail(invalid("a BLS request's requested_outputs is no list"));
+      for (const auto& output : wanted) {
+        if (!output.is_string()) {
+          return fail(invalid("a BLS request's requested_outputs holds a " +
+                              std::string(output.type_name()) + ", not a string"));
+        }
+        request.output(output.get<std::string>());
+      }
+    }
+    request.id(*id);
     if (!decoupled) return answer(host_->infer(request));
     Result<void> sent;
     auto outcome = host_->infer_responses(request, [&](InferResult result) {
@@ -448,15 +652,38 @@ class PythonModel {
     return end(outcome);
   }
 
+  Result<void> refuse_bls(Instance& instance, const json& header) {
+    const json call = header.contains("call") ? header["call"] : json(nullptr);
+    const json error = error_json(
+        Error(StatusCode::Unavailable,
+              "a BLS call is answered only while a request is under way: this one came between "
+              "requests"));
+    const bool decoupled = header.contains("decoupled") && header["decoupled"] == true;
+    if (decoupled)
+      return send(instance, {{"type", "bls_end"}, {"call", call}, {"error", error}}, {});
+    return send(instance,
+                {{"type", "bls_response"},
+                 {"call", call},
+                 {"response", {{"outputs", json::array()}, {"error", error}}}},
+                {});
+  }
+
+  // The instances, of every Python model, that this thread holds (see with_instance).
+  static thread_local std::vector<const Instance*> held_here;
+
   std::string name_;
+  std::string version_;
   std::shared_ptr<ModelHost> host_;
   Settings settings_;
   bool decoupled_;
   std::mutex mutex_;
   std::condition_variable available_;
   std::vector<Instance> instances_;
-  std::string broken_;  // why the model can no longer run, once it cannot
+  std::atomic<std::uint64_t> executes_{0};  // the number of the last execute sent
+  std::string broken_;                      // why the model can no longer run, once it cannot
 };
+
+thread_local std::vector<const Instance*> PythonModel::held_here;
 
 // ---- loading --------------------------------------------------------------------------------
 
@@ -509,7 +736,7 @@ class ScriptDirectory {
 Result<json> expect(Instance& instance, const std::string& expected, const Settings& settings,
                     const std::string& model_file) {
   auto frame = read_frame(instance.process.fd(), deadline_after(settings.initialize_timeout),
-                          settings.limits);
+                          settings.limits, instance.process.watch());
   if (!frame) {
     std::string what = frame.error().message();
     if (frame.error().code() == StatusCode::DeadlineExceeded) {
@@ -582,7 +809,8 @@ Result<LoadedModel> load(const ModelConfig& given, const std::string& model_file
       auto printed = config_json(config);
       if (!printed) return printed.error();
       if (auto sent = write_frame(instance.process.fd(),
-                                  json{{"type", "auto_complete"}, {"config", *printed}}.dump(), {});
+                                  json{{"type", "auto_complete"}, {"config", *printed}}.dump(), {},
+                                  deadline_after(settings->initialize_timeout));
           !sent) {
         return sent.error();
       }
@@ -616,7 +844,7 @@ Result<LoadedModel> load(const ModelConfig& given, const std::string& model_file
     if (auto sent = write_frame(
             instance.process.fd(),
             json{{"type", "initialize"}, {"args", args}, {"decoupled", config.decoupled}}.dump(),
-            {});
+            {}, deadline_after(settings->initialize_timeout));
         !sent) {
       return sent.error();
     }
@@ -627,6 +855,8 @@ Result<LoadedModel> load(const ModelConfig& given, const std::string& model_file
   }
 
   LoadedModel loaded;
+  if (context.host)
+    CurrentLoads::get().set(context.host.get(), context.model_name, context.version, model);
   loaded.config = std::move(config);
   if (loaded.config.decoupled) {
     loaded.decoupled = [model](const InferRequest& request, const ResponseSink& respond) {

@@ -3,6 +3,7 @@
 #include <poll.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
+#include <sys/wait.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -33,30 +34,50 @@ std::uint64_t get_le(const std::uint8_t* in, int bytes) {
   return value;
 }
 
-// Waits until `fd` is readable or the deadline passes.
-Result<void> wait_readable(int fd, const std::optional<Clock::time_point>& deadline) {
+// Whether the watched process ended (a zombie included), without reaping it.
+bool ended(pid_t pid) {
+  siginfo_t info{};
+  return ::waitid(P_PID, static_cast<id_t>(pid), &info, WEXITED | WNOHANG | WNOWAIT) == 0 &&
+         info.si_pid == pid;
+}
+
+// Waits until `fd` is readable (POLLIN), or writable (POLLOUT), or the deadline passes, or the
+// watched process ends; data left to read comes first.
+Result<void> wait_ready(int fd, short events, const std::optional<Clock::time_point>& deadline,
+                        const PeerWatch& watch) {
+  constexpr long long kCheckMillis = 50;  // how often a pid without a pidfd is checked
   for (;;) {
-    int timeout_ms = -1;
+    long long timeout_ms = -1;
     if (deadline) {
       const auto left =
           std::chrono::duration_cast<std::chrono::milliseconds>(*deadline - Clock::now()).count();
       if (left <= 0) return Error(StatusCode::DeadlineExceeded, "no answer in time");
-      timeout_ms = static_cast<int>(std::min<long long>(left + 1, INT_MAX));
+      timeout_ms = left + 1;
     }
-    pollfd p{fd, POLLIN, 0};
-    const int ready = ::poll(&p, 1, timeout_ms);
-    if (ready > 0) return {};
-    if (ready < 0 && errno != EINTR)
+    if (watch.pidfd < 0 && watch.pid > 0) {
+      timeout_ms = timeout_ms < 0 ? kCheckMillis : std::min(timeout_ms, kCheckMillis);
+    }
+    pollfd p[2] = {{fd, events, 0}, {watch.pidfd, POLLIN, 0}};
+    const int ready = ::poll(p, watch.pidfd >= 0 ? 2 : 1,
+                             static_cast<int>(std::min<long long>(timeout_ms, INT_MAX)));
+    if (ready < 0) {
+      if (errno == EINTR) continue;
       return unavailable(std::string("poll: ") + std::strerror(errno));
+    }
+    if (p[0].revents != 0) return {};
+    if (p[1].revents != 0 || (watch.pidfd < 0 && watch.pid > 0 && ended(watch.pid))) {
+      return unavailable("ended");
+    }
   }
 }
 
 // Reads exactly `size` bytes; `started` says whether a frame is under way (for the message).
 Result<void> read_exactly(int fd, void* out, std::size_t size,
-                          const std::optional<Clock::time_point>& deadline, bool started) {
+                          const std::optional<Clock::time_point>& deadline, bool started,
+                          const PeerWatch& watch) {
   auto* at = static_cast<std::uint8_t*>(out);
   while (size > 0) {
-    if (auto ok = wait_readable(fd, deadline); !ok) return ok;
+    if (auto ok = wait_ready(fd, POLLIN, deadline, watch); !ok) return ok;
     const ssize_t got = ::recv(fd, at, size, 0);
     if (got == 0) return unavailable(started ? "closed within a frame" : "closed");
     if (got < 0) {
@@ -74,7 +95,9 @@ std::size_t aligned(std::size_t size) { return (size + kAlignment - 1) / kAlignm
 
 }  // namespace
 
-Result<void> write_frame(int fd, const std::string& header, const std::vector<ByteRange>& buffers) {
+Result<void> write_frame(int fd, const std::string& header, const std::vector<ByteRange>& buffers,
+                         std::optional<std::chrono::steady_clock::time_point> deadline,
+                         const PeerWatch& watch) {
   if (header.size() > kMaxHeaderBytes || buffers.size() > kMaxBuffers) {
     return Error(StatusCode::ResourceExhausted, "a message to the Python stub is too large");
   }
@@ -97,9 +120,14 @@ Result<void> write_frame(int fd, const std::string& header, const std::vector<By
     message.msg_iov = &pieces[first];
     // Linux takes at most IOV_MAX pieces per call.
     message.msg_iovlen = std::min<std::size_t>(pieces.size() - first, IOV_MAX);
-    const ssize_t sent = ::sendmsg(fd, &message, MSG_NOSIGNAL);
+    // Non-blocking, so that a peer that stops reading costs the deadline, not this thread.
+    const ssize_t sent = ::sendmsg(fd, &message, MSG_NOSIGNAL | MSG_DONTWAIT);
     if (sent < 0) {
-      if (errno == EINTR || errno == EAGAIN) continue;
+      if (errno == EINTR) continue;
+      if (errno == EAGAIN || errno == EWOULDBLOCK) {
+        if (auto ok = wait_ready(fd, POLLOUT, deadline, watch); !ok) return ok;
+        continue;
+      }
       return unavailable(std::string("send: ") + std::strerror(errno));
     }
     auto left = static_cast<std::size_t>(sent);
@@ -116,9 +144,10 @@ Result<void> write_frame(int fd, const std::string& header, const std::vector<By
 }
 
 Result<Frame> read_frame(int fd, std::optional<std::chrono::steady_clock::time_point> deadline,
-                         const FrameLimits& limits) {
+                         const FrameLimits& limits, const PeerWatch& watch) {
   std::uint8_t counts[8];
-  if (auto ok = read_exactly(fd, counts, sizeof counts, deadline, false); !ok) return ok.error();
+  if (auto ok = read_exactly(fd, counts, sizeof counts, deadline, false, watch); !ok)
+    return ok.error();
   const std::uint64_t header_size = get_le(counts, 4);
   const std::uint64_t buffer_count = get_le(counts + 4, 4);
   if (header_size > kMaxHeaderBytes || buffer_count > kMaxBuffers) {
@@ -129,7 +158,7 @@ Result<Frame> read_frame(int fd, std::optional<std::chrono::steady_clock::time_p
                                            std::to_string(kMaxBuffers) + ")");
   }
   std::vector<std::uint8_t> sizes(8 * buffer_count);
-  if (auto ok = read_exactly(fd, sizes.data(), sizes.size(), deadline, true); !ok) {
+  if (auto ok = read_exactly(fd, sizes.data(), sizes.size(), deadline, true, watch); !ok) {
     return ok.error();
   }
   Frame frame;
@@ -150,7 +179,8 @@ Result<Frame> read_frame(int fd, std::optional<std::chrono::steady_clock::time_p
     total += aligned(static_cast<std::size_t>(size));
   }
   frame.header.resize(static_cast<std::size_t>(header_size));
-  if (auto ok = read_exactly(fd, frame.header.data(), frame.header.size(), deadline, true); !ok) {
+  if (auto ok = read_exactly(fd, frame.header.data(), frame.header.size(), deadline, true, watch);
+      !ok) {
     return ok.error();
   }
   if (total > 0) {
@@ -160,7 +190,7 @@ Result<Frame> read_frame(int fd, std::optional<std::chrono::steady_clock::time_p
     });
     auto* at = static_cast<std::uint8_t*>(block);
     for (const std::size_t size : sizes_read) {
-      if (auto ok = read_exactly(fd, at, size, deadline, true); !ok) return ok.error();
+      if (auto ok = read_exactly(fd, at, size, deadline, true, watch); !ok) return ok.error();
       frame.buffers.push_back({at, size});
       at += aligned(size);
     }

@@ -14,6 +14,7 @@
 // sonic_python_stub.py (read_frame, write_frame), which must agree with this file.
 #pragma once
 
+#include <sys/types.h>
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
@@ -36,6 +37,14 @@ struct FrameLimits {
   std::uint64_t max_buffer_bytes = std::uint64_t{2} << 30;
 };
 
+/// How a read or write sees that the peer's process ended while its socket stays open (a child
+/// it forked holds the socket too): a pidfd of it, readable once it ended; or, where the kernel
+/// has no pidfd_open, its pid, checked every 50 ms. Both unset: the socket alone tells.
+struct PeerWatch {
+  int pidfd = -1;
+  pid_t pid = -1;
+};
+
 /// A span of bytes to send, owned by the caller until write_frame() returns.
 struct ByteRange {
   const void* data;
@@ -50,14 +59,19 @@ struct Frame {
   std::vector<ByteRange> buffers;
 };
 
-/// Sends one frame on a stream socket, blocking until all of it is handed over. Never raises
-/// SIGPIPE: a peer that is gone is UNAVAILABLE.
-Result<void> write_frame(int fd, const std::string& header, const std::vector<ByteRange>& buffers);
+/// Sends one frame on a stream socket, blocking until all of it is handed over or `deadline`
+/// passes (none: as long as it takes): DEADLINE_EXCEEDED past it, when the peer stopped reading,
+/// with part of the frame sent. Never raises SIGPIPE: a peer that is gone (or, with `watch`,
+/// whose process ended) is UNAVAILABLE.
+Result<void> write_frame(int fd, const std::string& header, const std::vector<ByteRange>& buffers,
+                         std::optional<std::chrono::steady_clock::time_point> deadline,
+                         const PeerWatch& watch = {});
 
 /// Reads one frame. `deadline` bounds the wait for all of it (none: wait as long as it takes):
 /// DEADLINE_EXCEEDED past it. UNAVAILABLE when the peer closed the socket (at a frame's start:
-/// "closed"; within one: "closed within a frame"); DATA_LOSS for a length beyond its limit.
+/// "closed"; within one: "closed within a frame"), or when, with `watch`, its process ended
+/// and nothing is left to read ("ended"); DATA_LOSS for a length beyond its limit.
 Result<Frame> read_frame(int fd, std::optional<std::chrono::steady_clock::time_point> deadline,
-                         const FrameLimits& limits);
+                         const FrameLimits& limits, const PeerWatch& watch = {});
 
 }  // namespace sonic::python_backend

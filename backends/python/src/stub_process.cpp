@@ -132,6 +132,18 @@ Result<StubProcess> StubProcess::spawn(const std::string& python,
     if (child != 0) return {child, errno};
     // The child: die with the spawning thread (the process), and have the socket as fd 3.
     ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+    // A process group of its own, so that what the model forks is killed with it.
+    ::setpgid(0, 0);
+    // Not the server's blocked signals (the thread that forked has StopSignals' mask) or
+    // ignored ones: exec keeps both, and a model's own handling of SIGTERM or SIGINT needs them.
+    sigset_t none;
+    ::sigemptyset(&none);
+    ::sigprocmask(SIG_SETMASK, &none, nullptr);
+    struct sigaction default_action {};
+    default_action.sa_handler = SIG_DFL;
+    for (int number = 1; number < NSIG; ++number) {
+      if (number != SIGKILL && number != SIGSTOP) ::sigaction(number, &default_action, nullptr);
+    }
     if (::getppid() != parent) ::_exit(127);  // the parent died before prctl took effect
     if (null_fd >= 0) ::dup2(null_fd, 0);
     if (ends[1] == 3) {
@@ -153,27 +165,44 @@ Result<StubProcess> StubProcess::spawn(const std::string& python,
     ::close(ends[0]);
     return Error(StatusCode::Internal, std::string("fork: ") + std::strerror(fork_error));
   }
+  ::setpgid(pid, pid);  // as the child does: whichever runs first, the group exists at once
   StubProcess process;
   process.pid_ = pid;
+  process.group_ = pid;
   process.fd_ = ends[0];
+#ifdef SYS_pidfd_open
+  process.pidfd_ = static_cast<int>(::syscall(SYS_pidfd_open, pid, 0));
+  if (process.pidfd_ >= 0) ::fcntl(process.pidfd_, F_SETFD, FD_CLOEXEC);
+#endif
   return process;
 }
 
 StubProcess::StubProcess(StubProcess&& other) noexcept
-    : pid_(other.pid_), fd_(other.fd_), ended_(std::move(other.ended_)) {
+    : pid_(other.pid_),
+      group_(other.group_),
+      fd_(other.fd_),
+      pidfd_(other.pidfd_),
+      ended_(std::move(other.ended_)) {
   other.pid_ = -1;
+  other.group_ = -1;
   other.fd_ = -1;
+  other.pidfd_ = -1;
 }
 
 StubProcess& StubProcess::operator=(StubProcess&& other) noexcept {
   if (this != &other) {
     if (pid_ > 0) kill();
     if (fd_ >= 0) ::close(fd_);
+    if (pidfd_ >= 0) ::close(pidfd_);
     pid_ = other.pid_;
+    group_ = other.group_;
     fd_ = other.fd_;
+    pidfd_ = other.pidfd_;
     ended_ = std::move(other.ended_);
     other.pid_ = -1;
+    other.group_ = -1;
     other.fd_ = -1;
+    other.pidfd_ = -1;
   }
   return *this;
 }
@@ -181,6 +210,7 @@ StubProcess& StubProcess::operator=(StubProcess&& other) noexcept {
 StubProcess::~StubProcess() {
   if (pid_ > 0) kill();
   if (fd_ >= 0) ::close(fd_);
+  if (pidfd_ >= 0) ::close(pidfd_);
 }
 
 std::string StubProcess::reap(bool block) {
@@ -193,13 +223,17 @@ std::string StubProcess::reap(bool block) {
   if (got == 0) return {};
   ended_ = got == pid_ ? describe_status(status) : "ended (waitpid failed)";
   pid_ = -1;
+  // What it forked ends with it. The group's id is not reused while a member of it lives.
+  if (group_ > 0) ::kill(-group_, SIGKILL);
+  group_ = -1;
   return ended_;
 }
 
 std::string StubProcess::kill() {
   if (pid_ <= 0) return ended_;
   if (auto ended = reap(false); !ended.empty()) return ended;
-  ::kill(pid_, SIGKILL);
+  ::kill(-group_, SIGKILL);
+  ::kill(pid_, SIGKILL);  // should setpgid have failed
   return reap(true);
 }
 

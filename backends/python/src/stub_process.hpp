@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "sonic/error.hpp"
+#include "stub_frame.hpp"
 
 namespace sonic::python_backend {
 
@@ -21,7 +22,8 @@ class StubProcess {
   /// Starts `python` with `arguments`, its fd 3 being this end's peer. Stdin is /dev/null;
   /// stdout and stderr are this process's, so that the model's prints and logs go where the
   /// server's go. The child is killed (SIGKILL) when this process ends, however it ends:
-  /// spawned from a thread that lives as long as the process, with PR_SET_PDEATHSIG.
+  /// spawned from a thread that lives as long as the process, with PR_SET_PDEATHSIG. It leads a
+  /// process group of its own, which kill() ends: the processes a model forks go with it.
   static Result<StubProcess> spawn(const std::string& python,
                                    const std::vector<std::string>& arguments);
 
@@ -35,8 +37,12 @@ class StubProcess {
 
   int fd() const noexcept { return fd_; }
   pid_t pid() const noexcept { return pid_; }
+  /// For read_frame and write_frame: how they see the child end while a process it forked
+  /// keeps the socket open.
+  PeerWatch watch() const noexcept { return {pidfd_, pid_}; }
 
-  /// SIGKILL, then reaps it; what became of it ("killed by signal 9 (Killed)").
+  /// SIGKILL to its process group, then reaps it; what became of it ("killed by signal 9
+  /// (Killed)").
   std::string kill();
   /// Waits up to `ms` for the child to end by itself, then kills it; how it ended.
   std::string wait_or_kill(int ms);
@@ -46,7 +52,9 @@ class StubProcess {
   std::string reap(bool block);
 
   pid_t pid_ = -1;
+  pid_t group_ = -1;  // its process group, killed with it (the processes it forked)
   int fd_ = -1;
+  int pidfd_ = -1;     // readable once the child ended; -1 where the kernel has no pidfd_open
   std::string ended_;  // how it ended, once reaped
 };
 
