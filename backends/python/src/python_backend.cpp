@@ -2,9 +2,17 @@
 // Triton runs it: every model instance in a process of its own, a "stub" (Triton's
 // python_backend README: "each model instance ... a separate process"), so that
 //   - models do not share one interpreter's GIL, and instances of one model run at once;
-//   - a model that crashes, leaks or hangs costs its own process, never the server: a stub that
-//     dies or passes its execute time limit is killed, its request fails UNAVAILABLE with the
-//     reason, and the model is retired (ModelHost::retire) until a load brings it back.
+//   - a model that crashes, leaks or breaks the protocol costs its own process, not the
+//     server's memory: a stub that dies is reaped, one that breaks the protocol is killed, its
+//     request fails UNAVAILABLE with the reason, and the model is retired (ModelHost::retire)
+//     until a load brings it back.
+// A model that hangs holds a server thread for as long as its limits allow, each set in its
+// config.pbtxt (python_settings.hpp): execute_timeout_ms bounds each read from and each write
+// to the stub during an execute (past it the stub is killed and the model retired, as above);
+// instance_wait_timeout_ms bounds a request's wait for a free instance (it then fails
+// UNAVAILABLE); a BLS call that would wait for an instance its own call chain holds fails at
+// once. A limit of 0 bounds nothing, and the time a BLS call spends in the model it calls is
+// bounded only by that model.
 // The stub is sonic_python_stub.py (embedded, written to a private directory at load), spoken
 // to in frames over a socketpair (stub_frame.hpp). Requests go to a free instance, or wait for
 // one. A model calls the server's other models (BLS) through the same socket: the thread that
