@@ -162,8 +162,9 @@ Result<void> StubConversation::take_response(const json& response, const Frame& 
     }
     return Error(code_named(*code), *message);
   }
-  auto outputs = tensors_of(response.contains("outputs") ? response["outputs"] : json::array(),
-                            frame, "the Python stub of model '" + model_name_ + "'");
+  auto outputs =
+      tensors_of(response.contains("outputs") ? response["outputs"] : json::array(), frame,
+                 settings_.limits, "the Python stub of model '" + model_name_ + "'");
   if (!outputs) return outputs.error();
   take(std::move(*outputs));
   return {};
@@ -198,7 +199,7 @@ Result<void> StubConversation::answer_bls(const json& header, const Frame& frame
                                                    "call other models"));
   }
   auto inputs = tensors_of(header.contains("inputs") ? header["inputs"] : json::array(), frame,
-                           "the Python stub of model '" + model_name_ + "'");
+                           settings_.limits, "the Python stub of model '" + model_name_ + "'");
   if (!inputs) return fail(inputs.error());
   auto model = string_field(header, "model_name", "");
   auto version = string_field(header, "model_version", "");

@@ -1,6 +1,7 @@
 #include "stub_tensors.hpp"
 
 #include <cstdint>
+#include <string_view>
 
 namespace sonic::python_backend {
 
@@ -17,6 +18,26 @@ json describe(const NamedTensor& named, std::vector<ByteRange>& buffers) {
           {"buffer", buffers.size() - 1}};
 }
 
+// The number of elements in a BYTES tensor's bytes, counted without an index, up to `most`:
+// most + 1 once there are more. Bytes that end inside an element count as far as they go
+// (Tensor::check says what is wrong with them).
+std::uint64_t bytes_elements_up_to(const ByteRange& bytes, std::uint64_t most) {
+  const auto* data = static_cast<const std::uint8_t*>(bytes.data);
+  std::uint64_t count = 0;
+  std::size_t pos = 0;
+  while (bytes.size - pos >= 4 && count <= most) {
+    const std::uint32_t n = static_cast<std::uint32_t>(data[pos]) |
+                            static_cast<std::uint32_t>(data[pos + 1]) << 8 |
+                            static_cast<std::uint32_t>(data[pos + 2]) << 16 |
+                            static_cast<std::uint32_t>(data[pos + 3]) << 24;
+    pos += 4;
+    if (n > bytes.size - pos) break;
+    pos += n;
+    ++count;
+  }
+  return count;
+}
+
 }  // namespace
 
 json describe_all(const std::vector<NamedTensor>& tensors, std::vector<ByteRange>& buffers) {
@@ -26,11 +47,13 @@ json describe_all(const std::vector<NamedTensor>& tensors, std::vector<ByteRange
 }
 
 Result<std::vector<NamedTensor>> tensors_of(const json& list, const Frame& frame,
-                                            const std::string& who) {
+                                            const FrameLimits& limits, const std::string& who) {
   auto bad = [&](const std::string& what) {
     return Error(StatusCode::Internal, who + " sent a malformed tensor: " + what);
   };
   if (!list.is_array()) return bad("no tensor list");
+  // What is left of the BYTES elements the list may hold (see the header).
+  std::uint64_t elements_left = limits.max_buffer_bytes / sizeof(std::string_view);
   std::vector<NamedTensor> tensors;
   for (const auto& item : list) {
     if (!item.is_object() || !item.contains("name") || !item["name"].is_string() ||
@@ -49,6 +72,18 @@ Result<std::vector<NamedTensor>> tensors_of(const json& list, const Frame& frame
     const auto index = item["buffer"].get<std::size_t>();
     if (index >= frame.buffers.size()) return bad("buffer index " + std::to_string(index));
     const ByteRange& bytes = frame.buffers[index];
+    if (*type == DataType::Bytes) {
+      const std::uint64_t elements = bytes_elements_up_to(bytes, elements_left);
+      if (elements > elements_left) {
+        return Error(StatusCode::Internal,
+                     who + " sent BYTES tensors of more than " +
+                         std::to_string(limits.max_buffer_bytes / sizeof(std::string_view)) +
+                         " elements in one message, whose index would cost more than the "
+                         "model's max_message_bytes (" +
+                         std::to_string(limits.max_buffer_bytes) + ")");
+      }
+      elements_left -= elements;
+    }
     Tensor tensor =
         Tensor::from_shared(*type, std::move(shape), frame.storage, bytes.data, bytes.size);
     if (auto ok = tensor.check(); !ok) return bad(ok.error().message());

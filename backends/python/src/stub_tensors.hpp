@@ -23,8 +23,13 @@ nlohmann::json describe_all(const std::vector<NamedTensor>& tensors,
 
 /// The tensors a stub described in `list`, over `frame`'s buffers (no copy: they share its
 /// storage). INTERNAL naming `who` for a description that does not fit its bytes: the stub,
-/// not the request, is at fault. Thread-safe; never blocks.
+/// not the request, is at fault. The index of a BYTES tensor's elements (a string_view, 16
+/// bytes, an element, built by Tensor::check and by whoever reads the strings) counts against
+/// `limits`: the BYTES tensors of one list may hold at most max_buffer_bytes / 16 elements,
+/// so that a stub's empty strings (4 bytes each on the wire) cost the server no more than
+/// max_message_bytes again; INTERNAL past it, found before any index is built. Thread-safe;
+/// never blocks.
 Result<std::vector<NamedTensor>> tensors_of(const nlohmann::json& list, const Frame& frame,
-                                            const std::string& who);
+                                            const FrameLimits& limits, const std::string& who);
 
 }  // namespace sonic::python_backend
