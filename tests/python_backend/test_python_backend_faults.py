@@ -561,3 +561,48 @@ def test_a_decoupled_bls_call_yields_each_response_as_it_comes(serve, pb):
     arrivals = infer(server, pb, "reader", [0])
     assert len(arrivals) == 3
     assert arrivals[0] < 300 and arrivals[2] >= 700
+
+
+# ---- what a stub's tensors may cost the server ----
+
+STRINGS_CONFIG = """\
+name: "empty_strings"
+backend: "python"
+max_batch_size: 0
+parameters { key: "max_message_bytes" value { string_value: "4096" } }
+input [ { name: "IN" data_type: TYPE_INT32 dims: [ -1 ] } ]
+output [ { name: "OUT" data_type: TYPE_STRING dims: [ -1 ] } ]
+"""
+
+EMPTY_STRINGS = """
+import numpy as np
+import triton_python_backend_utils as pb_utils
+
+class TritonPythonModel:
+    def execute(self, requests):
+        # IN[0] empty strings: 4 bytes each on the wire.
+        count = int(pb_utils.get_input_tensor_by_name(requests[0], "IN").as_numpy()[0])
+        strings = np.array([b""] * count, dtype=np.object_)
+        return [pb_utils.InferenceResponse([pb_utils.Tensor("OUT", strings)])]
+"""
+
+
+def test_a_bytes_output_of_more_elements_than_max_message_bytes_allows_is_refused(tmp_path, pb):
+    # 1000 empty strings fit a message of 4096 bytes, but their index (16 bytes an element)
+    # would cost 4 times it: refused as the stub's fault, and the model serves on.
+    directory = tmp_path / "models" / "empty_strings"
+    (directory / "1").mkdir(parents=True)
+    (directory / "config.pbtxt").write_text(STRINGS_CONFIG)
+    (directory / "1" / "model.py").write_text(textwrap.dedent(EMPTY_STRINGS))
+    server = Server("--model-repository", str(tmp_path / "models"), "--model-control-mode",
+                    "explicit", "--load-model", "*")
+    try:
+        with pytest.raises(grpc.RpcError) as failed:
+            stub(server, pb).ModelInfer(request(pb, "empty_strings", [1000]), timeout=TIMEOUT)
+        assert failed.value.code() == grpc.StatusCode.INTERNAL
+        assert "max_message_bytes" in failed.value.details()
+        answer = stub(server, pb).ModelInfer(request(pb, "empty_strings", [10]), timeout=TIMEOUT)
+        assert answer.raw_output_contents[0] == b"\0\0\0\0" * 10
+        assert index(server, pb)["empty_strings"].state == "READY"
+    finally:
+        server.stop()

@@ -9,9 +9,11 @@
 //   buffer 0, 1, ...        the tensors' bytes, each exactly as declared, no padding
 //
 // A tensor names its buffer by index in the header. Every length is checked against its limit
-// before anything is allocated for it, so a stub that writes garbage costs at most the limits,
-// and an error, not the server's memory. The stub's side is backends/python/python/
-// sonic_python_stub.py (read_frame, write_frame), which must agree with this file.
+// before anything is allocated for it, so a frame of garbage costs at most the limits (the
+// header's, and the buffers' max_buffer_bytes) and an error, not the server's memory; what
+// the tensors made from a frame may cost besides is bounded by tensors_of (stub_tensors.hpp). The
+// stub's side is backends/python/python/ sonic_python_stub.py (read_frame, write_frame), which must
+// agree with this file.
 #pragma once
 
 #include <sys/types.h>

@@ -1,0 +1,98 @@
+#include "python_model.hpp"
+
+#include <exception>
+#include <nlohmann/json.hpp>
+
+#include "current_loads.hpp"
+#include "stub_conversation.hpp"
+#include "stub_messages.hpp"
+#include "stub_tensors.hpp"
+
+namespace sonic::python_backend {
+
+using json = nlohmann::json;
+
+PythonModel::PythonModel(const repository::LoadContext& context, Settings settings, bool decoupled)
+    : name_(context.model_name),
+      version_(context.version),
+      host_(context.host),
+      settings_(settings),
+      decoupled_(decoupled),
+      pool_(context.model_name, settings.instance_wait_timeout) {}
+
+PythonModel::~PythonModel() {
+  pool_.for_each([&](Instance& instance) { finalize_stub(instance, settings_); });
+}
+
+void PythonModel::add_instance(Instance instance) { pool_.add(std::move(instance)); }
+
+void PythonModel::set_decoupled(bool decoupled) { decoupled_ = decoupled; }
+
+Result<std::vector<NamedTensor>> PythonModel::compute(const InferRequest& request) {
+  std::vector<NamedTensor> outputs;
+  auto done = run(request, [&](std::vector<NamedTensor> got) { outputs = std::move(got); });
+  if (!done) return done.error();
+  return outputs;
+}
+
+Result<void> PythonModel::compute_decoupled(const InferRequest& request,
+                                            const ResponseSink& respond) {
+  return run(request, [&](std::vector<NamedTensor> got) { respond(std::move(got)); });
+}
+
+// Runs one request on a free stub, handing each response's outputs to `take`.
+Result<void> PythonModel::run(const InferRequest& request, const ResponseSink& take) {
+  // The request is described before an instance is taken: a client's string that is not UTF-8
+  // (an id, a parameter, a tensor's name) is the request's error, found here.
+  std::vector<ByteRange> buffers;
+  std::string header;
+  // Every message of the stub's about this execute carries its number: one of another
+  // execute's (a response sent late) is a broken protocol, never another request's answer.
+  const std::uint64_t execute = ++executes_;
+  try {
+    json described{{"request_id", request.request_id()},
+                   {"inputs", describe_all(request.inputs(), buffers)},
+                   {"requested_outputs", json::array()},
+                   {"parameters", parameters_json(request.parameters()).dump()},
+                   {"correlation_id", correlation_id_of(request.parameters())},
+                   {"flags", sequence_flags_of(request.parameters())}};
+    for (const auto& wanted : request.outputs()) {
+      described["requested_outputs"].push_back(wanted.name);
+    }
+    header = json{{"type", "execute"}, {"execute", execute}, {"requests", json::array({described})}}
+                 .dump();
+  } catch (const json::exception& e) {
+    return Error(StatusCode::InvalidArgument,
+                 "a request to Python model '" + name_ +
+                     "' holds a string that is not UTF-8 (its id, a parameter or a tensor's "
+                     "name): " +
+                     e.what());
+  }
+  return pool_.lend([&](Instance& instance) -> Result<void> {
+    // A throw means the conversation with the stub is in an unknown state, so the stub is not
+    // trusted again.
+    try {
+      StubConversation conversation(instance, settings_, name_, host_.get(),
+                                    [&](const std::string& what) { return broke(instance, what); });
+      return conversation.execute(execute, header, buffers, decoupled_, take);
+    } catch (const std::exception& e) {
+      return broke(instance, std::string("could not be answered (") + e.what() + ")");
+    }
+  });
+}
+
+// The stub can no longer be trusted: kill it, fail the model with `what`, and retire it so that
+// the server says why until a load brings it back.
+Error PythonModel::broke(Instance& instance, const std::string& what) {
+  const std::string ended = instance.process.kill();
+  std::string reason =
+      "the Python stub of model '" + name_ + "' (instance " + instance.name + ") " + what;
+  if (!ended.empty() && what.find(ended) == std::string::npos) reason += "; it " + ended;
+  pool_.mark_broken(reason);
+  if (host_ && CurrentLoads::get().is_current(host_.get(), name_, version_, this)) {
+    host_->retire(name_, reason);
+  }
+  return Error(StatusCode::Unavailable, reason);
+}
+
+}  // namespace sonic::python_backend
