@@ -24,7 +24,7 @@ struct StepPlan {
   std::string model;
   std::string version;  ///< empty: the model's default version
   bool decoupled = false;
-  std::vector<std::pair<std::string, Slot>> inputs;   ///< the model's input, the tensor it takes
+  std::vector<std::pair<std::string, Slot>> inputs;  ///< the model's input, the tensor it takes
   std::vector<bool> optional_inputs;  ///< by position in `inputs`: the model may go without it
   std::vector<std::pair<std::string, Slot>> outputs;  ///< the model's output, the tensor it gives
 };

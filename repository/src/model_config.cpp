@@ -311,13 +311,13 @@ bool decode_ensemble_steps(std::string_view bytes, std::vector<EnsembleStep>& st
                                           std::string_view entry;
                                           if (!v.bytes(entry)) return false;
                                           std::string key, value;
-                                          bool ok = each_field(entry, [&](std::uint32_t ef,
-                                                                          WireType et,
-                                                                          wire::Reader& ev) {
-                                                      if (ef == 1) return read_string(ev, key);
-                                                      if (ef == 2) return read_string(ev, value);
-                                                      return ev.skip(et);
-                                                    }).ok();
+                                          bool ok =
+                                              each_field(entry, [&](std::uint32_t ef, WireType et,
+                                                                    wire::Reader& ev) {
+                                                if (ef == 1) return read_string(ev, key);
+                                                if (ef == 2) return read_string(ev, value);
+                                                return ev.skip(et);
+                                              }).ok();
                                           (f == 3 ? step.input_map : step.output_map)[key] = value;
                                           return ok;
                                         })
@@ -331,16 +331,11 @@ constexpr std::initializer_list<std::uint32_t> kReadModelConfigFields = {1, 2,  
                                                                          8, 11, 13, 14, 17, 19};
 // Triton's other ModelConfig fields, by number: kept as they came, named in ignored_fields.
 const std::pair<std::uint32_t, const char*> kKeptModelConfigFields[] = {
-    {9, "ModelConfig.cc_model_filenames"},
-    {10, "ModelConfig.metric_tags"},
-    {12, "ModelConfig.optimization"},
-    {16, "ModelConfig.model_warmup"},
-    {18, "ModelConfig.model_operations"},
-    {20, "ModelConfig.batch_input"},
-    {21, "ModelConfig.batch_output"},
-    {23, "ModelConfig.model_repository_agents"},
-    {24, "ModelConfig.response_cache"},
-    {25, "ModelConfig.runtime"},
+    {9, "ModelConfig.cc_model_filenames"}, {10, "ModelConfig.metric_tags"},
+    {12, "ModelConfig.optimization"},      {16, "ModelConfig.model_warmup"},
+    {18, "ModelConfig.model_operations"},  {20, "ModelConfig.batch_input"},
+    {21, "ModelConfig.batch_output"},      {23, "ModelConfig.model_repository_agents"},
+    {24, "ModelConfig.response_cache"},    {25, "ModelConfig.runtime"},
     {26, "ModelConfig.model_metrics"}};
 
 // Whether serialized fields hold field `number`.
