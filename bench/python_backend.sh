@@ -17,34 +17,7 @@ perf=$build/tools/sonic-perf
 require_built "$server" "$perf"
 
 models=$work/models
-"$python" - "$models" <<'PY'
-import os, sys
-from onnx import TensorProto, helper, save
-root = sys.argv[1]
-x = helper.make_tensor_value_info("INPUT0", TensorProto.FLOAT, ("batch", 16))
-y = helper.make_tensor_value_info("OUTPUT0", TensorProto.FLOAT, ("batch", 16))
-graph = helper.make_graph([helper.make_node("Identity", ["INPUT0"], ["OUTPUT0"])], "id", [x], [y])
-os.makedirs(f"{root}/onnx_identity/1")
-save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)]),
-     f"{root}/onnx_identity/1/model.onnx")
-open(f"{root}/onnx_identity/config.pbtxt", "w").write(
-    'name: "onnx_identity"\nbackend: "onnxruntime"\nmax_batch_size: 8\n')
-model_py = '''import triton_python_backend_utils as pb_utils
-class TritonPythonModel:
-    def execute(self, requests):
-        return [pb_utils.InferenceResponse([pb_utils.Tensor(
-            "OUTPUT0", pb_utils.get_input_tensor_by_name(r, "INPUT0").as_numpy())])
-            for r in requests]
-'''
-for name, count in (("python_identity", 1), ("python_identity_x4", 4)):
-    os.makedirs(f"{root}/{name}/1")
-    open(f"{root}/{name}/1/model.py", "w").write(model_py)
-    open(f"{root}/{name}/config.pbtxt", "w").write(
-        f'name: "{name}"\nbackend: "python"\nmax_batch_size: 8\n'
-        'input [ { name: "INPUT0" data_type: TYPE_FP32 dims: [ 16 ] } ]\n'
-        'output [ { name: "OUTPUT0" data_type: TYPE_FP32 dims: [ 16 ] } ]\n'
-        f'instance_group [ {{ count: {count} kind: KIND_CPU }} ]\n')
-PY
+"$python" "$repo/bench/identity_models.py" "$models"
 # The stubs run under the interpreter that has numpy (the one PATH finds may not).
 SONIC_PYTHON=${SONIC_PYTHON:-$python} start_server "$server" "$work/server.log" \
   --model-repository "$models"
