@@ -563,6 +563,43 @@ def test_a_decoupled_bls_call_yields_each_response_as_it_comes(serve, pb):
     assert arrivals[0] < 300 and arrivals[2] >= 700
 
 
+FAST_STREAM = """
+import numpy as np
+import triton_python_backend_utils as pb_utils
+
+class TritonPythonModel:
+    def execute(self, requests):
+        sender = requests[0].get_response_sender()
+        for i in range(5):
+            sender.send(pb_utils.InferenceResponse([pb_utils.Tensor("OUT", np.array([i], np.int32))]))
+        sender.send(flags=pb_utils.TRITONSERVER_RESPONSE_COMPLETE_FINAL)
+        return None
+"""
+
+FIRST_ANSWER_ONLY = """
+import numpy as np
+import triton_python_backend_utils as pb_utils
+
+class TritonPythonModel:
+    def execute(self, requests):
+        value = pb_utils.get_input_tensor_by_name(requests[0], "IN").as_numpy()
+        call = pb_utils.InferenceRequest(
+            model_name="fast", inputs=[pb_utils.Tensor("IN", value)], requested_output_names=["OUT"])
+        for answer in call.exec(decoupled=True):
+            first = answer.output_tensors()[0].as_numpy()
+            break  # the rest of the stream is not read
+        return [pb_utils.InferenceResponse([pb_utils.Tensor("OUT", first + value)])]
+"""
+
+
+def test_the_rest_of_a_decoupled_bls_stream_left_unread_reaches_no_later_request(serve, pb):
+    # The server writes the stream's other responses and its end all the same; they must not
+    # be taken for the next execute's messages.
+    server = serve({"fast": (FAST_STREAM, DECOUPLED), "first": (FIRST_ANSWER_ONLY, "")})
+    for value in range(1, 6):
+        assert infer(server, pb, "first", [value]) == [value]
+
+
 # ---- what a stub's tensors may cost the server ----
 
 STRINGS_CONFIG = """\

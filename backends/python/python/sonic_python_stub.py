@@ -16,10 +16,10 @@ a JSON header and byte buffers. The server speaks first and the stub answers:
 
 The stub ends when the socket closes (the server unloaded the model or is gone)."""
 
+import collections
 import importlib.util
 import json
 import os
-import queue
 import socket
 import struct
 import sys
@@ -30,27 +30,33 @@ SOCKET_FD = 3
 
 
 class Channel:
-    """Frames over the socket. One thread reads it (start_reading()): the answers to a BLS call
-    go to the thread that made the call, by the call's number, and every other message to the
-    main loop (next()). Writes may come from any thread.
+    """Frames over the socket. No thread is set aside to read it: whichever thread waits for a
+    message reads the socket while no other does, keeps what is its own and hands the rest on
+    (the main loop's messages to next(), a BLS call's answers to the thread that made the call,
+    by the call's number). The main loop thus reads each execute itself, with no thread switch
+    on the way.
+    Writes may come from any thread.
 
     A BLS call is answered only while an execute is under way (the server reads the socket only
     then): from the execute's message until its responses were written, or, for a decoupled
     model, until execute() returned and every sender sent its final flag. A call outside that is
     refused here, at once."""
 
+    MAIN = "main"  # the main loop's inbox; a BLS call's is its number
+
     def __init__(self, fd):
         self._socket = socket.socket(fileno=fd)
         self._write_lock = threading.Lock()
-        self._messages = queue.Queue()  # (header, buffers), or None once the socket closed
         # The execute under way. Held while writing what begins or ends a conversation with the
         # server, so that no BLS call is written after the message that ends the execute.
         self._state = threading.Lock()
-        # The reader takes only this one, never _state: it must never wait for a writer.
-        self._calls_lock = threading.Lock()
-        self._calls = {}  # call number -> queue.Queue of its answers
-        self._next_call = 0
+        # Guards the inboxes and who reads. Never held while reading or writing the socket, and
+        # taken after _state where both are: the reading thread must never wait for a writer.
+        self._arrivals = threading.Condition()
+        self._inboxes = {Channel.MAIN: collections.deque()}  # (header, buffers) each
+        self._reading = False  # a thread is reading the socket
         self._closed = False
+        self._next_call = 0
         self._open_senders = 0
         self._executed = False
         self.decoupled = False
@@ -74,35 +80,45 @@ class Channel:
         # Each buffer in an allocation of its own, which numpy arrays of it then share.
         return header, [self._read_exactly(size) for size in sizes]
 
-    def start_reading(self):
-        threading.Thread(target=self._read_all, name="sonic-stub-reader", daemon=True).start()
-
-    def _read_all(self):
-        try:
+    def _take(self, inbox):
+        """The next message for `inbox`; EOFError once the socket closed and it is empty."""
+        with self._arrivals:
             while True:
-                header, buffers = self.read()
+                if self._inboxes[inbox]:
+                    return self._inboxes[inbox].popleft()
+                if self._closed:
+                    raise EOFError("the server closed the connection")
+                if not self._reading:
+                    self._reading = True
+                    break
+                self._arrivals.wait()
+        while True:
+            try:
+                message = self.read()
+            except (EOFError, OSError, ValueError):
+                message = None
+            with self._arrivals:
+                if message is None:
+                    self._closed = True
+                    self._reading = False
+                    self._arrivals.notify_all()
+                    raise EOFError("the server closed the connection")
+                header = message[0]
+                owner = Channel.MAIN
                 if header.get("type") in ("bls_response", "bls_end"):
-                    with self._calls_lock:
-                        waiting = self._calls.get(header.get("call"))
-                    if waiting is not None:
-                        waiting.put((header, buffers))
-                        continue
-                self._messages.put((header, buffers))
-        except (EOFError, OSError, ValueError):
-            pass
-        self._messages.put(None)
-        with self._calls_lock:
-            self._closed = True
-            for waiting in self._calls.values():
-                waiting.put(None)
+                    owner = header.get("call")
+                    if owner not in self._inboxes:
+                        continue  # the rest of a stream its caller stopped reading: dropped
+                if owner == inbox:
+                    self._reading = False  # a waiting thread reads on
+                    self._arrivals.notify_all()
+                    return message
+                self._inboxes[owner].append(message)
+                self._arrivals.notify_all()
 
     def next(self):
         """The server's next message for the main loop; EOFError once the socket closed."""
-        message = self._messages.get()
-        if message is None:
-            self._messages.put(None)
-            raise EOFError("the server closed the connection")
-        return message
+        return self._take(Channel.MAIN)
 
     def write(self, header, buffers=()):
         views = [memoryview(b).cast("B") for b in buffers]
@@ -160,7 +176,6 @@ class Channel:
             "inputs": [encode_tensor(t, buffers) for t in request.inputs()],
             "requested_outputs": list(request.requested_output_names()),
         }
-        answers = queue.Queue()
         with self._state:
             if self.execute is None:
                 refused = pb_utils.TritonError(
@@ -169,19 +184,19 @@ class Channel:
                     "final responses)", pb_utils.TritonError.UNAVAILABLE)
                 response = pb_utils.InferenceResponse(error=refused)
                 return iter([response]) if decoupled else response
-            with self._calls_lock:
+            with self._arrivals:
                 if self._closed:
                     raise EOFError("the server closed the connection")
                 call = self._next_call
                 self._next_call += 1
-                self._calls[call] = answers
+                self._inboxes[call] = collections.deque()
             header["execute"] = self.execute
             header["call"] = call
             self.write(header, buffers)
         if decoupled:
-            return self._stream(call, answers)
+            return self._stream(call)
         try:
-            answer, answer_buffers = self._answer(answers)
+            answer, answer_buffers = self._take(call)
             if answer["type"] != "bls_response":
                 raise pb_utils.TritonModelException(
                     "unexpected message from the server: %r" % answer["type"])
@@ -189,11 +204,11 @@ class Channel:
         finally:
             self._forget(call)
 
-    def _stream(self, call, answers):
+    def _stream(self, call):
         """A decoupled call's responses, each yielded as it comes (Triton's ResponseIterator)."""
         try:
             while True:
-                answer, answer_buffers = self._answer(answers)
+                answer, answer_buffers = self._take(call)
                 if answer["type"] == "bls_response":
                     yield decode_response(answer["response"], answer_buffers)
                 elif answer["type"] == "bls_end":
@@ -206,16 +221,9 @@ class Channel:
         finally:
             self._forget(call)
 
-    @staticmethod
-    def _answer(answers):
-        answer = answers.get()
-        if answer is None:
-            raise EOFError("the server closed the connection")
-        return answer
-
     def _forget(self, call):
-        with self._calls_lock:
-            del self._calls[call]
+        with self._arrivals:
+            del self._inboxes[call]
 
 
 def encode_tensor(tensor, buffers):
@@ -385,7 +393,6 @@ class Stub:
 
     def serve(self):
         self.channel.write({"type": "hello", "python": sys.version.split()[0]})
-        self.channel.start_reading()
         handlers = {"auto_complete": self.auto_complete, "initialize": self.initialize}
         while True:
             try:
