@@ -34,8 +34,7 @@ class Channel:
     message reads the socket while no other does, keeps what is its own and hands the rest on
     (the main loop's messages to next(), a BLS call's answers to the thread that made the call,
     by the call's number). The main loop thus reads each execute itself, with no thread switch
-    on the way.
-    Writes may come from any thread.
+    on the way. Writes may come from any thread.
 
     A BLS call is answered only while an execute is under way (the server reads the socket only
     then): from the execute's message until its responses were written, or, for a decoupled
