@@ -96,6 +96,11 @@ class Channel:
                 message = self.read()
             except (EOFError, OSError, ValueError):
                 message = None
+            except BaseException:  # KeyboardInterrupt, MemoryError: a waiting thread reads on
+                with self._arrivals:
+                    self._reading = False
+                    self._arrivals.notify_all()
+                raise
             with self._arrivals:
                 if message is None:
                     self._closed = True
