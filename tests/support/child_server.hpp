@@ -4,6 +4,7 @@
 
 #include <fcntl.h>
 #include <poll.h>
+#include <sched.h>
 #include <signal.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
@@ -29,6 +30,9 @@ struct ChildLimits {
   /// Niceness added to the child's (`nice -n`): a server sharing the test's cores that should
   /// not stand for a CPU the client lacks.
   int nice = 0;
+  /// SCHED_IDLE: the child runs only on a core no other thread wants (niceness still lets a
+  /// busy child hold a core for a scheduler tick or more while a woken thread waits).
+  bool idle = false;
 };
 
 /// A server child process that prints "<prefix><port>" once it listens.
@@ -126,6 +130,10 @@ class ChildServer {
       }
       errno = 0;
       if (limits_.nice != 0 && ::nice(limits_.nice) == -1 && errno != 0) _exit(126);
+      if (limits_.idle) {
+        sched_param param{};
+        if (sched_setscheduler(0, SCHED_IDLE, &param) != 0) _exit(126);
+      }
       dup2(devnull, STDIN_FILENO);
       dup2(out[1], STDOUT_FILENO);  // stderr stays ours: the server's diagnostics show in the log
       execv(argv[0], argv.data());
