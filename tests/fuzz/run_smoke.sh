@@ -4,17 +4,22 @@
 # is never modified). The targets run side by side. Exits non-zero when a target crashes, leaks,
 # hangs or trips a sanitizer; the input that did it is kept under BUILD_DIR/fuzz-artifacts/.
 #
-#   tests/fuzz/run_smoke.sh BUILD_DIR [SECONDS_PER_TARGET=30]
+#   tests/fuzz/run_smoke.sh BUILD_DIR [SECONDS_PER_TARGET=30 [CMAKE_ARGUMENT...]]
+#
+# CMake arguments after the seconds are added to the configuration: a build that goes on in the
+# same directory (CI's suite) passes its own here, so that the libraries the fuzz targets share
+# with it are compiled once, not again with other flags.
 #
 # Environment: JOBS (build parallelism, default 2).
 set -euo pipefail
 
-if [[ $# -lt 1 || $# -gt 2 ]]; then
-  echo "usage: $0 BUILD_DIR [SECONDS_PER_TARGET=30]" >&2
+if [[ $# -lt 1 ]]; then
+  echo "usage: $0 BUILD_DIR [SECONDS_PER_TARGET=30 [CMAKE_ARGUMENT...]]" >&2
   exit 2
 fi
 build=$1
 seconds=${2:-30}
+shift $(($# < 2 ? $# : 2))
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 here=$repo/tests/fuzz
 targets=(fuzz_response_decoder fuzz_request_decoder fuzz_h2_client fuzz_tcp_frame)
@@ -22,7 +27,7 @@ targets=(fuzz_response_decoder fuzz_request_decoder fuzz_h2_client fuzz_tcp_fram
 echo "== fuzz: configure $build"
 CC=clang CXX=clang++ cmake -S "$repo" -B "$build" -DSONIC_BUILD_FUZZERS=ON \
   -DSONIC_SANITIZE=address,undefined -DSONIC_BUILD_TESTS=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-  -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g1 -DNDEBUG" >/dev/null
+  -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g1 -DNDEBUG" "$@" >/dev/null
 if ! grep -qs 'CMAKE_CXX_COMPILER_ID "Clang"' "$build"/CMakeFiles/*/CMakeCXXCompiler.cmake; then
   echo "fuzz: $build was configured with another compiler; use a fresh build directory" >&2
   exit 2
