@@ -9,12 +9,12 @@
 // SCHED_IDLE: on this 2-core machine a server's restart takes a core for tens of milliseconds
 // ten times a second, which in service happens on other machines. (At nice 10 a restart still
 // held a core while a client thread waited: one outcome in 8,000 came 20.7 ms late.) The suite
-// runs alone under `ctest -j` (tests/reliability/CMakeLists.txt), so the idle cores are there. It is not checked
-// under the sanitizers, which slow the client several times. A second storm is an overload: a
-// closed loop that replaces each answered request at once keeps 500 in flight and takes every
-// cycle the machine has (failures are fast while both servers are down), and a thread that
-// waits for a core cannot keep a bound; its lateness is printed, and every request is answered
-// once.
+// runs alone under `ctest -j` (tests/reliability/CMakeLists.txt), so the idle cores are there.
+// It is not checked under the sanitizers, which slow the client several times. A second storm
+// is an overload: a closed loop that replaces each answered request at once keeps 500 in flight
+// and takes every cycle the machine has (failures are fast while both servers are down), and a
+// thread that waits for a core cannot keep a bound; its lateness is printed, and every request
+// is answered once.
 //
 // The environment can make either the storm of a longer run: SONIC_STORM_SECONDS (2),
 // SONIC_STORM_IN_FLIGHT (500), SONIC_STORM_DEADLINE_MS (100 paced, 500 closed loop),
