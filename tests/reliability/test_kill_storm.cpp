@@ -123,7 +123,9 @@ struct Load {
 };
 
 Load paced() {
-  return {setting("SONIC_STORM_RATE", 4000),
+  // Under the sanitizers a quarter of the rate: at 4,000 a second the slowed client fell so far
+  // behind that in some runs (ThreadSanitizer) no request was answered within its deadline.
+  return {setting("SONIC_STORM_RATE", 4000 / kStormSlowdown),
           static_cast<std::size_t>(setting("SONIC_STORM_IN_FLIGHT", 2000)),
           std::chrono::milliseconds(setting("SONIC_STORM_DEADLINE_MS", 100)),
           static_cast<std::size_t>(setting("SONIC_STORM_SERVERS", 1)),
