@@ -10,12 +10,13 @@
 #include <set>
 
 #include "ensemble_plan.hpp"
+#include "protocol/invalid.hpp"
 
 namespace sonic::repository {
 
 namespace {
 
-Error invalid(const std::string& what) { return Error(StatusCode::InvalidArgument, what); }
+using protocol::invalid;
 
 const TensorMetadata* find_tensor(const std::vector<TensorMetadata>& tensors,
                                   const std::string& name) {

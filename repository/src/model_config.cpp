@@ -8,6 +8,7 @@
 #include <utility>
 
 #include "protocol/config_types.hpp"
+#include "protocol/invalid.hpp"
 #include "protocol/proto_json.hpp"
 #include "protocol/proto_text.hpp"
 #include "protocol/wire.hpp"
@@ -15,6 +16,8 @@
 namespace sonic::repository {
 
 namespace {
+
+using protocol::invalid;
 
 namespace wire = protocol::wire;
 using wire::WireType;
@@ -450,10 +453,6 @@ Result<ModelConfig> decode(std::string_view bytes) {
     if (has_field(c.kept, field.first)) c.ignored_fields.push_back(field.second);
   }
   return c;
-}
-
-Error invalid(const std::string& origin, const std::string& what) {
-  return Error(StatusCode::InvalidArgument, origin + ": " + what);
 }
 
 // Triton's words (core src/model_config_utils.cc, ValidateIOShape and ValidateModelIOConfig:

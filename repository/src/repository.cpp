@@ -1,4 +1,5 @@
 #include "sonic/repository/repository.hpp"
+#include "protocol/invalid.hpp"
 
 #include <algorithm>
 #include <filesystem>
@@ -16,11 +17,11 @@ namespace fs = std::filesystem;
 
 namespace {
 
+using protocol::invalid;
+
 // No config or label file is near this; a bigger file is not one (and is not read into
 // memory).
 constexpr std::uintmax_t kMaxTextFileBytes = 4 << 20;
-
-Error invalid(const std::string& what) { return Error(StatusCode::InvalidArgument, what); }
 
 // A version directory's number: its name must be all digits, as Triton requires.
 std::optional<std::int64_t> version_number(const std::string& name) {

@@ -4,17 +4,19 @@
 #include <filesystem>
 #include <fstream>
 
+#include "protocol/invalid.hpp"
+
 namespace sonic::repository {
 
 namespace {
+
+using protocol::invalid;
 
 DataType flag_type(const SequenceControlConfig& control) {
   if (!control.fp32_false_true.empty()) return DataType::Fp32;
   if (!control.bool_false_true.empty()) return DataType::Bool;
   return DataType::Int32;
 }
-
-Error invalid(const std::string& what) { return Error(StatusCode::InvalidArgument, what); }
 
 }  // namespace
 

@@ -3,12 +3,15 @@
 #include <filesystem>
 #include <set>
 
+#include "protocol/invalid.hpp"
 #include "protocol/wire.hpp"
 #include "sonic/repository/backend.hpp"
 
 namespace sonic::repository {
 
 namespace {
+
+using protocol::invalid;
 
 namespace fs = std::filesystem;
 
@@ -31,8 +34,6 @@ constexpr Framework kFrameworks[] = {
     {"pytorch_libtorch", "pytorch", "model.pt", false},
     {"", "python", "model.py", false},
 };
-
-Error invalid(const std::string& what) { return Error(StatusCode::InvalidArgument, what); }
 
 const Framework* by_platform(const std::string& platform) {
   for (const auto& f : kFrameworks) {

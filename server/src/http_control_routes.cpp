@@ -5,6 +5,7 @@
 
 #include "protocol/control_codec.hpp"
 #include "protocol/grpc_wire.hpp"
+#include "protocol/invalid.hpp"
 #include "protocol/model_config_json.hpp"
 #include "protocol/proto_json.hpp"
 
@@ -12,13 +13,11 @@ namespace sonic::server {
 
 namespace {
 
+using protocol::invalid;
+
 using nlohmann::json;
 using nlohmann::ordered_json;
 namespace pc = protocol;
-
-Error invalid(std::string message) {
-  return Error(StatusCode::InvalidArgument, std::move(message));
-}
 
 // An empty 200, Triton's answer to a call that succeeded and returns nothing.
 HttpReply done() { return {200, {}, {}, {}}; }

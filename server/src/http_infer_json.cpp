@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "protocol/invalid.hpp"
 #include "protocol/json_tensors.hpp"
 #include "protocol/names.hpp"
 
@@ -11,13 +12,11 @@ namespace sonic::server {
 
 namespace {
 
+using protocol::invalid;
+
 using nlohmann::json;
 using protocol::parameters_from_json;
 using protocol::parameters_to_json;
-
-Error invalid(std::string message) {
-  return Error(StatusCode::InvalidArgument, std::move(message));
-}
 
 // Tensors in shared memory are the gRPC port's only so far: refused here rather than answered
 // as if the parameter were not there (an output would come back inline, its region untouched).

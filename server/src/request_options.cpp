@@ -5,15 +5,14 @@
 #include <variant>
 
 #include "protocol/infer_codec.hpp"
+#include "protocol/invalid.hpp"
 #include "protocol/names.hpp"
 
 namespace sonic::server {
 
 namespace {
 
-Error invalid(std::string message) {
-  return Error(StatusCode::InvalidArgument, std::move(message));
-}
+using protocol::invalid;
 
 // Triton's wording for a parameter of the wrong type.
 Error wrong_type(std::string_view name, std::string_view expected) {

@@ -12,15 +12,14 @@
 
 #include "cuda_memory.hpp"
 #include "guarded_mapping.hpp"
+#include "protocol/invalid.hpp"
 #include "protocol/names.hpp"
 
 namespace sonic::server {
 
 namespace {
 
-Error invalid(std::string message) {
-  return Error(StatusCode::InvalidArgument, std::move(message));
-}
+using protocol::invalid;
 
 // A shared_memory_* parameter as an unsigned number; both integer kinds are accepted.
 Result<std::uint64_t> unsigned_parameter(const Parameters& parameters, const char* key,

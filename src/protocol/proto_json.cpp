@@ -24,8 +24,6 @@ struct Occurrence {
   std::string_view bytes;  // length-delimited value
 };
 
-constexpr int kMaxDepth = 64;
-
 void append_escaped(std::string& out, std::string_view text) {
   out.push_back('"');
   for (unsigned char c : text) {
@@ -80,7 +78,7 @@ class Printer {
   explicit Printer(bool print_defaults) : print_defaults_(print_defaults) {}
 
   bool message(const MessageSchema& schema, std::string_view bytes, int depth) {
-    if (depth > kMaxDepth) return false;
+    if (depth > kMaxNestingDepth) return false;
     std::vector<std::vector<Occurrence>> seen(schema.fields.size());
     wire::Reader r(bytes);
     std::uint32_t number;

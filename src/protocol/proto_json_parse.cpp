@@ -24,8 +24,6 @@ namespace {
 using namespace schema;
 using wire::WireType;
 
-constexpr int kMaxDepth = 64;  // as the text parser: deeper JSON is refused, not recursed into
-
 // A parsed JSON value. Numbers keep their text, so that 64-bit integers stay exact.
 struct Json {
   enum Kind { Null, Bool, Number, String, Array, Object } kind = Null;
@@ -72,7 +70,8 @@ class JsonReader {
   }
 
   Result<Json> value(int depth) {
-    if (depth > kMaxDepth) return error("nested deeper than " + std::to_string(kMaxDepth));
+    if (depth > kMaxNestingDepth)
+      return error("nested deeper than " + std::to_string(kMaxNestingDepth));
     skip_space();
     if (pos_ >= text_.size()) return error("a value is missing");
     Json v;
@@ -327,7 +326,7 @@ class Encoder {
       case kMessage:
       case kGroup: {
         if (!f.message) return invalid(where, "no schema for " + f.type_name);
-        if (++depth_ > kMaxDepth) return invalid(where, "nested too deep");
+        if (++depth_ > kMaxNestingDepth) return invalid(where, "nested too deep");
         auto bytes = message(*f.message, json, where);
         --depth_;
         if (!bytes) return bytes.error();

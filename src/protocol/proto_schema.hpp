@@ -14,6 +14,11 @@
 
 namespace sonic::protocol::schema {
 
+/// How deep messages may nest in what sonic prints or parses (binary, JSON, text format):
+/// deeper input is refused before it can exhaust the stack. libprotobuf's default limit is 100;
+/// no message of proto/ nests more than a few levels.
+constexpr int kMaxNestingDepth = 64;
+
 /// FieldDescriptorProto.Type, as descriptor.proto numbers it.
 enum FieldType : int {
   kDouble = 1,

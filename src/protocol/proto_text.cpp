@@ -25,10 +25,6 @@ using wire::WireType;
 __extension__ using Int128 = __int128;
 __extension__ using UInt128 = unsigned __int128;
 
-// Deeper nesting is refused before it can exhaust the stack (libprotobuf's default limit is
-// 100; no message of proto/ nests more than a few levels).
-constexpr int kMaxDepth = 64;
-
 struct Token {
   enum Kind { End, Identifier, Number, String, Symbol } kind = End;
   std::string_view text;  // a string token keeps its quotes
@@ -212,8 +208,9 @@ class Parser {
 
   // Fields until `close` (a symbol, or Token::End for the top level).
   Result<std::string> message(const MessageSchema& schema, int close, int depth) {
-    if (depth > kMaxDepth) {
-      return error_at(tokens_.peek(), "messages nest deeper than " + std::to_string(kMaxDepth));
+    if (depth > kMaxNestingDepth) {
+      return error_at(tokens_.peek(),
+                      "messages nest deeper than " + std::to_string(kMaxNestingDepth));
     }
     std::map<std::uint32_t, FieldValues> fields;
     std::set<int> oneofs_set;
@@ -566,8 +563,8 @@ class Parser {
       if (t.kind != Token::Symbol) continue;
       char c = t.text[0];
       if (c == '{' || c == '<' || c == '[') {
-        if (depth + static_cast<int>(closers.size()) > kMaxDepth) {
-          return error_at(t, "messages nest deeper than " + std::to_string(kMaxDepth));
+        if (depth + static_cast<int>(closers.size()) > kMaxNestingDepth) {
+          return error_at(t, "messages nest deeper than " + std::to_string(kMaxNestingDepth));
         }
         closers.push_back(c == '{' ? '}' : c == '<' ? '>' : ']');
       } else if (c == '}' || c == '>' || c == ']') {
