@@ -474,8 +474,14 @@ TEST_CASE("calls that end while waiting for a stream are let go at once, their i
                        });
   }
   REQUIRE(eventually([&] { return timed_out.load() == kWaiting; }, 30s));
-  // The stream is still busy, and the calls behind it hold nothing.
-  CHECK(std::all_of(inputs.begin(), inputs.end(), [](const auto& w) { return w.expired(); }));
+  // The stream is still busy, and the calls behind it hold nothing. The client's deadline watch
+  // may decide a call a moment before the connection's own timer takes it out of the queue (a
+  // loaded machine showed it), so the last few are given that moment.
+  CHECK(eventually(
+      [&] {
+        return std::all_of(inputs.begin(), inputs.end(), [](const auto& w) { return w.expired(); });
+      },
+      5s));
 #ifndef SONIC_TEST_SANITIZED
   const std::size_t heap_after = mallinfo2().uordblks;
   const std::size_t grown = heap_after > heap_before ? heap_after - heap_before : 0;
