@@ -39,9 +39,10 @@
 
 namespace sonic::python_backend {
 
+using json = nlohmann::json;
+
 namespace {
 
-using json = nlohmann::json;
 using repository::LoadContext;
 using repository::LoadedModel;
 using repository::ModelConfig;
