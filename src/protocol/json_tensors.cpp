@@ -8,15 +8,13 @@
 #include <variant>
 #include <vector>
 
+#include "invalid.hpp"
+
 namespace sonic::protocol {
 
 namespace {
 
 using nlohmann::json;
-
-Error invalid(std::string message) {
-  return Error(StatusCode::InvalidArgument, std::move(message));
-}
 
 // The elements of a nested JSON array, in row-major order. Iterative: a client's nesting
 // (a megabyte of '[') must not become the server's stack depth.

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "grpc_wire.hpp"
+#include "invalid.hpp"
 #include "proto_json.hpp"
 #include "proto_schema.hpp"
 #include "utf8.hpp"
@@ -239,10 +240,6 @@ std::string json_name(const std::string& name) {
     upper = false;
   }
   return out;
-}
-
-Error invalid(const std::string& where, const std::string& what) {
-  return Error(StatusCode::InvalidArgument, where + ": " + what);
 }
 
 class Encoder {

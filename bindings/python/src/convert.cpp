@@ -22,7 +22,7 @@ py::object& infer_result_type() {
   return type;
 }
 
-std::optional<Shape> shape_of(py::handle shape) {
+std::optional<Shape> shape_from_python(py::handle shape) {
   if (shape.is_none()) return std::nullopt;
   Shape dims;
   for (py::handle dim : shape) dims.push_back(dim.cast<std::int64_t>());
@@ -56,7 +56,7 @@ void add_declared_input(InferRequest& request, py::handle input, KeepAlive& keep
                 "input '" + name + "': '" + datatype_name + "' is not a KServe datatype");
   }
   Parameters parameters = tensor_parameters(input);
-  std::optional<Shape> shape = shape_of(input.attr("shape")());
+  std::optional<Shape> shape = shape_from_python(input.attr("shape")());
   py::object data = input.attr("_data");
   if (data.is_none()) {
     if (parameters.count("shared_memory_region") == 0) {
