@@ -4,7 +4,10 @@
 # source and build trees: a request to a sonic-server, and the fallback through the ONNX
 # backend the package carries. The TorchScript backend is left out of this build
 # (SONIC_BUILD_TORCH=OFF): libtorch's headers take minutes to compile, and the package test
-# adds nothing to what the build tree's tests check of it.
+# adds nothing to what the build tree's tests check of it. The build is not optimised (-O0):
+# what this test checks is the packaging (the libraries found through $ORIGIN, the extension
+# imported away from both trees, the backend the fallback loads), which optimisation does not
+# change, and the build is most of the test's time.
 #   test_install.sh SONIC_SERVER PYTHON [MODELS_DIR]
 set -euo pipefail
 server=$1 python=$2 models=${3:-}
@@ -13,7 +16,8 @@ source "$repo/tests/tools/serve.sh"
 serve "$server"
 
 "$python" -m venv --system-site-packages "$work/venv"
-SONIC_CMAKE_ARGS="-DSONIC_BUILD_TORCH=OFF ${SONIC_CMAKE_ARGS:-}" \
+package_build="-DSONIC_BUILD_TORCH=OFF -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_FLAGS_DEBUG=-O0"
+SONIC_CMAKE_ARGS="$package_build ${SONIC_CMAKE_ARGS:-}" \
   "$work/venv/bin/pip" install --quiet --no-build-isolation "$repo/bindings/python" ||
   fail "pip install failed"
 
