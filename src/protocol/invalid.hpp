@@ -1,5 +1,6 @@
 // The error that content sonic refuses earns: INVALID_ARGUMENT, as Triton answers a request, a
-// region or a model configuration it cannot take. The server and the repository share it.
+// region or a model configuration it cannot take. The protocol's parsers, the server and the
+// repository share it.
 #pragma once
 
 #include <string>
