@@ -5,6 +5,7 @@
 #include <charconv>
 
 #include "ort_tensors.hpp"
+#include "protocol/invalid.hpp"
 #include "protocol/wire.hpp"
 
 namespace sonic::onnx {
@@ -14,7 +15,7 @@ namespace {
 using repository::ModelConfig;
 using repository::TensorConfig;
 
-Error invalid(const std::string& what) { return Error(StatusCode::InvalidArgument, what); }
+using protocol::invalid;
 
 std::string shape_text(const std::vector<std::int64_t>& shape) {
   std::string text = "[";
