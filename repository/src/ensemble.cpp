@@ -232,6 +232,33 @@ Result<void> check_no_ensemble_cycle(const ModelConfig& config, const ConfigLook
   return visit(config);
 }
 
+namespace {
+
+// The models running `model` may run: itself, and for an ensemble every model of its steps, down
+// through the ensembles among them (loaded already: an ensemble loads its steps first).
+void add_models_run_by(const Model& model, ModelHost& host, std::set<std::string>& models) {
+  if (!models.insert(model.name).second) return;
+  for (const auto& [name, version] : model.composing_models) {
+    if (auto composing = host.load(name, version)) add_models_run_by(**composing, host, models);
+  }
+}
+
+// A decoupled step streams its responses unless another step may run one of the models it
+// runs: run inside its call, that step could wait on what the call holds (a Python model's only
+// instance), so its responses wait for the call to return instead.
+void choose_streaming(ensemble::Plan& plan, const std::vector<std::set<std::string>>& runs) {
+  for (auto& step : plan.steps) {
+    if (!step.decoupled) continue;
+    step.streams = true;
+    for (std::size_t other = 0; other < plan.steps.size() && step.streams; ++other) {
+      if (other == step.number) continue;
+      for (const auto& name : runs[step.number]) step.streams &= runs[other].count(name) == 0;
+    }
+  }
+}
+
+}  // namespace
+
 Result<Model> load_ensemble(const ModelConfig& config, const std::string& version,
                             const std::shared_ptr<ModelHost>& host) {
   if (!host) {
@@ -246,6 +273,7 @@ Result<Model> load_ensemble(const ModelConfig& config, const std::string& versio
   PlanBuilder builder(config);
   if (auto ok = builder.add_ensemble_tensors(); !ok) return ok.error();
   Model model;
+  std::vector<std::set<std::string>> runs;  // by step: the models it may run
   for (std::size_t i = 0; i < config.ensemble_steps->size(); ++i) {
     const EnsembleStep& step = (*config.ensemble_steps)[i];
     if (step.model_name.empty()) {
@@ -261,10 +289,13 @@ Result<Model> load_ensemble(const ModelConfig& config, const std::string& versio
                        step.model_name + ") cannot be served: " + step_model.error().message());
     }
     if (auto ok = builder.add_step(i, step, **step_model); !ok) return ok.error();
+    add_models_run_by(**step_model, *host, runs.emplace_back());
     model.composing_models.emplace_back(step.model_name, step_version);
   }
   auto plan = builder.finish();
   if (!plan) return plan.error();
+  choose_streaming(*plan, runs);
+  plan->max_held_responses = config.ensemble_max_inflight_requests;
 
   model.name = config.name;
   model.version = version;

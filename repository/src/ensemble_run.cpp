@@ -199,22 +199,46 @@ class Run {
   }
 
   // A decoupled step: each of its responses goes on through the steps after it, as a run of
-  // its own (Triton's ensemble carries each response downstream the same way). They go on once
-  // the step's call has returned: while it runs, its model may hold what a later step needs (a
-  // Python model's only instance, when a later step runs the same model).
+  // its own (Triton's ensemble carries each response downstream the same way). A step that
+  // streams carries each on as it comes, inside its model's call: the model waits meanwhile, so
+  // a run holds one response of it at a time. Otherwise they go on once the call has returned
+  // (another step runs the same model, and would wait on what this call holds), and the run
+  // holds them all until then, up to the plan's limit.
   Result<void> branch(const StepPlan& step, const State& state) {
     auto request = step_request(step, state);
     if (!request) return request.error();
-    std::vector<InferResult> responses;
-    auto outcome = host_->infer_responses(
-        *request, [&](InferResult result) { responses.push_back(std::move(result)); });
+    std::optional<Error> failed;  // a later step's, or the limit's: later responses are dropped
+    std::vector<InferResult> held;
+    auto outcome = host_->infer_responses(*request, [&](InferResult response) {
+      if (failed) return;
+      if (step.streams) {
+        if (auto ok = carry_on(step, response, state); !ok) failed = ok.error();
+      } else if (plan_.max_held_responses != 0 && held.size() == plan_.max_held_responses) {
+        failed = step_error(plan_, step, too_many_held());
+      } else {
+        held.push_back(std::move(response));
+      }
+    });
     if (!outcome) return step_error(plan_, step, outcome.error());
-    for (const auto& response : responses) {
-      State next = state;
-      if (auto ok = take_outputs(step, response, next); !ok) return ok;
-      if (auto ok = proceed(std::move(next)); !ok) return ok;
+    if (failed) return *failed;
+    for (const auto& response : held) {
+      if (auto ok = carry_on(step, response, state); !ok) return ok;
     }
     return {};
+  }
+
+  // One response of a decoupled step through the steps after it.
+  Result<void> carry_on(const StepPlan& step, const InferResult& response, const State& state) {
+    State next = state;
+    if (auto ok = take_outputs(step, response, next); !ok) return ok;
+    return proceed(std::move(next));
+  }
+
+  Error too_many_held() const {
+    return Error(StatusCode::ResourceExhausted,
+                 "it gave more than max_inflight_requests (" +
+                     std::to_string(plan_.max_held_responses) +
+                     ") responses, which wait for it to return: another step runs its model");
   }
 
   Result<void> finish(const State& state) {

@@ -297,11 +297,14 @@ bool decode_sequence_batching(std::string_view bytes, SequenceBatchingConfig& ba
       .ok();
 }
 
-// ModelEnsembling { repeated Step step = 1 }, Step { model_name = 1; model_version = 2;
-// map input_map = 3; map output_map = 4 } (maps: entries { key = 1; value = 2 }).
-bool decode_ensemble_steps(std::string_view bytes, std::vector<EnsembleStep>& steps) {
+// ModelEnsembling { repeated Step step = 1; max_inflight_requests = 2 }, Step { model_name = 1;
+// model_version = 2; map input_map = 3; map output_map = 4 } (maps: entries { key = 1;
+// value = 2 }).
+bool decode_ensemble_scheduling(std::string_view bytes, ModelConfig& c) {
+  std::vector<EnsembleStep>& steps = c.ensemble_steps.emplace();
   return each_field(bytes,
                     [&](std::uint32_t field, WireType type, wire::Reader& r) {
+                      if (field == 2) return read_varint(r, c.ensemble_max_inflight_requests);
                       if (field != 1) return r.skip(type);
                       std::string_view body;
                       if (!r.bytes(body)) return false;
@@ -435,7 +438,7 @@ Result<ModelConfig> decode(std::string_view bytes) {
       }
       case 15:  // ModelEnsembling: read, and kept as it came to be written back
         if (!r.bytes(sub)) return false;
-        return decode_ensemble_steps(sub, c.ensemble_steps.emplace());
+        return decode_ensemble_scheduling(sub, c);
       case 19: {  // ModelTransactionPolicy { decoupled = 1 }
         if (!r.bytes(sub)) return false;
         return each_field(sub,

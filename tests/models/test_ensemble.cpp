@@ -91,18 +91,28 @@ Model holds_while_streaming() {
   return model;
 }
 
-// Y = 10 X, holding the_instance.
-Model holds_while_computing() {
+// Set by a test's callback when the ensemble's first response reaches it.
+std::atomic<bool> first_response_arrived{false};
+
+// Decoupled: Y = X, then, once the ensemble's first response has reached the test (up to two
+// seconds), Y = X + 1.
+Model waits_for_its_first_response() {
   Model model;
-  model.name = "held";
+  model.name = "waits";
   model.inputs = {fp32("X")};
   model.outputs = {fp32("Y")};
-  model.compute = [](const InferRequest& request) -> Result<std::vector<NamedTensor>> {
-    auto held = take_the_instance();
-    if (!held) return Error(StatusCode::Unavailable, "the instance is busy");
-    std::vector<float> out;
-    for (float v : request.find_input("X")->tensor.as<float>()) out.push_back(10 * v);
-    return std::vector<NamedTensor>{{"Y", Tensor::from_vector(std::move(out), {1}), {}}};
+  model.decoupled = [](const InferRequest& request, const ResponseSink& respond) -> Result<void> {
+    const float x = request.find_input("X")->tensor.as<float>()[0];
+    respond({{"Y", Tensor::from_vector(std::vector<float>{x}, {1}), {}}});
+    const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(2);
+    while (!first_response_arrived && std::chrono::steady_clock::now() < until) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+    if (!first_response_arrived) {
+      return Error(StatusCode::Internal, "the first response had not arrived after 2 s");
+    }
+    respond({{"Y", Tensor::from_vector(std::vector<float>{x + 1}, {1}), {}}});
+    return {};
   };
   return model;
 }
@@ -158,7 +168,18 @@ std::shared_ptr<CpuExecutor> executor_with_ensembles(const std::string& scratch,
   fs::remove_all(root);
   write_ensemble(root, "fan_out", step("repeat", "IN", "r") + step("plus_ten", "r", "OUT"));
   write_ensemble(root, "broken", step("plus_one", "IN", "a") + step("fails", "a", "OUT"));
-  write_ensemble(root, "stream_then_held", step("streams", "IN", "s") + step("held", "s", "OUT"));
+  write_ensemble(root, "as_they_come", step("waits", "IN", "w") + step("plus_ten", "w", "OUT"));
+  // "streams" twice: the second step needs the instance the first holds while it runs.
+  write_ensemble(root, "streams_twice", step("streams", "IN", "s") + step("streams", "s", "OUT"));
+  write_ensemble(
+      root, "streams_twice_limited",
+      "max_inflight_requests: 1\n" + step("streams", "IN", "s") + step("streams", "s", "OUT"));
+  // The same, with the first "streams" inside an ensemble of its own.
+  write_ensemble(root, "inner_streams", step("streams", "IN", "OUT"));
+  write_ensemble(root, "streams_inside_and_after",
+                 "step [{ model_name: \"inner_streams\" input_map { key: \"IN\" value: \"IN\" } "
+                 "output_map { key: \"OUT\" value: \"s\" } }]\n" +
+                     step("streams", "s", "OUT"));
   // EXTRA is optional: adds_optional goes without it, plus_one cannot.
   const std::string extra =
       "input [{ name: \"EXTRA\" data_type: TYPE_FP32 dims: [ -1 ] "
@@ -192,7 +213,7 @@ std::shared_ptr<CpuExecutor> executor_with_ensembles(const std::string& scratch,
   executor->add_model(repeats());
   executor->add_model(fails());
   executor->add_model(holds_while_streaming());
-  executor->add_model(holds_while_computing());
+  executor->add_model(waits_for_its_first_response());
   executor->add_model(adds_optional());
   Model join;
   join.name = "join";
@@ -253,16 +274,47 @@ TEST_CASE("a decoupled step's every response goes on through the steps after it"
   CHECK(unary.error().code() == StatusCode::Unimplemented);
 }
 
-TEST_CASE("the steps after a decoupled one run once it has returned, not inside it") {
-  // "held" needs what "streams" holds while it runs (one instance of a model, as a Python
-  // model's): run inside the decoupled step's responses, it would wait on its own request.
-  auto executor = executor_with_ensembles("stream_then_held");
+TEST_CASE("a decoupled step's responses go on through the later steps as they come") {
+  // As Triton's ensemble carries them: the first reaches the caller while the model still runs.
+  first_response_arrived = false;
+  auto executor = executor_with_ensembles("as_they_come");
   std::vector<float> outs;
-  auto done = executor->infer_responses(request_of("stream_then_held", 1), [&](InferResult r) {
+  auto done = executor->infer_responses(request_of("as_they_come", 1), [&](InferResult r) {
     outs.push_back(values(r.output("OUT")).at(0));
+    first_response_arrived = true;
   });
   REQUIRE_MESSAGE(done, done.error().message());
-  CHECK(outs == std::vector<float>{10, 20});
+  CHECK(outs == std::vector<float>{11, 12});
+}
+
+TEST_CASE("a decoupled step whose model another step runs gives its responses on once it ends") {
+  // The second "streams" needs the instance the first holds while it runs (as a Python model's
+  // only instance): run inside the first one's responses, it would wait on its own request.
+  for (const std::string name : {"streams_twice", "streams_inside_and_after"}) {
+    CAPTURE(name);
+    auto executor = executor_with_ensembles(name);
+    std::vector<float> outs;
+    auto done = executor->infer_responses(request_of(name.c_str(), 1), [&](InferResult r) {
+      outs.push_back(values(r.output("OUT")).at(0));
+    });
+    REQUIRE_MESSAGE(done, done.error().message());
+    CHECK(outs == std::vector<float>{1, 2, 2, 3});
+  }
+}
+
+TEST_CASE("responses held for a step's return stop at max_inflight_requests, failing the request") {
+  auto executor = executor_with_ensembles("limited");
+  std::vector<float> outs;
+  auto done = executor->infer_responses(request_of("streams_twice_limited", 1), [&](InferResult r) {
+    outs.push_back(values(r.output("OUT")).at(0));
+  });
+  REQUIRE_FALSE(done);
+  CHECK(done.error().code() == StatusCode::ResourceExhausted);
+  CHECK(done.error().message() ==
+        "in ensemble 'streams_twice_limited', step 0 (model 'streams'): it gave more than "
+        "max_inflight_requests (1) responses, which wait for it to return: another step runs "
+        "its model");
+  CHECK(outs.empty());
 }
 
 TEST_CASE("an optional input the request leaves out is left out of the steps, as in Triton") {

@@ -52,7 +52,8 @@ def repository(tmp_path_factory):
     (root / "onnx_add_sub" / "config.pbtxt").write_text(
         'name: "onnx_add_sub"\nbackend: "onnxruntime"\nmax_batch_size: 8\n')
     # An ensemble's version directory is empty (git keeps none).
-    os.makedirs(root / "pipeline" / "1", exist_ok=True)
+    for ensemble in ("pipeline", "paced_pipeline"):
+        os.makedirs(root / ensemble / "1", exist_ok=True)
     return str(root)
 
 

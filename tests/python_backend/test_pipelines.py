@@ -1,7 +1,8 @@
 """Pipelines with Python models: an ensemble of a Python preprocessing model, an ONNX network and
 a Python postprocessing model (the usual shape of a Triton pipeline), served by sonic-server and
 run in a client's fallback with the same answers; and a decoupled Python model over a gRPC
-stream, as Triton's decoupled examples answer."""
+stream, as Triton's decoupled examples answer, alone and as a step whose responses go on through
+the steps after it while it runs."""
 
 import numpy as np
 import pytest
@@ -73,3 +74,22 @@ def test_a_decoupled_python_model_answers_over_a_stream(server, pb):
               for a in answers]
     assert values == [[4], [5], [6]]
     assert {a.infer_response.id for a in answers} == {"stream"}
+
+
+def test_a_decoupled_steps_responses_stream_through_the_ensemble_while_it_runs(server, pb,
+                                                                               tmp_path):
+    # "paced" sends its second response only once the test has the first: an ensemble that held
+    # a step's responses until it returned would fail the request after 10 s.
+    go_file = tmp_path / "go"
+    request = pb[1].ModelInferRequest(model_name="paced_pipeline", id="paced")
+    request.parameters["go_file"].string_param = str(go_file)
+    tensor(pb, request, "IN", np.array([7, 8, 9], dtype=np.int32))
+    answers = []
+    for answer in stub(server, pb).ModelStreamInfer(iter([request]), timeout=TIMEOUT):
+        answers.append(answer)
+        go_file.touch()
+    assert [a.error_message for a in answers] == [""] * 3
+    values = [np.frombuffer(a.infer_response.raw_output_contents[0], np.int32).tolist()
+              for a in answers]
+    assert values == [[7], [8], [9]]
+    assert {a.infer_response.id for a in answers} == {"paced"}

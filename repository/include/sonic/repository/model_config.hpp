@@ -137,6 +137,10 @@ struct SONIC_EXPORT ModelConfig {
   /// An ensemble's steps (`ensemble_scheduling`, with platform "ensemble"). The field is also
   /// kept in `kept`, and written back from there.
   std::optional<std::vector<EnsembleStep>> ensemble_steps;
+  /// `ensemble_scheduling.max_inflight_requests`: in Triton, how many requests of the steps
+  /// before it a step may have unfinished; here, how many responses of a decoupled step a
+  /// request may hold for the step's return (docs/models.md, Ensembles). 0: no limit.
+  std::uint32_t ensemble_max_inflight_requests = 0;
   /// Triton's fields sonic does not act on, as "ModelConfig.optimization": kept in `kept`.
   std::vector<std::string> ignored_fields;
   /// Those fields serialized as they came, written back by serialize_model_config(), so that
