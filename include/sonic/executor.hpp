@@ -141,7 +141,9 @@ class SONIC_EXPORT CpuExecutor final : public Fallback {
   /// tensors are read until `done` is called.
   /// A model with dynamic_batching queues the request to be merged with others (see
   /// DynamicBatching); one with sequence_batching queues it behind the earlier requests of its
-  /// sequence, in the order of the calls. `done` still runs on a pool thread.
+  /// sequence, in the order of the calls. `done` then runs on the thread that runs the batch or
+  /// the sequence: a pool thread, or one waiting in a ModelHost call to that model (an
+  /// ensemble's step) that runs it meanwhile.
   void infer_async(InferRequest request, Callback<InferResult> done) override;
 
   /// Runs `work` on the pool, after the requests and work posted before it: for what a server

@@ -49,7 +49,8 @@ struct Model {
   ModelFunction compute;
   DecoupledFunction decoupled;
   /// Merge concurrent requests into one execution (needs max_batch_size > 0 and `compute`):
-  /// the executor's asynchronous calls queue them; infer() still runs one at once.
+  /// the executor's asynchronous calls and ModelHost::infer() queue them; CpuExecutor::infer()
+  /// still runs one at once.
   std::optional<DynamicBatching> dynamic_batching;
   /// A stateful model (needs `compute`; not with dynamic_batching): requests carry a sequence
   /// id, each sequence's requests run one at a time in the order they came, and the model
@@ -80,16 +81,20 @@ struct Model {
 
 /// What a model may ask of the executor that loaded it: to run the executor's other models
 /// (Triton's ensemble steps, and a Python model's BLS calls). Every member is thread-safe and
-/// may be called from a model's function; the calls that run a request run it on the calling
-/// thread, so a model that waits on one holds no thread of the executor's but its own. Calls
+/// may be called from a model's function; the calls that run a request wait for it on the
+/// calling thread and run it there unless a free executor thread does, so a model that waits on
+/// one never needs a thread of the executor's besides its own. Calls
 /// that start once the executor is being destroyed answer UNAVAILABLE; its destruction waits for
 /// those under way (a model that calls must bound its waits).
 class ModelHost {
  public:
   virtual ~ModelHost() = default;
 
-  /// Runs a request on the calling thread (CpuExecutor::infer()); a model of the executor's
-  /// source is loaded first when it is not held yet.
+  /// Runs a request on the calling thread (CpuExecutor::infer()), except that a model with
+  /// dynamic_batching queues it with the model's other requests, as Triton schedules ensemble
+  /// steps and BLS calls: the calling thread waits, running the model's batches itself while
+  /// no executor thread does. A model of the executor's source is loaded first when it is not
+  /// held yet.
   virtual Result<InferResult> infer(const InferRequest& request) = 0;
 
   /// Every response of a request, decoupled models' included, handed to `respond` on the

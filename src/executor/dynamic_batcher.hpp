@@ -70,8 +70,9 @@ inline std::uint64_t unsigned_parameter(const InferRequest& request, std::string
 
 /// The queues of one model's requests and the runners that empty them. `execute` runs one batch
 /// (one request or several to merge) on the runner's thread; `reject` answers a request the
-/// queue refuses (full, or its timeout passed), on a pool thread; `post` puts a runner on the
-/// executor's pool. At most `instances` runners at once, each running one batch at a time.
+/// queue refuses (full, or its timeout passed), on a runner's thread or a pool thread; `post`
+/// puts a runner on the executor's pool. At most `instances` runners at once, each running one
+/// batch at a time; a caller of run_here() may be one while it waits.
 /// Runners keep the batcher alive (make it with std::make_shared). Thread-safe.
 class DynamicBatcher : public std::enable_shared_from_this<DynamicBatcher> {
  public:
@@ -105,10 +106,87 @@ class DynamicBatcher : public std::enable_shared_from_this<DynamicBatcher> {
   }
 
   /// Queues a request (its batch within max_batch_size, checked by the caller) at its priority
-  /// level. `done` runs once, on a pool thread, never inside this call: with the answer, or
+  /// level. `done` runs once, never inside this call, on a runner's thread (a pool thread, or a
+  /// caller of run_here() running batches meanwhile): with the answer, or
   /// (through `reject`) with UNAVAILABLE when the queue is full or the request's timeout passes
   /// while it waits.
   void submit(Pending pending) {
+    std::unique_lock<std::mutex> lock(state_.mutex);
+    if (!admit(pending)) {
+      // Triton's code and words (RequestQueue::Enqueue).
+      post_([self = shared_from_this(), pending = std::move(pending)]() mutable {
+        self->reject_(std::move(pending),
+                      Error(StatusCode::Unavailable, "Exceeds maximum queue size"));
+      });
+      return;
+    }
+    if (state_.waiting > 0) {
+      lock.unlock();
+      state_.changed.notify_one();
+      return;
+    }
+    if (state_.runners >= instances_) return;  // a busy runner takes it when it is done
+    ++state_.runners;
+    post_runner(lock);
+  }
+
+  /// submit(), but waits for the request's answer on the calling thread, and forms and runs
+  /// batches here while no executor thread runs them: it takes the place of a runner that is
+  /// posted but not started (the pool may be busy with callers like this one), or starts one
+  /// when fewer than `instances` run. So the wait never needs a free pool thread. It stops
+  /// running batches once its own is done, leaving the rest to a posted runner. `done` runs
+  /// exactly once before this returns, on this thread or on the runner's.
+  void run_here(Pending pending) {
+    auto answered = std::make_shared<bool>(false);  // guarded by state_.mutex
+    pending.done = [this, answered, done = std::move(pending.done)](Result<InferResult> r) mutable {
+      done(std::move(r));
+      std::lock_guard<std::mutex> lock(state_.mutex);
+      *answered = true;
+      state_.slot_or_answer.notify_all();
+      state_.changed.notify_all();  // were this thread waiting for a batch to fill, it stops
+    };
+    std::unique_lock<std::mutex> lock(state_.mutex);
+    if (!admit(pending)) {
+      lock.unlock();
+      reject_(std::move(pending), Error(StatusCode::Unavailable, "Exceeds maximum queue size"));
+      return;
+    }
+    if (state_.waiting > 0) state_.changed.notify_one();
+    const auto until_answered = [&answered] { return *answered; };
+    while (!*answered) {
+      if (!empty() && state_.runners < instances_) {
+        ++state_.runners;
+        run(lock, until_answered);
+      } else if (!empty() && state_.posted > 0) {
+        --state_.posted;  // its slot is this thread's now: the posted runner will find none
+        run(lock, until_answered);
+      } else {
+        // The request runs on a runner's thread, or will: each runs until no request waits,
+        // or posts a runner in its place (which wakes this thread to take it).
+        state_.slot_or_answer.wait(lock);
+      }
+    }
+  }
+
+ private:
+  static constexpr std::chrono::microseconds kLongestTimeout = std::chrono::hours(24 * 365);
+
+  struct Level {
+    QueuePolicy policy;
+    std::deque<Pending> waiting;  // in time, oldest first
+    std::deque<Pending> delayed;  // past their timeout, kept (DELAY)
+  };
+  struct State {
+    std::mutex mutex;
+    std::condition_variable changed;         // a request came: for runners waiting to fill
+    std::condition_variable slot_or_answer;  // for run_here(): a runner posted, or an answer
+    int runners = 0;                         // posted or running
+    int posted = 0;                          // of those, posted and not started
+    int waiting = 0;                         // runners waiting for a batch to fill
+  };
+
+  // Queues `pending` at its level unless the level's queue is full. Under state_.mutex.
+  bool admit(Pending& pending) {
     Level& level = levels_[level_of(pending.request)];
     std::chrono::microseconds timeout = level.policy.default_timeout;
     if (level.policy.allow_timeout_override) {
@@ -123,43 +201,27 @@ class DynamicBatcher : public std::enable_shared_from_this<DynamicBatcher> {
     if (timeout.count() > 0 && timeout < kLongestTimeout) {
       pending.deadline = pending.queued + timeout;
     }
-    std::unique_lock<std::mutex> lock(state_.mutex);
     if (level.policy.max_queue_size != 0 &&
         level.waiting.size() + level.delayed.size() >= level.policy.max_queue_size) {
-      lock.unlock();
-      // Triton's code and words (RequestQueue::Enqueue).
-      post_([self = shared_from_this(), pending = std::move(pending)]() mutable {
-        self->reject_(std::move(pending),
-                      Error(StatusCode::Unavailable, "Exceeds maximum queue size"));
-      });
-      return;
+      return false;
     }
     level.waiting.push_back(std::move(pending));
-    if (state_.waiting > 0) {
-      lock.unlock();
-      state_.changed.notify_one();
-      return;
-    }
-    if (state_.runners >= instances_) return;  // a busy runner takes it when it is done
-    ++state_.runners;
-    lock.unlock();
-    post_([self = shared_from_this()] { self->run(); });
+    return true;
   }
 
- private:
-  static constexpr std::chrono::microseconds kLongestTimeout = std::chrono::hours(24 * 365);
-
-  struct Level {
-    QueuePolicy policy;
-    std::deque<Pending> waiting;  // in time, oldest first
-    std::deque<Pending> delayed;  // past their timeout, kept (DELAY)
-  };
-  struct State {
-    std::mutex mutex;
-    std::condition_variable changed;
-    int runners = 0;  // posted or running
-    int waiting = 0;  // runners waiting for a batch to fill
-  };
+  // Posts a runner for a slot counted in `runners`; a caller of run_here() may take its place
+  // before it starts. Under `lock`, which it releases.
+  void post_runner(std::unique_lock<std::mutex>& lock) {
+    ++state_.posted;
+    lock.unlock();
+    state_.slot_or_answer.notify_all();
+    post_([self = shared_from_this()] {
+      std::unique_lock<std::mutex> runner_lock(self->state_.mutex);
+      if (self->state_.posted == 0) return;  // a caller of run_here() took the slot
+      --self->state_.posted;
+      self->run(runner_lock, [] { return false; });
+    });
+  }
 
   std::size_t level_of(const InferRequest& request) const {
     if (policy_.priority_levels == 0) return 0;
@@ -261,9 +323,21 @@ class DynamicBatcher : public std::enable_shared_from_this<DynamicBatcher> {
     return none;
   }
 
-  void run() {
-    std::unique_lock<std::mutex> lock(state_.mutex);
+  // Forms and runs batches as one of the `runners`, under `lock` (held again on return), until
+  // no request waits, or until `stop()`, asked before each batch: a runner is then posted in its
+  // place if requests still wait.
+  template <typename Stop>
+  void run(std::unique_lock<std::mutex>& lock, const Stop& stop) {
     for (;;) {
+      if (stop()) {
+        if (empty()) {
+          --state_.runners;
+        } else {
+          post_runner(lock);
+          lock.lock();
+        }
+        return;
+      }
       const auto now = Clock::now();
       std::vector<Pending> rejected;
       const Clock::time_point next_timeout = expire(now, rejected);

@@ -44,7 +44,7 @@ void EngineHost::detach() {
 Result<InferResult> EngineHost::infer(const InferRequest& request) {
   Use use(*this);
   if (!use.engine()) return Use::gone();
-  return use.engine()->infer(request);
+  return use.engine()->infer_scheduled(request);
 }
 
 Result<void> EngineHost::infer_responses(const InferRequest& request,

@@ -123,6 +123,14 @@ class ExecutorEngine {
   Result<InferResult> infer(const InferRequest& request,
                             Clock::time_point queued_since = Clock::now());
 
+  /// infer(), except that a model with dynamic_batching queues the request with the others, as
+  /// Triton schedules an ensemble's steps and a Python model's BLS calls: the calling thread
+  /// waits, and forms and runs the model's batches itself while no pool thread does
+  /// (DynamicBatcher::run_here), so that the wait needs no free pool thread. For the host the
+  /// executor lends its models. Thread-safe.
+  Result<InferResult> infer_scheduled(const InferRequest& request,
+                                      Clock::time_point queued_since = Clock::now());
+
   /// Runs the request on the calling thread, now, if its model is a quick one: its recent
   /// executions took less than `budget` each (a moving mean), and it neither merges requests,
   /// keeps sequences, nor answers through a stream; and if the request's inputs are at most
@@ -270,6 +278,8 @@ class ExecutorEngine {
                                              Clock::time_point queued, Clock::time_point started);
   void submit_to_batcher(const std::shared_ptr<Entry>& entry, InferRequest request,
                          Callback<InferResult> done, Clock::time_point queued);
+  static Result<std::int64_t> check_for_batcher(Entry& entry, const InferRequest& request,
+                                                Clock::time_point queued);
   void execute_batch(const std::shared_ptr<Entry>& entry,
                      std::vector<detail::DynamicBatcher::Pending> batch);
 

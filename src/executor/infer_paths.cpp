@@ -275,21 +275,45 @@ Result<InferResult> ExecutorEngine::sequence_result(Entry& entry, const InferReq
   return result;
 }
 
-// A request for a batching model: checked on its own first (a bad one fails alone, at once),
-// then queued.
+// A request for a batching model, checked on its own (a bad one fails alone, at once, counted):
+// its batch size.
+Result<std::int64_t> ExecutorEngine::check_for_batcher(Entry& entry, const InferRequest& request,
+                                                       Clock::time_point queued) {
+  Result<void> ok = check_against_model(entry.model, entry.metadata, request);
+  const std::int64_t batch = detail::batch_of(request).value_or(-1);
+  if (ok) ok = check_batch_size(entry.model, batch);
+  if (!ok) {
+    count(entry, request, false, FailureReason::Other, Clock::now() - queued);
+    return ok.error();
+  }
+  entry.stats.queued();
+  return batch;
+}
+
+// A request for a batching model: checked, then queued.
 void ExecutorEngine::submit_to_batcher(const std::shared_ptr<Entry>& entry, InferRequest request,
                                        Callback<InferResult> done, Clock::time_point queued) {
-  const Model& model = entry->model;
-  Result<void> ok = check_against_model(model, entry->metadata, request);
-  const std::int64_t batch = detail::batch_of(request).value_or(-1);
-  if (ok) ok = check_batch_size(model, batch);
-  if (!ok) {
-    count(*entry, request, false, FailureReason::Other, Clock::now() - queued);
-    pool_.post([done = std::move(done), error = ok.error()]() mutable { done(error); });
+  auto batch = check_for_batcher(*entry, request, queued);
+  if (!batch) {
+    pool_.post([done = std::move(done), error = batch.error()]() mutable { done(error); });
     return;
   }
-  entry->stats.queued();
-  entry->batcher->submit({std::move(request), std::move(done), queued, batch});
+  entry->batcher->submit({std::move(request), std::move(done), queued, *batch});
+}
+
+Result<InferResult> ExecutorEngine::infer_scheduled(const InferRequest& request,
+                                                    Clock::time_point queued_since) {
+  auto found = find_or_load(request.model_name(), request.model_version());
+  if (!found) return found.error();
+  const std::shared_ptr<Entry>& entry = *found;
+  if (!entry->batcher) return infer_on(entry, request, queued_since);
+  auto batch = check_for_batcher(*entry, request, queued_since);
+  if (!batch) return batch.error();
+  Result<InferResult> result = Error(StatusCode::Internal, "the request did not run");
+  entry->batcher->run_here({request,
+                            [&result](Result<InferResult> answer) { result = std::move(answer); },
+                            queued_since, *batch});
+  return result;
 }
 
 // Runs a batch the batcher formed, on a pool thread: one request as infer() runs it, several

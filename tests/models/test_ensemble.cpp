@@ -41,6 +41,27 @@ Model adds(const char* name, float k) {
   return model;
 }
 
+// Y = X + 100, merging concurrent requests (a request is a batch of its rows): a batch of 4
+// runs at once, a smaller one once its first request has waited `delay`.
+Model batched_adds(const char* name, std::chrono::microseconds delay) {
+  Model model;
+  model.name = name;
+  model.max_batch_size = 8;
+  model.inputs = {fp32("X")};
+  model.outputs = {fp32("Y")};
+  model.compute = [](const InferRequest& request) -> Result<std::vector<NamedTensor>> {
+    auto out = values(request.find_input("X")->tensor);
+    for (float& v : out) v += 100;
+    const auto rows = static_cast<std::int64_t>(out.size());
+    return std::vector<NamedTensor>{{"Y", Tensor::from_vector(std::move(out), {rows}), {}}};
+  };
+  DynamicBatching batching;
+  batching.preferred_batch_sizes = {4};
+  batching.max_queue_delay = delay;
+  model.dynamic_batching = batching;
+  return model;
+}
+
 // Decoupled: three responses, Y = X * 1, X * 2, X * 3.
 Model repeats() {
   Model model;
@@ -204,7 +225,11 @@ std::shared_ptr<CpuExecutor> executor_with_ensembles(const std::string& scratch,
                      "step [{ model_name: \"join\" input_map { key: \"A\" value: \"ab\" } "
                      "input_map { key: \"B\" value: \"c\" } output_map { key: \"Z\" value: "
                      "\"OUT\" } }]\n");
+  write_ensemble(root, "through_batched", step("batched", "IN", "OUT"));
+  write_ensemble(root, "through_quick", step("quick", "IN", "OUT"));
   auto executor = std::make_shared<CpuExecutor>(threads);
+  executor->add_model(batched_adds("batched", std::chrono::seconds(5)));
+  executor->add_model(batched_adds("quick", std::chrono::microseconds(0)));
   executor->add_model(adds("plus_one", 1));
   Model plus_hundred = adds("plus_one", 100);  // version 2 of plus_one, the default one
   plus_hundred.version = "2";
@@ -372,6 +397,59 @@ TEST_CASE("steps that may run at once finish on a pool too small for them, many 
       // (x + 10) + (x + 10) + (x + 10)
       CHECK(outs[static_cast<std::size_t>(i)] == static_cast<float>(3 * i + 30));
     }
+  }
+}
+
+// Runs `count` requests at once through infer_async, request i of model_of(i) (an ensemble's,
+// or a step model's directly), waiting up to 30 s: each one's OUT (or Y), -1 for an error.
+std::vector<float> run_at_once(CpuExecutor& executor, int count,
+                               const std::function<std::string(int)>& model_of) {
+  std::mutex mutex;
+  std::condition_variable finished;
+  int answered = 0;
+  std::vector<float> outs(static_cast<std::size_t>(count));
+  for (int i = 0; i < count; ++i) {
+    const std::string model = model_of(i);
+    InferRequest request(model);
+    const bool direct = model.rfind("through_", 0) != 0;
+    request.input(direct ? "X" : "IN",
+                  Tensor::from_vector(std::vector<float>{static_cast<float>(i)}, {1}));
+    executor.infer_async(std::move(request), [&, i, direct](Result<InferResult> result) {
+      std::lock_guard<std::mutex> lock(mutex);
+      outs[static_cast<std::size_t>(i)] =
+          result ? values(result->output(direct ? "Y" : "OUT")).at(0) : -1;
+      ++answered;
+      finished.notify_all();
+    });
+  }
+  std::unique_lock<std::mutex> lock(mutex);
+  REQUIRE(finished.wait_for(lock, std::chrono::seconds(30), [&] { return answered == count; }));
+  return outs;
+}
+
+TEST_CASE("a step of a model with dynamic_batching joins its batches, as in Triton") {
+  // Four pool threads run four ensemble requests; each step's request waits in the model's
+  // queue until a batch of 4 (its preferred size) forms: one execution of 4.
+  auto executor = executor_with_ensembles("through_batched", 4);
+  auto outs = run_at_once(*executor, 4, [](int) { return "through_batched"; });
+  CHECK(outs == std::vector<float>{100, 101, 102, 103});
+  auto stats = executor->statistics("batched");
+  REQUIRE(stats);
+  CHECK(stats->execution_count == 1);
+  CHECK(stats->inference_count == 4);
+}
+
+TEST_CASE("a batching step's wait needs no free pool thread, whoever else queues there") {
+  // Direct requests post the model's runner to a pool whose threads all wait in ensemble steps
+  // of the same model: a waiting thread takes the posted runner's place, or it would wait on
+  // a runner queued behind itself. 64 requests, half through the ensemble.
+  for (std::size_t threads : {1u, 2u}) {
+    CAPTURE(threads);
+    auto executor = executor_with_ensembles("batched_pool", threads);
+    auto outs = run_at_once(*executor, 64, [](int i) {
+      return i % 2 == 0 ? std::string("through_quick") : std::string("quick");
+    });
+    for (int i = 0; i < 64; ++i) CHECK(outs[static_cast<std::size_t>(i)] == 100.0f + i);
   }
 }
 
