@@ -1,7 +1,8 @@
-"""The models bench/pipelines.sh and bench/python_backend.sh serve, written into ROOT: a 64 B
-(FP32 [batch, 16]) identity as an ONNX model (onnx_identity), a 3-step ensemble of it
-(ensemble3), and as a Python model with 1 and 4 instances (python_identity,
-python_identity_x4).
+"""The models bench/pipelines.sh, bench/ensemble_batching.sh and bench/python_backend.sh serve,
+written into ROOT: a 64 B (FP32 [batch, 16]) identity as an ONNX model (onnx_identity), a 3-step
+ensemble of it (ensemble3), the same two with the identity's dynamic_batching on
+(onnx_identity_batched, ensemble3_batched), and the identity as a Python model with 1 and 4
+instances (python_identity, python_identity_x4).
 
     identity_models.py ROOT
 """
@@ -35,19 +36,22 @@ def make(root):
     y = helper.make_tensor_value_info("OUTPUT0", TensorProto.FLOAT, ("batch", 16))
     graph = helper.make_graph([helper.make_node("Identity", ["INPUT0"], ["OUTPUT0"])], "id",
                               [x], [y])
-    os.makedirs(f"{root}/onnx_identity/1")
-    save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)]),
-         f"{root}/onnx_identity/1/model.onnx")
-    write(f"{root}/onnx_identity/config.pbtxt",
-          f'backend: "onnxruntime"\nmax_batch_size: 8\n{TENSORS}')
-    steps = "".join(
-        f'step [{{ model_name: "onnx_identity" model_version: -1 '
-        f'input_map {{ key: "INPUT0" value: "{a}" }} '
-        f'output_map {{ key: "OUTPUT0" value: "{b}" }} }}]\n'
-        for a, b in (("INPUT0", "t1"), ("t1", "t2"), ("t2", "OUTPUT0")))
-    os.makedirs(f"{root}/ensemble3/1")  # an ensemble's version directory is empty
-    write(f"{root}/ensemble3/config.pbtxt",
-          f'platform: "ensemble"\nmax_batch_size: 8\n{TENSORS}ensemble_scheduling {{\n{steps}}}\n')
+    for suffix, scheduling in (("", ""), ("_batched", "dynamic_batching { }\n")):
+        identity = f"onnx_identity{suffix}"
+        os.makedirs(f"{root}/{identity}/1")
+        save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)]),
+             f"{root}/{identity}/1/model.onnx")
+        write(f"{root}/{identity}/config.pbtxt",
+              f'backend: "onnxruntime"\nmax_batch_size: 8\n{TENSORS}{scheduling}')
+        steps = "".join(
+            f'step [{{ model_name: "{identity}" model_version: -1 '
+            f'input_map {{ key: "INPUT0" value: "{a}" }} '
+            f'output_map {{ key: "OUTPUT0" value: "{b}" }} }}]\n'
+            for a, b in (("INPUT0", "t1"), ("t1", "t2"), ("t2", "OUTPUT0")))
+        os.makedirs(f"{root}/ensemble3{suffix}/1")  # an ensemble's version directory is empty
+        write(f"{root}/ensemble3{suffix}/config.pbtxt",
+              f'platform: "ensemble"\nmax_batch_size: 8\n{TENSORS}'
+              f'ensemble_scheduling {{\n{steps}}}\n')
     for name, count in (("python_identity", 1), ("python_identity_x4", 4)):
         write(f"{root}/{name}/1/model.py", MODEL_PY)
         write(f"{root}/{name}/config.pbtxt",
