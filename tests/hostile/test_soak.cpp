@@ -334,10 +334,11 @@ TEST_CASE("hostile clients together, good clients served, memory bounded") {
   // Sanitizers slow everything several times over: latency is judged without them.
   // The attackers run under SCHED_IDLE, yet on a 2-core machine such a thread was seen to hold
   // a core for 2 to 6 ms at a time (docs/limits.md), and a good client's request then waits
-  // whatever the server does. So the bound is three times the quiet p99 plus 2 ms: CI once
-  // measured 1.09 ms quiet and 3.56 ms under attack, with no request failed, past 3 times alone;
-  // at those quiet figures the bound is 5.3 ms.
-  CHECK(attacked_report.p99_ms <= 3 * quiet_report.p99_ms + 2.0);
+  // whatever the server does. So the bound is three times the quiet p99 plus 5 ms. CI once
+  // measured 1.09 ms quiet and 3.56 ms under attack, with no request failed; three runs here
+  // gave 3.6 to 4.1 ms under attack whatever the quiet p99 (0.63, 1.0 and 1.9 ms), and with 2 ms
+  // the first of them failed. A server that starved its good clients would be tens of ms out.
+  CHECK(attacked_report.p99_ms <= 3 * quiet_report.p99_ms + 5.0);
 #endif
   CHECK(target.ended().empty());
 }
