@@ -113,6 +113,7 @@ class DynamicBatcher : public std::enable_shared_from_this<DynamicBatcher> {
   void submit(Pending pending) {
     std::unique_lock<std::mutex> lock(state_.mutex);
     if (!admit(pending)) {
+      lock.unlock();
       // Triton's code and words (RequestQueue::Enqueue).
       post_([self = shared_from_this(), pending = std::move(pending)]() mutable {
         self->reject_(std::move(pending),
@@ -128,6 +129,14 @@ class DynamicBatcher : public std::enable_shared_from_this<DynamicBatcher> {
     if (state_.runners >= instances_) return;  // a busy runner takes it when it is done
     ++state_.runners;
     post_runner(lock);
+  }
+
+  /// Whether the calling thread is running a batch of this batcher's (a model's function that
+  /// calls its own model, directly or through others): such a call must not queue behind the
+  /// batch it is part of.
+  bool runs_on_this_thread() const {
+    const auto& running = batchers_running_here();
+    return std::find(running.begin(), running.end(), this) != running.end();
   }
 
   /// submit(), but waits for the request's answer on the calling thread, and forms and runs
@@ -184,6 +193,23 @@ class DynamicBatcher : public std::enable_shared_from_this<DynamicBatcher> {
     int posted = 0;                          // of those, posted and not started
     int waiting = 0;                         // runners waiting for a batch to fill
   };
+
+  // The batchers whose batches the calling thread is running, innermost last.
+  static std::vector<const DynamicBatcher*>& batchers_running_here() {
+    thread_local std::vector<const DynamicBatcher*> running;
+    return running;
+  }
+
+  // Gives up a runner's slot: to a runner posted in its place while requests wait. Under
+  // `lock`, held again on return.
+  void give_up_slot(std::unique_lock<std::mutex>& lock) {
+    if (empty()) {
+      --state_.runners;
+      return;
+    }
+    post_runner(lock);
+    lock.lock();
+  }
 
   // Queues `pending` at its level unless the level's queue is full. Under state_.mutex.
   bool admit(Pending& pending) {
@@ -330,12 +356,7 @@ class DynamicBatcher : public std::enable_shared_from_this<DynamicBatcher> {
   void run(std::unique_lock<std::mutex>& lock, const Stop& stop) {
     for (;;) {
       if (stop()) {
-        if (empty()) {
-          --state_.runners;
-        } else {
-          post_runner(lock);
-          lock.lock();
-        }
+        give_up_slot(lock);
         return;
       }
       const auto now = Clock::now();
@@ -368,7 +389,17 @@ class DynamicBatcher : public std::enable_shared_from_this<DynamicBatcher> {
       std::vector<Pending> batch;
       for (std::size_t i = 0; i < take; ++i) batch.push_back(take_first());
       lock.unlock();
-      execute_(std::move(batch));
+      auto& running = batchers_running_here();
+      running.push_back(this);
+      try {
+        execute_(std::move(batch));
+      } catch (...) {  // on a caller of run_here(), whose caller may go on: the slot goes on too
+        running.pop_back();
+        lock.lock();
+        give_up_slot(lock);
+        throw;
+      }
+      running.pop_back();
       lock.lock();
     }
   }

@@ -306,7 +306,11 @@ Result<InferResult> ExecutorEngine::infer_scheduled(const InferRequest& request,
   auto found = find_or_load(request.model_name(), request.model_version());
   if (!found) return found.error();
   const std::shared_ptr<Entry>& entry = *found;
-  if (!entry->batcher) return infer_on(entry, request, queued_since);
+  // A model's function that calls its own model runs the call at once: queued, it would wait
+  // behind the batch that made it (a Python model's own instance then refuses it at once).
+  if (!entry->batcher || entry->batcher->runs_on_this_thread()) {
+    return infer_on(entry, request, queued_since);
+  }
   auto batch = check_for_batcher(*entry, request, queued_since);
   if (!batch) return batch.error();
   Result<InferResult> result = Error(StatusCode::Internal, "the request did not run");

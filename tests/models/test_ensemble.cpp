@@ -8,6 +8,7 @@
 #include <condition_variable>
 #include <filesystem>
 #include <fstream>
+#include <future>
 #include <mutex>
 #include <string>
 #include <thread>
@@ -225,6 +226,12 @@ std::shared_ptr<CpuExecutor> executor_with_ensembles(const std::string& scratch,
                      "step [{ model_name: \"join\" input_map { key: \"A\" value: \"ab\" } "
                      "input_map { key: \"B\" value: \"c\" } output_map { key: \"Z\" value: "
                      "\"OUT\" } }]\n");
+  fs::create_directories(root / "counts_down" / "1");
+  std::ofstream(root / "counts_down" / "1" / "model.self");
+  std::ofstream(root / "counts_down" / "config.pbtxt")
+      << "backend: \"self_calls\"\nmax_batch_size: 8\ndynamic_batching { }\n"
+      << "input [{ name: \"X\" data_type: TYPE_FP32 dims: [ 1 ] }]\n"
+      << "output [{ name: \"Y\" data_type: TYPE_FP32 dims: [ 1 ] }]\n";
   write_ensemble(root, "through_batched", step("batched", "IN", "OUT"));
   write_ensemble(root, "through_quick", step("quick", "IN", "OUT"));
   auto executor = std::make_shared<CpuExecutor>(threads);
@@ -278,6 +285,38 @@ Result<repository::LoadedModel> load_slow_end(const repository::ModelConfig& giv
 
 const bool slow_end_registered = [] {
   repository::register_backend({"slow_end", {}, "model.slow", load_slow_end});
+  return true;
+}();
+
+// A backend whose models call themselves through their host (as a Python model's BLS call may):
+// the "self_calls" backend of model files "model.self", Y = X, computed as (X - 1) + 1 by a call
+// to the same model while X > 0.
+Result<repository::LoadedModel> load_self_calls(const repository::ModelConfig& given,
+                                                const std::string&,
+                                                const repository::LoadContext& context) {
+  repository::LoadedModel loaded;
+  loaded.config = given;
+  std::weak_ptr<ModelHost> weak_host = context.host;
+  const std::string name = context.model_name;
+  loaded.compute = [weak_host,
+                    name](const InferRequest& request) -> Result<std::vector<NamedTensor>> {
+    const float x = values(request.find_input("X")->tensor).at(0);
+    float y = 0;
+    if (x > 0) {
+      auto host = weak_host.lock();
+      if (!host) return Error(StatusCode::Unavailable, "no host");
+      auto below = host->infer(
+          InferRequest(name).input("X", Tensor::from_vector(std::vector<float>{x - 1}, {1, 1})));
+      if (!below) return below.error();
+      y = values(below->output("Y")).at(0) + 1;
+    }
+    return std::vector<NamedTensor>{{"Y", Tensor::from_vector(std::vector<float>{y}, {1, 1}), {}}};
+  };
+  return loaded;
+}
+
+const bool self_calls_registered = [] {
+  repository::register_backend({"self_calls", {}, "model.self", load_self_calls});
   return true;
 }();
 
@@ -451,6 +490,21 @@ TEST_CASE("a batching step's wait needs no free pool thread, whoever else queues
     });
     for (int i = 0; i < 64; ++i) CHECK(outs[static_cast<std::size_t>(i)] == 100.0f + i);
   }
+}
+
+TEST_CASE("a batching model that calls itself through its host is answered, not queued") {
+  // Its one runner runs the batch that makes the call: queued behind that batch, the call would
+  // wait for itself, and the model's every later request with it.
+  auto executor = executor_with_ensembles("counts_down");
+  std::promise<Result<InferResult>> answer;
+  executor->infer_async(
+      InferRequest("counts_down").input("X", Tensor::from_vector(std::vector<float>{3}, {1, 1})),
+      [&](Result<InferResult> result) { answer.set_value(std::move(result)); });
+  auto future = answer.get_future();
+  REQUIRE(future.wait_for(std::chrono::seconds(10)) == std::future_status::ready);
+  auto result = future.get();
+  REQUIRE_MESSAGE(result, result.error().message());
+  CHECK(values(result->output("Y")) == std::vector<float>{3});
 }
 
 TEST_CASE("a step runs the version it names, and the default one without") {
