@@ -1,4 +1,6 @@
-"""sonic-server's HTTP/REST port (Triton's 8000, KServe v2 REST) driven by independent clients:
+"""Over 500 lines: one test per route and per hostile client, all on the same port.
+
+sonic-server's HTTP/REST port (Triton's 8000, KServe v2 REST) driven by independent clients:
 Python's http.client and raw sockets, and curl. The answers are those of Triton's HTTP frontend
 (server src/http_server.cc): empty 200/400 for health, {"error": ...} bodies with the status
 Triton derives from the error's code, JSON tensors flat in row-major order, and the binary

@@ -1,4 +1,6 @@
-"""sonic.tritonclient.grpc in the shapes of Triton's own example clients (simple_grpc_infer_client,
+"""Over 500 lines: one test per example client and call, all against the same server.
+
+sonic.tritonclient.grpc in the shapes of Triton's own example clients (simple_grpc_infer_client,
 simple_grpc_async_infer_client, simple_grpc_string_infer_client, simple_grpc_health_metadata,
 simple_grpc_model_control, simple_grpc_sequence_sync_infer_client, ...), against sonic-server,
 with sonic.tritonclient imports only.

@@ -1,4 +1,6 @@
-"""What a Python model's faults, and a client's malformed requests, may cost: each must cost its
+"""Over 500 lines: one test per fault, each with the models it needs.
+
+What a Python model's faults, and a client's malformed requests, may cost: each must cost its
 own request (or, for a stub that can no longer be trusted, its own model) and never another
 request's answer, the server's threads or its shutdown. Every test writes its models into a
 repository of its own and starts a sonic-server on it, with short time limits."""

@@ -1,4 +1,5 @@
 // sonic-infer — reading and writing NumPy .npy files (format versions 1.0, 2.0 and 3.0).
+// Over 500 lines: one format's reader and writer, with every check a hostile file needs.
 //
 // A .npy file is a 6-byte magic "\x93NUMPY", a major and minor version byte, the header length
 // (2 bytes little-endian in version 1, 4 bytes in versions 2 and 3), a Python dict literal such

@@ -1,5 +1,7 @@
 """tritonclient.grpc.InferenceServerClient over sonic.Client.
 
+Over 500 lines: every method of the class, in one class as tritonclient has it.
+
 The client's arguments map onto sonic's options: url "host:port" (tritonclient's, without a
 scheme) becomes grpc://host:port, or grpcs:// with ssl=True (root_certificates, private_key and
 certificate_chain are tls_ca_file, tls_key_file and tls_cert_file); KeepAliveOptions and the
