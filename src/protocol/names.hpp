@@ -32,6 +32,16 @@ namespace reason {
 inline constexpr std::string_view kShmRegionNotFound = "SHM_REGION_NOT_FOUND";
 /// An output is larger than the shared memory space the request reserved for it.
 inline constexpr std::string_view kShmOutputTooSmall = "SHM_OUTPUT_TOO_SMALL";
+/// The server refused the request at once (UNAVAILABLE) because the wait ahead of it in the
+/// model's queue already exceeds the time left before its deadline: it would have run for a
+/// caller no longer waiting. The server is healthy, only busy: another endpoint, or the
+/// client's fallback, may still answer in time.
+inline constexpr std::string_view kWouldMissDeadline = "WOULD_MISS_DEADLINE";
 }  // namespace reason
+
+/// gRPC's server pushback (the retry design, gRFC A6): a trailer whose value, a decimal count of
+/// milliseconds, is how long a client waits before it tries that server again; a value that
+/// is not a non-negative number asks it not to retry at all.
+inline constexpr std::string_view kRetryPushbackHeader = "grpc-retry-pushback-ms";
 
 }  // namespace sonic::protocol
