@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -17,6 +18,8 @@
 #include "sonic/tensor.hpp"
 
 namespace sonic {
+
+class Caller;  // sonic/caller.hpp
 
 /// A KServe v2 parameter value: bool, int64, uint64, double or string.
 using Parameter = std::variant<bool, std::int64_t, std::uint64_t, double, std::string>;
@@ -123,9 +126,21 @@ class SONIC_EXPORT InferRequest {
     return std::move(header(std::move(name), std::move(value)));
   }
 
+  /// Who waits for this request where it runs (a server, or the CPU executor of a fallback):
+  /// its deadline there, and whether it went away (see sonic::Caller, <sonic/caller.hpp>).
+  /// Copies of the request share it; null when nobody said, as in a client's own requests
+  /// (their deadline is timeout()).
+  InferRequest& caller(std::shared_ptr<Caller> who) & {
+    caller_ = std::move(who);
+    return *this;
+  }
+  InferRequest&& caller(std::shared_ptr<Caller> who) && {
+    return std::move(caller(std::move(who)));
+  }
+
   /// A copy of this request with other inputs; everything else (model, id, outputs,
-  /// parameters, timeout, compression, headers) stays. For requests made of parts of others:
-  /// chunks of a large batch, requests merged into one.
+  /// parameters, timeout, compression, headers, caller) stays. For requests made of parts of
+  /// others: chunks of a large batch, requests merged into one.
   InferRequest with_inputs(std::vector<NamedTensor> inputs) const;
 
   const std::string& model_name() const noexcept { return model_; }
@@ -135,6 +150,7 @@ class SONIC_EXPORT InferRequest {
   const std::vector<RequestedOutput>& outputs() const noexcept { return outputs_; }
   const Parameters& parameters() const noexcept { return parameters_; }
   std::chrono::microseconds timeout() const noexcept { return timeout_; }
+  const std::shared_ptr<Caller>& caller() const noexcept { return caller_; }
   const std::optional<Compression>& compression() const noexcept { return compression_; }
   const std::vector<std::pair<std::string, std::string>>& headers() const noexcept {
     return headers_;
@@ -158,6 +174,7 @@ class SONIC_EXPORT InferRequest {
   std::vector<RequestedOutput> outputs_;
   Parameters parameters_;
   std::chrono::microseconds timeout_{0};
+  std::shared_ptr<Caller> caller_;
   std::optional<Compression> compression_;
   std::vector<std::pair<std::string, std::string>> headers_;
 };
