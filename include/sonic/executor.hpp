@@ -24,7 +24,32 @@ namespace sonic {
 
 namespace detail {
 class ExecutorEngine;
+class ModelCounters;
 }  // namespace detail
+
+/// A request a server took from the wire and has not answered yet, counted among its model's
+/// requests under way (CpuExecutor::admit()): the wait a newer request can expect grows with
+/// them. Move-only; destroying it (at the request's answer) takes the request off the count.
+class SONIC_EXPORT Admission {
+ public:
+  Admission() = default;
+  ~Admission();
+  Admission(Admission&& other) noexcept;
+  Admission& operator=(Admission&& other) noexcept;
+  Admission(const Admission&) = delete;
+  Admission& operator=(const Admission&) = delete;
+
+  /// The request will not reach its model: its caller went away (`why`: CANCELLED or
+  /// DEADLINE_EXCEEDED) while a queue of the server's own held it. Counted as a failed request
+  /// of its model, CANCELED, after `waited`; the request is then off the count.
+  void abandon(const Error& why, std::chrono::nanoseconds waited);
+
+ private:
+  friend class detail::ExecutorEngine;
+  explicit Admission(std::shared_ptr<detail::ModelCounters> counters)
+      : counters_(std::move(counters)) {}
+  std::shared_ptr<detail::ModelCounters> counters_;
+};
 
 /// Runs registered models on a thread pool. Thread-safe. Statistics follow Triton's meaning so
 /// that sonic-server reports real numbers.
@@ -104,9 +129,28 @@ class SONIC_EXPORT CpuExecutor final : public Fallback {
   Result<std::shared_ptr<const Model>> model(const std::string& name,
                                              const std::string& version = {}) const override;
 
+  /// For a server, as it takes a request from the wire, before it queues it anywhere: counts the
+  /// request among its model's requests under way until the Admission returned is destroyed
+  /// (at its answer), and with `shed` refuses it at once when the requests already under way
+  /// leave no time to answer it before its caller's deadline (InferRequest::caller()): the
+  /// rounds of executions ahead of it (those requests over the model's max_batch_size when it
+  /// batches, over its instances that run at once) plus its own, each taking the model's recent
+  /// execution time (a moving mean). The refusal is UNAVAILABLE with the reason
+  /// WOULD_MISS_DEADLINE, counted as REJECTED: answered at once, while its client still has
+  /// time to try another server or its fallback, instead of waiting in vain and making the
+  /// requests behind it late too. A request without a deadline, or for a model that has not run
+  /// yet, keeps sequences or answers through a stream, is never refused; one for a model not
+  /// held passes uncounted (it fails, or loads, when it runs). Thread-safe: a lookup and a few
+  /// atomic operations.
+  Result<Admission> admit(const InferRequest& request, bool shed = true);
+
   /// Runs a request on the calling thread: validation, the model, the requested outputs.
   /// `queued_since` is when the request arrived, for the queue statistic. A decoupled model
-  /// answers UNIMPLEMENTED: its responses come through infer_responses().
+  /// answers UNIMPLEMENTED: its responses come through infer_responses(). Here and on every
+  /// path below, a request whose caller went away (InferRequest::caller(): cancelled, or past
+  /// its deadline) by the time its model would run is answered with the caller's CANCELLED or
+  /// DEADLINE_EXCEEDED instead, unrun, and counted as failed, CANCELED; the queues of batching
+  /// and stateful models take it out as they would a request whose queue timeout passed.
   Result<InferResult> infer(const InferRequest& request,
                             Clock::time_point queued_since = Clock::now());
 

@@ -63,12 +63,14 @@ struct BatchStatistics {
 };
 
 /// Failed requests by cause, as Triton's failure counter labels them (its `reason`: REJECTED,
-/// BACKEND, OTHER; Triton's fourth, CANCELED, cannot happen here: the executor runs every
-/// request it queued).
+/// CANCELED, BACKEND, OTHER).
 struct FailureCounts {
   std::uint64_t rejected = 0;  ///< refused by the model's queue: full, or its timeout passed
-  std::uint64_t backend = 0;   ///< the model's own execution failed
-  std::uint64_t other = 0;     ///< the rest: requests the model's configuration refuses
+  /// answered unrun because its caller went away (InferRequest::caller): cancelled, or past its
+  /// deadline, as Triton counts a request whose gRPC call was cancelled or timed out
+  std::uint64_t canceled = 0;
+  std::uint64_t backend = 0;  ///< the model's own execution failed
+  std::uint64_t other = 0;    ///< the rest: requests the model's configuration refuses
 };
 
 /// Cumulative statistics of one model version, as ModelStatistics reports them.

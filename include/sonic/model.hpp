@@ -94,7 +94,9 @@ class ModelHost {
   /// dynamic_batching queues it with the model's other requests, as Triton schedules ensemble
   /// steps and BLS calls: the calling thread waits, running the model's batches itself while
   /// no executor thread does. A model of the executor's source is loaded first when it is not
-  /// held yet.
+  /// held yet. A request that names no caller (InferRequest::caller()) is made for the caller
+  /// of the execution on the calling thread: it is answered unrun, CANCELLED or
+  /// DEADLINE_EXCEEDED, once that caller went away.
   virtual Result<InferResult> infer(const InferRequest& request) = 0;
 
   /// Every response of a request, decoupled models' included, handed to `respond` on the

@@ -126,6 +126,9 @@ class Run {
   Result<InferRequest> step_request(const StepPlan& step, const State& state) const {
     InferRequest request(step.model, step.version);
     request.id(request_.request_id());
+    // Each step is made for the ensemble's caller: once it went away, the next step is answered
+    // unrun and the run stops, as Triton checks for cancellation between an ensemble's steps.
+    request.caller(request_.caller());
     for (const auto& [name, value] : request_.parameters()) request.parameter(name, value);
     for (std::size_t i = 0; i < step.inputs.size(); ++i) {
       const auto& [name, slot] = step.inputs[i];

@@ -66,15 +66,14 @@ const std::array<Family, 9> kModelFamilies{{
 
 // nv_inference_request_failure: failed requests, whatever their batch size, one sample per
 // cause under the label `reason`, all four of Triton's present from the start as Triton
-// creates them (metric_model_reporter.cc). CANCELED stays 0: sonic's executor cancels nothing
-// it has queued.
+// creates them (metric_model_reporter.cc).
 struct FailureReasonSample {
   const char* reason;
   std::uint64_t (*value)(const ModelStatistics&);
 };
 const std::array<FailureReasonSample, 4> kFailureReasons{{
     {"REJECTED", [](const ModelStatistics& s) { return s.failures.rejected; }},
-    {"CANCELED", [](const ModelStatistics&) { return std::uint64_t{0}; }},
+    {"CANCELED", [](const ModelStatistics& s) { return s.failures.canceled; }},
     {"BACKEND", [](const ModelStatistics& s) { return s.failures.backend; }},
     {"OTHER", [](const ModelStatistics& s) { return s.failures.other; }},
 }};

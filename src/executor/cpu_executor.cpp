@@ -65,6 +65,10 @@ Result<std::shared_ptr<const Model>> CpuExecutor::model(const std::string& name,
   return engine_->model(name, version);
 }
 
+Result<Admission> CpuExecutor::admit(const InferRequest& request, bool shed) {
+  return engine_->admit(request, shed);
+}
+
 Result<InferResult> CpuExecutor::infer(const InferRequest& request,
                                        Clock::time_point queued_since) {
   return engine_->infer(request, queued_since);

@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "client/batch_rows.hpp"
+#include "executor/request_caller.hpp"
 #include "sonic/batching.hpp"
 #include "sonic/detail/unique_function.hpp"
 #include "sonic/request.hpp"
@@ -70,7 +71,8 @@ inline std::uint64_t unsigned_parameter(const InferRequest& request, std::string
 
 /// The queues of one model's requests and the runners that empty them. `execute` runs one batch
 /// (one request or several to merge) on the runner's thread; `reject` answers a request the
-/// queue refuses (full, or its timeout passed), on a runner's thread or a pool thread; `post`
+/// queue refuses (full, or its timeout passed) or gives up (its caller went away: cancelled, or
+/// past its deadline), on a runner's thread or a pool thread; `post`
 /// puts a runner on the executor's pool. At most `instances` runners at once, each running one
 /// batch at a time; a caller of run_here() may be one while it waits.
 /// Runners keep the batcher alive (make it with std::make_shared). Thread-safe.
@@ -107,10 +109,13 @@ class DynamicBatcher : public std::enable_shared_from_this<DynamicBatcher> {
 
   /// Queues a request (its batch within max_batch_size, checked by the caller) at its priority
   /// level. `done` runs once, never inside this call, on a runner's thread (a pool thread, or a
-  /// caller of run_here() running batches meanwhile): with the answer, or
-  /// (through `reject`) with UNAVAILABLE when the queue is full or the request's timeout passes
-  /// while it waits.
+  /// caller of run_here() running batches meanwhile): with the answer, or (through `reject`)
+  /// with UNAVAILABLE when the queue is full or the request's timeout passes while it waits, or
+  /// with its caller's CANCELLED or DEADLINE_EXCEEDED when the caller goes away first: a
+  /// cancelled caller's requests leave the queue at once (Caller::on_cancel), one past its
+  /// deadline when the queue is next looked at.
   void submit(Pending pending) {
+    watch_caller(pending);
     std::unique_lock<std::mutex> lock(state_.mutex);
     if (!admit(pending)) {
       lock.unlock();
@@ -154,6 +159,7 @@ class DynamicBatcher : public std::enable_shared_from_this<DynamicBatcher> {
       state_.slot_or_answer.notify_all();
       state_.changed.notify_all();  // were this thread waiting for a batch to fill, it stops
     };
+    watch_caller(pending);
     std::unique_lock<std::mutex> lock(state_.mutex);
     if (!admit(pending)) {
       lock.unlock();
@@ -211,15 +217,58 @@ class DynamicBatcher : public std::enable_shared_from_this<DynamicBatcher> {
     lock.lock();
   }
 
+  // A cancelled caller's requests leave the queue as soon as it goes, not when a runner next
+  // looks: a client that opens and resets streams cannot keep their requests (and their
+  // bytes) queued behind a long batch.
+  void watch_caller(const Pending& pending) {
+    if (!pending.request.caller()) return;
+    pending.request.caller()->on_cancel(this,
+                                        [weak = std::weak_ptr<DynamicBatcher>(shared_from_this())] {
+                                          if (auto self = weak.lock()) self->withdraw_cancelled();
+                                        });
+  }
+
+  // Takes the requests of cancelled callers out of every queue and answers them on the pool
+  // (never inline: this runs on the thread that cancels). Their inputs are let go of now.
+  void withdraw_cancelled() {
+    std::vector<Pending> gone;
+    {
+      std::lock_guard<std::mutex> lock(state_.mutex);
+      for (auto& level : levels_) {
+        for (auto* queue : {&level.waiting, &level.delayed}) {
+          for (auto it = queue->begin(); it != queue->end();) {
+            const auto& caller = it->request.caller();
+            if (!caller || !caller->cancelled()) {
+              ++it;
+              continue;
+            }
+            gone.push_back(std::move(*it));
+            it = queue->erase(it);
+          }
+        }
+      }
+    }
+    for (auto& p : gone) {
+      auto why =
+          p.request.caller()->gone(Clock::now(), "model '" + p.request.model_name() + "'").value();
+      p.request = InferRequest(p.request.model_name(), p.request.model_version());
+      post_([self = shared_from_this(), p = std::move(p), why = std::move(why)]() mutable {
+        self->reject_(std::move(p), std::move(why));
+      });
+    }
+  }
+
   // Queues `pending` at its level unless the level's queue is full. Under state_.mutex.
   bool admit(Pending& pending) {
     Level& level = levels_[level_of(pending.request)];
     std::chrono::microseconds timeout = level.policy.default_timeout;
     if (level.policy.allow_timeout_override) {
+      // A request may shorten its queue's timeout, never lengthen it: Triton takes its own
+      // only when it is set and below the default (PriorityQueue::PolicyQueue::Enqueue, "override
+      // != 0 && override < default"), so with no default timeout it has none either.
       const auto own = unsigned_parameter(pending.request, "timeout", 0);
-      if (own > 0) {
-        timeout = std::chrono::microseconds(static_cast<std::int64_t>(
-            std::min<std::uint64_t>(own, static_cast<std::uint64_t>(kLongestTimeout.count()))));
+      if (own != 0 && own < static_cast<std::uint64_t>(timeout.count())) {
+        timeout = std::chrono::microseconds(static_cast<std::int64_t>(own));
       }
     }
     // A timeout past any real wait (a client may send up to 2^64 microseconds) is none: the
@@ -284,11 +333,26 @@ class DynamicBatcher : public std::enable_shared_from_this<DynamicBatcher> {
     throw std::logic_error("DynamicBatcher: took more than was waiting");  // never: see ready()
   }
 
-  // Requests whose timeout passed: moved to their level's delayed queue (DELAY), or out, to be
-  // rejected. Returns the earliest timeout still ahead.
-  Clock::time_point expire(Clock::time_point now, std::vector<Pending>& rejected) {
+  // Requests whose caller went away (cancelled, or past its deadline): out, to be answered
+  // with the caller's error, as Triton's queue skips a cancelled request (ApplyPolicy). Then
+  // requests whose queue timeout passed: moved to their level's delayed queue (DELAY), or out,
+  // to be rejected. Returns the earliest timeout or caller deadline still ahead.
+  Clock::time_point expire(Clock::time_point now, std::vector<std::pair<Pending, Error>>& out) {
     Clock::time_point next = Clock::time_point::max();
     for (auto& level : levels_) {
+      for (auto* queue : {&level.waiting, &level.delayed}) {
+        for (auto it = queue->begin(); it != queue->end();) {
+          const auto& caller = it->request.caller();
+          if (caller && caller->gone(now)) {
+            auto why = caller->gone(now, "model '" + it->request.model_name() + "'").value();
+            out.emplace_back(std::move(*it), std::move(why));
+            it = queue->erase(it);
+            continue;
+          }
+          if (caller) next = std::min(next, caller->deadline());
+          ++it;
+        }
+      }
       for (auto it = level.waiting.begin(); it != level.waiting.end();) {
         if (it->deadline > now) {
           next = std::min(next, it->deadline);
@@ -298,7 +362,8 @@ class DynamicBatcher : public std::enable_shared_from_this<DynamicBatcher> {
         if (level.policy.delay_expired) {
           level.delayed.push_back(std::move(*it));
         } else {
-          rejected.push_back(std::move(*it));
+          out.emplace_back(std::move(*it),
+                           Error(StatusCode::Unavailable, "Request timeout expired"));
         }
         it = level.waiting.erase(it);
       }
@@ -360,13 +425,11 @@ class DynamicBatcher : public std::enable_shared_from_this<DynamicBatcher> {
         return;
       }
       const auto now = Clock::now();
-      std::vector<Pending> rejected;
-      const Clock::time_point next_timeout = expire(now, rejected);
-      if (!rejected.empty()) {
+      std::vector<std::pair<Pending, Error>> refused;
+      const Clock::time_point next_timeout = expire(now, refused);
+      if (!refused.empty()) {
         lock.unlock();
-        for (auto& p : rejected) {
-          reject_(std::move(p), Error(StatusCode::Unavailable, "Request timeout expired"));
-        }
+        for (auto& [p, why] : refused) reject_(std::move(p), std::move(why));
         lock.lock();
         continue;
       }

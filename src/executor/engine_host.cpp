@@ -4,6 +4,7 @@
 #include <utility>
 
 #include "executor/executor_engine.hpp"
+#include "executor/request_caller.hpp"
 
 namespace sonic::detail {
 
@@ -41,17 +42,23 @@ void EngineHost::detach() {
   engine_ = nullptr;
 }
 
+// A model's calls run on the thread of the execution that makes them: a call that names no
+// caller is made for that execution's (for_caller_here), so that an ensemble's steps and a
+// Python model's BLS calls stop once their request's caller went away.
+
 Result<InferResult> EngineHost::infer(const InferRequest& request) {
   Use use(*this);
   if (!use.engine()) return Use::gone();
-  return use.engine()->infer_scheduled(request);
+  std::optional<InferRequest> adopted;
+  return use.engine()->infer_scheduled(for_caller_here(request, adopted));
 }
 
 Result<void> EngineHost::infer_responses(const InferRequest& request,
                                          const std::function<void(InferResult)>& respond) {
   Use use(*this);
   if (!use.engine()) return Use::gone();
-  return use.engine()->infer_responses(request, respond);
+  std::optional<InferRequest> adopted;
+  return use.engine()->infer_responses(for_caller_here(request, adopted), respond);
 }
 
 Result<std::shared_ptr<const Model>> EngineHost::load(const std::string& name,

@@ -212,7 +212,7 @@ std::shared_ptr<ExecutorEngine::Entry> ExecutorEngine::make_entry(Model model, b
         [weak](detail::DynamicBatcher::Pending refused, Error error) {
           if (auto alive = weak.lock()) {
             alive->stats.started();
-            alive->stats.count_failure(FailureReason::Rejected, Clock::now() - refused.queued);
+            alive->stats.count_failure(refusal_reason(error), Clock::now() - refused.queued);
           }
           refused.done(std::move(error));
         },

@@ -2,8 +2,9 @@
 // (include/sonic/executor.hpp) forwards to. Its definitions, by job: executor_engine.cpp (the
 // registry of models and versions, metadata, statistics), model_loading.cpp (models of a source:
 // loads, their time limit, on-demand loading), infer_paths.cpp (running requests: on the caller's
-// thread, on the pool, through the batchers). Counters in model_statistics.hpp, checks of models
-// and requests in request_checks.hpp.
+// thread, on the pool, through the batchers), admission.cpp (a server's requests under way, and
+// the early refusal of those that would miss their deadline). Counters in model_statistics.hpp,
+// checks of models and requests in request_checks.hpp.
 #pragma once
 
 #include <atomic>
@@ -115,6 +116,9 @@ class ExecutorEngine {
   /// after it is unloaded. Thread-safe.
   Result<std::shared_ptr<const Model>> model(const std::string& name,
                                              const std::string& version = {}) const;
+
+  /// CpuExecutor::admit() (admission.cpp). Thread-safe.
+  Result<Admission> admit(const InferRequest& request, bool shed);
 
   /// Runs a request on the calling thread: validation, the model, the requested outputs.
   /// `queued_since` is when the request arrived, for the queue statistic. A decoupled model

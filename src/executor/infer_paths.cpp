@@ -5,6 +5,7 @@
 #include "client/batch_rows.hpp"
 #include "executor/classification.hpp"
 #include "executor/executor_engine.hpp"
+#include "executor/request_caller.hpp"
 #include "executor/request_checks.hpp"
 
 namespace sonic::detail {
@@ -18,6 +19,8 @@ FailureReason sequence_failure(const Error& error) {
   switch (error.code()) {
     case StatusCode::InvalidArgument: return FailureReason::Other;
     case StatusCode::ResourceExhausted: return FailureReason::Rejected;
+    case StatusCode::Cancelled:  // its caller, or an earlier one of its sequence, went away
+    case StatusCode::DeadlineExceeded: return FailureReason::Canceled;
     default: return FailureReason::Backend;
   }
 }
@@ -63,6 +66,10 @@ Result<void> ExecutorEngine::infer_responses(const InferRequest& request,
   const Model& model = entry.model;
   auto started = Clock::now();
   entry.stats.queue.add(started - queued_since);
+  if (auto why = unwanted(request, model.name)) {
+    count(entry, request, false, FailureReason::Canceled, started - queued_since);
+    return *why;
+  }
   Result<void> outcome = check_against_model(model, entry.metadata, request);
   FailureReason failure = FailureReason::Other;
   if (outcome) {
@@ -75,12 +82,14 @@ Result<void> ExecutorEngine::infer_responses(const InferRequest& request,
                           chosen ? std::move(*chosen) : std::move(outputs)));
     };
     try {
+      CallerScope scope(request.caller());
       outcome = model.decoupled(request, sink);
     } catch (const Error& e) {
       outcome = e;
     } catch (const std::exception& e) {
       outcome = Error(StatusCode::Internal, "model '" + model.name + "' failed: " + e.what());
     }
+    if (!outcome && unwanted(request, model.name)) failure = FailureReason::Canceled;
   }
   count(entry, request, outcome.ok(), failure, Clock::now() - queued_since);
   return outcome;
@@ -157,16 +166,27 @@ Result<std::vector<NamedTensor>> ExecutorEngine::requested(const Model& model,
 Result<InferResult> ExecutorEngine::run(const Model& model, const InferRequest& request,
                                         Entry& entry, FailureReason& failure) {
   auto t0 = Clock::now();
+  // Nobody waits for it any more: answered, never run (the last look before the model; the
+  // queues before this one looked too).
+  if (auto why = unwanted(request, model.name)) {
+    failure = FailureReason::Canceled;
+    return *why;
+  }
   failure = FailureReason::Other;
   if (auto ok = check_against_model(model, entry.metadata, request); !ok) return ok.error();
   auto t1 = Clock::now();
   entry.stats.compute_input.add(t1 - t0);
-  Result<std::vector<NamedTensor>> computed = compute_guarded(model, request);
+  Result<std::vector<NamedTensor>> computed = [&] {
+    CallerScope scope(request.caller());  // the model's own calls are made for this caller
+    return compute_guarded(model, request);
+  }();
   auto t2 = Clock::now();
   entry.stats.compute_infer.add(t2 - t1);
   entry.stats.remember_compute_time(t2 - t1);
   if (!computed) {
-    failure = FailureReason::Backend;
+    // A model that stops because its caller went away (a Python model that asks
+    // is_cancelled(), an ensemble whose step was answered unrun) failed for that.
+    failure = unwanted(request, model.name) ? FailureReason::Canceled : FailureReason::Backend;
     return computed.error();
   }
   auto outputs = requested(model, request, std::move(*computed));
@@ -348,6 +368,7 @@ void ExecutorEngine::execute_batch(const std::shared_ptr<Entry>& entry,
   // A merged execution that fails, however, is run again request by request below.
   Result<std::vector<NamedTensor>> computed = compute_guarded(model, merged);
   const auto t2 = Clock::now();
+  entry->stats.remember_compute_time(t2 - t1);
   // Each output's row boundaries (walked once for BYTES), then each request's rows of it.
   std::vector<std::vector<std::size_t>> bounds;
   bool sliced = computed.ok();

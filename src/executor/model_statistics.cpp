@@ -45,8 +45,8 @@ ModelStatistics ModelCounters::snapshot(const std::string& name, const std::stri
   const auto failures_for = [this](FailureReason reason) {
     return failures_[static_cast<std::size_t>(reason)].load(std::memory_order_relaxed);
   };
-  s.failures = {failures_for(FailureReason::Rejected), failures_for(FailureReason::Backend),
-                failures_for(FailureReason::Other)};
+  s.failures = {failures_for(FailureReason::Rejected), failures_for(FailureReason::Canceled),
+                failures_for(FailureReason::Backend), failures_for(FailureReason::Other)};
   // queued() and started() may be seen in either order by a reader on another thread.
   s.pending = static_cast<std::uint64_t>(
       std::max<std::int64_t>(0, pending_.load(std::memory_order_relaxed)));

@@ -49,10 +49,20 @@ inline std::uint64_t inferences_in(const Model& model, const InferRequest& reque
   return 1;
 }
 
-/// Why a request failed: Triton's failure reasons (metric_model_reporter.cc) that can happen
-/// here. Its dynamic batcher finishes a request whose queue timeout passed, or that finds the
-/// queue full, as REJECTED; an error from the backend's execution is BACKEND; the rest OTHER.
-enum class FailureReason { Rejected, Backend, Other };
+/// Why a request failed: Triton's failure reasons (metric_model_reporter.cc). Its dynamic
+/// batcher finishes a request whose queue timeout passed, or that finds the queue full, as
+/// REJECTED, and one whose call was cancelled (a gRPC call cancelled or past its deadline) as
+/// CANCELED; an error from the backend's execution is BACKEND; the rest OTHER.
+enum class FailureReason { Rejected, Canceled, Backend, Other };
+
+/// The reason a queue's refusal counts under: CANCELED for a request whose caller went away
+/// (Caller::gone(): CANCELLED, DEADLINE_EXCEEDED), REJECTED for the rest (full, its queue
+/// timeout passed, or shed because it would miss its deadline).
+inline FailureReason refusal_reason(const Error& error) {
+  const bool gone =
+      error.code() == StatusCode::Cancelled || error.code() == StatusCode::DeadlineExceeded;
+  return gone ? FailureReason::Canceled : FailureReason::Rejected;
+}
 
 /// The statistics of one model version as its requests run (Triton's ModelStatistics). The
 /// per-request updates are lock-free and inline; only a merged execution (count_batch()) and a
@@ -76,6 +86,12 @@ class ModelCounters {
     fail.add(elapsed);
     failures_[static_cast<std::size_t>(reason)].fetch_add(1, std::memory_order_relaxed);
   }
+
+  /// Requests a server admitted and has not answered yet (CpuExecutor::admit()), wherever they
+  /// wait: the count the expected wait of a new one grows with.
+  void admitted() { under_way_.fetch_add(1, std::memory_order_relaxed); }
+  void answered() { under_way_.fetch_sub(1, std::memory_order_relaxed); }
+  std::int64_t under_way() const { return under_way_.load(std::memory_order_relaxed); }
 
   /// Requests queued for an execution (Triton's pending request count): `queued()` when one
   /// is put in a queue, `started(n)` when n leave it, to run or to be refused.
@@ -119,8 +135,9 @@ class ModelCounters {
 
   std::atomic<std::uint64_t> inference_count_{0}, execution_count_{0}, last_inference_ms_{0};
   std::atomic<std::int64_t> recent_compute_ns_{-1};
-  std::array<std::atomic<std::uint64_t>, 3> failures_{};  // by FailureReason
+  std::array<std::atomic<std::uint64_t>, 4> failures_{};  // by FailureReason
   std::atomic<std::int64_t> pending_{0};
+  std::atomic<std::int64_t> under_way_{0};
   mutable std::mutex batch_mutex_;
   std::map<std::uint64_t, BatchCounters> by_batch_size_;  // merged executions
 };

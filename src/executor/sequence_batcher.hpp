@@ -19,6 +19,7 @@
 #include <variant>
 #include <vector>
 
+#include "executor/request_caller.hpp"
 #include "sonic/batching.hpp"
 #include "sonic/detail/unique_function.hpp"
 #include "sonic/error.hpp"
@@ -54,7 +55,11 @@ class SequenceBatcher : public std::enable_shared_from_this<SequenceBatcher> {
   /// an executor thread, never inside this call: once the request ran, or with an Error when it
   /// cannot belong to a sequence: no id, an id too long, a batch other than 1, a sequence that
   /// was not started (or was dropped as idle), or no room for another sequence (Triton's codes
-  /// and words for those it also refuses).
+  /// and words for those it also refuses). A request whose caller went away (sonic::Caller)
+  /// by its turn is not run, and ends its sequence, as Triton's sequence batcher cancels a
+  /// sequence whose next request was cancelled: it and the requests queued behind it are
+  /// answered CANCELLED (each with its own caller's error when that one went away too), and
+  /// the id needs a new START.
   void submit(InferRequest request, Done done) {
     auto sequence = route(request);
     if (!sequence) {
@@ -155,9 +160,10 @@ class SequenceBatcher : public std::enable_shared_from_this<SequenceBatcher> {
     Sequence& operator=(const Sequence&) = delete;
 
     const std::shared_ptr<StateAccount> account;
-    std::mutex mutex;  // guards queue, runner and idle_since
+    std::mutex mutex;  // guards queue, runner, idle_since and cancelled
     std::deque<Queued> queue;
     Runner runner = Runner::None;
+    bool cancelled = false;  // a request's caller went away by its turn: the sequence is over
     Clock::time_point idle_since{};  // when its last request ended
     // Read and written by the one thread running the sequence (state_bytes also under
     // account->mutex).
@@ -283,11 +289,41 @@ class SequenceBatcher : public std::enable_shared_from_this<SequenceBatcher> {
       }
       Queued& next = *taken;
       const auto started = Clock::now();
+      if (auto why = cancelled_by(s, next.request)) {
+        next.done(next.request, std::move(*why), started);
+        continue;
+      }
       auto outputs = step(s, next.request);
       // An ended sequence's state is of no more use (a new START makes a new sequence).
       if (flag(next.request, "sequence_end")) (void)replace_state(s, {});
       next.done(next.request, std::move(outputs), started);
     }
+  }
+
+  // Why a sequence's next request must not run: its caller went away, which ends the sequence
+  // (its id is forgotten and its state let go of), or an earlier request's did.
+  std::optional<Error> cancelled_by(Sequence& s, const InferRequest& request) {
+    {
+      std::lock_guard<std::mutex> lock(s.mutex);
+      if (s.cancelled) {
+        if (auto own = unwanted(request, model_name_)) return own;
+        return Error(StatusCode::Cancelled, "the sequence of model '" + model_name_ +
+                                                "' was cancelled: an earlier request's caller "
+                                                "went away");
+      }
+    }
+    auto why = unwanted(request, model_name_);
+    if (!why) return std::nullopt;
+    {
+      std::lock_guard<std::mutex> lock(s.mutex);
+      s.cancelled = true;
+    }
+    (void)replace_state(s, {});
+    std::lock_guard<std::mutex> lock(mutex_);
+    auto it =
+        sequences_.find(s.string_keyed ? "s" + s.string_id : "i" + std::to_string(s.numeric_id));
+    if (it != sequences_.end() && it->second.sequence.get() == &s) sequences_.erase(it);
+    return why;
   }
 
   // One request of a sequence: its control and state inputs added, the model run, the state
@@ -302,6 +338,7 @@ class SequenceBatcher : public std::enable_shared_from_this<SequenceBatcher> {
     }
     InferRequest model_request(request.model_name(), request.model_version());
     model_request.id(request.request_id());
+    model_request.caller(request.caller());
     for (const auto& [name, value] : request.parameters()) model_request.parameter(name, value);
     for (const auto& input : request.inputs()) {
       model_request.input(input.name, input.tensor, input.parameters);

@@ -14,6 +14,7 @@
 #include <string>
 #include <thread>
 
+#include "sonic/caller.hpp"
 #include "sonic/executor.hpp"
 #include "sonic/repository/repository.hpp"
 
@@ -166,6 +167,17 @@ Model fails() {
   return model;
 }
 
+// Y = X; cancels its request's caller as it runs (the client went away meanwhile).
+Model cancels_its_caller() {
+  Model model = adds("cancels_its_caller", 0);
+  auto compute = model.compute;
+  model.compute = [compute](const InferRequest& request) {
+    if (request.caller()) request.caller()->cancel();
+    return compute(request);
+  };
+  return model;
+}
+
 // An ensemble's directory: config.pbtxt and its empty version directory.
 void write_ensemble(const fs::path& root, const std::string& name, const std::string& steps,
                     const std::string& more_inputs = {}) {
@@ -234,6 +246,14 @@ std::shared_ptr<CpuExecutor> executor_with_ensembles(const std::string& scratch,
       << "input [{ name: \"X\" data_type: TYPE_FP32 dims: [ 1 ] }]\n"
       << "output [{ name: \"Y\" data_type: TYPE_FP32 dims: [ 1 ] }]\n";
   write_ensemble(root, "through_batched", step("batched", "IN", "OUT"));
+  write_ensemble(root, "caller_leaves",
+                 step("cancels_its_caller", "IN", "a") + step("plus_ten", "a", "OUT"));
+  fs::create_directories(root / "bls_for_nobody" / "1");
+  std::ofstream(root / "bls_for_nobody" / "1" / "model.gives_up");
+  std::ofstream(root / "bls_for_nobody" / "config.pbtxt")
+      << "backend: \"gives_up\"\n"
+      << "input [{ name: \"X\" data_type: TYPE_FP32 dims: [ -1 ] }]\n"
+      << "output [{ name: \"Y\" data_type: TYPE_FP32 dims: [ -1 ] }]\n";
   write_ensemble(root, "through_quick", step("quick", "IN", "OUT"));
   auto executor = std::make_shared<CpuExecutor>(threads);
   executor->add_model(batched_adds("batched", std::chrono::seconds(5)));
@@ -248,6 +268,7 @@ std::shared_ptr<CpuExecutor> executor_with_ensembles(const std::string& scratch,
   executor->add_model(holds_while_streaming());
   executor->add_model(waits_for_its_first_response());
   executor->add_model(adds_optional());
+  executor->add_model(cancels_its_caller());
   Model join;
   join.name = "join";
   join.inputs = {fp32("A"), fp32("B")};
@@ -318,6 +339,31 @@ Result<repository::LoadedModel> load_self_calls(const repository::ModelConfig& g
 
 const bool self_calls_registered = [] {
   repository::register_backend({"self_calls", {}, "model.self", load_self_calls});
+  return true;
+}();
+
+// A backend whose models see their request's caller go away as they run (its client gave up),
+// then call "plus_ten" through their host, as a Python model's BLS call would: the "gives_up"
+// backend of model files "model.gives_up".
+Result<repository::LoadedModel> load_gives_up(const repository::ModelConfig& given,
+                                              const std::string&,
+                                              const repository::LoadContext& context) {
+  repository::LoadedModel loaded;
+  loaded.config = given;
+  std::weak_ptr<ModelHost> weak_host = context.host;
+  loaded.compute = [weak_host](const InferRequest& request) -> Result<std::vector<NamedTensor>> {
+    if (request.caller()) request.caller()->cancel();
+    auto host = weak_host.lock();
+    if (!host) return Error(StatusCode::Unavailable, "no host");
+    auto called = host->infer(InferRequest("plus_ten").input("X", request.find_input("X")->tensor));
+    if (!called) return called.error();
+    return std::vector<NamedTensor>{{"Y", called->output("Y"), {}}};
+  };
+  return loaded;
+}
+
+const bool gives_up_registered = [] {
+  repository::register_backend({"gives_up", {}, "model.gives_up", load_gives_up});
   return true;
 }();
 
@@ -506,6 +552,34 @@ TEST_CASE("a batching model that calls itself through its host is answered, not 
   auto result = future.get();
   REQUIRE_MESSAGE(result, result.error().message());
   CHECK(values(result->output("Y")) == std::vector<float>{3});
+}
+
+TEST_CASE("an ensemble whose caller went away runs no further step, as Triton checks between") {
+  auto executor = executor_with_ensembles("caller_leaves");
+  auto caller = std::make_shared<Caller>();
+  auto result = executor->infer(request_of("caller_leaves", 1).caller(caller));
+  REQUIRE_FALSE(result);
+  CHECK(result.error().code() == StatusCode::Cancelled);
+  CHECK(result.error().message().find("step 1 (model 'plus_ten')") != std::string::npos);
+  CHECK(executor->statistics("plus_ten").value().execution_count == 0);
+  CHECK(executor->statistics("plus_ten").value().failures.canceled == 1);
+  CHECK(executor->statistics("caller_leaves").value().failures.canceled == 1);
+}
+
+TEST_CASE("a model's own call (BLS) is made for its request's caller, and stops with it") {
+  auto executor = executor_with_ensembles("bls_for_nobody");
+  auto caller = std::make_shared<Caller>();
+  auto result = executor->infer(InferRequest("bls_for_nobody")
+                                    .input("X", Tensor::from_vector(std::vector<float>{1}, {1}))
+                                    .caller(caller));
+  REQUIRE_FALSE(result);
+  CHECK(result.error().code() == StatusCode::Cancelled);
+  CHECK(executor->statistics("plus_ten").value().execution_count == 0);
+  // Without a caller, the same call runs.
+  auto alone = executor->infer(
+      InferRequest("bls_for_nobody").input("X", Tensor::from_vector(std::vector<float>{1}, {1})));
+  REQUIRE_MESSAGE(alone, alone.error().message());
+  CHECK(values(alone->output("Y")) == std::vector<float>{11});
 }
 
 TEST_CASE("a step runs the version it names, and the default one without") {

@@ -295,13 +295,58 @@ TEST_CASE("priority levels: a batch takes the highest level's requests first") {
   CHECK(recorder->batches == std::vector<std::int64_t>{1, 2, 2});
 }
 
+TEST_CASE(
+    "priority_queue_policy: each level keeps its own size and timeout, the others the default") {
+  // Triton's ModelDynamicBatching.priority_queue_policy: a level named there has its policy, the
+  // other levels default_queue_policy's.
+  auto recorder = std::make_shared<Recorder>();
+  recorder->gate_open = false;
+  DynamicBatching policy = batching();
+  policy.priority_levels = 2;
+  policy.default_priority_level = 2;
+  policy.default_queue_policy.max_queue_size = 1;
+  QueuePolicy urgent;
+  urgent.max_queue_size = 3;
+  urgent.default_timeout = std::chrono::microseconds(20ms);
+  policy.priority_queue_policy[1] = urgent;
+  auto executor = CpuExecutor::with_models({doubling_model(recorder, policy, 1)}, 2);
+  auto first = send(*executor, rows(0, 1));  // held at the gate
+  for (int waited = 0; waited < 5000; ++waited) {
+    {
+      std::lock_guard<std::mutex> lock(recorder->mutex);
+      if (recorder->started == 1) break;
+    }
+    std::this_thread::sleep_for(1ms);
+  }
+  auto low = send(*executor, rows(10, 1));
+  auto low_refused = send(*executor, rows(11, 1)).get();  // level 2: the default's size of 1
+  std::vector<std::future<Result<InferResult>>> high;
+  for (int i = 0; i < 3; ++i) high.push_back(send(*executor, rows(20 + i, 1).priority(1)));
+  auto high_refused = send(*executor, rows(30, 1).priority(1)).get();  // level 1: its own 3
+  CHECK(low_refused.error().message() == "Exceeds maximum queue size");
+  CHECK(high_refused.error().message() == "Exceeds maximum queue size");
+  std::this_thread::sleep_for(50ms);  // past level 1's timeout; level 2 has none
+  {
+    std::lock_guard<std::mutex> lock(recorder->mutex);
+    recorder->gate_open = true;
+  }
+  recorder->opened.notify_all();
+  check_own_rows(first.get(), 0, 1);
+  check_own_rows(low.get(), 10, 1);
+  for (auto& h : high) CHECK(h.get().error().message() == "Request timeout expired");
+  CHECK(executor->statistics("double").value().failures.rejected == 5);
+}
+
 TEST_CASE("a request that waits past its timeout is rejected with Triton's words") {
   auto recorder = std::make_shared<Recorder>();
   recorder->gate_open = false;
   DynamicBatching policy = batching();
+  policy.default_queue_policy.default_timeout = std::chrono::microseconds(10s);
   policy.default_queue_policy.allow_timeout_override = true;
   auto executor = CpuExecutor::with_models({doubling_model(recorder, policy, 1)}, 2);
   auto first = send(*executor, rows(0, 1));  // holds the model
+  // Its own timeout, shorter than the queue's, replaces it (Triton: an override below the
+  // default).
   auto impatient = send(*executor, rows(1, 1).server_timeout(std::chrono::milliseconds(20)));
   auto patient = send(*executor, rows(2, 1));
   std::this_thread::sleep_for(40ms);  // past the impatient one's timeout, still queued
@@ -344,6 +389,41 @@ TEST_CASE("without allow_timeout_override the queue's own timeout holds; DELAY k
   recorder->opened.notify_all();
   check_own_rows(first.get(), 0, 1);
   check_own_rows(late.get(), 1, 1);
+}
+
+TEST_CASE("a request's own timeout may shorten its queue's, never lengthen it or make one") {
+  // Triton takes a request's timeout only when it is set and below the queue's default
+  // (PriorityQueue::PolicyQueue::Enqueue): a queue without a default timeout has none, and one
+  // with a default keeps it for a request that asks for more.
+  for (const auto default_timeout :
+       {std::chrono::microseconds(0), std::chrono::microseconds(20ms)}) {
+    CAPTURE(default_timeout.count());
+    auto recorder = std::make_shared<Recorder>();
+    recorder->gate_open = false;
+    DynamicBatching policy = batching();
+    policy.default_queue_policy.default_timeout = default_timeout;
+    policy.default_queue_policy.allow_timeout_override = true;
+    auto executor = CpuExecutor::with_models({doubling_model(recorder, policy, 1)}, 2);
+    auto first = send(*executor, rows(0, 1));  // holds the model
+    auto asks_more = send(*executor, rows(1, 1).server_timeout(std::chrono::seconds(10)));
+    auto asks_less = send(*executor, rows(2, 1).server_timeout(std::chrono::milliseconds(5)));
+    std::this_thread::sleep_for(60ms);  // past 20 ms, and past 5 ms
+    {
+      std::lock_guard<std::mutex> lock(recorder->mutex);
+      recorder->gate_open = true;
+    }
+    recorder->opened.notify_all();
+    check_own_rows(first.get(), 0, 1);
+    auto more = asks_more.get();
+    auto less = asks_less.get();
+    if (default_timeout.count() == 0) {  // no queue timeout: neither request has one
+      check_own_rows(std::move(more), 1, 1);
+      check_own_rows(std::move(less), 2, 1);
+    } else {  // the queue's 20 ms holds for both (5 ms, shorter, passed too)
+      CHECK(more.error().message() == "Request timeout expired");
+      CHECK(less.error().message() == "Request timeout expired");
+    }
+  }
 }
 
 TEST_CASE("a full queue refuses with Triton's words") {

@@ -19,8 +19,9 @@ ModelStatistics statistics(std::string name, std::string version) {
   s.name = std::move(name);
   s.version = std::move(version);
   s.success = Duration{7, 7'000'000};  // 7 requests, 7 ms in all
-  s.fail = Duration{2, 5'000};
+  s.fail = Duration{4, 5'000};
   s.failures.rejected = 1;
+  s.failures.canceled = 2;
   s.failures.other = 1;
   s.pending = 3;
   s.inference_count = 12;
@@ -51,7 +52,7 @@ TEST_CASE("the page has Triton's families, types and per-model samples") {
   CHECK(has_line(
       page, "nv_inference_request_failure{model=\"jet\",version=\"1\",reason=\"REJECTED\"} 1"));
   CHECK(has_line(
-      page, "nv_inference_request_failure{model=\"jet\",version=\"1\",reason=\"CANCELED\"} 0"));
+      page, "nv_inference_request_failure{model=\"jet\",version=\"1\",reason=\"CANCELED\"} 2"));
   CHECK(has_line(page,
                  "nv_inference_request_failure{model=\"jet\",version=\"1\",reason=\"BACKEND\"} 0"));
   CHECK(has_line(page,

@@ -14,6 +14,7 @@
 
 #include "onnx_config.hpp"
 #include "ort_tensors.hpp"
+#include "sonic/caller.hpp"
 #include "sonic/detail/export.hpp"
 #include "sonic/repository/backend.hpp"
 
@@ -91,6 +92,13 @@ class OnnxModel {
       for (const auto& t : config_.outputs) output_names.push_back(t.name.c_str());
     }
     auto outputs = pool_.with_session([&](const ort::Session& session) {
+      // The wait for a session may outlast the caller: nobody waits for it any more.
+      if (const auto& caller = request.caller()) {
+        if (auto why = caller->gone(std::chrono::steady_clock::now(),
+                                    "a session of model '" + config_.name + "'")) {
+          return decltype(session.run(input_names, inputs, output_names))(std::move(*why));
+        }
+      }
       return session.run(input_names, inputs, output_names);
     });
     if (!outputs) return outputs.error();

@@ -17,6 +17,7 @@
 #include <condition_variable>
 #include <mutex>
 
+#include "sonic/caller.hpp"
 #include "sonic/detail/export.hpp"
 #include "sonic/repository/backend.hpp"
 
@@ -174,6 +175,14 @@ class TorchModel {
     }
     c10::IValue result;
     slots_.acquire();
+    // The wait for a slot may outlast the caller: nobody waits for it any more.
+    if (const auto& caller = request.caller()) {
+      if (auto why = caller->gone(std::chrono::steady_clock::now(),
+                                  "an instance of model '" + config_.name + "'")) {
+        slots_.release();
+        return *why;
+      }
+    }
     try {
       c10::InferenceMode inference;
       result = module_.forward(arguments);
