@@ -109,6 +109,7 @@ void GrpcConnection::on_connection_lost(const std::string&) {
   for (std::size_t i = 0; i < waiting_.size(); ++i) context_->memory->waiting_ends();
   waiting_.clear();
   streams_.clear();
+  models_.cancel_all();  // nobody waits for their answers any more
   context_->shared_memory.drop_connection(slot_.id());
   set_->remove(this);
 }
@@ -337,9 +338,22 @@ int GrpcConnection::on_frame_send(nghttp2_session* session, const nghttp2_frame*
   return 0;
 }
 
+// A stream closed before it was answered in full (its client reset it: a cancel, or its
+// deadline) takes its requests back: its caller is cancelled, so that the executor's queues let
+// them go, and those waiting in the connection's share leave at once. As Triton cancels the
+// requests of a cancelled gRPC call (infer_handler.h, IssueRequestCancellation).
 int GrpcConnection::on_stream_close(nghttp2_session*, std::int32_t stream_id, std::uint32_t,
                                     void* user_data) {
-  static_cast<GrpcConnection*>(user_data)->streams_.erase(stream_id);
+  auto* self = static_cast<GrpcConnection*>(user_data);
+  auto it = self->streams_.find(stream_id);
+  if (it == self->streams_.end()) return 0;
+  std::shared_ptr<Caller> abandoned;
+  if (it->second->caller && !it->second->answered) abandoned = std::move(it->second->caller);
+  self->streams_.erase(it);
+  if (abandoned) {
+    abandoned->cancel();
+    self->models_.withdraw_cancelled();
+  }
   return 0;
 }
 

@@ -49,6 +49,9 @@ struct ServerStream {
   std::string authorization;    // its "authorization" header
   std::optional<std::chrono::nanoseconds> timeout;
   Clock::time_point started = Clock::now();
+  // Who waits for its requests (a stream's share one): made with its first request, from
+  // grpc-timeout; cancelled when the client resets the stream or the connection is lost.
+  std::shared_ptr<Caller> caller;
   std::optional<protocol::MessageReader> reader;  // made when the first DATA arrives
   std::optional<Error> error;                     // a receive error to answer with
   std::size_t header_bytes = 0;                   // as RFC 9113 counts a header list

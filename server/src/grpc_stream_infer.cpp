@@ -107,6 +107,9 @@ void GrpcConnection::stream_infer(std::int32_t id, ServerStream& stream, Receive
     }
     shm = std::move(*bound);
   }
+  // The stream's requests share its caller: its grpc-timeout, and its reset cancels them all.
+  if (!stream.caller) stream.caller = caller_of(InferRequest(""), stream.started, stream.timeout);
+  request->caller(stream.caller);
   // What names the request in an answer that has no result to name it.
   InferRequest named(request->model_name(), request->model_version());
   named.id(request->request_id());

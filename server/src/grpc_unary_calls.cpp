@@ -82,6 +82,9 @@ void GrpcConnection::dispatch(std::int32_t id) {
 void GrpcConnection::infer(std::int32_t id, ReceivedMessage message) {
   auto request = read_infer_request(std::move(message));
   if (!request) return respond_error(id, request.error());
+  ServerStream* stream = find(id);
+  stream->caller = caller_of(*request, stream->started, stream->timeout);
+  request->caller(stream->caller);
   // Inputs in shared memory become views of their regions; outputs bound for regions are
   // written there once the model ran.
   ShmUse shm;

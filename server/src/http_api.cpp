@@ -14,6 +14,7 @@
 #include "http_replies.hpp"
 #include "protocol/compression.hpp"
 #include "protocol/control_codec.hpp"
+#include "request_options.hpp"
 
 namespace sonic::server {
 
@@ -61,7 +62,7 @@ json statistics_json(const ModelStatistics& s) {
               {"batch_stats", std::move(batches)}};
 }
 
-class HttpApi {
+class HttpApi : public std::enable_shared_from_this<HttpApi> {
  public:
   explicit HttpApi(std::shared_ptr<ServerContext> context) : context_(std::move(context)) {}
 
@@ -213,36 +214,21 @@ class HttpApi {
       return infer_compressed(std::move(route), std::move(request), *body_encoding, json_length,
                               std::move(respond));
     }
-    auto executor = context_->executor;
+    const auto arrived = Clock::now();
     if (request.body.size <= kDecodeHereBytes) {
       auto decoded = decode_http_infer(route.name, route.version, request.body.bytes,
                                        request.body.view(), json_length);
       if (!decoded) return respond(error_reply(decoded.error()));
-      InferRequest infer_request = std::move(decoded->request);
-      auto asked = std::make_shared<HttpInferRequest>(std::move(*decoded));
-      const ServerOptions& options = context_->options;
-      if (options.inline_models) return respond(reply_of(executor->infer(infer_request), *asked));
-      if (auto quick = executor->infer_if_quick(infer_request, options.quick_model_budget)) {
-        return respond(reply_of(std::move(*quick), *asked));
-      }
-      return executor->infer_async(
-          std::move(infer_request),
-          [asked, respond = std::move(respond)](Result<InferResult> result) mutable {
-            respond(reply_of(std::move(result), *asked));
-          });
+      return run(std::move(*decoded), request.caller, arrived, {}, std::move(respond), true);
     }
-    executor->run_async([executor, route = std::move(route), body = std::move(request.body),
-                         json_length, respond = std::move(respond)]() mutable {
+    context_->executor->run_async([self = shared_from_this(), route = std::move(route),
+                                   body = std::move(request.body), json_length,
+                                   caller = std::move(request.caller), arrived,
+                                   respond = std::move(respond)]() mutable {
       auto decoded =
           decode_http_infer(route.name, route.version, body.bytes, body.view(), json_length);
       if (!decoded) return respond(error_reply(decoded.error()));
-      // The request goes to the executor; the answer needs only how its outputs are asked for.
-      InferRequest infer_request = std::move(decoded->request);
-      auto asked = std::make_shared<HttpInferRequest>(std::move(*decoded));
-      executor->infer_async(std::move(infer_request),
-                            [asked, respond = std::move(respond)](Result<InferResult> result) {
-                              respond(reply_of(std::move(result), *asked));
-                            });
+      self->run(std::move(*decoded), caller, arrived, {}, std::move(respond), false);
     });
   }
 
@@ -260,23 +246,51 @@ class HttpApi {
     }
     request.budget->settle(bound);
     auto held = std::make_shared<BudgetHold>(request.budget, bound);
-    auto executor = context_->executor;
-    executor->run_async([executor, route = std::move(route), body = std::move(request.body),
-                         encoding, bound, held, json_length,
-                         respond = std::move(respond)]() mutable {
+    context_->executor->run_async([self = shared_from_this(), route = std::move(route),
+                                   body = std::move(request.body), encoding, bound, held,
+                                   json_length, caller = std::move(request.caller),
+                                   arrived = Clock::now(), respond = std::move(respond)]() mutable {
       auto inflated = protocol::inflate_bytes(body.view(), encoding, bound);
       if (!inflated) return respond(error_reply(inflated.error()));
       body = HttpBody();  // the compressed bytes are no longer needed
       auto owner = std::make_shared<const std::string>(std::move(*inflated));
       auto decoded = decode_http_infer(route.name, route.version, owner, *owner, json_length);
       if (!decoded) return respond(error_reply(decoded.error()));
-      InferRequest infer_request = std::move(decoded->request);
-      auto asked = std::make_shared<HttpInferRequest>(std::move(*decoded));
-      executor->infer_async(std::move(infer_request), [asked, held, respond = std::move(respond)](
-                                                          Result<InferResult> result) mutable {
-        respond(reply_of(std::move(result), *asked));
-      });
+      self->run(std::move(*decoded), caller, arrived, held, std::move(respond), false);
     });
+  }
+
+  // Runs a decoded request for `caller` (its deadline the one the request carries, counted from
+  // `arrived`), admitted first (counted on its model, and refused at once when it would miss
+  // its deadline); on the calling thread when it may (`here`: the network thread, a quick
+  // model or inline_models), else on the pool. `held` is kept until the answer.
+  void run(HttpInferRequest decoded, const std::shared_ptr<Caller>& caller,
+           Clock::time_point arrived, std::shared_ptr<BudgetHold> held, HttpRespond respond,
+           bool here) {
+    InferRequest infer_request = std::move(decoded.request);
+    auto asked = std::make_shared<HttpInferRequest>(std::move(decoded));
+    if (caller) {
+      take_client_timeout(*caller, infer_request, arrived);
+      infer_request.caller(caller);
+    }
+    auto& executor = *context_->executor;
+    const ServerOptions& options = context_->options;
+    auto admitted = executor.admit(infer_request, options.shed_early);
+    if (!admitted) return respond(reply_of(admitted.error(), *asked));
+    if (here && options.inline_models) {
+      return respond(reply_of(executor.infer(infer_request), *asked));
+    }
+    if (here) {
+      if (auto quick = executor.infer_if_quick(infer_request, options.quick_model_budget)) {
+        return respond(reply_of(std::move(*quick), *asked));
+      }
+    }
+    executor.infer_async(std::move(infer_request),
+                         [asked, held = std::move(held), admission = std::move(*admitted),
+                          respond = std::move(respond)](Result<InferResult> result) mutable {
+                           Admission answered = std::move(admission);  // off the model's count
+                           respond(reply_of(std::move(result), *asked));
+                         });
   }
 
   // What a Content-Encoding names: none, gzip or deflate; Triton's words for another.

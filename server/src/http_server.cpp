@@ -81,12 +81,14 @@ class HttpConnection : public std::enable_shared_from_this<HttpConnection> {
                     });
   }
 
-  /// Closes the socket (pending reads and writes end) and the timer. Idempotent.
+  /// Closes the socket (pending reads and writes end) and the timer, and cancels the request the
+  /// service has, if any: nobody will read its answer. Idempotent.
   void close() {
     if (closed_) return;
     closed_ = true;
     link_.close();
     timer_.cancel();
+    if (caller_) caller_->cancel();
     // Regions registered over a connection end with it, as on the gRPC port.
     if (shm_client_) shared_->context->shared_memory.drop_connection(shm_client_->connection);
     set_->remove(this);
@@ -111,7 +113,7 @@ class HttpConnection : public std::enable_shared_from_this<HttpConnection> {
 
   // Reads until a request is whole, then hands it over.
   void read() {
-    if (closed_ || busy_) return;
+    if (closed_ || busy_ || watching_) return;
     if (!have_head_) {
       const std::size_t end = buffer_.find("\r\n\r\n");
       if (end == std::string::npos) return read_head();
@@ -279,7 +281,9 @@ class HttpConnection : public std::enable_shared_from_this<HttpConnection> {
       return self->shm_client();
     };
     request_.budget = budget_;
-    // The reply keeps the connection alive: no read or write of it is pending meanwhile.
+    caller_ = std::make_shared<Caller>();
+    request_.caller = caller_;
+    // The reply keeps the connection alive, and so does the read that watches for its close.
     shared_->service.handle(
         std::move(request_), [self = shared_from_this()](HttpReply reply) mutable {
           auto io = self->io_;
@@ -287,6 +291,28 @@ class HttpConnection : public std::enable_shared_from_this<HttpConnection> {
             if (!self->closed_) self->send(std::move(reply), self->keep_alive_);
           });
         });
+    watch_for_close();
+  }
+
+  // While the service has a request, a read stays pending: a client that closes the
+  // connection (gave up: its deadline, a cancel) is noticed at once, and its request cancelled
+  // (close()), so that the server does not run it for nobody. Bytes it brings are the next,
+  // pipelined request's, kept for after the reply. A client that has sent more already (a
+  // pipelined request waits in the buffer) is not watched: it waits, unread, as it would
+  // without this read, and the buffer stays at most a head's worth.
+  void watch_for_close() {
+    if (closed_ || watching_ || !buffer_.empty()) return;
+    watching_ = true;
+    const std::size_t room = std::min(kReadChunk, limits().max_head_bytes - buffer_.size());
+    link_.async_read_some(asio::buffer(chunk_.data(), room),
+                          [self = shared_from_this()](std::error_code error, std::size_t n) {
+                            self->watching_ = false;
+                            if (self->closed_) return;
+                            if (error) return self->close();
+                            self->buffer_.append(self->chunk_.data(), n);
+                            if (self->busy_) return self->watch_for_close();
+                            self->read();
+                          });
   }
 
   // Writes the reply within the stall timeout, then reads the next request or closes.
@@ -318,8 +344,15 @@ class HttpConnection : public std::enable_shared_from_this<HttpConnection> {
                         self->hold_ = BudgetHold();
                         self->busy_ = false;
                         self->head_only_ = false;
+                        self->caller_.reset();  // answered
                         if (error || !keep_alive) return self->close();
                         self->timer_.cancel();
+                        if (self->watching_) {
+                          // Its read goes on as the next head's: the head's timeout starts.
+                          self->awaiting_head_ = true;
+                          self->arm(self->server_limits().handshake_timeout);
+                          return;
+                        }
                         self->read();
                       });
   }
@@ -354,7 +387,9 @@ class HttpConnection : public std::enable_shared_from_this<HttpConnection> {
   bool admitted_ = false;                         // the body's bytes are held in the budget
   bool continue_sending_ = false;                 // an interim 100 Continue is being written
   bool awaiting_head_ = false;                    // the head timeout runs
-  bool busy_ = false;  // a request is with the service or its reply written
+  bool busy_ = false;               // a request is with the service or its reply written
+  bool watching_ = false;           // a read is pending while busy_ (watch_for_close)
+  std::shared_ptr<Caller> caller_;  // of the request with the service, until its reply is written
   bool keep_alive_ = true;
   bool head_only_ = false;
   bool closed_ = false;

@@ -21,6 +21,7 @@
 #include "net/listener.hpp"
 #include "net/network_threads.hpp"
 #include "server_context.hpp"
+#include "sonic/caller.hpp"
 
 namespace sonic::server {
 
@@ -46,6 +47,10 @@ struct HttpRequest {
   /// The connection's share of the server's memory budget, for what a request grows to past
   /// its body (a compressed body, inflated). Thread-safe.
   std::shared_ptr<ConnectionBudget> budget;
+  /// Who waits for the answer: cancelled when the client closes the connection before it is
+  /// written (the connection reads on while the service works, to notice); without a deadline
+  /// until the service finds one in the request.
+  std::shared_ptr<Caller> caller;
 
   /// The header's value, or empty.
   const std::string& header(const std::string& lower_name) const;

@@ -120,6 +120,7 @@ class TcpConnection final : public net::FrameStream {
 
   void on_lost(const std::string&) override {
     watch_timer_.cancel();
+    models_.cancel_all();  // nobody waits for their answers any more
     set_->remove(this);
   }
 
@@ -166,8 +167,12 @@ class TcpConnection final : public net::FrameStream {
                                      {}));
   }
 
+  // Each request's caller waits until the deadline its client sent (the request parameter
+  // protocol::kClientTimeoutParameter, counted from the frame's arrival), and is cancelled when
+  // the connection is lost.
   void infer(Frame frame) {
     const std::uint64_t id = frame.id;
+    const auto arrived = Clock::now();
     const bool compress = (frame.flags & protocol::tcp::kCompressResponse) != 0;
     const ZstdPolicy compression{compress, context_->options.zstd_level, true};
     // Answers are encoded (and compressed) where the model ran, written on this thread. The
@@ -176,17 +181,21 @@ class TcpConnection final : public net::FrameStream {
     auto send_answer = [this](OutgoingFrame answer) { send(std::move(answer)); };
     if (!frame.compressed.empty()) {
       // Decompressing is the request's work, not the network's: on an executor thread, with the
-      // model (a large tensor would stall every connection of this network thread).
+      // model (a large tensor would stall every connection of this network thread). Its
+      // deadline is read with the rest once the frame is decoded there.
+      auto caller = std::make_shared<Caller>();
       return models_.run(
-          weak_from_this(),
-          [frame = std::move(frame), compression, context = context_, budget = budget_]() mutable {
-            return run(std::move(frame), compression, *context, budget);
+          weak_from_this(), caller,
+          [frame = std::move(frame), compression, context = context_, budget = budget_, caller,
+           arrived]() mutable {
+            return run(std::move(frame), compression, *context, budget, caller, arrived);
           },
-          send_answer);
+          [id](Error why) { return protocol::tcp::encode_error(id, why); }, send_answer);
     }
     protocol::ReceivedMessage message{std::move(frame.envelope), std::move(frame.tensors), {}};
     auto request = read_infer_request(std::move(message));
     if (!request) return send(protocol::tcp::encode_error(id, request.error()));
+    request->caller(caller_of(*request, arrived));
     models_.infer(
         std::move(*request), weak_from_this(),
         [id, compression, budget = budget_](Result<InferResult>&& result) {
@@ -196,15 +205,24 @@ class TcpConnection final : public net::FrameStream {
   }
 
   // A request whose tensors may still be compressed, start to finish on the calling thread.
+  // `caller` is cancelled with the connection; its deadline comes with the request.
   static OutgoingFrame run(Frame frame, const ZstdPolicy& compression, ServerContext& context,
-                           const std::shared_ptr<ConnectionBudget>& budget) {
+                           const std::shared_ptr<ConnectionBudget>& budget,
+                           const std::shared_ptr<Caller>& caller, Clock::time_point arrived) {
     const std::uint64_t id = frame.id;
+    if (caller->cancelled()) {
+      return protocol::tcp::encode_error(id, Error(StatusCode::Cancelled, "the connection closed"));
+    }
     if (auto ok = protocol::tcp::decompress(frame, budget); !ok) {
       return protocol::tcp::encode_error(id, ok.error());
     }
     protocol::ReceivedMessage message{std::move(frame.envelope), std::move(frame.tensors), {}};
     auto request = read_infer_request(std::move(message));
     if (!request) return protocol::tcp::encode_error(id, request.error());
+    take_client_timeout(*caller, *request, arrived);
+    request->caller(caller);
+    auto admitted = context.executor->admit(*request, context.options.shed_early);
+    if (!admitted) return protocol::tcp::encode_error(id, admitted.error());
     return encode_answer(id, context.executor->infer(*request), compression, budget);
   }
 

@@ -51,6 +51,15 @@ void put_parameters(std::string& out, std::uint32_t field, const Parameters& par
   for (const auto& [key, value] : parameters) put_parameter(out, field, key, value);
 }
 
+}  // namespace
+
+void append_request_parameter(std::string& envelope, const std::string& key,
+                              const Parameter& value) {
+  put_parameter(envelope, 4, key, value);  // ModelInferRequest.parameters
+}
+
+namespace {
+
 // A tensor whose bytes live in a shared memory region: the message carries none of them.
 bool in_shared_memory(const Parameters& parameters) {
   return parameters.count(kSharedMemoryRegion) != 0;

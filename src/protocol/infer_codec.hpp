@@ -3,12 +3,18 @@
 // Field numbers follow grpc_service.proto (ModelInferRequest / ModelInferResponse).
 #pragma once
 
+#include <algorithm>
+#include <chrono>
+#include <cstdint>
 #include <memory>
+#include <optional>
+#include <string>
 
 #include "grpc_wire.hpp"
 #include "names.hpp"
 #include "sonic/detail/export.hpp"
 #include "sonic/request.hpp"
+#include "sonic/transport.hpp"
 
 namespace sonic::protocol {
 
@@ -29,6 +35,21 @@ SONIC_EXPORT Result<std::shared_ptr<OutgoingBody>> encode_infer_request(
 /// their own way; decode them back with the raw payloads in a ReceivedMessage).
 SONIC_EXPORT std::string infer_request_envelope(const InferRequest& request);
 SONIC_EXPORT std::string infer_response_envelope(const InferResult& result);
+
+/// Appends one entry to an encoded ModelInferRequest's parameters (field 4: a map field may
+/// come anywhere in the message, and a later entry of a key wins): a transport's own parameter
+/// added without copying the request.
+SONIC_EXPORT void append_request_parameter(std::string& envelope, const std::string& key,
+                                           const Parameter& value);
+
+/// The time left before `deadline`, in whole microseconds rounded up (a server must never hold
+/// a request for less time than its client waits), as sonic's HTTP and TCP clients send it in
+/// the request parameter kClientTimeoutParameter (names.hpp); nothing without a deadline.
+inline std::optional<std::int64_t> client_timeout_us(Deadline deadline) {
+  if (deadline == Deadline::max()) return std::nullopt;
+  const auto left = std::chrono::ceil<std::chrono::microseconds>(deadline - Clock::now());
+  return std::max<std::int64_t>(left.count(), 1);
+}
 
 /// An InferResult whose outputs view the message's raw buffers. A malformed or lying response
 /// (sizes that do not fit shapes, unknown datatypes, mismatched counts) is INTERNAL.

@@ -24,6 +24,13 @@ inline constexpr const char* kFinalResponse = "triton_final_response";
 /// whose kFinalResponse is true, so that the client learns where its responses end.
 inline constexpr const char* kEnableEmptyFinalResponse = "triton_enable_empty_final_response";
 
+/// Request parameter (int64, microseconds) in which sonic's HTTP and TCP clients send the time
+/// left before their deadline, as gRPC sends it in grpc-timeout: a sonic server gives up on the
+/// request once that much time has passed since it arrived (see sonic::Caller). Triton passes a
+/// parameter it does not know to the model, which ignores it; its own `timeout` parameter is
+/// something else (a queue policy's timeout, InferRequest::server_timeout()).
+inline constexpr const char* kClientTimeoutParameter = "sonic_client_timeout_us";
+
 /// Error reasons (Error::reason(), google.rpc.ErrorInfo.reason in domain "sonic"), for errors a
 /// client recovers from by itself.
 namespace reason {

@@ -252,7 +252,13 @@ Command parse_args(int argc, char** argv) {
               [&](const std::string& v) {
                 options.quick_model_budget =
                     std::chrono::microseconds(parse_number("--quick-model-us", v, 1000000));
-              });
+              })
+      .option("--shed-early", "BOOL",
+              "true (default): refuse at once (UNAVAILABLE, reason WOULD_MISS_DEADLINE) a "
+              "request its model cannot answer before its deadline, given the requests "
+              "ahead of it, so that its client can go elsewhere in time; false: queue it",
+              choice("--shed-early", {"true", "false"},
+                     [&](int which) { options.shed_early = which == 0; }));
   line.section("Models (as tritonserver's options):")
       .option("--model-repository", "PATH",
               "a directory of models: PATH/NAME/config.pbtxt and PATH/NAME/1/model.onnx "

@@ -131,6 +131,15 @@ struct ServerOptions {
   /// than CpuExecutor::kQuickInputBytes (256 KiB). 0: every request goes to the executor's
   /// threads.
   std::chrono::microseconds quick_model_budget{20};
+  /// Refuse at once, retryably, a request that its model cannot answer before its caller's
+  /// deadline: when the requests already under way on the model, at the model's recent
+  /// execution time, would keep it waiting past the time the request has left
+  /// (CpuExecutor::admit()). It is answered UNAVAILABLE with the reason WOULD_MISS_DEADLINE
+  /// while its client still has time for another server or its fallback, instead of waiting
+  /// in vain. Requests without a deadline are never refused. On by default: it costs a request
+  /// a lookup and a few atomic operations (docs/overload.md measures it). Every request, shed
+  /// or not, is answered unrun once its caller went away (cancelled, or past its deadline).
+  bool shed_early = true;
   /// Let clients unload and load models (RepositoryModelUnload, RepositoryModelLoad), as
   /// Triton's --model-control-mode=explicit. Off, as Triton's default: those calls answer
   /// UNAVAILABLE, so that no client can take a model out of service for the others.

@@ -14,6 +14,7 @@
 #include "net/tls.hpp"
 #include "protocol/compression.hpp"
 #include "protocol/control_calls.hpp"
+#include "protocol/infer_codec.hpp"
 
 namespace sonic::http {
 
@@ -65,7 +66,7 @@ class HttpTransport final : public protocol::ControlCalls {
     auto call = std::make_shared<HttpCall>();
     const auto begun = Clock::now();
     // The tensors' bytes are borrowed: the caller keeps the request until `done` runs.
-    call->request = encode_rest_infer(request);
+    call->request = encode_rest_infer(request, protocol::client_timeout_us(deadline));
     call->binary_answer = true;
     call->json_length = call->request.json.size();
     if (call->request.json.size() + call->request.binary_bytes > max_message_bytes_) {

@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "protocol/json_tensors.hpp"
+#include "protocol/names.hpp"
 #include "protocol/proto_json.hpp"
 
 namespace sonic::http {
@@ -135,7 +136,8 @@ std::string model_target(std::string_view name, std::string_view version) {
   return target;
 }
 
-RestRequest encode_rest_infer(const InferRequest& request) {
+RestRequest encode_rest_infer(const InferRequest& request,
+                              std::optional<std::int64_t> client_timeout_us) {
   RestRequest out;
   out.method = "POST";
   out.target = model_target(request.model_name(), request.model_version()) + "/infer";
@@ -143,6 +145,7 @@ RestRequest encode_rest_infer(const InferRequest& request) {
   if (!request.request_id().empty()) body["id"] = request.request_id();
   json parameters = protocol::parameters_to_json(request.parameters());
   parameters["binary_data_output"] = true;
+  if (client_timeout_us) parameters[protocol::kClientTimeoutParameter] = *client_timeout_us;
   body["parameters"] = std::move(parameters);
   json inputs = json::array();
   for (const auto& input : request.inputs()) {

@@ -9,6 +9,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -39,8 +40,11 @@ std::string model_target(std::string_view name, std::string_view version);
 
 /// The POST of `request`: its inputs as binary data (binary_data_size), except those placed in
 /// shared memory (no bytes), and every output asked for as binary data (binary_data_output,
-/// and binary_data on each named output), so that tensors cross the wire unconverted.
-RestRequest encode_rest_infer(const InferRequest& request);
+/// and binary_data on each named output), so that tensors cross the wire unconverted. With
+/// `client_timeout_us`, the time left before the caller's deadline goes with it as the request
+/// parameter protocol::kClientTimeoutParameter, so that the server gives up when the caller does.
+RestRequest encode_rest_infer(const InferRequest& request,
+                              std::optional<std::int64_t> client_timeout_us = std::nullopt);
 
 /// An inference answer's JSON, parsed once for binary_layout() and decode_rest_infer().
 /// INTERNAL for text that is not a JSON object.

@@ -71,9 +71,14 @@ class TcpTransport final : public protocol::ControlCalls {
     auto begun = Clock::now();
     // The frame references the request's tensors (raw ones are not copied), which the caller
     // keeps until `done` runs.
+    // The deadline goes with the request (tcp_framing.md), so that the server gives up with it.
+    std::string envelope = protocol::infer_request_envelope(request);
+    if (auto left = protocol::client_timeout_us(deadline)) {
+      protocol::append_request_parameter(envelope, protocol::kClientTimeoutParameter, *left);
+    }
     call->frame = protocol::tcp::encode_frame(
-        FrameKind::Request, call->id, protocol::infer_request_envelope(request), request.inputs(),
-        nullptr, compression_, compression_.zstd ? protocol::tcp::kCompressResponse : 0);
+        FrameKind::Request, call->id, std::move(envelope), request.inputs(), nullptr, compression_,
+        compression_.zstd ? protocol::tcp::kCompressResponse : 0);
     if (call->frame.raw_tensor_bytes > max_message_bytes_) {
       return route.fail(std::move(done),
                         Error(StatusCode::ResourceExhausted,
