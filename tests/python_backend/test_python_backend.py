@@ -212,3 +212,47 @@ def alive(pid):
             return f.read().rsplit(")", 1)[1].split()[0] != "Z"
     except FileNotFoundError:
         return False
+
+
+def test_a_model_sees_its_caller_go_away_and_stops(server, pb):
+    """request.is_cancelled() turns true once the client gives up (here Debian's grpcio, at its
+    deadline: it resets the call), so that a long model stops and its one instance serves the
+    next request, rather than working on for nobody."""
+    request = pb[1].ModelInferRequest(model_name="until_cancelled")
+    tensor(pb, request, "IN", np.array([7], dtype=np.int32))
+    started = time.monotonic()
+    with pytest.raises(grpc.RpcError) as late:
+        stub(server, pb).ModelInfer(request, timeout=0.3)
+    assert late.value.code() == grpc.StatusCode.DEADLINE_EXCEEDED
+    # The model's one instance is free again well before the 20 s it would have worked.
+    quick = pb[1].ModelInferRequest(model_name="until_cancelled")
+    quick.parameters["steps"].int64_param = 1
+    tensor(pb, quick, "IN", np.array([8], dtype=np.int32))
+    answer = outputs(pb, stub(server, pb).ModelInfer(quick, timeout=TIMEOUT))
+    assert answer["OUT"].tolist() == [8]
+    assert time.monotonic() - started < 5
+
+
+def test_a_decoupled_models_stream_stops_when_its_caller_resets_it(server, pb):
+    """A decoupled model's response_sender.is_cancelled() turns true once the client cancels its
+    stream, and the model ends it: the model's instance serves the next stream."""
+    def one_request():
+        request = pb[1].ModelInferRequest(model_name="streams_until_cancelled")
+        tensor(pb, request, "IN", np.array([1], dtype=np.int32))
+        return iter([request])
+
+    started = time.monotonic()
+    call = stub(server, pb).ModelStreamInfer(one_request(), timeout=TIMEOUT)
+    taken = 0
+    for answer in call:
+        assert not answer.error_message
+        taken += 1
+        if taken == 3:
+            call.cancel()  # RST_STREAM: the caller went away mid-stream
+            break
+    # Would it stream on, its one instance would stay busy for 20 s.
+    again = stub(server, pb).ModelStreamInfer(one_request(), timeout=TIMEOUT)
+    first = next(iter(again))
+    assert not first.error_message
+    again.cancel()
+    assert time.monotonic() - started < 5

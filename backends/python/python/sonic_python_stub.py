@@ -11,7 +11,8 @@ a JSON header and byte buffers. The server speaks first and the stub answers:
     auto_complete     -> config | error     TritonPythonModel.auto_complete_config
     initialize        -> initialized | error
     execute           -> responses | error  (decoupled: response..., then executed)
-                         with bls -> bls_response (decoupled: bls_response..., bls_end) between
+                         with bls -> bls_response (decoupled: bls_response..., bls_end) between,
+                         and is_cancelled -> cancelled (request.is_cancelled())
     finalize          -> finalized, and the stub exits
 
 The stub ends when the socket closes (the server unloaded the model or is gone)."""
@@ -109,7 +110,7 @@ class Channel:
                     raise EOFError("the server closed the connection")
                 header = message[0]
                 owner = Channel.MAIN
-                if header.get("type") in ("bls_response", "bls_end"):
+                if header.get("type") in ("bls_response", "bls_end", "cancelled"):
                     owner = header.get("call")
                     if owner not in self._inboxes:
                         continue  # the rest of a stream its caller stopped reading: dropped
@@ -205,6 +206,28 @@ class Channel:
                 raise pb_utils.TritonModelException(
                     "unexpected message from the server: %r" % answer["type"])
             return decode_response(answer["response"], answer_buffers)
+        finally:
+            self._forget(call)
+
+    def is_cancelled(self, execute):
+        """Whether the caller of execute `execute`'s request went away (cancelled, or past its
+        deadline): asked of the server, which knows. An execute that is over has nobody
+        waiting for it."""
+        with self._state:
+            if self.execute is None or self.execute != execute:
+                return True
+            with self._arrivals:
+                if self._closed:
+                    return True
+                call = self._next_call
+                self._next_call += 1
+                self._inboxes[call] = collections.deque()
+            self.write({"type": "is_cancelled", "execute": execute, "call": call})
+        try:
+            answer, _ = self._take(call)
+            return bool(answer.get("cancelled", True))
+        except EOFError:
+            return True
         finally:
             self._forget(call)
 
@@ -356,6 +379,7 @@ class Stub:
                 correlation_id=described.get("correlation_id", 0),
                 flags=described.get("flags", 0),
                 parameters=described.get("parameters", "{}"))
+            request._execute = execute
             if self.channel.decoupled:
                 request._sender = pb_utils.InferenceResponseSender(self.channel, execute, index)
             requests.append(request)

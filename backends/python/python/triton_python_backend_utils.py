@@ -251,7 +251,9 @@ class InferenceResponseSender:
         self._channel.send_response(self._execute, self._index, response, flags)
 
     def is_cancelled(self):
-        return False
+        """Whether the request's caller went away (cancelled its call, closed its connection, or
+        passed its deadline): a model may stop sending then, as Triton's may."""
+        return self._channel.is_cancelled(self._execute)
 
 
 class InferenceRequest:
@@ -277,6 +279,7 @@ class InferenceRequest:
         self._parameters = parameters if isinstance(parameters, str) else json.dumps(
             parameters or {})
         self._sender = None
+        self._execute = None  # set on the requests execute() is given
 
     def inputs(self):
         return self._inputs
@@ -307,7 +310,12 @@ class InferenceRequest:
         return self._parameters
 
     def is_cancelled(self):
-        return False
+        """Whether the caller of this request went away: it cancelled its call, closed its
+        connection, or its deadline passed (Triton's request cancellation). A model that runs
+        long may ask, and stop. Always False for a request the model made itself (BLS)."""
+        if _channel is None or self._execute is None:
+            return False
+        return _channel.is_cancelled(self._execute)
 
     def get_response_sender(self):
         if self._sender is None:

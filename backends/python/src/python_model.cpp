@@ -69,10 +69,18 @@ Result<void> PythonModel::run(const InferRequest& request, const ResponseSink& t
                      e.what());
   }
   return pool_.lend([&](Instance& instance) -> Result<void> {
+    // The wait for a free instance may outlast the caller: nobody waits for it any more, so
+    // the instance is not used for it (the executor counts it as cancelled).
+    if (const auto& caller = request.caller()) {
+      if (auto why = caller->gone(std::chrono::steady_clock::now(),
+                                  "an instance of model '" + name_ + "'")) {
+        return *why;
+      }
+    }
     // A throw means the conversation with the stub is in an unknown state, so the stub is not
     // trusted again.
     try {
-      StubConversation conversation(instance, settings_, name_, host_.get(),
+      StubConversation conversation(instance, settings_, name_, host_.get(), request.caller().get(),
                                     [&](const std::string& what) { return broke(instance, what); });
       return conversation.execute(execute, header, buffers, decoupled_, take);
     } catch (const std::exception& e) {

@@ -10,11 +10,13 @@ namespace sonic::python_backend {
 using json = nlohmann::json;
 
 StubConversation::StubConversation(Instance& instance, const Settings& settings,
-                                   const std::string& model_name, ModelHost* host, BreakStub broke)
+                                   const std::string& model_name, ModelHost* host,
+                                   const Caller* caller, BreakStub broke)
     : instance_(instance),
       settings_(settings),
       model_name_(model_name),
       host_(host),
+      caller_(caller),
       broke_(std::move(broke)) {}
 
 Result<void> StubConversation::execute(std::uint64_t execute, const std::string& header,
@@ -36,6 +38,10 @@ Result<StubConversation::Message> StubConversation::next(std::uint64_t execute) 
     if (header["type"] == "bls") {
       // A call of a model's thread that outlived its execute: refused, never left waiting.
       if (auto ok = refuse_bls(header); !ok) return ok.error();
+      continue;
+    }
+    if (header["type"] == "is_cancelled") {  // likewise: nobody waits for that execute
+      if (auto ok = answer_is_cancelled(header, true); !ok) return ok.error();
       continue;
     }
     return broke_("broke the protocol (a " + header["type"].get<std::string>() +
@@ -98,6 +104,10 @@ Result<void> StubConversation::await_responses(std::uint64_t execute, const Take
       if (auto ok = answer_bls(header, frame); !ok) return ok;
       continue;
     }
+    if (type == "is_cancelled") {
+      if (auto ok = answer_is_cancelled(header, gone()); !ok) return ok;
+      continue;
+    }
     if (type == "error") {
       // Triton's words for a model whose execute raised.
       return Error(StatusCode::Internal, "Failed to process the request(s) for model '" +
@@ -126,6 +136,8 @@ Result<void> StubConversation::await_decoupled(std::uint64_t execute, const Take
     const std::string type = header["type"].get<std::string>();
     if (type == "bls") {
       if (auto ok = answer_bls(header, frame); !ok) return ok;
+    } else if (type == "is_cancelled") {
+      if (auto ok = answer_is_cancelled(header, gone()); !ok) return ok;
     } else if (type == "response") {
       if (header.contains("flags") && header["flags"].is_number_unsigned() &&
           (header["flags"].get<std::uint64_t>() & 1U) != 0) {
@@ -148,6 +160,18 @@ Result<void> StubConversation::await_decoupled(std::uint64_t execute, const Take
   }
   if (error) return *error;
   return {};
+}
+
+// The model asks whether its request's caller went away (request.is_cancelled(), a decoupled
+// sender's is_cancelled()): cancelled, or past its deadline, as Triton's gRPC front end cancels
+// a call at its deadline.
+Result<void> StubConversation::answer_is_cancelled(const json& header, bool cancelled) {
+  const json call = header.contains("call") ? header["call"] : json(nullptr);
+  return send({{"type", "cancelled"}, {"call", call}, {"cancelled", cancelled}}, {});
+}
+
+bool StubConversation::gone() const {
+  return caller_ && caller_->gone(std::chrono::steady_clock::now());
 }
 
 // One response: its error, or its outputs handed to `take`.

@@ -16,6 +16,7 @@
 
 #include "instance_pool.hpp"
 #include "python_settings.hpp"
+#include "sonic/caller.hpp"
 #include "sonic/error.hpp"
 #include "sonic/model.hpp"
 #include "stub_frame.hpp"
@@ -34,9 +35,10 @@ using BreakStub = std::function<Error(const std::string& what)>;
 class StubConversation {
  public:
   /// `host` runs the stub's BLS calls (null: a model loaded outside an executor, whose calls
-  /// fail UNAVAILABLE); `model_name` names the model in errors.
+  /// fail UNAVAILABLE); `model_name` names the model in errors; `caller` waits for the request
+  /// (null: nobody said), and answers the model's request.is_cancelled().
   StubConversation(Instance& instance, const Settings& settings, const std::string& model_name,
-                   ModelHost* host, BreakStub broke);
+                   ModelHost* host, const Caller* caller, BreakStub broke);
 
   /// Sends `header` (an execute message numbered `execute`, dumped) with `buffers`, then reads
   /// the stub's answer, handing each response's outputs to `take`. Blocks for as long as the
@@ -60,12 +62,15 @@ class StubConversation {
   Result<void> take_response(const nlohmann::json& response, const Frame& frame,
                              const TakeOutputs& take);
   Result<void> answer_bls(const nlohmann::json& header, const Frame& frame);
+  Result<void> answer_is_cancelled(const nlohmann::json& header, bool cancelled);
+  bool gone() const;
   Result<void> refuse_bls(const nlohmann::json& header);
 
   Instance& instance_;
   const Settings& settings_;
   const std::string& model_name_;
   ModelHost* host_;
+  const Caller* caller_;
   BreakStub broke_;
 };
 
