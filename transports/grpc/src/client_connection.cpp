@@ -6,6 +6,8 @@
 
 #include "net/tls.hpp"
 #include "protocol/grpc_wire.hpp"
+#include "protocol/names.hpp"
+#include "protocol/pushback.hpp"
 #include "sonic/version.hpp"
 
 namespace sonic::grpc {
@@ -309,6 +311,11 @@ int ClientConnection::on_header(nghttp2_session*, const nghttp2_frame* frame,
     if (auto details = protocol::base64_decode(v)) {
       call->response_state().error_reason = protocol::reason_from_status_details(*details);
     }
+  } else if (n == protocol::kRetryPushbackHeader) {
+    call->response_state().pushback = protocol::parse_retry_pushback(v);
+  } else if (n == "retry-after") {
+    call->response_state().retry_after =
+        protocol::parse_retry_after(v, std::chrono::system_clock::now());
   } else if (n == "grpc-encoding") {
     // How the answer's messages are compressed; one sonic does not know fails at its first
     // compressed message (INTERNAL), as the reader refuses what it cannot inflate.
@@ -473,9 +480,11 @@ Result<ReceivedMessage> ClientConnection::outcome_of(ClientCall& call,
   if (response.grpc_status) {
     StatusCode code = *response.grpc_status;
     if (code != StatusCode::Ok) {
-      return Error(code,
-                   response.grpc_message.empty() ? sonic::describe(code) : response.grpc_message,
-                   response.error_reason);
+      Error error(code,
+                  response.grpc_message.empty() ? sonic::describe(code) : response.grpc_message,
+                  response.error_reason);
+      if (response.pushback) error.set_pushback(*response.pushback);
+      return error;
     }
     protocol::MessageReader& reader = response.reader;
     if (!reader.at_boundary()) {
@@ -491,9 +500,14 @@ Result<ReceivedMessage> ClientConnection::outcome_of(ClientCall& call,
   }
   if (h2_error != NGHTTP2_NO_ERROR) return protocol::error_from_reset(h2_error);
   if (response.http_status != 200 && response.http_status != 0) {
-    return Error(protocol::status_from_http(response.http_status),
-                 "HTTP status " + std::to_string(response.http_status) + " from " + describe() +
-                     " (not a gRPC response)");
+    Error error(protocol::status_from_http(response.http_status),
+                "HTTP status " + std::to_string(response.http_status) + " from " + describe() +
+                    " (not a gRPC response)");
+    // A proxy in front of the server that is overloaded or down for a while may say when to
+    // come back (RFC 9110 10.2.3: with 503, and RFC 6585 with 429).
+    const bool may_push_back = response.http_status == 429 || response.http_status == 503;
+    if (may_push_back && response.retry_after) error.set_pushback(*response.retry_after);
+    return error;
   }
   if (!response.grpc_content_type) {
     return Error(StatusCode::Unknown, "not a gRPC server at " + describe() + " (content-type '" +
