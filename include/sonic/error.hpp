@@ -126,12 +126,24 @@ class Error : public std::exception {
     return *this;
   }
 
+  /// Whether the request never left this client: no connection to the server could be made,
+  /// or the call could not start on it. Trying it again costs no server anything, so, as gRPC
+  /// retries such calls transparently (gRFC A6), it neither spends nor waits for the retry
+  /// budget (RetryBudget).
+  bool never_sent() const noexcept { return never_sent_; }
+  /// Marks it as such (transports do).
+  Error& set_never_sent() noexcept {
+    never_sent_ = true;
+    return *this;
+  }
+
  private:
   StatusCode code_;
   std::string message_;
   std::string reason_;
   std::string what_;
   std::optional<std::chrono::milliseconds> pushback_;
+  bool never_sent_ = false;
 };
 
 /// Either a value or an Error. Async operations deliver one to their callback; reading value()

@@ -18,7 +18,9 @@ namespace sonic {
 /// retryable code (RetryPolicy::retryable_codes, or a per-attempt timeout) takes one token; a
 /// success gives token_ratio back, up to max_tokens. A retry may go to an endpoint only while
 /// its bucket holds more than max_tokens / 2. Another code (INVALID_ARGUMENT, NOT_FOUND, ...)
-/// neither takes nor gives. First attempts are never throttled.
+/// neither takes nor gives. First attempts are never throttled, nor is the retry of a request
+/// that never left the client (Error::never_sent(): no connection could be made, say), which
+/// takes no token either: gRPC retries those transparently, and they cost no server anything.
 ///
 /// A retry is charged to the endpoint it goes to, not the one that failed: the endpoint that
 /// failed loses its token, and the retry may only land where the bucket is above half. An

@@ -251,7 +251,8 @@ void ClientCore::attempt(const std::shared_ptr<Flight>& flight) {
   const ModelRef key = ModelRef::of(flight->request);
   EndpointPool::PickFor want;
   want.avoid = flight->last_slot;
-  want.retry = flight->attempts > 0;
+  // A retry spends budget, unless the previous attempt never left the client.
+  want.retry = flight->attempts > 0 && !(flight->last_error && flight->last_error->never_sent());
   want.refused = flight->refused.get();
   auto picked = endpoints_->pick(key, want);
   if (!picked) {
@@ -307,6 +308,7 @@ void ClientCore::on_attempt(const std::shared_ptr<Flight>& flight, std::size_t s
   // A per-attempt timeout that is not the request's own deadline counts as a server failure.
   const bool attempt_timed_out =
       code == StatusCode::DeadlineExceeded && attempt_deadline < flight->deadline;
+  const bool retryable = options_.retry.retryable(code) || attempt_timed_out;
   EndpointPool::AttemptReport report;
   report.ok = result.ok();
   if (!report.ok) {
@@ -314,8 +316,10 @@ void ClientCore::on_attempt(const std::shared_ptr<Flight>& flight, std::size_t s
     report.refusal = is_early_refusal(error);
     report.pushback = error.pushback();
     // gRPC's retry filter takes a token only for the codes its policy retries, "so that we
-    // don't count things like failures due to malformed requests (INVALID_ARGUMENT)".
-    report.retryable_failure = options_.retry.retryable(code) || attempt_timed_out;
+    // don't count things like failures due to malformed requests (INVALID_ARGUMENT)"; and a
+    // request that never left the client cost its server nothing (gRFC A6 retries those
+    // transparently).
+    report.retryable_failure = retryable && !error.never_sent();
     // A server that says it is busy (an early refusal, a pushback) is not a broken one.
     report.server_failure =
         (code == StatusCode::Unavailable && !report.refusal && !report.pushback) ||
@@ -347,7 +351,7 @@ void ClientCore::on_attempt(const std::shared_ptr<Flight>& flight, std::size_t s
   // gRFC A6: a pushback that is not a non-negative integer means "do not retry". gRPC's retry
   // filter logs "not retrying due to server push-back" and ends the call; here the fallback,
   // which loads no server, may still answer.
-  const bool retry = report.retryable_failure && report.pushback != Error::kNoRetry &&
+  const bool retry = retryable && report.pushback != Error::kNoRetry &&
                      flight->attempts < options_.retry.max_attempts;
   if (!retry) return give_up(flight, result.error());
   if (report.refusal) {
@@ -362,7 +366,8 @@ void ClientCore::on_attempt(const std::shared_ptr<Flight>& flight, std::size_t s
   want.avoid = slot;
   want.retry = true;
   want.refused = flight->refused.get();
-  if (endpoints_->retry_throttled(ModelRef::of(flight->request), want)) {
+  if (!result.error().never_sent() &&
+      endpoints_->retry_throttled(ModelRef::of(flight->request), want)) {
     // Wherever it went, the retry budget would refuse it: no point waiting a backoff first.
     ClientCounters::add(counters_.throttled_retries);
     return give_up(flight, throttled_error(result.error()));

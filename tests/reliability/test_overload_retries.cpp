@@ -154,6 +154,19 @@ TEST_CASE("retry budget: max_tokens 0 turns throttling off") {
   CHECK(client.stats().throttled_retries == 0);
 }
 
+TEST_CASE("retry budget: a request that never left the client is retried outside it") {
+  FakeServer a("budget-never-sent");
+  Error unreachable(StatusCode::Unavailable, "cannot connect to the server");
+  a.refuse_calls(unreachable.set_never_sent());
+  Client client(options_for({a.url()}));
+  for (int i = 0; i < 20; ++i) CHECK_FALSE(outcome_of(client, simple_request(1, 2)));
+  // As gRPC's transparent retries: no token taken, none needed. Each request made its 5
+  // attempts (max_attempts still counts them).
+  CHECK(a.calls() == 20 * 5);
+  CHECK(client.stats().throttled_retries == 0);
+  CHECK(stats_of(client.stats(), a.url()).retry_tokens == 10.0);
+}
+
 TEST_CASE("pushback: the next attempt on that endpoint waits until the pushback has passed") {
   FakeServer a("pushback-one");
   auto options = options_for({a.url()});

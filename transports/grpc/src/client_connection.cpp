@@ -70,7 +70,8 @@ void ClientConnection::connect_failed(const std::string& why) {
   auto waiting = std::move(waiting_);
   waiting_.clear();
   for (auto& call : waiting) {
-    complete(call, Error(StatusCode::Unavailable, "cannot connect to " + describe() + ": " + why));
+    complete(call, Error(StatusCode::Unavailable, "cannot connect to " + describe() + ": " + why)
+                       .set_never_sent());
   }
 }
 
@@ -139,7 +140,8 @@ void ClientConnection::submit(std::shared_ptr<ClientCall> call) {
       keepalive_.activity();
       return;
     case State::Closed:
-      complete(call, Error(StatusCode::Unavailable, "connection to " + describe() + " is closed"));
+      complete(call, Error(StatusCode::Unavailable, "connection to " + describe() + " is closed")
+                         .set_never_sent());
       return;
   }
 }
@@ -206,7 +208,8 @@ void ClientConnection::start_waiting() {
       if (call->finished || hand_back(call)) continue;
       complete(call, Error(StatusCode::Unavailable,
                            "the connection to " + describe() +
-                               " takes no more calls; this one never reached the server"));
+                               " takes no more calls; this one never reached the server")
+                         .set_never_sent());
     }
     return;
   }
@@ -412,10 +415,11 @@ int ClientConnection::on_frame_not_send(nghttp2_session*, const nghttp2_frame* f
   if (!call) return 0;
   self->streams_.erase(frame->hd.stream_id);
   if (!self->usable() && self->hand_back(call)) return 0;
-  self->complete(call, Error(StatusCode::Unavailable,
-                             "the call could not start on the connection to " + self->describe() +
-                                 " (" + nghttp2_strerror(lib_error) +
-                                 "); it never reached the server, safe to retry"));
+  self->complete(
+      call, Error(StatusCode::Unavailable,
+                  "the call could not start on the connection to " + self->describe() + " (" +
+                      nghttp2_strerror(lib_error) + "); it never reached the server, safe to retry")
+                .set_never_sent());
   return 0;
 }
 
