@@ -184,7 +184,7 @@ struct ClientOptions {
   TlsOptions tls;
 
   /// Retries of failed requests (by default: up to 3 attempts on UNAVAILABLE, within gRPC's
-  /// retry throttling of 10 tokens per endpoint and 0.1 per success), server pushback heeded,
+  /// retry throttling of 100 tokens per endpoint and 0.1 per success), server pushback heeded,
   /// early refusals moved elsewhere at once (see RetryPolicy and RetryBudget).
   RetryPolicy retry;
   /// Ejection of failing endpoints and their return.
