@@ -383,8 +383,7 @@ void ClientCore::on_attempt(const std::shared_ptr<Flight>& flight, std::size_t s
   give_up(flight, result.error());
 }
 
-// Why an attempt found no endpoint, as the error its request ends with (or that sends it to the
-// fallback).
+// Why an attempt found no endpoint: the error its request ends with, or goes to the fallback.
 Error ClientCore::no_pick_error(Flight& flight, const ModelRef& key,
                                 const EndpointPool::Pick& picked) {
   const bool paused = picked.resumes != Clock::time_point{};
