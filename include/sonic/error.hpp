@@ -1,6 +1,7 @@
 // sonic — errors: status codes, the Error exception and Result<T>.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <exception>
 #include <optional>
@@ -112,11 +113,37 @@ class Error : public std::exception {
   /// "CODE: message".
   const char* what() const noexcept override { return what_.c_str(); }
 
+  /// pushback()'s value when the server asked that the request not be tried again at all.
+  static constexpr std::chrono::milliseconds kNoRetry = std::chrono::milliseconds::max();
+  /// The server's pushback, when it gave one: how long it asked clients to wait before their
+  /// next attempt on it (gRPC's grpc-retry-pushback-ms trailer, HTTP's Retry-After on a 429 or
+  /// 503 answer), or kNoRetry (a grpc-retry-pushback-ms that is not a non-negative integer:
+  /// gRFC A6's "do not retry"). Empty when it said nothing.
+  const std::optional<std::chrono::milliseconds>& pushback() const noexcept { return pushback_; }
+  /// Records the server's pushback (transports do, from what the server sent).
+  Error& set_pushback(std::chrono::milliseconds delay) noexcept {
+    pushback_ = delay;
+    return *this;
+  }
+
+  /// Whether the request never left this client: no connection to the server could be made,
+  /// or the call could not start on it. Trying it again costs no server anything, so, as gRPC
+  /// retries such calls transparently (gRFC A6), it neither spends nor waits for the retry
+  /// budget (RetryBudget).
+  bool never_sent() const noexcept { return never_sent_; }
+  /// Marks it as such (transports do).
+  Error& set_never_sent() noexcept {
+    never_sent_ = true;
+    return *this;
+  }
+
  private:
   StatusCode code_;
   std::string message_;
   std::string reason_;
   std::string what_;
+  std::optional<std::chrono::milliseconds> pushback_;
+  bool never_sent_ = false;
 };
 
 /// Either a value or an Error. Async operations deliver one to their callback; reading value()

@@ -183,7 +183,9 @@ struct ClientOptions {
   /// Certificates of grpcs://, tcp+tls:// and tcp+zstd+tls:// endpoints.
   TlsOptions tls;
 
-  /// Retries of failed requests (by default: up to 3 attempts on UNAVAILABLE).
+  /// Retries of failed requests (by default: up to 3 attempts on UNAVAILABLE, within gRPC's
+  /// retry throttling of 100 tokens per endpoint and 0.1 per success), server pushback heeded,
+  /// early refusals moved elsewhere at once (see RetryPolicy and RetryBudget).
   RetryPolicy retry;
   /// Ejection of failing endpoints and their return.
   CircuitBreaker breaker;
@@ -195,7 +197,10 @@ struct ClientOptions {
   /// fall back; the result says where it ran (InferResult::executed_on()).
   std::shared_ptr<Fallback> fallback;
   /// With a fallback: a request still unanswered after this long also starts locally, and the
-  /// first answer wins. Zero disables it.
+  /// first answer wins. When the local one does, the remote attempt is cancelled on the wire
+  /// (gRPC: RST_STREAM CANCEL; http://: its connection is closed), as RequestHandle::cancel()
+  /// does, so that the server may drop it; tcp:// has no cancel frame, and its answer is
+  /// dropped when it comes. Zero disables it.
   std::chrono::milliseconds fallback_latency_budget{0};
   /// Receives sonic's log messages (endpoint ejections and returns, fallback transitions);
   /// nothing is printed without it.

@@ -40,6 +40,13 @@ struct EndpointStats {
   std::uint64_t ejections = 0;    ///< times the circuit breaker took it out
   std::uint64_t latency_ns = 0;   ///< summed latency of its successful attempts
   std::uint64_t successes = 0;
+  std::uint64_t pushbacks = 0;  ///< answers that asked for a pause (Error::pushback())
+  /// Early refusals: UNAVAILABLE with the reason WOULD_MISS_DEADLINE (a busy server, not a
+  /// broken one), each moved elsewhere at once.
+  std::uint64_t refusals = 0;
+  /// Its retry budget now (RetryBudget): retries may go there while this is above half of
+  /// max_tokens.
+  double retry_tokens = 0;
 };
 
 /// Cumulative counters of a client.
@@ -55,6 +62,9 @@ struct SONIC_EXPORT ClientStats {
   std::uint64_t failed = 0;     ///< completed with an error
   std::uint64_t retries = 0;    ///< attempts after the first
   std::uint64_t fallbacks = 0;  ///< requests run on the CPU executor
+  /// Retries the retry budget refused (RetryPolicy::budget): those requests went to the
+  /// fallback, or failed with their last attempt's error.
+  std::uint64_t throttled_retries = 0;
   /// Callbacks that held a network thread past its budget (CallbackThread::Network), which
   /// then moved its connections on; after the first, the client's callbacks run on the
   /// callback threads.

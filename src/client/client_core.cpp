@@ -4,9 +4,31 @@
 
 #include "client/blocking_wait.hpp"
 #include "client/model_pins.hpp"
+#include "protocol/names.hpp"  // the reasons servers give (constants only: no link dependency)
 #include "sonic/validate.hpp"
 
 namespace sonic::detail {
+
+namespace {
+
+// An early refusal: the server would not have answered by the deadline, and said so at once.
+bool is_early_refusal(const Error& error) {
+  return error.code() == StatusCode::Unavailable &&
+         error.reason() == protocol::reason::kWouldMissDeadline;
+}
+
+// The last attempt's error, saying that it was not retried for the retry budget.
+Error throttled_error(const Error& last) {
+  Error error(last.code(),
+              last.message() +
+                  "; not retried: the retry budget of the endpoints that could take it is "
+                  "spent (RetryPolicy::budget)",
+              last.reason());
+  if (last.pushback()) error.set_pushback(*last.pushback());
+  return error;
+}
+
+}  // namespace
 
 bool ClientCore::Flight::cancel() {
   auto client = core.lock();
@@ -227,19 +249,28 @@ void ClientCore::attempt(const std::shared_ptr<Flight>& flight) {
     return release_reader(flight);
   }
   const ModelRef key = ModelRef::of(flight->request);
-  auto picked = endpoints_->pick(flight->last_slot, key);
+  EndpointPool::PickFor want;
+  want.avoid = flight->last_slot;
+  // A retry spends budget, unless the previous attempt never left the client.
+  want.retry = flight->attempts > 0 && !(flight->last_error && flight->last_error->never_sent());
+  want.refused = flight->refused.get();
+  auto picked = endpoints_->pick(key, want);
   if (!picked) {
     // The endpoints are still reporting a pinned model's configuration: ask again shortly.
     if (endpoints_->awaiting_discovery(key) && may_wait_for_discovery(*flight) &&
         try_later(flight, Clock::now() + kDiscoveryWait)) {
       return release_reader(flight);
     }
-    give_up(flight, flight->not_found ? *flight->not_found
-                                      : no_endpoint_error(key, endpoints_->why_unservable(key),
-                                                          endpoints_->active()));
+    // Only pushed-back endpoints could take it: the fallback now, or the earliest of them once
+    // its pause is over (try_later() refuses a time past the deadline).
+    if (picked.resumes != Clock::time_point{} && !local_model_serves(flight->request) &&
+        try_later(flight, picked.resumes)) {
+      return release_reader(flight);
+    }
+    give_up(flight, no_pick_error(*flight, key, picked));
     return release_reader(flight);
   }
-  const std::size_t slot = picked->slot;
+  const std::size_t slot = picked.slot;
   if (++flight->attempts > 1) ClientCounters::add(counters_.retries);
   flight->last_slot = slot;
   Deadline attempt_deadline = flight->deadline;
@@ -256,7 +287,7 @@ void ClientCore::attempt(const std::shared_ptr<Flight>& flight) {
   }
   if (decided) stop->cancel();  // decided meanwhile: the transport answers at once
   auto started = Clock::now();
-  picked->transport->infer_async(
+  picked.transport->infer_async(
       flight->request, attempt_deadline, stop,
       [this, flight, slot, started, attempt_deadline, stop](Result<InferResult> result) mutable {
         // The stop action refers to the transport: it must not outlive the attempt.
@@ -277,8 +308,24 @@ void ClientCore::on_attempt(const std::shared_ptr<Flight>& flight, std::size_t s
   // A per-attempt timeout that is not the request's own deadline counts as a server failure.
   const bool attempt_timed_out =
       code == StatusCode::DeadlineExceeded && attempt_deadline < flight->deadline;
-  const bool server_failure = code == StatusCode::Unavailable || attempt_timed_out;
-  endpoints_->record(slot, result.ok(), server_failure, Clock::now() - started);
+  const bool retryable = options_.retry.retryable(code) || attempt_timed_out;
+  EndpointPool::AttemptReport report;
+  report.ok = result.ok();
+  if (!report.ok) {
+    const Error& error = result.error();
+    report.refusal = is_early_refusal(error);
+    report.pushback = error.pushback();
+    // gRPC's retry filter takes a token only for the codes its policy retries, "so that we
+    // don't count things like failures due to malformed requests (INVALID_ARGUMENT)"; and a
+    // request that never left the client cost its server nothing (gRFC A6 retries those
+    // transparently).
+    report.retryable_failure = retryable && !error.never_sent();
+    // A server that says it is busy (an early refusal, a pushback) is not a broken one.
+    report.server_failure =
+        (code == StatusCode::Unavailable && !report.refusal && !report.pushback) ||
+        attempt_timed_out;
+  }
+  endpoints_->record(slot, report, Clock::now() - started);
   if (result) {
     if (auto pinned = check_pin(options_.routing, flight->request, *result); !pinned) {
       return (void)decide(flight, pinned.error());
@@ -301,18 +348,64 @@ void ClientCore::on_attempt(const std::shared_ptr<Flight>& flight, std::size_t s
     flight->not_found = std::make_unique<Error>(result.error());
     return attempt(flight);
   }
-  const bool retry = (options_.retry.retryable(code) || attempt_timed_out) &&
+  // gRFC A6: a pushback that is not a non-negative integer means "do not retry". gRPC's retry
+  // filter logs "not retrying due to server push-back" and ends the call; here the fallback,
+  // which loads no server, may still answer.
+  const bool retry = retryable && report.pushback != Error::kNoRetry &&
                      flight->attempts < options_.retry.max_attempts;
-  if (retry) {
-    Clock::time_point at;
-    {
-      std::lock_guard<std::mutex> lock(mutex_);
-      const double draw = std::uniform_real_distribution<double>(0.0, 1.0)(random_);
-      at = Clock::now() + options_.retry.backoff(flight->attempts + 1, draw);
-    }
-    if (try_later(flight, at)) return;
+  if (!retry) return give_up(flight, result.error());
+  if (report.refusal) {
+    // The server will not make the deadline, and says so at once: the request moves on now,
+    // with no backoff, to an endpoint that has not refused it, else to the fallback.
+    if (!flight->refused) flight->refused = std::make_unique<std::vector<std::size_t>>();
+    flight->refused->push_back(slot);
+    flight->last_error = std::make_unique<Error>(result.error());
+    return attempt(flight);
   }
+  EndpointPool::PickFor want;
+  want.avoid = slot;
+  want.retry = true;
+  want.refused = flight->refused.get();
+  if (!result.error().never_sent() &&
+      endpoints_->retry_throttled(ModelRef::of(flight->request), want)) {
+    // Wherever it went, the retry budget would refuse it: no point waiting a backoff first.
+    ClientCounters::add(counters_.throttled_retries);
+    return give_up(flight, throttled_error(result.error()));
+  }
+  Clock::time_point at;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    const double draw = std::uniform_real_distribution<double>(0.0, 1.0)(random_);
+    at = Clock::now() + options_.retry.backoff(flight->attempts + 1, draw);
+  }
+  flight->last_error = std::make_unique<Error>(result.error());
+  if (try_later(flight, at)) return;
   give_up(flight, result.error());
+}
+
+// Why an attempt found no endpoint: the error its request ends with, or goes to the fallback.
+Error ClientCore::no_pick_error(Flight& flight, const ModelRef& key,
+                                const EndpointPool::Pick& picked) {
+  const bool paused = picked.resumes != Clock::time_point{};
+  if (picked.throttled && !paused) {
+    ClientCounters::add(counters_.throttled_retries);
+    if (flight.last_error) return throttled_error(*flight.last_error);
+  }
+  // A retry that found nowhere to go (every other endpoint refused it, paused, or the budget):
+  // the caller hears what the last attempt said.
+  if (flight.last_error && (flight.refused || paused || picked.throttled)) {
+    return *flight.last_error;
+  }
+  if (flight.not_found) return *flight.not_found;
+  if (paused) {
+    const auto left =
+        std::chrono::duration_cast<std::chrono::milliseconds>(picked.resumes - Clock::now());
+    return Error(StatusCode::Unavailable,
+                 "every endpoint that may serve model '" + key.name +
+                     "' asked for a pause (server pushback); the first resumes in " +
+                     std::to_string(std::max<std::int64_t>(left.count(), 0)) + " ms");
+  }
+  return no_endpoint_error(key, endpoints_->why_unservable(key), endpoints_->active());
 }
 
 // A request waits for the endpoints' answers about a pinned model for a control call's time at

@@ -59,7 +59,8 @@ enum class Delivery {
 /// request path. Thread-safe; every counter is relaxed (a snapshot is a moment of each, not of
 /// all).
 struct ClientCounters {
-  std::atomic<std::uint64_t> requests{0}, succeeded{0}, failed{0}, retries{0}, fallbacks{0};
+  std::atomic<std::uint64_t> requests{0}, succeeded{0}, failed{0}, retries{0}, fallbacks{0},
+      throttled_retries{0};
   std::array<std::atomic<std::uint64_t>,
              std::tuple_size<decltype(ClientStats::failures_by_code)>::value>
       failures_by_code{};
@@ -84,6 +85,7 @@ struct ClientCounters {
     copy.failed = failed.load(std::memory_order_relaxed);
     copy.retries = retries.load(std::memory_order_relaxed);
     copy.fallbacks = fallbacks.load(std::memory_order_relaxed);
+    copy.throttled_retries = throttled_retries.load(std::memory_order_relaxed);
     for (std::size_t code = 0; code < copy.failures_by_code.size(); ++code) {
       copy.failures_by_code[code] = failures_by_code[code].load(std::memory_order_relaxed);
     }
@@ -150,6 +152,8 @@ class ClientCore : public std::enable_shared_from_this<ClientCore> {
     // Rare states live behind pointers: a client may hold 10,000 flights at once.
     std::unique_ptr<Error> not_found;  // an endpoint lacked the model
     std::unique_ptr<UnavailableEndpoints> unavailable;
+    std::unique_ptr<Error> last_error;  // the previous attempt's, while a retry is under way
+    std::unique_ptr<std::vector<std::size_t>> refused;  // endpoints that refused it early
 
     std::mutex mutex;  // guards the members below
     bool cancelled = false;
@@ -259,6 +263,7 @@ class ClientCore : public std::enable_shared_from_this<ClientCore> {
                   Clock::time_point started, Deadline attempt_deadline,
                   Result<InferResult>&& result);
   bool may_wait_for_discovery(Flight& flight) const;
+  Error no_pick_error(Flight& flight, const ModelRef& key, const EndpointPool::Pick& picked);
   bool try_later(const std::shared_ptr<Flight>& flight, Clock::time_point at);
   void give_up(const std::shared_ptr<Flight>& flight, Error error);
 

@@ -1,6 +1,7 @@
 // sonic — a Client's endpoints: the slots, and the parts composed over them.
 #include "client/endpoint_pool.hpp"
 
+#include <algorithm>
 #include <chrono>
 #include <thread>
 #include <utility>
@@ -15,12 +16,19 @@ void release(std::shared_ptr<Transport> transport) {
   transport.reset();
 }
 
+// Whether slot `i` refused the request `want` is for.
+bool refused_by(const EndpointPool::PickFor& want, std::size_t i) {
+  return want.refused &&
+         std::find(want.refused->begin(), want.refused->end(), i) != want.refused->end();
+}
+
 }  // namespace
 
 EndpointPool::EndpointPool(ClientOptions options, TimerQueue& timers)
     : table_(std::move(options), timers, this),
       balancer_(table_.options.routing.balancing),
       breaker_(table_.options.breaker),
+      throttle_(table_.options.retry.budget),
       rules_(table_.options.routing) {
   for (const auto& url : table_.options.endpoints) {
     Endpoint endpoint = parse_endpoint(url).value();
@@ -69,14 +77,15 @@ bool EndpointPool::qualifies(const EndpointSlot& s, const ModelRef& ref, Clock::
          rules_.admits(s.discovery, ref, now, despite_refusal, despite_index);
 }
 
-std::optional<EndpointPool::Pick> EndpointPool::pick(std::size_t avoid, const ModelRef& model) {
-  std::size_t best = kNone;
-  std::shared_ptr<Transport> transport;
+EndpointPool::Pick EndpointPool::pick(const ModelRef& model) { return pick(model, PickFor{}); }
+
+EndpointPool::Pick EndpointPool::pick(const ModelRef& model, const PickFor& want) {
+  Pick picked;
   bool stale = false;
   {
     std::lock_guard<std::mutex> lock(table_.mutex);
     const auto& slots = table_.slots;
-    if (table_.closed || slots.empty()) return std::nullopt;
+    if (table_.closed || slots.empty()) return picked;
     const auto now = Clock::now();
     // The views live in members, so that a pick allocates nothing.
     auto& loads = pick_loads_;
@@ -86,11 +95,19 @@ std::optional<EndpointPool::Pick> EndpointPool::pick(std::size_t avoid, const Mo
     for (std::size_t i = 0; i < slots.size(); ++i) {
       loads[i] = {slots[i]->stats.outstanding, slots[i]->recent_latency_ns};
     }
-    PickPasses passes(balancer_, loads, avoid);
+    // What this attempt asks beyond the routing rules, whatever the pass.
+    auto free_for_it = [&](std::size_t i) {
+      const EndpointSlot& s = *slots[i];
+      return now >= s.paused_until && !refused_by(want, i) &&
+             (!want.retry || throttle_.allows_retry(s.budget));
+    };
+    PickPasses passes(balancer_, loads, want.avoid);
     // One pass: the slots `rule` admits.
     auto pass = [&](auto rule) {
       if (passes.settled()) return false;
-      for (std::size_t i = 0; i < slots.size(); ++i) eligible[i] = rule(*slots[i]);
+      for (std::size_t i = 0; i < slots.size(); ++i) {
+        eligible[i] = free_for_it(i) && rule(*slots[i]);
+      }
       return passes.pass(eligible);
     };
     if (const auto* urls = preferred_urls(table_.options.routing, model.name)) {
@@ -108,18 +125,48 @@ std::optional<EndpointPool::Pick> EndpointPool::pick(std::size_t avoid, const Mo
     if (!table_.options.fallback) {
       pass([&](const EndpointSlot& s) { return qualifies(s, model, now, true, true); });
     }
-    best = passes.best();
-    if (best != kNone) {
+    const std::size_t best = passes.best();
+    if (best == kNone) {
+      explain_none(picked, model, want, now);
+    } else {
       balancer_.picked(best);
       auto& stats = slots[best]->stats;
       ++stats.outstanding;
       ++stats.attempts;
-      transport = slots[best]->transport;
+      picked.slot = best;
+      picked.transport = slots[best]->transport;
     }
   }
   if (stale) rediscover_soon();
-  if (best == kNone) return std::nullopt;
-  return Pick{best, std::move(transport)};
+  return picked;
+}
+
+void EndpointPool::explain_none(Pick& pick, const ModelRef& ref, const PickFor& want,
+                                Clock::time_point now) const {
+  const bool despite_refusal = !table_.options.fallback;
+  for (std::size_t i = 0; i < table_.slots.size(); ++i) {
+    const EndpointSlot& s = *table_.slots[i];
+    if (refused_by(want, i) || !qualifies(s, ref, now, despite_refusal, true)) continue;
+    if (want.retry && !throttle_.allows_retry(s.budget)) {
+      pick.throttled = true;  // a pause would end, the budget would still refuse
+    } else if (now < s.paused_until &&
+               (pick.resumes == Clock::time_point{} || s.paused_until < pick.resumes)) {
+      pick.resumes = s.paused_until;
+    }
+  }
+}
+
+bool EndpointPool::retry_throttled(const ModelRef& model, const PickFor& want) const {
+  std::lock_guard<std::mutex> lock(table_.mutex);
+  const auto now = Clock::now();
+  bool throttled = false;
+  for (std::size_t i = 0; i < table_.slots.size(); ++i) {
+    const EndpointSlot& s = *table_.slots[i];
+    if (refused_by(want, i) || !qualifies(s, model, now, !table_.options.fallback, true)) continue;
+    if (throttle_.allows_retry(s.budget)) return false;
+    throttled = true;
+  }
+  return throttled;
 }
 
 bool EndpointPool::awaiting_discovery(const ModelRef& ref) const {
@@ -132,25 +179,37 @@ std::string EndpointPool::why_unservable(const ModelRef& ref) const {
 
 void EndpointPool::rediscover_soon() { discovery_.rediscover_soon(); }
 
-void EndpointPool::record(std::size_t slot, bool ok, bool server_failure, Clock::duration latency) {
+void EndpointPool::record(std::size_t slot, const AttemptReport& outcome, Clock::duration latency) {
   std::string ejected_url;
   {
     std::lock_guard<std::mutex> lock(table_.mutex);
     auto& s = *table_.slots[slot];
     auto& e = s.stats;
     --e.outstanding;
-    if (ok) {
+    if (outcome.ok) {
       ++e.successes;
       const auto ns = static_cast<double>(
           std::chrono::duration_cast<std::chrono::nanoseconds>(latency).count());
       e.latency_ns += static_cast<std::uint64_t>(ns);
       s.recent_latency_ns = EndpointBalancer::latency_after_success(s.recent_latency_ns, ns);
       breaker_.succeeded(s.breaker);
+      throttle_.succeeded(s.budget);
       return;
     }
     ++e.failures;
+    if (outcome.retryable_failure) throttle_.failed(s.budget);
+    if (outcome.refusal) ++e.refusals;
+    if (outcome.pushback) {
+      ++e.pushbacks;
+      // kNoRetry is about the one request ("do not retry"), not a pause of the endpoint.
+      if (*outcome.pushback != Error::kNoRetry) {
+        const std::chrono::milliseconds pause = std::clamp<std::chrono::milliseconds>(
+            *outcome.pushback, std::chrono::milliseconds(0), kMaxPushback);
+        s.paused_until = std::max(s.paused_until, Clock::now() + pause);
+      }
+    }
     s.recent_latency_ns = EndpointBalancer::latency_after_failure(s.recent_latency_ns);
-    if (!server_failure || s.state != SlotState::Active) return;
+    if (!outcome.server_failure || s.state != SlotState::Active) return;
     const bool can_eject =
         EndpointBreaker::may_eject(table_.in_rotation(), table_.options.fallback != nullptr);
     if (breaker_.failed(s.breaker, can_eject, Clock::now())) {
@@ -208,6 +267,7 @@ std::vector<EndpointStats> EndpointPool::stats() const {
     all.push_back(slot->stats);
     all.back().url = slot->url;
     all.back().healthy = slot->state == SlotState::Active && !slot->breaker.ejected;
+    all.back().retry_tokens = throttle_.tokens(slot->budget);
   }
   return all;
 }

@@ -12,6 +12,7 @@
 
 #include "client/endpoint_breaker.hpp"
 #include "client/model_discovery.hpp"
+#include "client/retry_throttle.hpp"
 #include "client/timer_queue.hpp"
 #include "sonic/options.hpp"
 #include "sonic/stats.hpp"
@@ -35,6 +36,8 @@ struct EndpointSlot {
   double recent_latency_ns = 0;  ///< moving average (EndpointBalancer)
   BreakerState breaker;
   DiscoveryState discovery;
+  BudgetState budget;                ///< its retry tokens (RetryThrottle)
+  Clock::time_point paused_until{};  ///< no attempt before this: the server pushed back
 
   /// Makes it an active endpoint for `endpoint_url` over `endpoint_transport`, with everything
   /// learnt of its previous address forgotten.
@@ -46,6 +49,8 @@ struct EndpointSlot {
     recent_latency_ns = 0;
     breaker = BreakerState{};
     discovery = DiscoveryState{};
+    budget = BudgetState{};
+    paused_until = Clock::time_point{};
   }
 };
 

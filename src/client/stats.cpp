@@ -1,6 +1,7 @@
 // sonic — a client's counters as JSON.
 #include "sonic/stats.hpp"
 
+#include <cstdio>
 #include <string>
 #include <string_view>
 
@@ -16,6 +17,13 @@ std::string escape(const std::string& text) {
     out += c;
   }
   return out;
+}
+
+// A token count as a JSON number, to a thousandth (what gRPC keeps: milli-tokens).
+std::string decimal(double value) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.3f", value);
+  return text;
 }
 
 }  // namespace
@@ -35,6 +43,7 @@ std::string ClientStats::to_json() const {
   field("failed", failed);
   field("retries", retries);
   field("fallbacks", fallbacks);
+  field("throttled_retries", throttled_retries);
   field("slow_callbacks", slow_callbacks);
   field("callback_exceptions", callback_exceptions);
   out += "\"failures_by_code\":{";
@@ -57,6 +66,9 @@ std::string ClientStats::to_json() const {
     field("successes", e.successes);
     field("failures", e.failures);
     field("ejections", e.ejections);
+    field("pushbacks", e.pushbacks);
+    field("refusals", e.refusals);
+    out += "\"retry_tokens\":" + decimal(e.retry_tokens) + ',';
     field("latency_ns", e.latency_ns, false);
     out += '}';
   }

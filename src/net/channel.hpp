@@ -172,7 +172,8 @@ class Channel : public std::enable_shared_from_this<Channel<Connection, Call>> {
         auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(backoff_.wait()).count();
         return complete(
             *call, Error(StatusCode::Unavailable, cannot_connect() + "; not trying again for " +
-                                                      std::to_string(ms + 1) + " ms"));
+                                                      std::to_string(ms + 1) + " ms")
+                       .set_never_sent());
       }
       std::weak_ptr<Channel> weak = this->weak_from_this();
       ChannelEvents<Call> events{

@@ -56,6 +56,16 @@ triton_final_response once the model ran), and the stream goes on; once the
 client ends its side the stream ends with status OK. ModelInfer refuses a
 decoupled model with UNIMPLEMENTED and Triton's words.
 
+Overload (not Triton's; for the client's tests): with --refuse-infer, every
+ModelInfer is refused before it runs, as an overloaded server refuses, and
+counted as a failure in its model's statistics:
+  unavailable           UNAVAILABLE
+  would-miss-deadline   UNAVAILABLE with a google.rpc.ErrorInfo whose reason is
+                        WOULD_MISS_DEADLINE (domain "sonic") in
+                        grpc-status-details-bin: sonic-server's early refusal
+  pushback=VALUE        RESOURCE_EXHAUSTED with the trailer
+                        grpc-retry-pushback-ms: VALUE (gRFC A6)
+
 Request parameter `echo_metadata` (bool true): every invocation metadata
 entry whose key starts with "x-sonic-" comes back as a string response
 parameter under the same key. Repeated keys are joined with ",". Values of
@@ -97,7 +107,14 @@ def parse_args():
                     help="compress ModelInfer answers, as Triton's "
                          "--grpc-infer-response-compression-level does "
                          "(grpcio compresses; default none)")
-    return ap.parse_args()
+    ap.add_argument("--refuse-infer", default="",
+                    help="refuse every ModelInfer: 'unavailable', "
+                         "'would-miss-deadline' or 'pushback=VALUE' (see above)")
+    args = ap.parse_args()
+    kind = args.refuse_infer.partition("=")[0]
+    if kind not in ("", "unavailable", "would-miss-deadline", "pushback"):
+        ap.error("unknown --refuse-infer %r" % args.refuse_infer)
+    return args
 
 
 from stubs import load_stubs  # noqa: E402  (beside this script)
@@ -123,6 +140,32 @@ DTYPES = {
 TYPED_FIELDS = ("bool_contents", "int_contents", "int64_contents",
                 "uint_contents", "uint64_contents", "fp32_contents",
                 "fp64_contents", "bytes_contents")
+
+
+def _varint(value):
+    out = bytearray()
+    while True:
+        low, value = value & 0x7F, value >> 7
+        out.append(low | (0x80 if value else 0))
+        if not value:
+            return bytes(out)
+
+
+def _length_delimited(field, payload):
+    return _varint(field << 3 | 2) + _varint(len(payload)) + payload
+
+
+def status_details(code, message, reason, domain="sonic"):
+    """A serialized google.rpc.Status whose one detail is a google.rpc.ErrorInfo
+    (reason = 1, domain = 2), wrapped in a google.protobuf.Any."""
+    info = _length_delimited(1, reason.encode()) + \
+        _length_delimited(2, domain.encode())
+    detail = _length_delimited(
+        1, b"type.googleapis.com/google.rpc.ErrorInfo") + \
+        _length_delimited(2, info)
+    return (_varint(1 << 3 | 0) + _varint(code) +
+            _length_delimited(2, message.encode()) +
+            _length_delimited(3, detail))
 
 
 class ModelError(Exception):
@@ -571,7 +614,28 @@ class Servicer(pb2_grpc.GRPCInferenceServiceServicer):
 
     # -- inference --------------------------------------------------------
 
+    def refuse(self, request, context):
+        """Refuses a ModelInfer as --refuse-infer says."""
+        m = self.models.get(request.model_name)
+        if m is not None:
+            m.record_failure(1)
+        kind, _, value = ARGS.refuse_infer.partition("=")
+        if kind == "pushback":
+            context.set_trailing_metadata((("grpc-retry-pushback-ms", value),))
+            context.abort(grpc.StatusCode.RESOURCE_EXHAUSTED,
+                          "the server is overloaded: try again later")
+        message = "the server is overloaded"
+        if kind == "would-miss-deadline":
+            message = ("the wait in the model's queue exceeds the request's "
+                       "remaining deadline")
+            context.set_trailing_metadata((("grpc-status-details-bin", status_details(
+                grpc.StatusCode.UNAVAILABLE.value[0], message,
+                "WOULD_MISS_DEADLINE")),))
+        context.abort(grpc.StatusCode.UNAVAILABLE, message)
+
     def ModelInfer(self, request, context):
+        if ARGS.refuse_infer:
+            self.refuse(request, context)
         # Triton sets its compression level on ModelInfer's server context only
         # (infer_handler.cc); grpcio then compresses the answer if it shrinks.
         if ARGS.infer_response_compression != "none":

@@ -48,11 +48,13 @@ const ModelRef kSimpleModel{"simple", ""};
 // `failing` (then a server failure).
 std::string attempt_at(EndpointPool& pool, const std::string& failing = {},
                        const ModelRef& model = kSimpleModel) {
-  auto pick = pool.pick(EndpointPool::kNone, model);
+  auto pick = pool.pick(model);
   if (!pick) return {};
-  const std::string url = pool.url(pick->slot);
-  const bool ok = url != failing;
-  pool.record(pick->slot, ok, !ok, 1ms);
+  const std::string url = pool.url(pick.slot);
+  EndpointPool::AttemptReport report;
+  report.ok = url != failing;
+  report.server_failure = !report.ok;
+  pool.record(pick.slot, report, 1ms);
   return url;
 }
 

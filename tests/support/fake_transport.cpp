@@ -28,10 +28,12 @@ struct FakeServer::State {
   mutable std::mutex mutex;
   std::map<std::size_t, Error> failures;  // by call number
   bool down = false;
+  std::optional<Error> refusal;  // every call's answer (refuse_calls)
   bool holding = false;
   std::optional<Error> refuse_index;  // RepositoryIndex's answer instead of the models
   std::size_t index_calls = 0;
   std::size_t calls = 0, cancelled = 0, probes = 0;
+  std::vector<Clock::time_point> call_times;
   std::vector<std::shared_ptr<HeldCall>> held;
 
   // Completes a held call once; false when it had completed.
@@ -97,6 +99,7 @@ class FakeTransport final : public protocol::ControlCalls {
     state_ = state;
     std::unique_lock<std::mutex> lock(state->mutex);
     std::size_t number = ++state->calls;
+    state->call_times.push_back(Clock::now());
     if (auto it = state->failures.find(number); it != state->failures.end()) {
       Error error = it->second;
       state->failures.erase(it);
@@ -107,6 +110,11 @@ class FakeTransport final : public protocol::ControlCalls {
       lock.unlock();
       return complete_later(std::move(done),
                             Error(StatusCode::Unavailable, "fake server '" + name_ + "' is down"));
+    }
+    if (state->refusal) {
+      Error refusal = *state->refusal;
+      lock.unlock();
+      return complete_later(std::move(done), std::move(refusal));
     }
     if (!state->holding) {
       lock.unlock();
@@ -242,6 +250,11 @@ void FakeServer::fail_call(std::size_t n, Error error) {
   state_->failures.insert_or_assign(state_->calls + n, std::move(error));
 }
 
+void FakeServer::refuse_calls(std::optional<Error> error) {
+  std::lock_guard<std::mutex> lock(state_->mutex);
+  state_->refusal = std::move(error);
+}
+
 void FakeServer::refuse_discovery(std::optional<Error> error) {
   std::lock_guard<std::mutex> lock(state_->mutex);
   state_->refuse_index = std::move(error);
@@ -285,6 +298,11 @@ void FakeServer::reset() {
 std::size_t FakeServer::calls() const {
   std::lock_guard<std::mutex> lock(state_->mutex);
   return state_->calls;
+}
+
+std::vector<Clock::time_point> FakeServer::call_times() const {
+  std::lock_guard<std::mutex> lock(state_->mutex);
+  return state_->call_times;
 }
 
 std::size_t FakeServer::waiting() const {

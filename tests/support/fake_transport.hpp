@@ -27,7 +27,8 @@ namespace sonic::test {
 /// lives. It runs the models of its executor on the caller's thread. Thread-safe.
 ///
 /// What happens to a call: a failure scripted for its number (fail_call), else, while the
-/// server is down (set_down), UNAVAILABLE; else, while it holds calls (hold), it waits for
+/// server is down (set_down), UNAVAILABLE; else, while it refuses calls (refuse_calls), that
+/// refusal; else, while it holds calls (hold), it waits for
 /// release() or reset(), or its deadline; else the model's answer. The outcome is decided
 /// inside the call (calls() counts it at once), and, as the Transport contract asks, delivered
 /// outside it: on the process's completion thread (client/completion_thread.hpp), one thread
@@ -48,6 +49,9 @@ class FakeServer {
   void fail_call(std::size_t n, Error error);
   /// Every inference call fails UNAVAILABLE, and ServerReady answers false, until set_down(false).
   void set_down(bool down);
+  /// Every inference call fails with `error` (a refusal, a pushback) while ServerReady still
+  /// answers true, until refuse_calls(std::nullopt). Failures scripted by fail_call come first.
+  void refuse_calls(std::optional<Error> error);
   /// RepositoryIndex (model discovery) fails with `error` (a proxy refusing an overloaded
   /// pool, say) until refuse_discovery(std::nullopt); otherwise it lists the executor's models.
   void refuse_discovery(std::optional<Error> error);
@@ -62,6 +66,8 @@ class FakeServer {
 
   /// Inference calls received, whatever became of them.
   std::size_t calls() const;
+  /// When each inference call was received, in order.
+  std::vector<Clock::time_point> call_times() const;
   /// Inference calls waiting now.
   std::size_t waiting() const;
   /// Inference calls stopped by their caller (the CancelSignal).

@@ -8,6 +8,8 @@
 #include <sonic/server.hpp>
 #include <sonic/sonic.hpp>
 
+#include "simple_request.hpp"
+
 #include <chrono>
 #include <memory>
 #include <string>
@@ -62,21 +64,9 @@ class LoopbackServer {
   Server server_;
 };
 
-/// Two INT32 [1,16] inputs for `simple`.
-inline InferRequest simple_request(std::int32_t a, std::int32_t b) {
-  return InferRequest("simple")
-      .input("INPUT0", Tensor::from_vector(std::vector<std::int32_t>(16, a), {1, 16}))
-      .input("INPUT1", Tensor::from_vector(std::vector<std::int32_t>(16, b), {1, 16}));
-}
-
 /// How many times `server`'s `simple` model ran (to check that a refused call never reached it).
 inline std::uint64_t simple_executions(LoopbackServer& server) {
   return server.executor().statistics("simple", "").value().execution_count;
-}
-
-inline double ms_since(std::chrono::steady_clock::time_point start) {
-  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
-      .count();
 }
 
 }  // namespace sonic::test

@@ -6,6 +6,8 @@
 
 #include "net/tls.hpp"
 #include "protocol/grpc_wire.hpp"
+#include "protocol/names.hpp"
+#include "protocol/pushback.hpp"
 #include "sonic/version.hpp"
 
 namespace sonic::grpc {
@@ -68,7 +70,8 @@ void ClientConnection::connect_failed(const std::string& why) {
   auto waiting = std::move(waiting_);
   waiting_.clear();
   for (auto& call : waiting) {
-    complete(call, Error(StatusCode::Unavailable, "cannot connect to " + describe() + ": " + why));
+    complete(call, Error(StatusCode::Unavailable, "cannot connect to " + describe() + ": " + why)
+                       .set_never_sent());
   }
 }
 
@@ -137,7 +140,8 @@ void ClientConnection::submit(std::shared_ptr<ClientCall> call) {
       keepalive_.activity();
       return;
     case State::Closed:
-      complete(call, Error(StatusCode::Unavailable, "connection to " + describe() + " is closed"));
+      complete(call, Error(StatusCode::Unavailable, "connection to " + describe() + " is closed")
+                         .set_never_sent());
       return;
   }
 }
@@ -204,7 +208,8 @@ void ClientConnection::start_waiting() {
       if (call->finished || hand_back(call)) continue;
       complete(call, Error(StatusCode::Unavailable,
                            "the connection to " + describe() +
-                               " takes no more calls; this one never reached the server"));
+                               " takes no more calls; this one never reached the server")
+                         .set_never_sent());
     }
     return;
   }
@@ -309,6 +314,11 @@ int ClientConnection::on_header(nghttp2_session*, const nghttp2_frame* frame,
     if (auto details = protocol::base64_decode(v)) {
       call->response_state().error_reason = protocol::reason_from_status_details(*details);
     }
+  } else if (n == protocol::kRetryPushbackHeader) {
+    call->response_state().pushback = protocol::parse_retry_pushback(v);
+  } else if (n == "retry-after") {
+    call->response_state().retry_after =
+        protocol::parse_retry_after(v, std::chrono::system_clock::now());
   } else if (n == "grpc-encoding") {
     // How the answer's messages are compressed; one sonic does not know fails at its first
     // compressed message (INTERNAL), as the reader refuses what it cannot inflate.
@@ -405,10 +415,11 @@ int ClientConnection::on_frame_not_send(nghttp2_session*, const nghttp2_frame* f
   if (!call) return 0;
   self->streams_.erase(frame->hd.stream_id);
   if (!self->usable() && self->hand_back(call)) return 0;
-  self->complete(call, Error(StatusCode::Unavailable,
-                             "the call could not start on the connection to " + self->describe() +
-                                 " (" + nghttp2_strerror(lib_error) +
-                                 "); it never reached the server, safe to retry"));
+  self->complete(
+      call, Error(StatusCode::Unavailable,
+                  "the call could not start on the connection to " + self->describe() + " (" +
+                      nghttp2_strerror(lib_error) + "); it never reached the server, safe to retry")
+                .set_never_sent());
   return 0;
 }
 
@@ -473,9 +484,11 @@ Result<ReceivedMessage> ClientConnection::outcome_of(ClientCall& call,
   if (response.grpc_status) {
     StatusCode code = *response.grpc_status;
     if (code != StatusCode::Ok) {
-      return Error(code,
-                   response.grpc_message.empty() ? sonic::describe(code) : response.grpc_message,
-                   response.error_reason);
+      Error error(code,
+                  response.grpc_message.empty() ? sonic::describe(code) : response.grpc_message,
+                  response.error_reason);
+      if (response.pushback) error.set_pushback(*response.pushback);
+      return error;
     }
     protocol::MessageReader& reader = response.reader;
     if (!reader.at_boundary()) {
@@ -491,9 +504,14 @@ Result<ReceivedMessage> ClientConnection::outcome_of(ClientCall& call,
   }
   if (h2_error != NGHTTP2_NO_ERROR) return protocol::error_from_reset(h2_error);
   if (response.http_status != 200 && response.http_status != 0) {
-    return Error(protocol::status_from_http(response.http_status),
-                 "HTTP status " + std::to_string(response.http_status) + " from " + describe() +
-                     " (not a gRPC response)");
+    Error error(protocol::status_from_http(response.http_status),
+                "HTTP status " + std::to_string(response.http_status) + " from " + describe() +
+                    " (not a gRPC response)");
+    // A proxy in front of the server that is overloaded or down for a while may say when to
+    // come back (RFC 9110 10.2.3: with 503, and RFC 6585 with 429).
+    const bool may_push_back = response.http_status == 429 || response.http_status == 503;
+    if (may_push_back && response.retry_after) error.set_pushback(*response.retry_after);
+    return error;
   }
   if (!response.grpc_content_type) {
     return Error(StatusCode::Unknown, "not a gRPC server at " + describe() + " (content-type '" +

@@ -52,6 +52,10 @@ struct CallResponse {
   std::optional<StatusCode> grpc_status;
   std::string grpc_message;
   std::string error_reason;  ///< from grpc-status-details-bin
+  /// The server's pushback: grpc-retry-pushback-ms, or Retry-After on an HTTP 429 or 503
+  /// that is not gRPC's (a proxy's) answer.
+  std::optional<std::chrono::milliseconds> pushback;
+  std::optional<std::chrono::milliseconds> retry_after;
 };
 
 /// What a stream's call has that a unary call does not.

@@ -13,6 +13,7 @@
 #include "net/http_head.hpp"
 #include "protocol/compression.hpp"
 #include "protocol/grpc_wire.hpp"
+#include "protocol/pushback.hpp"
 
 namespace sonic::http {
 
@@ -172,6 +173,12 @@ void HttpConnection::on_head() {
   buffer_.clear();
   if (status == 100) return;  // an interim answer: the real one follows
   answer_.status = status;
+  answer_.retry_after.reset();
+  if (status == 429 || status == 503) {
+    if (const std::string& after = fields["retry-after"]; !after.empty()) {
+      answer_.retry_after = protocol::parse_retry_after(after, std::chrono::system_clock::now());
+    }
+  }
   close_after_ = status_line[7] == '0' ||
                  net::ascii_lower(fields["connection"]).find("close") != std::string::npos;
   if (!fields["transfer-encoding"].empty()) {
@@ -225,6 +232,7 @@ Result<HttpAnswer> HttpConnection::inflated() {
   if (!body) return body.error();
   HttpAnswer answer;
   answer.status = answer_.status;
+  answer.retry_after = answer_.retry_after;
   answer.body = std::move(*body);
   if (!inflated_json_length_) return answer;
   // Binary tensor data follows the JSON: copied out into aligned buffers, as it was never in

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <array>
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
@@ -30,6 +31,8 @@ class HttpPool;
 /// data follows it), and the binary parts, each in its own aligned buffer.
 struct HttpAnswer {
   int status = 0;
+  /// Retry-After of a 429 or 503 answer (RFC 9110 10.2.3, RFC 6585): the server's pushback.
+  std::optional<std::chrono::milliseconds> retry_after;
   std::string body;
   /// The body's JSON, when the connection parsed it to find the binary parts (null otherwise).
   nlohmann::json parsed;
@@ -127,14 +130,12 @@ class HttpConnection : public std::enable_shared_from_this<HttpConnection> {
   std::string buffer_;  // bytes of the head read so far
   Phase phase_ = Phase::Head;
   HttpAnswer answer_;
-  bool close_after_ = false;
-  Compression encoding_ = Compression::None;  // the answer's Content-Encoding
-  std::optional<std::size_t>
-      inflated_json_length_;   // of a compressed answer with binary data                // the
-                               // server said Connection: close (or spoke HTTP/1.0)
-  std::size_t body_left_ = 0;  // of the whole body
-  std::size_t json_left_ = 0;  // of its JSON part (Phase::Json)
-  std::size_t part_ = 0, part_filled_ = 0;  // Phase::Binary
+  bool close_after_ = false;  // the server said Connection: close (or spoke HTTP/1.0)
+  Compression encoding_ = Compression::None;         // the answer's Content-Encoding
+  std::optional<std::size_t> inflated_json_length_;  // of a compressed answer with binary data
+  std::size_t body_left_ = 0;                        // of the whole body
+  std::size_t json_left_ = 0;                        // of its JSON part (Phase::Json)
+  std::size_t part_ = 0, part_filled_ = 0;           // Phase::Binary
 };
 
 }  // namespace sonic::http

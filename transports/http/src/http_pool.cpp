@@ -45,7 +45,8 @@ void HttpPool::on_connected(const std::string& failure) {
   waiting_.clear();
   for (auto& call : waiting) {
     complete(*call,
-             Error(StatusCode::Unavailable, "cannot connect to " + endpoint_.url + ": " + failure));
+             Error(StatusCode::Unavailable, "cannot connect to " + endpoint_.url + ": " + failure)
+                 .set_never_sent());
   }
   // The channel makes a new pool for its next calls; this one goes once the connection that
   // failed lets go of it (the caller holds it meanwhile).
@@ -54,8 +55,9 @@ void HttpPool::on_connected(const std::string& failure) {
 
 void HttpPool::submit(std::shared_ptr<HttpCall> call) {
   if (failed_) {
-    return complete(
-        *call, Error(StatusCode::Unavailable, "connection to " + endpoint_.url + " is closed"));
+    return complete(*call,
+                    Error(StatusCode::Unavailable, "connection to " + endpoint_.url + " is closed")
+                        .set_never_sent());
   }
   call->connection = weak_from_this();
   arm_deadline(call);

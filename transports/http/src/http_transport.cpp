@@ -87,7 +87,11 @@ class HttpTransport final : public protocol::ControlCalls {
     const auto encoded = Clock::now();
     call->done = [done = std::move(done), begun, encoded](Result<HttpAnswer> answer) mutable {
       if (!answer) return done(answer.error());
-      if (answer->status != 200) return done(rest_error(answer->status, answer->body));
+      if (answer->status != 200) {
+        Error refused = rest_error(answer->status, answer->body);
+        if (answer->retry_after) refused.set_pushback(*answer->retry_after);
+        return done(std::move(refused));
+      }
       const auto decoding = Clock::now();
       if (answer->parsed.is_null()) {  // no binary data: the JSON is not parsed yet
         auto parsed = parse_rest_answer(answer->body);

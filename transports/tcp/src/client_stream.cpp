@@ -61,13 +61,16 @@ void ClientStream::connect_failed(const std::string& why) {
   // First the backoff, then the calls: a caller that sends again on hearing of the failure must
   // find the backoff in place.
   if (events_.connected) events_.connected(why);
-  shutdown(StatusCode::Unavailable, "cannot connect to " + endpoint_.url + ": " + why);
+  // Nothing was written: every call still here never left this client.
+  shutdown(Error(StatusCode::Unavailable, "cannot connect to " + endpoint_.url + ": " + why)
+               .set_never_sent());
 }
 
 void ClientStream::submit(std::shared_ptr<TcpCall> call) {
   if (!usable()) {
     return deliver(*call,
-                   Error(StatusCode::Unavailable, "connection to " + endpoint_.url + " is closed"));
+                   Error(StatusCode::Unavailable, "connection to " + endpoint_.url + " is closed")
+                       .set_never_sent());
   }
   call->connection = std::static_pointer_cast<ClientStream>(shared_from_this());
   arm_deadline(call);
@@ -161,12 +164,12 @@ void ClientStream::on_released(std::uint64_t id) {
   deliver(*call, std::move(*outcome));
 }
 
-void ClientStream::shutdown(StatusCode code, const std::string& why) {
+void ClientStream::shutdown(const Error& why) {
   failed_ = true;
   connector_.cancel();
   keepalive_.stop();
-  fail_all(Error(code, why));
-  close(why);
+  fail_all(why);
+  close(why.message());
 }
 
 void ClientStream::on_frame(Frame frame) {

@@ -58,7 +58,9 @@ class ClientStream final : public net::FrameStream {
   /// while a write reads its borrowed bytes.
   void abandon(const std::shared_ptr<TcpCall>& call, Error why);
   /// Completes every call with `code` and closes the connection.
-  void shutdown(StatusCode code, const std::string& why);
+  void shutdown(StatusCode code, const std::string& why) { shutdown(Error(code, why)); }
+  /// Completes every call with `why` and closes the connection.
+  void shutdown(const Error& why);
 
  private:
   void on_connected();
