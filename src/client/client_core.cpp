@@ -252,8 +252,9 @@ void ClientCore::attempt(const std::shared_ptr<Flight>& flight) {
   EndpointPool::PickFor want;
   want.avoid = flight->last_slot;
   // A retry spends budget, unless the previous attempt never left the client.
-  want.retry = flight->attempts > 0 && !(flight->last_error && flight->last_error->never_sent());
-  want.refused = flight->refused.get();
+  const Error* last_error = flight->last_error();
+  want.retry = flight->attempts > 0 && !(last_error && last_error->never_sent());
+  want.refused = flight->refused();
   auto picked = endpoints_->pick(key, want);
   if (!picked) {
     // The endpoints are still reporting a pinned model's configuration: ask again shortly.
@@ -337,15 +338,15 @@ void ClientCore::on_attempt(const std::shared_ptr<Flight>& flight, std::size_t s
   }
   if (flight->completed) return;  // decided elsewhere (a cancel, a local run): nothing to try
   if (code == StatusCode::Unavailable) {
-    if (!flight->unavailable) flight->unavailable = std::make_unique<UnavailableEndpoints>();
-    flight->unavailable->note(slot, result.error());
+    auto& unavailable = flight->left_behind().unavailable;
+    (unavailable ? *unavailable : unavailable.emplace()).note(slot, result.error());
   }
   if (code == StatusCode::NotFound && endpoints_->active() > 1) {
     // Servers may host different models: remember that this one lacks it, and try the
     // others at once (pick() skips the endpoints known to lack the model).
     endpoints_->lacks_model(slot, ModelRef::of(flight->request));
     endpoints_->rediscover_soon();
-    flight->not_found = std::make_unique<Error>(result.error());
+    flight->left_behind().not_found = result.error();
     return attempt(flight);
   }
   // gRFC A6: a pushback that is not a non-negative integer means "do not retry". gRPC's retry
@@ -357,15 +358,15 @@ void ClientCore::on_attempt(const std::shared_ptr<Flight>& flight, std::size_t s
   if (report.refusal) {
     // The server will not make the deadline, and says so at once: the request moves on now,
     // with no backoff, to an endpoint that has not refused it, else to the fallback.
-    if (!flight->refused) flight->refused = std::make_unique<std::vector<std::size_t>>();
-    flight->refused->push_back(slot);
-    flight->last_error = std::make_unique<Error>(result.error());
+    Flight::Trail& trail = flight->left_behind();
+    trail.refused.push_back(slot);
+    trail.last_error = result.error();
     return attempt(flight);
   }
   EndpointPool::PickFor want;
   want.avoid = slot;
   want.retry = true;
-  want.refused = flight->refused.get();
+  want.refused = flight->refused();
   if (!result.error().never_sent() &&
       endpoints_->retry_throttled(ModelRef::of(flight->request), want)) {
     // Wherever it went, the retry budget would refuse it: no point waiting a backoff first.
@@ -378,7 +379,7 @@ void ClientCore::on_attempt(const std::shared_ptr<Flight>& flight, std::size_t s
     const double draw = std::uniform_real_distribution<double>(0.0, 1.0)(random_);
     at = Clock::now() + options_.retry.backoff(flight->attempts + 1, draw);
   }
-  flight->last_error = std::make_unique<Error>(result.error());
+  flight->left_behind().last_error = result.error();
   if (try_later(flight, at)) return;
   give_up(flight, result.error());
 }
@@ -389,14 +390,13 @@ Error ClientCore::no_pick_error(Flight& flight, const ModelRef& key,
   const bool paused = picked.resumes != Clock::time_point{};
   if (picked.throttled && !paused) {
     ClientCounters::add(counters_.throttled_retries);
-    if (flight.last_error) return throttled_error(*flight.last_error);
+    if (const Error* last = flight.last_error()) return throttled_error(*last);
   }
   // A retry that found nowhere to go (every other endpoint refused it, paused, or the budget):
   // the caller hears what the last attempt said.
-  if (flight.last_error && (flight.refused || paused || picked.throttled)) {
-    return *flight.last_error;
-  }
-  if (flight.not_found) return *flight.not_found;
+  const Error* last = flight.last_error();
+  if (last && (flight.refused() || paused || picked.throttled)) return *last;
+  if (flight.trail && flight.trail->not_found) return *flight.trail->not_found;
   if (paused) {
     const auto left =
         std::chrono::duration_cast<std::chrono::milliseconds>(picked.resumes - Clock::now());
@@ -412,10 +412,9 @@ Error ClientCore::no_pick_error(Flight& flight, const ModelRef& key,
 // most (control_timeout), whatever its own deadline.
 bool ClientCore::may_wait_for_discovery(Flight& flight) const {
   const auto now = Clock::now();
-  if (flight.discovery_wait_until == Clock::time_point{}) {
-    flight.discovery_wait_until = now + options_.control_timeout;
-  }
-  return now < flight.discovery_wait_until;
+  Clock::time_point& until = flight.left_behind().discovery_wait_until;
+  if (until == Clock::time_point{}) until = now + options_.control_timeout;
+  return now < until;
 }
 
 // Schedules another attempt at `at` unless that is past the request's deadline or the client is

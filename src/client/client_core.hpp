@@ -146,19 +146,33 @@ class ClientCore : public std::enable_shared_from_this<ClientCore> {
     std::atomic<std::thread::id> cancelling{};
     // Its place on the deadline watch: set before it is watched, then never changed.
     std::unique_ptr<OnWatch> on_watch;
-    int attempts = 0;                          // only touched by the attempt chain
-    std::size_t last_slot = SIZE_MAX;          // where the previous attempt went
-    Clock::time_point discovery_wait_until{};  // set when it first waits for discovery
-    // Rare states live behind pointers: a client may hold 10,000 flights at once.
-    std::unique_ptr<Error> not_found;  // an endpoint lacked the model
-    std::unique_ptr<UnavailableEndpoints> unavailable;
-    std::unique_ptr<Error> last_error;  // the previous attempt's, while a retry is under way
-    std::unique_ptr<std::vector<std::size_t>> refused;  // endpoints that refused it early
+    int attempts = 0;                  // only touched by the attempt chain
+    std::size_t last_slot = SIZE_MAX;  // where the previous attempt went
+    // What earlier attempts left, for the next one and for the error the caller may hear.
+    // Rare, so behind one pointer: a client may hold 10,000 flights at once.
+    struct Trail {
+      std::optional<Error> not_found;  // an endpoint lacked the model
+      std::optional<UnavailableEndpoints> unavailable;
+      std::optional<Error> last_error;   // the previous attempt's, while a retry is under way
+      std::vector<std::size_t> refused;  // endpoints that refused it early
+      Clock::time_point discovery_wait_until{};  // set when it first waits for discovery
+    };
+    std::unique_ptr<Trail> trail;  // only touched by the attempt chain
+    Trail& left_behind() {
+      if (!trail) trail = std::make_unique<Trail>();
+      return *trail;
+    }
+    const Error* last_error() const {
+      return trail && trail->last_error ? &*trail->last_error : nullptr;
+    }
+    const std::vector<std::size_t>* refused() const {
+      return trail && !trail->refused.empty() ? &trail->refused : nullptr;
+    }
 
     std::mutex mutex;  // guards the members below
+    int readers = 0;   // remote attempts in flight: their transports may read borrowed inputs
     bool cancelled = false;
-    std::shared_ptr<CancelSignal> attempt_stop;  // the attempt in flight
-    int readers = 0;  // remote attempts in flight: their transports may read borrowed inputs
+    std::shared_ptr<CancelSignal> attempt_stop;    // the attempt in flight
     std::unique_ptr<Result<InferResult>> outcome;  // decided, held until readers == 0
   };
 

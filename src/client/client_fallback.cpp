@@ -48,8 +48,8 @@ std::optional<std::int64_t> ClientCore::local_max_batch(const InferRequest& requ
 
 // Remote attempts are over: the CPU executor if it can help, else the error.
 void ClientCore::give_up(const std::shared_ptr<Flight>& flight, Error error) {
-  if (flight->unavailable) {
-    error = flight->unavailable->describe(
+  if (flight->trail && flight->trail->unavailable) {
+    error = flight->trail->unavailable->describe(
         std::move(error), [this](std::size_t slot) { return endpoints_->url(slot); });
   }
   const bool blame_server = server_side(error.code());
