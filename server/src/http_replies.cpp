@@ -20,7 +20,9 @@ HttpReply error_reply(int status, const std::string& message) {
 }
 
 HttpReply error_reply(const Error& error) {
-  return error_reply(http_status(error.code()), error.message());
+  if (error.reason().empty()) return error_reply(http_status(error.code()), error.message());
+  return json_reply(http_status(error.code()),
+                    nlohmann::json{{"error", error.message()}, {"reason", error.reason()}});
 }
 
 HttpReply method_not_allowed() { return error_reply(405, "Method Not Allowed"); }

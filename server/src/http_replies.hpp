@@ -24,8 +24,11 @@ HttpReply json_reply(int status, const Json& body) {
   return {status, "application/json", body.dump(), {}};
 }
 
-/// Triton's error body.
+/// Triton's error body: {"error": message}.
 HttpReply error_reply(int status, const std::string& message);
+/// The same for an Error, its status from its code; an error with a reason (Error::reason())
+/// carries it too, as "reason", where gRPC carries it in its status details: a client that
+/// reads only "error" (Triton's) is unaffected.
 HttpReply error_reply(const Error& error);
 
 /// Triton's answer to a method a route does not take.

@@ -143,7 +143,10 @@ OutgoingFrame encode_frame(FrameKind kind, std::uint64_t id, std::string envelop
 OutgoingFrame encode_error(std::uint64_t id, const Error& error) {
   std::string envelope;
   put<std::uint32_t>(envelope, static_cast<std::uint32_t>(error.code()));
-  envelope += error.message().substr(0, kMaxErrorBytes - 4);
+  const std::string reason = error.reason().substr(0, kMaxReasonBytes);
+  const std::size_t room = kMaxErrorBytes - 4 - (reason.empty() ? 0 : reason.size() + 1);
+  envelope += error.message().substr(0, std::min(room, error.message().find('\0')));
+  if (!reason.empty()) envelope += '\0' + reason;
   return encode_frame(FrameKind::Error, id, std::move(envelope), {}, nullptr, {});
 }
 
@@ -209,7 +212,13 @@ Error decode_error(const Frame& frame) {
   auto code = get<std::uint32_t>(reinterpret_cast<const std::uint8_t*>(frame.envelope.data()));
   if (code == 0 || code > 16)
     return framing("error frame with status code " + std::to_string(code));
-  return Error(static_cast<StatusCode>(code), frame.envelope.substr(4));
+  std::string message = frame.envelope.substr(4);
+  // A reason follows a NUL (sonic 0.3): what an older peer shows as the message's end.
+  const std::size_t nul = message.find('\0');
+  if (nul == std::string::npos) return Error(static_cast<StatusCode>(code), std::move(message));
+  std::string reason = message.substr(nul + 1, kMaxReasonBytes);
+  message.resize(nul);
+  return Error(static_cast<StatusCode>(code), std::move(message), std::move(reason));
 }
 
 FrameReader::~FrameReader() { abandon(); }

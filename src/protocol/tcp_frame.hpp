@@ -36,6 +36,7 @@ inline constexpr std::size_t kHeaderBytes = 32;
 inline constexpr std::size_t kRecordBytes = 24;
 inline constexpr std::size_t kMaxEnvelopeBytes = std::size_t{64} << 20;
 inline constexpr std::size_t kMaxErrorBytes = std::size_t{64} << 10;
+inline constexpr std::size_t kMaxReasonBytes = 128;  ///< of an error frame's reason
 inline constexpr std::size_t kMaxTensors = 4096;
 
 /// How tensors are stored.
@@ -128,7 +129,8 @@ SONIC_EXPORT OutgoingFrame encode_call(std::uint64_t id, const std::string& meth
                                        const std::string& request);
 /// The method and request of a call frame; INVALID_ARGUMENT when malformed.
 SONIC_EXPORT Result<std::pair<std::string, std::string>> decode_call(const Frame& frame);
-/// An error frame: a status and its message.
+/// An error frame: a status and its message, and its reason (Error::reason()) after a NUL byte
+/// when it has one (proto/tcp_framing.md).
 SONIC_EXPORT OutgoingFrame encode_error(std::uint64_t id, const Error& error);
 /// A ping or pong.
 SONIC_EXPORT OutgoingFrame encode_control(FrameKind kind);

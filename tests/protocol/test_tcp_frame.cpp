@@ -130,6 +130,22 @@ TEST_CASE("error, ping and pong frames") {
   CHECK((*frames)[2].kind == FrameKind::Pong);
 }
 
+TEST_CASE("an error frame carries its reason after the message, which older peers end at") {
+  const Error refused(StatusCode::Unavailable, "model 'm' would answer too late",
+                      "WOULD_MISS_DEADLINE");
+  auto frames = read_all(flatten(encode_error(4, refused)) +
+                             flatten(encode_error(5, Error(StatusCode::Internal, "no reason"))),
+                         2);
+  REQUIRE(frames);
+  Error e = decode_error((*frames)[0]);
+  CHECK(e.code() == StatusCode::Unavailable);
+  CHECK(e.message() == "model 'm' would answer too late");
+  CHECK(e.reason() == "WOULD_MISS_DEADLINE");
+  // What a peer that reads the message as a C string (sonic before 0.3) shows.
+  CHECK(std::string((*frames)[0].envelope.c_str() + 4) == "model 'm' would answer too late");
+  CHECK(decode_error((*frames)[1]).reason().empty());
+}
+
 TEST_CASE("metadata frames carry headers; malformed or oversized ones are refused") {
   Headers headers{{"authorization", "Bearer abc.def"}, {"x-site", ""}};
   auto wire = flatten(encode_metadata(headers).value()) + flatten(encode_metadata({}).value());

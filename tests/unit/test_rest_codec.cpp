@@ -197,4 +197,9 @@ TEST_CASE("error answers keep Triton's words and map its statuses back to codes"
   CHECK(http::rest_error(503, "upstream connect error").message() == "upstream connect error");
   CHECK(http::rest_error(502, "").code() == StatusCode::Unavailable);
   CHECK(http::rest_error(418, "teapot").code() == StatusCode::Unknown);
+  // sonic-server's reason beside Triton's "error" (an early refusal's, say).
+  auto refused = http::rest_error(503, R"({"error":"too late","reason":"WOULD_MISS_DEADLINE"})");
+  CHECK(refused.code() == StatusCode::Unavailable);
+  CHECK(refused.message() == "too late");
+  CHECK(refused.reason() == "WOULD_MISS_DEADLINE");
 }

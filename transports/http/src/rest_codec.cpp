@@ -343,31 +343,48 @@ Result<std::string> decode_rest_control(std::string_view method, int status,
                "the http:// transport has no REST route for " + std::string(method));
 }
 
+namespace {
+
+// The gRPC code of an HTTP status, as Triton's HTTP frontend maps them back (and proxies use
+// them); other statuses keep their number in the message.
+StatusCode code_of(int status) {
+  switch (status) {
+    case 400: return StatusCode::InvalidArgument;
+    case 401: return StatusCode::Unauthenticated;
+    case 403: return StatusCode::PermissionDenied;
+    case 404: return StatusCode::NotFound;
+    case 408: return StatusCode::DeadlineExceeded;
+    case 413: return StatusCode::ResourceExhausted;
+    case 429:  // a proxy's "too many requests", and gateways that lost the server: try again
+    case 502:
+    case 503:
+    case 504: return StatusCode::Unavailable;
+    case 500: return StatusCode::Internal;
+    case 501: return StatusCode::Unimplemented;
+    default: return StatusCode::Unknown;
+  }
+}
+
+}  // namespace
+
 Error rest_error(int status, std::string_view body) {
   std::string message(body);
+  std::string reason;  // sonic-server's machine-readable reason, beside Triton's "error"
   json parsed = json::parse(body.begin(), body.end(), nullptr, false);
   if (!parsed.is_discarded() && parsed.is_object() && parsed.contains("error") &&
       parsed["error"].is_string()) {
     message = parsed["error"].get<std::string>();
+    if (parsed.contains("reason") && parsed["reason"].is_string()) {
+      reason = parsed["reason"].get<std::string>();
+    }
   }
   while (!message.empty() && (message.back() == '\n' || message.back() == '\r')) message.pop_back();
   if (message.empty()) message = "HTTP status " + std::to_string(status);
-  switch (status) {
-    case 400: return Error(StatusCode::InvalidArgument, std::move(message));
-    case 401: return Error(StatusCode::Unauthenticated, std::move(message));
-    case 403: return Error(StatusCode::PermissionDenied, std::move(message));
-    case 404: return Error(StatusCode::NotFound, std::move(message));
-    case 408: return Error(StatusCode::DeadlineExceeded, std::move(message));
-    case 413: return Error(StatusCode::ResourceExhausted, std::move(message));
-    case 429:  // a proxy's "too many requests", and gateways that lost the server: try again
-    case 502:
-    case 503:
-    case 504: return Error(StatusCode::Unavailable, std::move(message));
-    case 500: return Error(StatusCode::Internal, std::move(message));
-    case 501: return Error(StatusCode::Unimplemented, std::move(message));
-    default:
-      return Error(StatusCode::Unknown, "HTTP status " + std::to_string(status) + ": " + message);
+  const StatusCode code = code_of(status);
+  if (code == StatusCode::Unknown) {
+    message = "HTTP status " + std::to_string(status) + ": " + message;
   }
+  return Error(code, std::move(message), std::move(reason));
 }
 
 }  // namespace sonic::http
