@@ -58,14 +58,23 @@ Result<Admission> ExecutorEngine::admit(const InferRequest& request, bool shed) 
   const std::int64_t took = entry->stats.recent_compute_ns();
   if (shed && caller && caller->has_deadline() && took > 0 && !entry->sequencer &&
       !model.is_decoupled()) {
-    // Requests under way ahead of this one, in executions (a batch takes up to max_batch_size),
-    // in rounds of the executions that run at once.
+    // Requests under way ahead of this one, in executions (a batch takes up to max_batch_size).
     const std::int64_t ahead = std::max<std::int64_t>(0, entry->stats.under_way());
     const std::int64_t per_execution = entry->batcher ? std::max(1, model.max_batch_size) : 1;
-    const std::int64_t at_once = std::max<std::int64_t>(
-        1, std::min<std::int64_t>(model.instances, static_cast<std::int64_t>(pool_.size())));
-    const std::int64_t rounds = ahead / per_execution / at_once + 1;
-    const auto expected = std::chrono::nanoseconds(rounds * took);
+    const std::int64_t executions = ahead / per_execution;
+    // How long each takes: while the model has been busy, the time between executions' ends
+    // (its real pace, whatever runs at once and whatever they wait for), but never less than
+    // one execution's own time; else its executions' own time, in rounds of those that run at
+    // once.
+    const std::int64_t interval = entry->stats.recent_interval_ns();
+    std::chrono::nanoseconds expected;
+    if (interval > 0) {
+      expected = std::chrono::nanoseconds(std::max((executions + 1) * interval, took));
+    } else {
+      const std::int64_t at_once = std::max<std::int64_t>(
+          1, std::min<std::int64_t>(model.instances, static_cast<std::int64_t>(pool_.size())));
+      expected = std::chrono::nanoseconds((executions / at_once + 1) * took);
+    }
     const auto now = Clock::now();
     if (now + expected > caller->deadline()) {
       entry->stats.count_failure(FailureReason::Rejected, Clock::duration::zero());

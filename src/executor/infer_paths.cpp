@@ -183,6 +183,7 @@ Result<InferResult> ExecutorEngine::run(const Model& model, const InferRequest& 
   auto t2 = Clock::now();
   entry.stats.compute_infer.add(t2 - t1);
   entry.stats.remember_compute_time(t2 - t1);
+  entry.stats.execution_ended(t2);
   if (!computed) {
     // A model that stops because its caller went away (a Python model that asks
     // is_cancelled(), an ensemble whose step was answered unrun) failed for that.
@@ -369,6 +370,7 @@ void ExecutorEngine::execute_batch(const std::shared_ptr<Entry>& entry,
   Result<std::vector<NamedTensor>> computed = compute_guarded(model, merged);
   const auto t2 = Clock::now();
   entry->stats.remember_compute_time(t2 - t1);
+  entry->stats.execution_ended(t2);
   // Each output's row boundaries (walked once for BYTES), then each request's rows of it.
   std::vector<std::vector<std::size_t>> bounds;
   bool sliced = computed.ok();

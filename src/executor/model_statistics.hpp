@@ -119,6 +119,28 @@ class ModelCounters {
     return recent_compute_ns_.load(std::memory_order_relaxed);
   }
 
+  /// An execution ended at `now`. While the model is busy (other requests under way at this
+  /// end and the one before), the time between ends is how long the model takes per execution
+  /// at its real concurrency: its instances together, less whatever its executions waited for
+  /// one another (for a free session, say), which an execution's own time counts. Folded into
+  /// a moving mean (weight 1/8), a hint as remember_compute_time()'s is.
+  void execution_ended(Clock::time_point now) {
+    const std::int64_t at = now.time_since_epoch().count();
+    const bool busy = under_way() > 1;
+    const std::int64_t before = last_end_.exchange(busy ? at : -1, std::memory_order_relaxed);
+    if (!busy || before < 0 || at <= before) return;
+    const std::int64_t ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                Clock::duration(at - before))
+                                .count();
+    const std::int64_t mean = recent_interval_ns_.load(std::memory_order_relaxed);
+    recent_interval_ns_.store(mean < 0 ? ns : mean + (ns - mean) / 8, std::memory_order_relaxed);
+  }
+
+  /// The moving mean of the time between executions' ends while busy, in ns; -1 before any.
+  std::int64_t recent_interval_ns() const {
+    return recent_interval_ns_.load(std::memory_order_relaxed);
+  }
+
   /// Everything counted so far, under the model's name and version.
   SONIC_EXPORT ModelStatistics snapshot(const std::string& name, const std::string& version) const;
 
@@ -135,6 +157,8 @@ class ModelCounters {
 
   std::atomic<std::uint64_t> inference_count_{0}, execution_count_{0}, last_inference_ms_{0};
   std::atomic<std::int64_t> recent_compute_ns_{-1};
+  std::atomic<std::int64_t> recent_interval_ns_{-1};
+  std::atomic<Clock::rep> last_end_{-1};  // a busy execution's end (clock ticks), or -1
   std::array<std::atomic<std::uint64_t>, 4> failures_{};  // by FailureReason
   std::atomic<std::int64_t> pending_{0};
   std::atomic<std::int64_t> under_way_{0};
