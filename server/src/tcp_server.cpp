@@ -1,6 +1,7 @@
 #include "tcp_server.hpp"
 
 #include <algorithm>
+#include <unordered_map>
 
 #include "connection_watch.hpp"
 #include "control_service.hpp"
@@ -84,6 +85,7 @@ class TcpConnection final : public net::FrameStream {
         return send(protocol::tcp::encode_control(FrameKind::Pong));
       case FrameKind::Pong: return;
       case FrameKind::Metadata: return take_metadata(frame);
+      case FrameKind::Cancel: return cancel(frame.id);
       case FrameKind::Call:
         if (auto refused = context_->authenticator.refusal(authorization_)) {
           return send(protocol::tcp::encode_error(frame.id, *refused));
@@ -98,6 +100,18 @@ class TcpConnection final : public net::FrameStream {
         return on_framing_error(
             Error(StatusCode::InvalidArgument, "a client sent a frame only servers send"));
     }
+  }
+
+  // The client no longer waits for request `id` (proto/tcp_framing.md, cancel frames): its
+  // caller goes, so that wherever it waits it is answered unrun.
+  void cancel(std::uint64_t id) {
+    auto it = callers_.find(id);
+    if (it == callers_.end()) return;  // answered already, or never sent
+    auto caller = it->second.lock();
+    callers_.erase(it);
+    if (!caller) return;
+    caller->cancel();
+    models_.withdraw_cancelled();  // those waiting in this connection's share, at once
   }
 
   // A token bucket: kPingBurst tokens, kPingsPerSecond more each second.
@@ -178,12 +192,16 @@ class TcpConnection final : public net::FrameStream {
     // Answers are encoded (and compressed) where the model ran, written on this thread. The
     // dispatch's completions hold the io_context, not the server: they may come after it
     // stopped.
-    auto send_answer = [this](OutgoingFrame answer) { send(std::move(answer)); };
+    auto send_answer = [this, id](OutgoingFrame answer) {
+      callers_.erase(id);
+      send(std::move(answer));
+    };
     if (!frame.compressed.empty()) {
       // Decompressing is the request's work, not the network's: on an executor thread, with the
       // model (a large tensor would stall every connection of this network thread). Its
       // deadline is read with the rest once the frame is decoded there.
       auto caller = std::make_shared<Caller>();
+      callers_[id] = caller;
       return models_.run(
           weak_from_this(), caller,
           [frame = std::move(frame), compression, context = context_, budget = budget_, caller,
@@ -196,6 +214,7 @@ class TcpConnection final : public net::FrameStream {
     auto request = read_infer_request(std::move(message));
     if (!request) return send(protocol::tcp::encode_error(id, request.error()));
     request->caller(caller_of(*request, arrived));
+    callers_[id] = request->caller();
     models_.infer(
         std::move(*request), weak_from_this(),
         [id, compression, budget = budget_](Result<InferResult>&& result) {
@@ -252,7 +271,10 @@ class TcpConnection final : public net::FrameStream {
   ConnectionSlot slot_;
   const ServerLimits& limits_;
   std::shared_ptr<ConnectionBudget> budget_;
-  InferDispatch models_;                         // where this connection's requests run
+  InferDispatch models_;  // where this connection's requests run
+  // The callers of the requests under way, by id, for the client's cancel frames: one entry
+  // per request the connection holds, gone with its answer.
+  std::unordered_map<std::uint64_t, std::weak_ptr<Caller>> callers_;
   std::uint64_t pong_read_ = ~std::uint64_t{0};  // the read whose pings were answered
   std::string authorization_;                    // from the last metadata frame
   double ping_tokens_ = kPingBurst;

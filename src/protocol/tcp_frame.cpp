@@ -152,6 +152,10 @@ OutgoingFrame encode_error(std::uint64_t id, const Error& error) {
 
 OutgoingFrame encode_control(FrameKind kind) { return encode_frame(kind, 0, {}, {}, nullptr, {}); }
 
+OutgoingFrame encode_cancel(std::uint64_t id) {
+  return encode_frame(FrameKind::Cancel, id, {}, {}, nullptr, {});
+}
+
 OutgoingFrame encode_call(std::uint64_t id, const std::string& method, const std::string& request) {
   std::string envelope(1, static_cast<char>(method.size()));
   envelope += method;
@@ -423,7 +427,7 @@ Result<void> FrameReader::start_frame() {
     return framing("unsupported version " + std::to_string(header_[4]) + " (this is version 1)");
   }
   std::uint8_t kind = header_[5];
-  if (kind < 1 || kind > 8) return framing("unknown frame kind " + std::to_string(kind));
+  if (kind < 1 || kind > 9) return framing("unknown frame kind " + std::to_string(kind));
   auto flags = get<std::uint16_t>(header_ + 6);
   if (flags & ~(kind == static_cast<std::uint8_t>(FrameKind::Request) ? kCompressResponse : 0)) {
     return framing("unknown flags " + std::to_string(flags));
@@ -440,6 +444,9 @@ Result<void> FrameReader::start_frame() {
   const bool small = frame_.kind == FrameKind::Error || frame_.kind == FrameKind::Metadata;
   if (envelope_bytes_ > (small ? kMaxErrorBytes : kMaxEnvelopeBytes)) {
     return framing("envelope of " + std::to_string(envelope_bytes_) + " bytes is over the limit");
+  }
+  if (frame_.kind == FrameKind::Cancel && (envelope_bytes_ != 0 || section_left_ != 0)) {
+    return framing("a cancel frame with contents");
   }
   if (tensors_left_ > (data_frame ? kMaxTensors : 0)) {
     return framing(std::to_string(tensors_left_) + " tensors in a frame that allows fewer");

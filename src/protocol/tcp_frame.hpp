@@ -27,6 +27,7 @@ enum class FrameKind : std::uint8_t {
   Call = 6,
   Reply = 7,
   Metadata = 8,
+  Cancel = 9,
 };
 
 /// Flag of a request frame: the client wants the response's tensors compressed.
@@ -134,6 +135,8 @@ SONIC_EXPORT Result<std::pair<std::string, std::string>> decode_call(const Frame
 SONIC_EXPORT OutgoingFrame encode_error(std::uint64_t id, const Error& error);
 /// A ping or pong.
 SONIC_EXPORT OutgoingFrame encode_control(FrameKind kind);
+/// A client's cancel of its request `id` (proto/tcp_framing.md).
+SONIC_EXPORT OutgoingFrame encode_cancel(std::uint64_t id);
 /// A metadata frame: headers for the frames that follow it on the connection (the client's
 /// credentials). Their encoding must fit kMaxErrorBytes; INVALID_ARGUMENT otherwise.
 using Headers = std::vector<std::pair<std::string, std::string>>;

@@ -109,6 +109,45 @@ ClientOptions single_attempt() {
   return options;
 }
 
+// Six requests held by the server, on its model's queue or in their connection's share of it,
+// then cancelled by their client: each is answered CANCELLED, none reaches the model.
+void cancelled_requests_leave_the_queues(const std::string& scheme) {
+  HeldServer held;
+  auto running = held.hold();
+  Client client(held.url(scheme));
+  std::vector<RequestHandle> handles;
+  std::atomic<int> answered{0};
+  // More than the connection's share of the executor (2 per thread): some wait in the
+  // connection, the rest in the executor's queue.
+  for (int i = 0; i < 6; ++i) {
+    handles.push_back(client.infer_async(held_request(), [&](Result<InferResult> r) {
+      CHECK(r.code() == StatusCode::Cancelled);
+      ++answered;
+    }));
+  }
+  // Sent (a request cancelled before it leaves the client never reaches the server).
+  REQUIRE(eventually([&] { return held.stats().pending >= 1; }));
+  std::this_thread::sleep_for(100ms);
+  for (auto& handle : handles) CHECK(handle.cancel());
+  CHECK(eventually([&] { return answered == 6; }));
+  if (scheme != "http") {
+    // Those waiting in their connection's share were let go as their cancels arrived, before
+    // the model frees its thread (the HTTP client sends each on a connection of its own).
+    CHECK(eventually([&] { return held.stats().failures.canceled >= 4; }));
+  }
+  held.gate->set(true);
+  CHECK(running.get().ok());
+  CHECK(eventually([&] { return held.stats().failures.canceled == 6; }));
+  const auto final_stats = held.stats();
+  CHECK(final_stats.failures.canceled == 6);
+  CHECK(final_stats.failures.rejected == 0);
+  CHECK(final_stats.failures.other == 0);
+  CHECK(final_stats.failures.backend == 0);
+  CHECK(final_stats.fail.count == 6);
+  CHECK(final_stats.success.count == 1);
+  CHECK(final_stats.execution_count == 1);
+}
+
 }  // namespace
 
 TEST_CASE("a request whose deadline passes while it waits never reaches its model") {
@@ -129,39 +168,13 @@ TEST_CASE("a request whose deadline passes while it waits never reaches its mode
   }
 }
 
-TEST_CASE("requests cancelled on the wire leave the server's queues without running (gRPC)") {
-  HeldServer held;
-  auto running = held.hold();
-  Client client(held.url("grpc"));
-  std::vector<RequestHandle> handles;
-  std::atomic<int> answered{0};
-  // More than the connection's share of the executor (2 per thread): some wait in the
-  // connection, the rest in the executor's queue.
-  for (int i = 0; i < 6; ++i) {
-    handles.push_back(client.infer_async(held_request(), [&](Result<InferResult> r) {
-      CHECK(r.code() == StatusCode::Cancelled);
-      ++answered;
-    }));
+TEST_CASE("requests cancelled by their client leave the server's queues without running") {
+  // gRPC resets the stream (RST_STREAM CANCEL), HTTP closes the request's connection, tcp://
+  // sends a cancel frame.
+  for (const std::string scheme : {"grpc", "http", "tcp"}) {
+    CAPTURE(scheme);
+    cancelled_requests_leave_the_queues(scheme);
   }
-  // Sent (a request cancelled before it leaves the client never reaches the server).
-  REQUIRE(eventually([&] { return held.stats().pending == 1; }));
-  std::this_thread::sleep_for(100ms);
-  for (auto& handle : handles) CHECK(handle.cancel());  // RST_STREAM CANCEL each
-  CHECK(eventually([&] { return answered == 6; }));
-  // Those waiting in the connection were let go as their streams closed, before the model
-  // frees its thread.
-  CHECK(eventually([&] { return held.stats().failures.canceled >= 4; }));
-  held.gate->set(true);
-  CHECK(running.get().ok());
-  CHECK(eventually([&] { return held.stats().failures.canceled == 6; }));
-  const auto final_stats = held.stats();
-  CHECK(final_stats.failures.canceled == 6);
-  CHECK(final_stats.failures.rejected == 0);
-  CHECK(final_stats.failures.other == 0);
-  CHECK(final_stats.failures.backend == 0);
-  CHECK(final_stats.fail.count == 6);
-  CHECK(final_stats.success.count == 1);
-  CHECK(final_stats.execution_count == 1);
 }
 
 TEST_CASE("a closed connection takes its queued requests back (TCP and HTTP)") {

@@ -146,6 +146,17 @@ TEST_CASE("an error frame carries its reason after the message, which older peer
   CHECK(decode_error((*frames)[1]).reason().empty());
 }
 
+TEST_CASE("a cancel frame names its request and carries nothing else") {
+  auto frames = read_all(flatten(encode_cancel(77)), 5);
+  REQUIRE(frames);
+  REQUIRE(frames->size() == 1);
+  CHECK((*frames)[0].kind == FrameKind::Cancel);
+  CHECK((*frames)[0].id == 77);
+  CHECK((*frames)[0].envelope.empty());
+  // One with an envelope is a framing error before its bytes are read.
+  CHECK_FALSE(read_all(header("SNCT", 1, 9, 1, 0, 0) + "x", 33));
+}
+
 TEST_CASE("metadata frames carry headers; malformed or oversized ones are refused") {
   Headers headers{{"authorization", "Bearer abc.def"}, {"x-site", ""}};
   auto wire = flatten(encode_metadata(headers).value()) + flatten(encode_metadata({}).value());
@@ -185,7 +196,7 @@ TEST_CASE("hostile frames are errors, never crashes or huge allocations") {
   };
   CHECK(fails(header("HTTP", 1, 1, 0, 0, 0)));                 // wrong magic
   CHECK(fails(header("SNCT", 2, 1, 0, 0, 0)));                 // unknown version
-  CHECK(fails(header("SNCT", 1, 9, 0, 0, 0)));                 // unknown kind
+  CHECK(fails(header("SNCT", 1, 10, 0, 0, 0)));                // unknown kind
   CHECK(fails(header("SNCT", 1, 1, 0xffffffff, 0, 0)));        // envelope over the limit
   CHECK(fails(header("SNCT", 1, 1, 0, 100000, 100000 * 24)));  // too many tensors
   CHECK(fails(header("SNCT", 1, 4, 0, 1, 24)));                // a ping with tensors

@@ -119,7 +119,9 @@ void ClientStream::arm_deadline(const std::shared_ptr<TcpCall>& call) {
 
 void ClientStream::abandon(const std::shared_ptr<TcpCall>& call, Error why) {
   if (call->finished) return;
-  pending_.erase(call->id);
+  // Sent: the server may still hold it in a queue. A cancel frame lets it go there, as an
+  // HTTP/2 client's RST_STREAM does.
+  if (pending_.erase(call->id) > 0 && usable()) send(protocol::tcp::encode_cancel(call->id));
   complete(call, std::move(why));
 }
 

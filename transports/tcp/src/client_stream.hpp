@@ -54,8 +54,9 @@ class ClientStream final : public net::FrameStream {
   void connect();
   /// Sends the call's frame (once connected) and waits for its answer.
   void submit(std::shared_ptr<TcpCall> call);
-  /// Completes the call with `why` now; a later answer for it is dropped. Its outcome waits
-  /// while a write reads its borrowed bytes.
+  /// Completes the call with `why` now, and tells the server with a cancel frame when the call
+  /// was sent; a later answer for it is dropped. Its outcome waits while a write reads its
+  /// borrowed bytes.
   void abandon(const std::shared_ptr<TcpCall>& call, Error why);
   /// Completes every call with `code` and closes the connection.
   void shutdown(StatusCode code, const std::string& why) { shutdown(Error(code, why)); }
