@@ -1,6 +1,7 @@
 // The CPU fallback of a ClientCore: a request the servers could not answer runs on
 // ClientOptions::fallback, as does one that outlasts its latency budget (the first answer wins).
 #include "client/client_core.hpp"
+#include "sonic/caller.hpp"
 
 namespace sonic::detail {
 
@@ -93,6 +94,9 @@ void ClientCore::run_locally(const std::shared_ptr<Flight>& flight, const std::s
   const Clock::time_point started = Clock::now();
   InferRequest own = with_owned_inputs(flight->request);
   release_reader(flight);
+  // Its caller waits until its deadline: past the fallback's capacity, a request whose deadline
+  // passes while it waits there is answered unrun (the executor checks), not run for nobody.
+  if (flight->deadline != Deadline::max()) own.caller(std::make_shared<Caller>(flight->deadline));
   // The executor may answer after the client is gone: it holds the core weakly.
   options_.fallback->infer_async(
       std::move(own), [weak = weak_from_this(), flight, started](Result<InferResult> result) {

@@ -5,14 +5,17 @@
 
 #include <sonic/builtin_models.hpp>
 
+#include <atomic>
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <future>
+#include <memory>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "eventually.hpp"
 #include "fake_transport.hpp"
 #include "protocol/names.hpp"
 #include "simple_request.hpp"
@@ -301,4 +304,40 @@ TEST_CASE("early refusal: without a fallback or another endpoint, the refusal at
   CHECK(result.error().reason() == protocol::reason::kWouldMissDeadline);
   CHECK(ms_since(start) < 500);
   CHECK(a.calls() == 1);  // the server said it cannot make the deadline: not asked again
+}
+
+TEST_CASE("fallback: a request whose deadline passes while it waits there never runs") {
+  FakeServer a("fallback-deadline");
+  a.refuse_calls(would_miss_deadline());
+  // The fallback's one thread is held by the first request until the test opens it.
+  std::promise<void> open;
+  std::shared_future<void> opened = open.get_future().share();
+  auto runs = std::make_shared<std::atomic<int>>(0);
+  Model gated;
+  gated.name = "gated";
+  gated.inputs = {{"INPUT0", DataType::Fp32, Shape{-1}}};
+  gated.outputs = {{"OUTPUT0", DataType::Fp32, Shape{-1}}};
+  gated.compute = [opened, runs](const InferRequest& request) -> Result<std::vector<NamedTensor>> {
+    ++*runs;
+    opened.wait();
+    return std::vector<NamedTensor>{{"OUTPUT0", request.find_input("INPUT0")->tensor, {}}};
+  };
+  auto fallback = CpuExecutor::with_models({gated}, 1);
+  auto options = options_for({a.url()});
+  options.fallback = fallback;
+  Client client(options);
+  auto request = [] {
+    return InferRequest("gated").input("INPUT0",
+                                       Tensor::from_vector(std::vector<float>{1}, Shape{1}));
+  };
+  auto first = client.infer_future(request());
+  REQUIRE(eventually([&] { return runs->load() == 1; }));
+  auto late = client.infer_future(request().timeout(100ms));
+  CHECK_THROWS_AS(late.get(), Error);  // DEADLINE_EXCEEDED, at 100 ms
+  open.set_value();
+  CHECK(first.get().executed_on() == ExecutedOn::Local);
+  // Answered unrun once its deadline had passed: the model ran for the first request only.
+  CHECK(eventually([&] { return fallback->statistics("gated").value().failures.canceled == 1; }));
+  CHECK(runs->load() == 1);
+  CHECK(fallback->statistics("gated").value().execution_count == 1);
 }
