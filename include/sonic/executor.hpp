@@ -133,9 +133,11 @@ class SONIC_EXPORT CpuExecutor final : public Fallback {
   /// request among its model's requests under way until the Admission returned is destroyed
   /// (at its answer), and with `shed` refuses it at once when the requests already under way
   /// leave no time to answer it before its caller's deadline (InferRequest::caller()): the
-  /// rounds of executions ahead of it (those requests over the model's max_batch_size when it
-  /// batches, over its instances that run at once) plus its own, each taking the model's recent
-  /// execution time (a moving mean). The refusal is UNAVAILABLE with the reason
+  /// executions ahead of it (those requests over the model's max_batch_size when it batches)
+  /// plus its own, at the model's pace while it has been busy (the moving mean of the time
+  /// between executions' ends), never less than one execution's recent time, or before it has
+  /// been busy in rounds of its instances that run at once; a tenth of the time left is kept in
+  /// hand for executions slower than the mean. The refusal is UNAVAILABLE with the reason
   /// WOULD_MISS_DEADLINE, counted as REJECTED: answered at once, while its client still has
   /// time to try another server or its fallback, instead of waiting in vain and making the
   /// requests behind it late too. A request without a deadline, or for a model that has not run
