@@ -15,6 +15,7 @@ packages=(
   libtorch-dev python3-torch python3-onnx libonnx-testdata
   libopenblas0-pthread curl ca-certificates
   nginx-light haproxy prometheus
+  librsvg2-bin
 )
 # ninja-build: CMake's Makefiles compile a target only once the libraries it links are built;
 # Ninja starts each file as soon as what it includes exists (README, Dependencies).
@@ -25,6 +26,8 @@ packages=(
 # tests/onnx_conformance. curl: to fetch ONNX Runtime.
 # python3-prometheus-client: its text parser reads the metrics port in tests/python/test_metrics.py.
 # prometheus: tests/python/test_prometheus.py starts its own on loopback to scrape sonic-server.
+# librsvg2-bin: rsvg-convert turns the plots the benchmarks draw as SVG into PNG
+# (bench/overload.sh).
 # nginx and haproxy are for the proxy tests (tests/python/test_proxies.py), which start their
 # own on loopback: their system services are not started, or left enabled, by installing them.
 daemons=(nginx haproxy prometheus)
