@@ -4,10 +4,15 @@
 // outside as an operator would: it must stay up, and its resident memory must stay bounded.
 #include <doctest/doctest.h>
 
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <string>
 #include <thread>
 
 #include "attacks.hpp"
 #include "eventually.hpp"
+#include "h2_frames.hpp"
 #include "hostile_target.hpp"
 
 using namespace sonic::test;
@@ -125,4 +130,48 @@ TEST_CASE("a message of empty tensor fields costs no more than its bytes") {
     auto flood = attack::empty_raw_fields(t.grpc_port(), std::size_t{4} << 20);
     MESSAGE("sent " << (flood.sent >> 10) << " KiB");
   });
+}
+
+TEST_CASE("a client that opens and resets streams in a loop holds no memory or queue entries") {
+  // HTTP/2's rapid reset (CVE-2023-44487): each stream's request arrives whole and is reset at
+  // once, so that a server that keeps working on reset streams runs without limit for nothing.
+  // sonic-server lets a reset request go wherever it waits (its connection's share of the
+  // model threads, the executor's queue), so what one connection holds stays within its share.
+  const std::string body = h2::grpc_message(attack::identity_request(1024));
+  const std::string cancel("\0\0\0\x08", 4);  // RST_STREAM CANCEL
+  std::atomic<std::uint64_t> most_pending{0};
+  growth_under({}, kBudgetPeakKib, [&](HostileTarget& target) {
+    std::atomic<bool> flooding{true};
+    std::thread watch([&] {
+      sonic::Client watcher(target.grpc_url());
+      while (flooding) {
+        for (const auto& model : watcher.model_statistics("identity_fp32")) {
+          if (model.pending > most_pending) most_pending = model.pending;
+        }
+        std::this_thread::sleep_for(20ms);
+      }
+    });
+    // A connection the server ends (nghttp2 answers a burst of resets with GOAWAY) is opened
+    // again, as an attacker would.
+    const auto until = std::chrono::steady_clock::now() + 3s;
+    std::size_t streams = 0, connections = 0;
+    while (std::chrono::steady_clock::now() < until) {
+      RawSocket socket = attack::h2_connect(target.grpc_port());
+      ++connections;
+      for (std::uint32_t stream = 1; std::chrono::steady_clock::now() < until; stream += 2) {
+        const std::string frames = h2::headers(stream, h2::grpc_request_headers("ModelInfer")) +
+                                   h2::data(stream, body, true) +
+                                   h2::frame(h2::kRstStream, 0, stream, cancel);
+        if (socket.send(frames, 200ms) < frames.size()) break;  // the server ended it
+        ++streams;
+      }
+    }
+    flooding = false;
+    watch.join();
+    MESSAGE(streams << " streams opened and reset on " << connections << " connections; at most "
+                    << most_pending.load() << " requests pending at once");
+    sonic::Client after(target.grpc_url());
+    CHECK(eventually([&] { return after.model_statistics("identity_fp32").at(0).pending == 0; }));
+  });
+  CHECK(most_pending <= 16);
 }
