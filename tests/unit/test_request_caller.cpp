@@ -240,12 +240,12 @@ TEST_CASE("admission: refused at once when the requests ahead would make it miss
 }
 
 TEST_CASE("admission goes by the model's pace, not by executions that waited for one another") {
-  // Four instances that share one engine (as ONNX Runtime sessions share a machine's cores):
-  // each execution's own time counts its wait for the others, four times the model's pace.
+  // Eight instances that share one engine (as ONNX Runtime sessions share a machine's cores):
+  // each execution's own time counts its wait for the others, eight times the model's pace.
   auto engine = std::make_shared<std::mutex>();
   Model m;
   m.name = "shared";
-  m.instances = 4;
+  m.instances = 8;
   m.inputs = {{"INPUT0", DataType::Fp32, Shape{-1}}};
   m.outputs = {{"OUTPUT0", DataType::Fp32, Shape{-1}}};
   m.compute = [engine](const InferRequest& request) -> Result<std::vector<NamedTensor>> {
@@ -253,15 +253,15 @@ TEST_CASE("admission goes by the model's pace, not by executions that waited for
     std::this_thread::sleep_for(40ms);
     return std::vector<NamedTensor>{{"OUTPUT0", request.find_input("INPUT0")->tensor, {}}};
   };
-  auto executor = CpuExecutor::with_models({m}, 4);
+  auto executor = CpuExecutor::with_models({m}, 8);
   auto request = [] {
     return InferRequest("shared").input("INPUT0",
                                         Tensor::from_vector(std::vector<float>{1}, Shape{1}));
   };
-  // Busy for a while: one execution ends every 40 ms, each having taken about 160 ms.
+  // Busy for a while: one execution ends every 40 ms, each having taken about 320 ms.
   std::vector<Admission> under_way;
   std::vector<std::future<Result<InferResult>>> answers;
-  for (int i = 0; i < 24; ++i) {
+  for (int i = 0; i < 32; ++i) {
     auto admitted = executor->admit(request());
     REQUIRE(admitted);
     under_way.push_back(std::move(*admitted));
@@ -269,10 +269,10 @@ TEST_CASE("admission goes by the model's pace, not by executions that waited for
   }
   for (auto& answer : answers) REQUIRE(answer.get().ok());
   under_way.resize(8);
-  // Eight ahead: the ninth ends in about 9 x 40 = 360 ms, within a 440 ms deadline with its
-  // tenth kept in hand. Counted in rounds of four executions of 160 ms each it would be
-  // 480 ms, and refused.
-  CHECK(executor->admit(request().caller(caller_for(440ms))).ok());
+  // Eight ahead: the ninth ends in about 9 x 40 = 360 ms, within a 520 ms deadline with its
+  // tenth kept in hand. Counted in rounds of eight executions of 320 ms each it would be
+  // 640 ms, and refused.
+  CHECK(executor->admit(request().caller(caller_for(520ms))).ok());
   CHECK_FALSE(executor->admit(request().caller(caller_for(300ms))).ok());
 }
 
