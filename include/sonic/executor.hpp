@@ -51,11 +51,12 @@ class SONIC_EXPORT Admission {
   std::shared_ptr<detail::ModelCounters> counters_;
 };
 
-/// The cores this process may use: the CPUs of its affinity mask (taskset, a batch system's
-/// cpuset), limited by the CPU quota of its cgroup (cgroup v2 `cpu.max`, v1 `cpu.cfs_quota_us`:
-/// a container's --cpus, a job slot's limit), rounded up; at least 1. A grid job is given a few
-/// cores of a node of 64 or more: this is its share, where std::thread::hardware_concurrency()
-/// is the node's. Read anew at each call (a few small files).
+/// The cores this process may use: the CPUs of its affinity mask (the calling thread's, which
+/// threads inherit from the process: taskset, a batch system's cpuset), limited by the CPU
+/// quota of its cgroup (cgroup v2 `cpu.max`, v1 `cpu.cfs_quota_us`: a container's --cpus, a
+/// job slot's limit), rounded up; at least 1. A grid job is given a few cores of a node of 64
+/// or more: this is its share, where std::thread::hardware_concurrency() is the node's. Read
+/// anew at each call (a few small files).
 SONIC_EXPORT std::size_t usable_cores();
 
 /// A framework's own scheduler, for CpuExecutorOptions::scheduler: it receives each task of the

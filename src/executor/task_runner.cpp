@@ -22,8 +22,9 @@ void run_marked(const void* queue, Task& task) {
 }  // namespace
 
 TaskRunner::TaskRunner(std::size_t threads, TaskScheduler scheduler)
-    : threads_(std::max<std::size_t>(threads, 1)), scheduler_(std::move(scheduler)) {
-  if (scheduler_) {
+    : threads_(std::max<std::size_t>(threads, 1)) {
+  if (scheduler) {
+    scheduler_ = std::make_shared<const TaskScheduler>(std::move(scheduler));
     queue_ = std::make_shared<Queue>();
   } else {
     pool_ = std::make_unique<ThreadPool>(threads_);
@@ -48,17 +49,21 @@ void TaskRunner::Queue::run_one() {
 
 void TaskRunner::post(Task task) {
   if (pool_) return pool_->post(std::move(task));
+  // Once the task is queued, another thread may run it, and it may let go of the executor's
+  // last owner: from then on this works on its own references, never on the runner's members.
+  auto queue = queue_;
+  auto scheduler = scheduler_;
   {
-    std::lock_guard<std::mutex> lock(queue_->mutex);
-    queue_->tasks.push_back(std::move(task));
-    if (queue_->stopping) {
+    std::lock_guard<std::mutex> lock(queue->mutex);
+    queue->tasks.push_back(std::move(task));
+    if (queue->stopping) {
       // A task running elsewhere posted it during destruction: the destructor runs it.
-      queue_->idle.notify_all();
+      queue->idle.notify_all();
       return;
     }
   }
   // Outside the lock: a scheduler may run the function at once on another thread.
-  scheduler_([queue = queue_] { queue->run_one(); });
+  (*scheduler)([queue = std::move(queue)] { queue->run_one(); });
 }
 
 TaskRunner::~TaskRunner() {

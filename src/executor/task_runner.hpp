@@ -53,8 +53,9 @@ class TaskRunner {
   };
 
   std::size_t threads_;
-  TaskScheduler scheduler_;
-  std::shared_ptr<Queue> queue_;      // with a scheduler
+  // With a scheduler; shared with the calls to it under way, which may end after the runner.
+  std::shared_ptr<const TaskScheduler> scheduler_;
+  std::shared_ptr<Queue> queue_;
   std::unique_ptr<ThreadPool> pool_;  // without
 };
 

@@ -34,10 +34,11 @@ std::optional<std::int64_t> integer_of(std::string_view text) {
   return value;
 }
 
-// quota / period cores, rounded up: a quota of 1.5 cores lets 2 threads make progress.
+// quota / period cores, rounded up: a quota of 1.5 cores still lets 2 threads run at a time,
+// each for part of every period.
 std::optional<std::size_t> cores_of(std::int64_t quota, std::int64_t period) {
   if (quota <= 0 || period <= 0) return std::nullopt;
-  return static_cast<std::size_t>((quota + period - 1) / period);
+  return static_cast<std::size_t>(quota / period + (quota % period != 0 ? 1 : 0));
 }
 
 // The file's text; nothing when it cannot be read (absent: no such controller or cgroup).
