@@ -69,19 +69,24 @@ struct CpuExecutorOptions {
   /// what the executor counts on from it (the servers' early refusals estimate waits by it).
   /// 0: usable_cores(), the job's cores, never the whole node's.
   std::size_t threads = 0;
-  /// Unset: the executor starts a pool of `threads` threads. Set: it starts no thread, and hands
-  /// every task to this function instead (a framework's: a tbb::task_arena's enqueue, say), so
-  /// that a job's fallback shares the framework's threads rather than doubling them.
-  /// Contract: called from any thread, at once from several (a caller of infer_async, a thread
-  /// running another task, a client's network thread): thread-safe, quick, never throws. Each
-  /// function it is given must run exactly once, on any thread, but never inside the call: the
-  /// executor's callbacks are never invoked inside the call that starts them. A function runs the
-  /// executor's oldest queued task: a model's execution, which holds its thread for as long as the
-  /// model computes and may block on the models an ensemble step calls or a model's first load,
-  /// then the request's `done`. Functions are cheap to copy and hold no reference into the
-  /// executor: its destructor runs on the destroying thread every task the scheduler has not
-  /// started yet and waits for those running, so a function the scheduler runs after that returns
-  /// at once. The scheduler is not called once destruction has begun.
+  /// Unset: the executor starts a pool of `threads` threads. Set: it starts none and hands each
+  /// task to this function (a framework's: a tbb::task_arena's enqueue, say), so that a job's
+  /// fallback shares the framework's threads instead of doubling them. Contract:
+  /// - Called from any thread, several at once (a caller of infer_async, a task's thread, a
+  ///   client's network thread): thread-safe, quick, never throws.
+  /// - Each function it is given runs exactly once, on any thread, never inside the call (the
+  ///   executor's callbacks are never invoked inside the call that starts them).
+  /// - A function runs the executor's oldest queued task: a model's execution, then the
+  ///   request's `done`. It holds its thread while the model computes, and may block on the
+  ///   models an ensemble step calls or on a model's first load; it never waits on the
+  ///   framework. No scheduler thread may wait for the executor's work queued behind it (a
+  ///   blocking Client::infer() with this fallback, say): were every one waiting, none would
+  ///   run it.
+  /// - Functions are cheap to copy and hold no reference into the executor: its destructor runs
+  ///   on the destroying thread every task not started yet and waits for those running, so a
+  ///   function run after that returns at once. The scheduler is not called once destruction
+  ///   has begun; a call under way may return after it (a task may let go of the executor), and
+  ///   the scheduler is kept until that call returns.
   TaskScheduler scheduler;
 };
 
