@@ -12,6 +12,7 @@
 #include <set>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "eventually.hpp"
 #include "fake_transport.hpp"
@@ -171,6 +172,26 @@ TEST_CASE("fake: the CPU fallback runs on the framework's scheduler when given o
   CHECK(framework.received() == 3);
   std::lock_guard<std::mutex> lock(mutex);
   CHECK(ran_on == std::set<std::thread::id>{framework.id()});
+}
+
+TEST_CASE("fake: the fallback's answers from the framework's threads reach async callbacks") {
+  FakeServer a("fallback-scheduler-async");
+  FrameworkThread framework;
+  ClientOptions options;
+  options.endpoints = {a.url()};
+  options.retry.max_attempts = 1;
+  options.fallback = CpuExecutor::with_models(models::builtin(), {2, framework.scheduler()});
+  Client client(options);
+  a.set_down(true);
+  std::vector<std::promise<bool>> answers(32);
+  for (auto& answer : answers) {
+    client.infer_async(simple_request(20, 22), [&answer](Result<InferResult> r) {
+      answer.set_value(r.ok() && r->executed_on() == ExecutedOn::Local &&
+                       r->output("OUTPUT0").as<std::int32_t>()[0] == 42);
+    });
+  }
+  for (auto& answer : answers) CHECK(answer.get_future().get());
+  CHECK(framework.received() == 32);
 }
 
 TEST_CASE("fake: a result from the CPU fallback says how long its local attempt took") {
