@@ -126,7 +126,9 @@ typedef struct sonic_client_options {
   int max_attempts;                   /**< attempts per request, the first included (3) */
   const char* fallback_repository;    /**< a Triton model repository run in-process when no
                                            server can (its backends must be linked); NULL: none */
-  size_t fallback_threads;            /**< threads of that fallback (1) */
+  size_t fallback_threads;            /**< threads of that fallback (1); 0: the cores this
+                                           process may use (its CPU affinity, limited by its
+                                           cgroup's CPU quota), never the whole node's */
   const char* token_file;             /**< a file holding a bearer token, sent with every call
                                            ("authorization: Bearer ...") and read again when the
                                            file changes; NULL (the default): none */

@@ -6,10 +6,17 @@
 //
 //   event_loop --url grpc://127.0.0.1:8001 [--events 200] [--in-flight 8] [--threads 2]
 //              [--patches 64] [--preprocess-ms 2] [--other-ms 0] [--fail-every K] [--blocking]
+//              [--fallback REPOSITORY]
 //
 // --blocking runs the same module with a blocking call inside acquire(), for comparison:
 // the framework threads then sit idle while the server works. At the end it prints events per
 // second and how the framework threads spent the run: CPU work, and (--blocking) waiting.
+// --fallback gives the client a CPU fallback, the models of that repository run in the job when
+// no server answers, on the framework's own threads: its executor hands every task to the TBB
+// arena (CpuExecutorOptions::scheduler), so that a server's outage never runs more threads than
+// the job was given.
+#include <sonic/executor.hpp>
+#include <sonic/repository/repository.hpp>
 #include <sonic/sonic.hpp>
 
 #include <oneapi/tbb/task_arena.h>
@@ -44,6 +51,7 @@ struct Settings {
   double other_ms = 0;  // CPU work of the event's other modules, which need no inference
   int fail_every = 0;   // every K-th event sends a request the server refuses
   bool blocking = false;
+  std::string fallback;  // a model repository for the client's CPU fallback; empty: none
 };
 
 double thread_cpu_seconds() {
@@ -211,7 +219,8 @@ Settings parse(int argc, char** argv) {
     if (flag == "-h" || flag == "--help" || i + 1 >= argc) {
       std::cerr << "usage: event_loop [--url URL] [--model NAME] [--events N] [--in-flight N]\n"
                    "                  [--threads N] [--patches N] [--preprocess-ms MS]\n"
-                   "                  [--other-ms MS] [--fail-every K] [--blocking]\n";
+                   "                  [--other-ms MS] [--fail-every K] [--blocking]\n"
+                   "                  [--fallback REPOSITORY]\n";
       std::exit(flag == "-h" || flag == "--help" ? 0 : 2);
     }
     const std::string value = argv[++i];
@@ -233,6 +242,8 @@ Settings parse(int argc, char** argv) {
       s.other_ms = std::stod(value);
     else if (flag == "--fail-every")
       s.fail_every = std::stoi(value);
+    else if (flag == "--fallback")
+      s.fallback = value;
     else {
       std::cerr << "event_loop: unknown option " << flag << '\n';
       std::exit(2);
@@ -245,13 +256,36 @@ Settings parse(int argc, char** argv) {
 
 int main(int argc, char** argv) try {
   const Settings settings = parse(argc, argv);
-  sonic::Client client(settings.url);
+  // The framework's threads. Made before the client, and so destroyed after it: the fallback
+  // hands tasks to the arena for as long as the client lives.
+  tbb::task_arena arena(settings.threads);
+  std::atomic<long> fallback_tasks{0};  // handed to the arena
+  sonic::ClientOptions options;
+  options.endpoints = {settings.url};
+  if (!settings.fallback.empty()) {
+    // The fallback's tasks (a model's execution, then the request's answer) run on the arena's
+    // threads, beside the framework's own tasks: the job keeps its --threads. A task holds its
+    // thread while the model computes; it never waits on the framework. A blocking call is
+    // another matter: it waits on a framework thread, and were every thread of the arena
+    // waiting, the tasks queued behind them would never run. --blocking gives the fallback a
+    // pool of its own instead, of as many threads.
+    sonic::CpuExecutorOptions local;
+    local.threads = static_cast<std::size_t>(settings.threads);  // what runs at once
+    if (!settings.blocking) {
+      local.scheduler = [&arena, &fallback_tasks](std::function<void()> task) {
+        ++fallback_tasks;
+        arena.enqueue(std::move(task));
+      };
+    }
+    options.fallback =
+        sonic::repository::executor_from_repository({settings.fallback}, std::move(local));
+  }
+  sonic::Client client(options);
   client.infer(
       sonic::InferRequest(settings.model)  // warm-up: connection and model
           .input("patch", sonic::Tensor::from_vector(std::vector<float>(48 * 48), {1, 1, 48, 48})));
   MichelTagger tagger(client, settings);
   ThreadTime time;
-  tbb::task_arena arena(settings.threads);
   tbb::task_group group;
   std::vector<Event> events(static_cast<std::size_t>(settings.events));
   std::atomic<int> next{0};
@@ -300,8 +334,12 @@ int main(int argc, char** argv) try {
       100.0 * static_cast<double>(time.cpu_us) / capacity_us,
       100.0 * static_cast<double>(time.task_us - time.cpu_us) / capacity_us,
       100.0 * (1 - static_cast<double>(time.task_us) / capacity_us));
-  std::printf("  sum of Michel scores %.3f; client callbacks that threw: %llu\n", tagger.total(),
-              static_cast<unsigned long long>(client.stats().callback_exceptions));
+  const auto stats = client.stats();
+  std::printf(
+      "  sum of Michel scores %.3f; client callbacks that threw: %llu; answered by the CPU "
+      "fallback: %llu (its tasks run by the framework's threads: %ld)\n",
+      tagger.total(), static_cast<unsigned long long>(stats.callback_exceptions),
+      static_cast<unsigned long long>(stats.fallbacks), fallback_tasks.load());
   return tagger.failed() > 0 && settings.fail_every == 0 ? 1 : 0;
 } catch (const std::exception& e) {
   std::cerr << "event_loop: " << e.what() << '\n';

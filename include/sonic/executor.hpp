@@ -51,12 +51,54 @@ class SONIC_EXPORT Admission {
   std::shared_ptr<detail::ModelCounters> counters_;
 };
 
-/// Runs registered models on a thread pool. Thread-safe. Statistics follow Triton's meaning so
-/// that sonic-server reports real numbers.
+/// The cores this process may use: the CPUs of its affinity mask (the calling thread's, which
+/// threads inherit from the process: taskset, a batch system's cpuset), limited by the CPU
+/// quota of its cgroup (cgroup v2 `cpu.max`, v1 `cpu.cfs_quota_us`: a container's --cpus, a
+/// job slot's limit), rounded up; at least 1. A grid job is given a few cores of a node of 64
+/// or more: this is its share, where std::thread::hardware_concurrency() is the node's. Read
+/// anew at each call (a few small files).
+SONIC_EXPORT std::size_t usable_cores();
+
+/// A framework's own scheduler, for CpuExecutorOptions::scheduler: it receives each task of the
+/// executor and runs it once, on one of the framework's threads.
+using TaskScheduler = std::function<void(std::function<void()>)>;
+
+/// How a CpuExecutor runs its work.
+struct CpuExecutorOptions {
+  /// How many requests run at once: the threads of the executor's own pool, or with a scheduler
+  /// what the executor counts on from it (the servers' early refusals estimate waits by it).
+  /// 0: usable_cores(), the job's cores, never the whole node's.
+  std::size_t threads = 0;
+  /// Unset: the executor starts a pool of `threads` threads. Set: it starts none and hands each
+  /// task to this function (a framework's: a tbb::task_arena's enqueue, say), so that a job's
+  /// fallback shares the framework's threads instead of doubling them. Contract:
+  /// - Called from any thread, several at once (a caller of infer_async, a task's thread, a
+  ///   client's network thread): thread-safe, quick, never throws.
+  /// - Each function it is given runs exactly once, on any thread, never inside the call (the
+  ///   executor's callbacks are never invoked inside the call that starts them).
+  /// - A function runs the executor's oldest queued task: a model's execution, then the
+  ///   request's `done`. It holds its thread while the model computes, and may block on the
+  ///   models an ensemble step calls or on a model's first load; it never waits on the
+  ///   framework. No scheduler thread may wait for the executor's work queued behind it (a
+  ///   blocking Client::infer() with this fallback, say): were every one waiting, none would
+  ///   run it.
+  /// - Functions are cheap to copy and hold no reference into the executor: its destructor runs
+  ///   on the destroying thread every task not started yet and waits for those running, so a
+  ///   function run after that returns at once. The scheduler is not called once destruction
+  ///   has begun; a call under way may return after it (a task may let go of the executor), and
+  ///   the scheduler is kept until that call returns.
+  TaskScheduler scheduler;
+};
+
+/// Runs registered models on a thread pool, or on a framework's scheduler (where these comments
+/// say "a pool thread", read "a thread of the scheduler"). Thread-safe. Statistics follow
+/// Triton's meaning so that sonic-server reports real numbers.
 class SONIC_EXPORT CpuExecutor final : public Fallback {
  public:
-  /// `threads` == 0: one per hardware thread.
+  /// A pool of `threads` threads; 0: usable_cores(), the cores this process may use.
   explicit CpuExecutor(std::size_t threads = 0);
+  /// A pool, or a framework's scheduler, as `options` say.
+  explicit CpuExecutor(CpuExecutorOptions options);
   ~CpuExecutor() override;
   CpuExecutor(const CpuExecutor&) = delete;
   CpuExecutor& operator=(const CpuExecutor&) = delete;
@@ -64,6 +106,9 @@ class SONIC_EXPORT CpuExecutor final : public Fallback {
   /// An executor holding the given models.
   static std::shared_ptr<CpuExecutor> with_models(std::vector<Model> models,
                                                   std::size_t threads = 0);
+  /// An executor holding the given models, running them as `options` say.
+  static std::shared_ptr<CpuExecutor> with_models(std::vector<Model> models,
+                                                  CpuExecutorOptions options);
 
   /// Registers a model, or another version of a registered one (requests that name no
   /// version get the highest: numbers compare as numbers). Throws sonic::Error(AlreadyExists)
@@ -197,7 +242,8 @@ class SONIC_EXPORT CpuExecutor final : public Fallback {
   /// threads stay free. `work` must not throw.
   void run_async(detail::UniqueFunction<void()> work);
 
-  /// The pool's threads: how many requests run at once.
+  /// How many requests run at once: the pool's threads, or with a scheduler the count its
+  /// options gave (usable_cores() for 0).
   std::size_t threads() const;
 
   /// Statistics of one model; NOT_FOUND if it is not registered.

@@ -399,7 +399,12 @@ Result<std::vector<Model>> Repository::load_selected(const std::string& name,
 
 std::shared_ptr<CpuExecutor> executor_from_repository(std::vector<std::string> roots,
                                                       std::size_t threads) {
-  auto executor = std::make_shared<CpuExecutor>(threads);
+  return executor_from_repository(std::move(roots), CpuExecutorOptions{threads, {}});
+}
+
+std::shared_ptr<CpuExecutor> executor_from_repository(std::vector<std::string> roots,
+                                                      CpuExecutorOptions options) {
+  auto executor = std::make_shared<CpuExecutor>(std::move(options));
   executor->set_source(std::make_shared<Repository>(std::move(roots)), true);
   return executor;
 }

@@ -25,9 +25,10 @@ class ThreadPool {
  public:
   using Task = UniqueFunction<void()>;
 
-  /// `threads` == 0 means one per hardware thread.
+  /// `threads` threads, at least 1. Its owner picks the count: the executor's default is the
+  /// job's cores (sonic::usable_cores()), never the node's hardware threads.
   explicit ThreadPool(std::size_t threads) : state_(std::make_shared<State>()) {
-    grow_to(threads == 0 ? std::max(1u, std::thread::hardware_concurrency()) : threads);
+    grow_to(std::max<std::size_t>(threads, 1));
   }
 
   /// The process's pool for completion callbacks, shared by every client: started on first

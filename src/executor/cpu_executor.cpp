@@ -7,14 +7,21 @@
 
 namespace sonic {
 
-CpuExecutor::CpuExecutor(std::size_t threads)
-    : engine_(std::make_unique<detail::ExecutorEngine>(threads)) {}
+CpuExecutor::CpuExecutor(std::size_t threads) : CpuExecutor(CpuExecutorOptions{threads, {}}) {}
+
+CpuExecutor::CpuExecutor(CpuExecutorOptions options)
+    : engine_(std::make_unique<detail::ExecutorEngine>(std::move(options))) {}
 
 CpuExecutor::~CpuExecutor() = default;
 
 std::shared_ptr<CpuExecutor> CpuExecutor::with_models(std::vector<Model> models,
                                                       std::size_t threads) {
-  auto executor = std::make_shared<CpuExecutor>(threads);
+  return with_models(std::move(models), CpuExecutorOptions{threads, {}});
+}
+
+std::shared_ptr<CpuExecutor> CpuExecutor::with_models(std::vector<Model> models,
+                                                      CpuExecutorOptions options) {
+  auto executor = std::make_shared<CpuExecutor>(std::move(options));
   for (auto& model : models) executor->add_model(std::move(model));
   return executor;
 }

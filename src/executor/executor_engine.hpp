@@ -20,11 +20,11 @@
 #include <string>
 #include <vector>
 
-#include "client/thread_pool.hpp"
 #include "executor/dynamic_batcher.hpp"
 #include "executor/engine_host.hpp"
 #include "executor/model_statistics.hpp"
 #include "executor/sequence_batcher.hpp"
+#include "executor/task_runner.hpp"
 #include "sonic/error.hpp"
 #include "sonic/executor.hpp"
 #include "sonic/metadata.hpp"
@@ -39,9 +39,11 @@ namespace sonic::detail {
 /// counters are atomics.
 class ExecutorEngine {
  public:
-  /// An engine whose pool has `threads` threads (0: one per hardware thread).
-  explicit ExecutorEngine(std::size_t threads)
-      : host_(std::make_shared<EngineHost>(*this)), pool_(threads) {}
+  /// An engine whose tasks run as `options` say (CpuExecutorOptions).
+  explicit ExecutorEngine(CpuExecutorOptions options)
+      : host_(std::make_shared<EngineHost>(*this)),
+        pool_(options.threads == 0 ? usable_cores() : options.threads,
+              std::move(options.scheduler)) {}
   /// Models it loaded that run others stop reaching it first (their calls under way finish).
   ~ExecutorEngine() { host_->detach(); }
   ExecutorEngine(const ExecutorEngine&) = delete;
@@ -305,7 +307,9 @@ class ExecutorEngine {
   std::map<std::string, std::shared_ptr<std::mutex>> load_turns_;
   // Lent to the models loaded from the source; detached before the pool is joined.
   std::shared_ptr<EngineHost> host_;
-  detail::ThreadPool pool_;  // last: joined first, while the models still exist
+  // Its own threads or a framework's scheduler. Last: drained first, while the models still
+  // exist.
+  TaskRunner pool_;
 };
 
 }  // namespace sonic::detail

@@ -39,3 +39,11 @@ def test_the_fallback_runs_the_repositorys_model_in_process(models, dead_url):
         assert client.stats()["fallbacks"] == 1
         future = client.infer_async("jet_mlp_onnx", {"features": features})
         assert future.result(30).executed_on == "local"
+
+
+def test_fallback_threads_zero_runs_on_the_cores_the_process_may_use(models, dead_url):
+    # 0: sonic::usable_cores() threads (the affinity mask, limited by the cgroup quota).
+    with sonic.Client(dead_url, fallback_repository=models, fallback_threads=0,
+                      connect_timeout=1) as client:
+        features = np.zeros((1, 16), np.float32)
+        assert client.infer("jet_mlp_onnx", {"features": features}).executed_on == "local"

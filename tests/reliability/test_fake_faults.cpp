@@ -9,11 +9,14 @@
 #include <chrono>
 #include <future>
 #include <mutex>
+#include <set>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "eventually.hpp"
 #include "fake_transport.hpp"
+#include "framework_thread.hpp"
 #include "loopback_server.hpp"
 
 using namespace sonic;
@@ -140,6 +143,55 @@ TEST_CASE("fake: with every endpoint down the CPU fallback answers; one log line
   CHECK(std::count_if(log.begin(), log.end(), [](const std::string& line) {
           return line.find("servers answer again") != std::string::npos;
         }) == 1);
+}
+
+TEST_CASE("fake: the CPU fallback runs on the framework's scheduler when given one") {
+  FakeServer a("fallback-scheduler");
+  FrameworkThread framework;
+  std::mutex mutex;
+  std::set<std::thread::id> ran_on;  // the threads that ran the fallback's model
+  Model simple = models::simple();
+  simple.compute = [&, compute = simple.compute](const InferRequest& request) {
+    {
+      std::lock_guard<std::mutex> lock(mutex);
+      ran_on.insert(std::this_thread::get_id());
+    }
+    return compute(request);
+  };
+  ClientOptions options;
+  options.endpoints = {a.url()};
+  options.retry.max_attempts = 1;
+  options.fallback = CpuExecutor::with_models({simple}, {1, framework.scheduler()});
+  Client client(options);
+  a.set_down(true);
+  for (int i = 0; i < 3; ++i) {
+    auto r = client.infer(simple_request(20, 22));
+    CHECK(r.executed_on() == ExecutedOn::Local);
+    CHECK(r.output("OUTPUT0").as<std::int32_t>()[0] == 42);
+  }
+  CHECK(framework.received() == 3);
+  std::lock_guard<std::mutex> lock(mutex);
+  CHECK(ran_on == std::set<std::thread::id>{framework.id()});
+}
+
+TEST_CASE("fake: the fallback's answers from the framework's threads reach async callbacks") {
+  FakeServer a("fallback-scheduler-async");
+  FrameworkThread framework;
+  ClientOptions options;
+  options.endpoints = {a.url()};
+  options.retry.max_attempts = 1;
+  options.fallback = CpuExecutor::with_models(models::builtin(), {2, framework.scheduler()});
+  Client client(options);
+  a.set_down(true);
+  std::vector<std::promise<bool>> answers(32);
+  for (auto& answer : answers) {
+    client.infer_async(simple_request(20, 22), [&answer](Result<InferResult> r) {
+      answer.set_value(r.ok() && r->executed_on() == ExecutedOn::Local &&
+                       r->output("OUTPUT0").as<std::int32_t>()[0] == 42);
+    });
+  }
+  for (auto& answer : answers) CHECK(answer.get_future().get());
+  CHECK(framework.received() == 32);
 }
 
 TEST_CASE("fake: a result from the CPU fallback says how long its local attempt took") {

@@ -237,7 +237,12 @@ Command parse_args(int argc, char** argv) {
                 command.http_port =
                     static_cast<std::uint16_t>(parse_number("--http-port", v, 65535));
               })
-      .option("--threads", "N", "model execution threads (default: one per core)",
+      // The default follows the executor's: the cores this process may use (its affinity mask,
+      // its cgroup's CPU quota), which for a server alone on its node is every core, and in a
+      // container or a job slot its share. Never more threads than the cores it may run on.
+      .option("--threads", "N",
+              "model execution threads (default: the cores this process may use: its CPU "
+              "affinity, limited by its cgroup's CPU quota)",
               count("--threads", command.threads, 1024))
       .option("--io-threads", "N", "network threads (default 1)",
               count("--io-threads", options.io_threads, 64))

@@ -124,7 +124,7 @@ ClientOptions client_options_of(const char* const* urls, std::size_t url_count,
 
   if (given.fallback_repository) {
     config.fallback = repository::executor_from_repository(
-        {given.fallback_repository}, given.fallback_threads ? given.fallback_threads : 1);
+        {given.fallback_repository}, given.fallback_threads);  // 0: the job's cores
   }
   if (given.token_file) config.bearer_token = TokenFile(given.token_file);
   if (given.tls_ca_file) config.tls.ca_file = given.tls_ca_file;

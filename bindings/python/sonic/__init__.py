@@ -42,7 +42,8 @@ class Client(_sonic.Client):
     for, default the URL's host) or, instead of the three files, tls_ca_pem, tls_cert_pem and
     tls_key_pem (the PEM text itself), validate_inputs (True), fallback_repository (a Triton model
     repository, or a list, whose models run in-process when no server can), fallback_threads
-    (1), fallback_latency_budget, eject_after (3), cool_down (1), probe_interval (0.25),
+    (1; 0: the cores this process may use, its CPU affinity limited by its cgroup's quota),
+    fallback_latency_budget, eject_after (3), cool_down (1), probe_interval (0.25),
     model_recheck (10), each_address (False: every address of a host name an endpoint),
     resolve_interval (30), max_addresses (64), discovery_interval (0: off), preferred ({model:
     [urls]}), balancing ("least_outstanding" or "power_of_two_choices"), pins ({model:

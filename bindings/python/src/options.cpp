@@ -286,7 +286,7 @@ const std::vector<Option>& setters() {
        }},
       {"fallback_threads",
        [](ClientOptions&, Fallback& f, py::handle v) {
-         f.threads = std::max<std::size_t>(1, count_of(v, "fallback_threads"));
+         f.threads = count_of(v, "fallback_threads");  // 0: the cores this process may use
        }},
       option("fallback_latency_budget", &ClientOptions::fallback_latency_budget, milliseconds_of),
       {"log", [](ClientOptions& o, Fallback&, py::handle v) { o.log = log_hook_of(v); }},

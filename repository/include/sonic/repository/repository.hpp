@@ -60,8 +60,13 @@ class SONIC_EXPORT Repository final : public ModelSource {
 
 /// An executor whose models come from the repositories at `roots`, each loaded on its first
 /// request: the client's fallback (`ClientOptions::fallback`), which then runs the very models
-/// a server of that repository serves.
+/// a server of that repository serves. `threads` 0: the cores this process may use
+/// (usable_cores()).
 SONIC_EXPORT std::shared_ptr<CpuExecutor> executor_from_repository(std::vector<std::string> roots,
                                                                    std::size_t threads = 0);
+/// The same, running its work as `options` say: a framework's scheduler, say
+/// (CpuExecutorOptions::scheduler), so that the fallback shares the job's threads.
+SONIC_EXPORT std::shared_ptr<CpuExecutor> executor_from_repository(std::vector<std::string> roots,
+                                                                   CpuExecutorOptions options);
 
 }  // namespace sonic::repository
