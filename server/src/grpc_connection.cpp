@@ -102,6 +102,10 @@ void GrpcConnection::shutdown() {
   });
 }
 
+void GrpcConnection::evict() {
+  if (!lost_) fail("closed to make room for a new connection: it had not begun a call");
+}
+
 void GrpcConnection::on_connection_lost(const std::string&) {
   close_timer_.cancel();
   watch_timer_.cancel();
@@ -151,7 +155,9 @@ int GrpcConnection::on_begin_headers(nghttp2_session* session, const nghttp2_fra
                                      void* user_data) {
   auto* self = static_cast<GrpcConnection*>(user_data);
   if (frame->hd.type != NGHTTP2_HEADERS || frame->headers.cat != NGHTTP2_HCAT_REQUEST) return 0;
-  if (self->waiting_.size() >= kMaxWaitingStreams || self->context_->memory->crowded()) {
+  // A connection chosen to make room at the cap (it is closing) takes no call.
+  if (!self->first_call_.serving() || self->waiting_.size() >= kMaxWaitingStreams ||
+      self->context_->memory->crowded()) {
     // Too many calls wait for memory already: refused unprocessed, which a client may retry
     // (here or on another server). Its headers and data are ignored.
     nghttp2_submit_rst_stream(session, NGHTTP2_FLAG_NONE, frame->hd.stream_id,

@@ -15,6 +15,7 @@
 #include <string>
 #include <string_view>
 
+#include "connection_room.hpp"
 #include "connection_watch.hpp"
 #include "infer_dispatch.hpp"
 #include "memory_budget.hpp"
@@ -97,6 +98,10 @@ class GrpcConnection final : public net::H2Session {
                  std::shared_ptr<net::ConnectionSet<GrpcConnection>> set, ConnectionSlot slot);
 
   IoContext io_context() const { return io_; }
+  /// Whether, and since when, it waits for its first call (connection_room.hpp).
+  WaitingMark& waiting_mark() { return first_call_; }
+  /// Closes a connection claimed to make room at the connection cap (its thread).
+  void evict();
 
   /// Starts the (TLS, then HTTP/2) handshake.
   void start();
@@ -174,6 +179,7 @@ class GrpcConnection final : public net::H2Session {
   std::deque<std::int32_t> waiting_;  // streams whose message waits for memory, oldest first
   int oversized_header_lists_ = 0;
   ConnectionActivity activity_;
+  WaitingMark first_call_;  // waiting since accepted, until its first call's headers
   std::optional<ShmClient> shm_client_;
   asio::steady_timer close_timer_;
   asio::steady_timer watch_timer_;
