@@ -140,8 +140,10 @@ void GrpcConnection::admit_waiting() {
 // thread meanwhile (other connections' reads and answers) run before it goes on: the io_context
 // runs handlers first in, first out, so N connections inflating at once take turns, and a
 // request of another connection waits for at most one turn of each (a few hundred
-// microseconds), not for their bombs. A stream's compressed bytes wait in `deferred` meanwhile, their window not
-// given back, so its client can send no more than its window ahead.
+// microseconds), not for their bombs. Over time, a connection inflates at most a quarter of its
+// thread's time (kInflateShare): the thread is left idle between its turns. A stream's compressed
+// bytes wait in `deferred` meanwhile, their window not given back, so its client can send no more
+// than its window ahead.
 void GrpcConnection::take_deferred(std::int32_t id) {
   ServerStream* stream = find(id);
   while (stream && stream->deferring()) {
@@ -151,7 +153,7 @@ void GrpcConnection::take_deferred(std::int32_t id) {
       stream->deferred_from = stream->deferred.size();
       break;
     }
-    if (inflate_left_ == 0) {
+    if (inflate_left_ == 0 || !inflate_share_left()) {
       if (stream->deferred_from > kInflatePieceBytes * 64) {
         stream->deferred.erase(0, stream->deferred_from);
         stream->deferred_from = 0;
@@ -163,7 +165,9 @@ void GrpcConnection::take_deferred(std::int32_t id) {
         reinterpret_cast<const std::uint8_t*>(stream->deferred.data()) + stream->deferred_from;
     stream->deferred_from += piece;
     const std::uint64_t before = stream->reader->inflated_bytes();
+    const auto started = WatchClock::now();
     take(id, *stream, data, piece);  // may end the stream (its answer flushed)
+    inflate_spent_ += WatchClock::now() - started;
     stream = find(id);
     if (!stream) return;
     const std::uint64_t spent = stream->reader->inflated_bytes() - before;
@@ -176,11 +180,24 @@ void GrpcConnection::take_deferred(std::int32_t id) {
   if (stream->request_ended && !stream->waiting && !stream->answered) dispatch(id);
 }
 
+// Whether the connection may inflate more in the window under way (a new one starts when it
+// ended).
+bool GrpcConnection::inflate_share_left() {
+  const auto now = WatchClock::now();
+  if (now - inflate_window_ >= kInflateWindow) {
+    inflate_window_ = now;
+    inflate_spent_ = {};
+  }
+  return inflate_spent_ < kInflateShare;
+}
+
+// The next turn: behind the handlers queued now, or at the next window once this one's share
+// is spent.
 void GrpcConnection::next_inflate_turn() {
   if (inflate_turn_posted_) return;
   inflate_turn_posted_ = true;
   auto self = std::static_pointer_cast<GrpcConnection>(shared_from_this());
-  asio::post(*io_, [self] {
+  auto turn = [self] {
     self->inflate_turn_posted_ = false;
     if (self->lost_) return;
     self->inflate_left_ = kInflateTurnBytes;
@@ -191,7 +208,10 @@ void GrpcConnection::next_inflate_turn() {
       }
       for (std::int32_t id : ids) self->take_deferred(id);
     });
-  });
+  };
+  if (inflate_share_left()) return asio::post(*io_, std::move(turn));
+  auto timer = std::make_shared<asio::steady_timer>(*io_, inflate_window_ + kInflateWindow);
+  timer->async_wait([timer, turn = std::move(turn)](std::error_code) { turn(); });
 }
 
 }  // namespace sonic::server

@@ -42,6 +42,12 @@ constexpr std::size_t kMaxWaitingStreams = 64;
 // Bytes a connection inflates of compressed messages in one turn of its network thread before
 // the handlers queued meanwhile run (take_deferred): a few hundred microseconds of zlib.
 constexpr std::size_t kInflateTurnBytes = 256u << 10;
+// And at most this share of its network thread's time, over windows of kInflateWindow: a thread
+// kept busy inflating is preempted by whatever else runs on its cores, and its other
+// connections wait with it; one that inflates a quarter of the time sleeps between turns and
+// wakes at once for them.
+constexpr std::chrono::microseconds kInflateWindow{10000};
+constexpr std::chrono::microseconds kInflateShare{2500};
 
 // One request stream on the server.
 struct ServerStream {
@@ -157,6 +163,7 @@ class GrpcConnection final : public net::H2Session {
   void admit_waiting();
   void take_deferred(std::int32_t id);
   void next_inflate_turn();
+  bool inflate_share_left();
 
   // ---- Unary calls (grpc_unary_calls.cpp) ---------------------------------------------------
   void dispatch(std::int32_t id);
@@ -194,6 +201,8 @@ class GrpcConnection final : public net::H2Session {
   int oversized_header_lists_ = 0;
   std::size_t inflate_left_ = kInflateTurnBytes;  // of this turn (take_deferred)
   bool inflate_turn_posted_ = false;
+  WatchClock::time_point inflate_window_{};  // when the window of inflate_spent_ began
+  WatchClock::duration inflate_spent_{};     // inflating, in that window
   ConnectionActivity activity_;
   WaitingMark first_call_;  // waiting since accepted, until its first call's headers
   std::optional<ShmClient> shm_client_;
