@@ -216,7 +216,8 @@ const protocol::OutgoingBody* GrpcConnection::sending_body(std::int32_t stream_i
 
 protocol::MessageReader::Destination GrpcConnection::read_destination(std::int32_t stream_id) {
   const ServerStream* stream = find(stream_id);
-  if (!stream || stream->error || stream->answered || !stream->reader) return {};
+  // A stream whose messages may be compressed takes its bytes through `deferred` (on_data).
+  if (!stream || stream->error || stream->answered || !stream->reader || stream->paced) return {};
   return stream->reader->tensor_destination();
 }
 
