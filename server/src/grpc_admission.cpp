@@ -131,7 +131,12 @@ void GrpcConnection::admit_waiting() {
     }
     if (stream->streaming()) take_stream_messages(id, *stream);
     account_window(id, *stream, kept, stream->reader->kept_bytes());
-    if (stream->request_ended && !stream->deferring()) dispatch(id);
+    // The rest of a compressed message's bytes go on in turns (dispatched at their end).
+    if (stream->deferring()) {
+      take_deferred(id);
+      continue;
+    }
+    if (stream->request_ended) dispatch(id);
   }
 }
 
@@ -153,6 +158,9 @@ void GrpcConnection::take_deferred(std::int32_t id) {
       stream->deferred_from = stream->deferred.size();
       break;
     }
+    // A message waiting for memory keeps its bytes here rather than in its reader, which would
+    // inflate them all at once when admitted: admit_waiting() goes on with them.
+    if (stream->reader->waiting_admission()) return;
     if (inflate_left_ == 0 || !inflate_share_left()) {
       if (stream->deferred_from > kInflatePieceBytes * 64) {
         stream->deferred.erase(0, stream->deferred_from);
