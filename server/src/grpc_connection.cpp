@@ -102,6 +102,10 @@ void GrpcConnection::shutdown() {
   });
 }
 
+void GrpcConnection::evict() {
+  if (!lost_) fail("closed to make room for a new connection: it had not begun a call");
+}
+
 void GrpcConnection::on_connection_lost(const std::string&) {
   close_timer_.cancel();
   watch_timer_.cancel();
@@ -151,7 +155,9 @@ int GrpcConnection::on_begin_headers(nghttp2_session* session, const nghttp2_fra
                                      void* user_data) {
   auto* self = static_cast<GrpcConnection*>(user_data);
   if (frame->hd.type != NGHTTP2_HEADERS || frame->headers.cat != NGHTTP2_HCAT_REQUEST) return 0;
-  if (self->waiting_.size() >= kMaxWaitingStreams || self->context_->memory->crowded()) {
+  // A connection chosen to make room at the cap (it is closing) takes no call.
+  if (!self->first_call_.serving() || self->waiting_.size() >= kMaxWaitingStreams ||
+      self->context_->memory->crowded()) {
     // Too many calls wait for memory already: refused unprocessed, which a client may retry
     // (here or on another server). Its headers and data are ignored.
     nghttp2_submit_rst_stream(session, NGHTTP2_FLAG_NONE, frame->hd.stream_id,
@@ -210,7 +216,8 @@ const protocol::OutgoingBody* GrpcConnection::sending_body(std::int32_t stream_i
 
 protocol::MessageReader::Destination GrpcConnection::read_destination(std::int32_t stream_id) {
   const ServerStream* stream = find(stream_id);
-  if (!stream || stream->error || stream->answered || !stream->reader) return {};
+  // A stream whose messages may be compressed takes its bytes through `deferred` (on_data).
+  if (!stream || stream->error || stream->answered || !stream->reader || stream->paced) return {};
   return stream->reader->tensor_destination();
 }
 
@@ -232,25 +239,39 @@ int GrpcConnection::on_data(std::int32_t stream_id, const std::uint8_t* data, st
                                   : context_->options.max_message_bytes;
     stream->reader.emplace(infer ? protocol::kRawInputField : 0, limit, budget_);
     // Known: refusal() answered an unknown one when the headers came.
-    stream->reader->set_encoding(
-        protocol::parse_encoding(stream->encoding).value_or(Compression::None));
+    const Compression encoding =
+        protocol::parse_encoding(stream->encoding).value_or(Compression::None);
+    stream->reader->set_encoding(encoding);
+    stream->reader->set_inflate_ratio(context_->options.max_inflate_ratio);
+    stream->paced = encoding != Compression::None;
   }
-  const std::size_t kept_before = stream->reader->kept_bytes();
-  if (auto ok = stream->reader->feed(data, len); !ok) {
-    stream->error = ok.error();
-  } else if (!stream->streaming() && stream->reader->messages().size() > 1) {
-    stream->error =
-        Error(StatusCode::InvalidArgument, "a unary call takes exactly one request message");
-  }
-  if (stream->error) {
-    // Answer at once and ignore the rest of the stream: nothing more is buffered for it.
-    nghttp2_session_consume_stream(session_, stream_id, len);
-    end_with_error(stream_id, *stream->error);
+  if (stream->paced) {
+    // Its messages may be compressed: inflated within the connection's turns (take_deferred).
+    stream->deferred.append(reinterpret_cast<const char*>(data), len);
+    take_deferred(stream_id);
     return 0;
   }
-  if (stream->streaming()) take_stream_messages(stream_id, *stream);
-  account_window(stream_id, *stream, len, stream->reader->kept_bytes() - kept_before);
+  take(stream_id, *stream, data, len);
   return 0;
+}
+
+void GrpcConnection::take(std::int32_t stream_id, ServerStream& stream, const std::uint8_t* data,
+                          std::size_t len) {
+  const std::size_t kept_before = stream.reader->kept_bytes();
+  if (auto ok = stream.reader->feed(data, len); !ok) {
+    stream.error = ok.error();
+  } else if (!stream.streaming() && stream.reader->messages().size() > 1) {
+    stream.error =
+        Error(StatusCode::InvalidArgument, "a unary call takes exactly one request message");
+  }
+  if (stream.error) {
+    // Answer at once and ignore the rest of the stream: nothing more is buffered for it.
+    nghttp2_session_consume_stream(session_, stream_id, len);
+    end_with_error(stream_id, *stream.error);
+    return;
+  }
+  if (stream.streaming()) take_stream_messages(stream_id, stream);
+  account_window(stream_id, stream, len, stream.reader->kept_bytes() - kept_before);
 }
 
 int GrpcConnection::on_frame_recv(nghttp2_session*, const nghttp2_frame* frame, void* user_data) {
@@ -264,8 +285,8 @@ int GrpcConnection::on_frame_recv(nghttp2_session*, const nghttp2_frame* frame, 
     ServerStream* stream = self->find(frame->hd.stream_id);
     if (!stream) return 0;
     stream->request_ended = true;
-    // A message still waiting for memory is dispatched once admitted and read.
-    if (!stream->waiting) self->dispatch(frame->hd.stream_id);
+    // A message still waiting for memory, or to be inflated, is dispatched once it is read.
+    if (!stream->waiting && !stream->deferring()) self->dispatch(frame->hd.stream_id);
     return 0;
   }
   if (frame->hd.type == NGHTTP2_HEADERS) {

@@ -15,6 +15,7 @@
 #include <string>
 #include <string_view>
 
+#include "connection_room.hpp"
 #include "connection_watch.hpp"
 #include "infer_dispatch.hpp"
 #include "memory_budget.hpp"
@@ -38,6 +39,15 @@ constexpr std::uint32_t kInitialStreamWindow = (64 + 4) * 1024;
 constexpr std::uint32_t kAdmittedStreamWindow = 16u << 20;
 // Calls of one connection waiting for memory beyond which its new calls are refused.
 constexpr std::size_t kMaxWaitingStreams = 64;
+// Bytes a connection inflates of compressed messages in one turn of its network thread before
+// the handlers queued meanwhile run (take_deferred): a few hundred microseconds of zlib.
+constexpr std::size_t kInflateTurnBytes = 256u << 10;
+// And at most this share of its network thread's time, over windows of kInflateWindow: a thread
+// kept busy inflating is preempted by whatever else runs on its cores, and its other
+// connections wait with it; one that inflates a quarter of the time sleeps between turns and
+// wakes at once for them.
+constexpr std::chrono::microseconds kInflateWindow{10000};
+constexpr std::chrono::microseconds kInflateShare{2500};
 
 // One request stream on the server.
 struct ServerStream {
@@ -75,6 +85,13 @@ struct ServerStream {
       early;                         // answers ahead of their turn
   std::optional<Error> final_error;  // ends the stream with this status
   bool starting = false;             // inside start_stream_requests()
+
+  // Its messages may be compressed: its DATA waits here to be inflated in the connection's
+  // turns (take_deferred), from deferred_from on.
+  bool paced = false;
+  std::string deferred;
+  std::size_t deferred_from = 0;
+  bool deferring() const { return deferred_from < deferred.size(); }
 };
 
 // A unary call's answer, made where its model ran: the body, and the bytes it holds until
@@ -97,6 +114,10 @@ class GrpcConnection final : public net::H2Session {
                  std::shared_ptr<net::ConnectionSet<GrpcConnection>> set, ConnectionSlot slot);
 
   IoContext io_context() const { return io_; }
+  /// Whether, and since when, it waits for its first call (connection_room.hpp).
+  WaitingMark& waiting_mark() { return first_call_; }
+  /// Closes a connection claimed to make room at the connection cap (its thread).
+  void evict();
 
   /// Starts the (TLS, then HTTP/2) handshake.
   void start();
@@ -124,6 +145,8 @@ class GrpcConnection final : public net::H2Session {
   const OutgoingBody* sending_body(std::int32_t stream_id) override;
   protocol::MessageReader::Destination read_destination(std::int32_t stream_id) override;
   int on_data(std::int32_t stream_id, const std::uint8_t* data, std::size_t len) override;
+  void take(std::int32_t stream_id, ServerStream& stream, const std::uint8_t* data,
+            std::size_t len);
   static int on_frame_recv(nghttp2_session*, const nghttp2_frame* frame, void* user_data);
   std::optional<Error> refusal(const ServerStream& stream) const;
   std::optional<Error> health_refusal(const ServerStream& stream) const;
@@ -138,6 +161,9 @@ class GrpcConnection final : public net::H2Session {
   std::size_t window_left(std::int32_t id) const;
   void poll_admission();
   void admit_waiting();
+  void take_deferred(std::int32_t id);
+  void next_inflate_turn();
+  bool inflate_share_left();
 
   // ---- Unary calls (grpc_unary_calls.cpp) ---------------------------------------------------
   void dispatch(std::int32_t id);
@@ -173,7 +199,12 @@ class GrpcConnection final : public net::H2Session {
   std::map<std::int32_t, std::unique_ptr<ServerStream>> streams_;
   std::deque<std::int32_t> waiting_;  // streams whose message waits for memory, oldest first
   int oversized_header_lists_ = 0;
+  std::size_t inflate_left_ = kInflateTurnBytes;  // of this turn (take_deferred)
+  bool inflate_turn_posted_ = false;
+  WatchClock::time_point inflate_window_{};  // when the window of inflate_spent_ began
+  WatchClock::duration inflate_spent_{};     // inflating, in that window
   ConnectionActivity activity_;
+  WaitingMark first_call_;  // waiting since accepted, until its first call's headers
   std::optional<ShmClient> shm_client_;
   asio::steady_timer close_timer_;
   asio::steady_timer watch_timer_;

@@ -16,8 +16,8 @@ GrpcServer::GrpcServer(std::shared_ptr<ServerContext> context, net::NetworkThrea
 void GrpcServer::start() {
   listener_.start([this] { return threads_.next(); },
                   [this](asio::ip::tcp::socket socket, IoContext io) {
-                    ConnectionSlot slot(context_);
-                    if (!slot) return;  // as many connections as allowed: this one closes now
+                    ConnectionSlot slot(context_, [this] { return make_room(*connections_); });
+                    if (!slot) return;  // as many as allowed, each with a call: this one closes
                     auto connection = std::make_shared<GrpcConnection>(
                         std::move(socket), io, context_, connections_, std::move(slot));
                     if (!connections_->add(connection)) return;  // stopping: it closes now

@@ -12,6 +12,7 @@
 #include "http_control_routes.hpp"
 #include "http_infer_json.hpp"
 #include "http_replies.hpp"
+#include "paced_inflate.hpp"
 #include "protocol/compression.hpp"
 #include "protocol/control_codec.hpp"
 #include "request_options.hpp"
@@ -232,32 +233,34 @@ class HttpApi : public std::enable_shared_from_this<HttpApi> {
     });
   }
 
-  // A body with a Content-Encoding, inflated on the executor's pool within max_message_bytes,
-  // its inflated bytes held in the connection's memory budget (at most what the compressed
-  // bytes can inflate to) from before they are made until the answer is written; a server
-  // short of that memory answers UNAVAILABLE at once.
+  // A body with a Content-Encoding, inflated on the executor's pool a slice at a time
+  // (paced_inflate.hpp) within max_message_bytes and max_inflate_ratio, its inflated bytes held
+  // in the connection's memory budget (at most what the compressed bytes may inflate to) from
+  // before they are made until the answer is written; a server short of that memory answers
+  // UNAVAILABLE at once.
   void infer_compressed(ModelRoute route, HttpRequest request, Compression encoding,
                         std::optional<std::size_t> json_length, HttpRespond respond) {
-    const std::size_t bound = std::min(context_->options.max_message_bytes,
-                                       request.body.size * protocol::kMaxInflateRatio);
+    const ServerOptions& options = context_->options;
+    const std::size_t bound = protocol::inflate_bound(request.body.size, options.max_inflate_ratio,
+                                                      options.max_message_bytes);
     if (!request.budget->admit(bound)) {
       return respond(error_reply(
           Error(StatusCode::Unavailable, "the server's memory for requests is in use: try again")));
     }
     request.budget->settle(bound);
     auto held = std::make_shared<BudgetHold>(request.budget, bound);
-    context_->executor->run_async([self = shared_from_this(), route = std::move(route),
-                                   body = std::move(request.body), encoding, bound, held,
-                                   json_length, caller = std::move(request.caller),
-                                   arrived = Clock::now(), respond = std::move(respond)]() mutable {
-      auto inflated = protocol::inflate_bytes(body.view(), encoding, bound);
-      if (!inflated) return respond(error_reply(inflated.error()));
-      body = HttpBody();  // the compressed bytes are no longer needed
-      auto owner = std::make_shared<const std::string>(std::move(*inflated));
-      auto decoded = decode_http_infer(route.name, route.version, owner, *owner, json_length);
-      if (!decoded) return respond(error_reply(decoded.error()));
-      self->run(std::move(*decoded), caller, arrived, held, std::move(respond), false);
-    });
+    inflate_paced(context_->executor, std::move(request.body), encoding, options.max_inflate_ratio,
+                  options.max_message_bytes,
+                  [self = shared_from_this(), route = std::move(route), held, json_length,
+                   caller = std::move(request.caller), arrived = Clock::now(),
+                   respond = std::move(respond)](Result<HttpBody> inflated) mutable {
+                    if (!inflated) return respond(error_reply(inflated.error()));
+                    auto decoded = decode_http_infer(route.name, route.version, inflated->bytes,
+                                                     inflated->view(), json_length);
+                    if (!decoded) return respond(error_reply(decoded.error()));
+                    self->run(std::move(*decoded), caller, arrived, held, std::move(respond),
+                              false);
+                  });
   }
 
   // Runs a decoded request for `caller` (its deadline the one the request carries, counted from

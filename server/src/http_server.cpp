@@ -5,6 +5,7 @@
 #include <string_view>
 #include <vector>
 
+#include "connection_room.hpp"
 #include "net/peer_user.hpp"
 
 namespace sonic::server {
@@ -70,6 +71,10 @@ class HttpConnection : public std::enable_shared_from_this<HttpConnection> {
   ~HttpConnection() { shared_->connections.fetch_sub(1, std::memory_order_relaxed); }
 
   const std::shared_ptr<asio::io_context>& io_context() const { return io_; }
+  /// Whether, and since when, it waits for a request head (connection_room.hpp).
+  WaitingMark& waiting_mark() { return waiting_; }
+  /// Closes a connection claimed to make room at the port's cap (its thread).
+  void evict() { close(); }
 
   /// The TLS handshake (none in plaintext) within the handshake timeout, then the requests.
   void start() {
@@ -137,6 +142,7 @@ class HttpConnection : public std::enable_shared_from_this<HttpConnection> {
       // One deadline for the whole head, not one per read: a client that sends a byte at a
       // time must still finish within it.
       awaiting_head_ = true;
+      waiting_.waiting();
       arm(server_limits().handshake_timeout);
     }
     const std::size_t room = std::min(kReadChunk, limits().max_head_bytes - buffer_.size());
@@ -165,6 +171,10 @@ class HttpConnection : public std::enable_shared_from_this<HttpConnection> {
   // Parses the head that is the first `length` bytes of the buffer into request_; false when
   // it was refused (the refusal is being sent).
   bool parse_head(std::size_t length) {
+    if (!waiting_.serving()) {  // it was chosen to make room at the port's cap
+      close();
+      return false;
+    }
     awaiting_head_ = false;
     timer_.cancel();
     const std::string head = buffer_.substr(0, length);
@@ -350,6 +360,7 @@ class HttpConnection : public std::enable_shared_from_this<HttpConnection> {
                         if (self->watching_) {
                           // Its read goes on as the next head's: the head's timeout starts.
                           self->awaiting_head_ = true;
+                          self->waiting_.waiting();
                           self->arm(self->server_limits().handshake_timeout);
                           return;
                         }
@@ -369,6 +380,7 @@ class HttpConnection : public std::enable_shared_from_this<HttpConnection> {
 
   net::Link link_;
   std::shared_ptr<asio::io_context> io_;
+  WaitingMark waiting_;  // since accepted: the TLS handshake and the first head count
   std::shared_ptr<HttpShared> shared_;
   std::shared_ptr<net::ConnectionSet<HttpConnection>> set_;
   asio::steady_timer timer_;
@@ -412,9 +424,10 @@ void HttpServer::start() {
   listener_.start([this] { return threads_.next(); },
                   [this](asio::ip::tcp::socket socket, std::shared_ptr<asio::io_context> io) {
                     const std::size_t most = shared_->service.limits.max_connections;
-                    if (shared_->connections.fetch_add(1, std::memory_order_relaxed) >= most) {
+                    if (shared_->connections.fetch_add(1, std::memory_order_relaxed) >= most &&
+                        !make_room(*connections_)) {
                       shared_->connections.fetch_sub(1, std::memory_order_relaxed);
-                      return;  // as many as allowed: this one closes now
+                      return;  // as many as allowed, each serving a request: this one closes
                     }
                     // An answer's last segment must not wait for the client to acknowledge
                     // the one before it (Nagle's algorithm against delayed ACKs: up to 40 ms).

@@ -54,9 +54,14 @@ struct ServerContext {
 class ConnectionSlot {
  public:
   ConnectionSlot() = default;
-  explicit ConnectionSlot(std::shared_ptr<ServerContext> context) {
+  explicit ConnectionSlot(std::shared_ptr<ServerContext> context)
+      : ConnectionSlot(std::move(context), [] { return false; }) {}
+  /// `room`: called at the limit, true when a connection was chosen to close and make room
+  /// (connection_room.hpp): the slot is then taken beyond the limit until that one ends.
+  template <typename MakeRoom>
+  ConnectionSlot(std::shared_ptr<ServerContext> context, MakeRoom room) {
     const std::size_t limit = context->options.limits.max_connections;
-    if (context->connections.fetch_add(1, std::memory_order_relaxed) >= limit) {
+    if (context->connections.fetch_add(1, std::memory_order_relaxed) >= limit && !room()) {
       context->connections.fetch_sub(1, std::memory_order_relaxed);
       return;
     }

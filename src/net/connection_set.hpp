@@ -36,6 +36,15 @@ class ConnectionSet {
     live_.clear();
     return alive;
   }
+  /// Calls `visit(const std::shared_ptr<Connection>&)` for each live connection, under the
+  /// set's lock: `visit` must not add or remove connections.
+  template <typename Visit>
+  void for_each(Visit visit) const {
+    std::lock_guard<std::mutex> lock(mutex_);
+    for (const auto& [raw, weak] : live_) {
+      if (auto connection = weak.lock()) visit(connection);
+    }
+  }
   std::size_t size() const {
     std::lock_guard<std::mutex> lock(mutex_);
     return live_.size();

@@ -76,6 +76,16 @@ class SONIC_EXPORT H2Session : public std::enable_shared_from_this<H2Session> {
   /// The first bytes the peer sent (at most 32), for telling what it speaks when not HTTP/2.
   const std::string& peer_first_bytes() const noexcept { return peer_first_bytes_; }
 
+  /// Runs `work()` as nghttp2's receive callbacks run, outside them (a handler of the session's
+  /// own): flush() waits until it returns, so that no stream closes under it; then flushes.
+  template <typename Work>
+  void as_received(Work work) {
+    receiving_ = true;
+    work();
+    receiving_ = false;
+    flush();
+  }
+
   /// Closes the socket; outstanding operations end with operation_aborted.
   void close_socket();
   /// Closes the connection and reports it lost (once).

@@ -58,6 +58,27 @@ bool accepts(std::string_view accept_encoding, Compression compression) noexcept
   return false;
 }
 
+std::size_t inflate_bound(std::size_t compressed, std::size_t ratio,
+                          std::size_t max_bytes) noexcept {
+  const std::size_t most = std::numeric_limits<std::size_t>::max() / kMaxInflateRatio;
+  compressed = std::min(compressed, most);
+  const std::size_t by_ratio = compressed * std::min(ratio, kMaxInflateRatio);
+  const std::size_t floor = std::min(kInflateFloorBytes, compressed * kMaxInflateRatio);
+  return std::min(max_bytes, std::max(by_ratio, floor));
+}
+
+Error inflated_past_bound(std::size_t compressed, std::size_t ratio, std::size_t max_bytes) {
+  const std::size_t bound = inflate_bound(compressed, ratio, max_bytes);
+  if (bound == max_bytes) {
+    return Error(StatusCode::ResourceExhausted, "a compressed message inflates past the limit of " +
+                                                    std::to_string(max_bytes) + " bytes");
+  }
+  return Error(StatusCode::InvalidArgument,
+               "a compressed message of " + std::to_string(compressed) + " bytes inflates past " +
+                   std::to_string(bound) + " bytes: more than " + std::to_string(ratio) +
+                   " times its size, the server's limit (--max-inflate-ratio)");
+}
+
 struct Inflater::Stream {
   z_stream z{};
 };

@@ -26,6 +26,20 @@ inline constexpr int kDefaultLevel = 6;
 /// The most deflate inflates one byte to (zlib's technical details: 1032:1), so a compressed
 /// message of N bytes holds at most about 1032 N.
 inline constexpr std::size_t kMaxInflateRatio = 1032;
+/// What a compressed message may inflate to whatever its ratio (see inflate_bound()): an
+/// attention mask or a one-hot batch of up to a megabyte compresses 400 to 600 times.
+inline constexpr std::size_t kInflateFloorBytes = std::size_t{1} << 20;
+
+/// What a compressed message of `compressed` bytes may inflate to: `ratio` times its size
+/// (deflate's kMaxInflateRatio at most), or kInflateFloorBytes whatever its ratio (within
+/// deflate's), and never past `max_bytes`.
+SONIC_EXPORT std::size_t inflate_bound(std::size_t compressed, std::size_t ratio,
+                                       std::size_t max_bytes) noexcept;
+/// The error for a message of `compressed` bytes that inflates past inflate_bound(): past
+/// `max_bytes`, RESOURCE_EXHAUSTED as any message too large; past the ratio, INVALID_ARGUMENT
+/// naming it (as Triton answers a body that inflates past --http-max-input-size).
+SONIC_EXPORT Error inflated_past_bound(std::size_t compressed, std::size_t ratio,
+                                       std::size_t max_bytes);
 
 /// The grpc-encoding name of `compression`.
 SONIC_EXPORT std::string_view encoding_name(Compression compression) noexcept;
@@ -64,7 +78,8 @@ SONIC_EXPORT std::string compress_bytes(const std::vector<std::string_view>& pie
                                         Compression compression, int level);
 
 /// `bytes`, one whole deflate or gzip stream, inflated: at most `limit` bytes, grown as they
-/// come (RESOURCE_EXHAUSTED past it); INTERNAL for bytes that are not one whole stream.
+/// come (RESOURCE_EXHAUSTED past it); INTERNAL for bytes that are not one whole stream. For a
+/// request, see inflate_bound() and server/src/paced_inflate.hpp.
 SONIC_EXPORT Result<std::string> inflate_bytes(std::string_view bytes, Compression compression,
                                                std::size_t limit);
 

@@ -120,6 +120,9 @@ MessageReader& MessageReader::operator=(MessageReader&& other) noexcept {
   admitted_ = std::exchange(other.admitted_, 0);
   kept_ = std::move(other.kept_);
   encoding_ = other.encoding_;
+  inflate_ratio_ = other.inflate_ratio_;
+  compressed_length_ = other.compressed_length_;
+  inflated_ = other.inflated_;
   inflater_ = std::move(other.inflater_);
   compressed_left_ = std::exchange(other.compressed_left_, 0);
   current_ = std::move(other.current_);
@@ -193,7 +196,8 @@ Result<void> MessageReader::begin_message() {
     // Its inflated length is known only at its end: what it may inflate to is admitted, and
     // bounds what is read of it.
     compressed_left_ = length;
-    message_left_ = std::min(max_bytes_, length * kMaxInflateRatio);
+    compressed_length_ = length;
+    message_left_ = inflate_bound(length, inflate_ratio_, max_bytes_);
     inflater_ = std::make_unique<Inflater>(encoding_);
   }
   if (account_ && message_left_ > 0) {
@@ -400,6 +404,7 @@ Result<void> MessageReader::consume_compressed(const std::uint8_t* data, std::si
     auto n = inflater_->inflate(data, size, inflated, sizeof inflated);
     if (!n) return n.error();
     if (*n == 0) break;  // it needs the bytes still to come
+    inflated_ += *n;
     if (*n > message_left_) return inflated_past_limit();
     if (auto ok = consume_body(inflated, *n); !ok) return ok;
   }
@@ -417,9 +422,7 @@ Result<void> MessageReader::consume_compressed(const std::uint8_t* data, std::si
 }
 
 Error MessageReader::inflated_past_limit() const {
-  return Error(StatusCode::ResourceExhausted,
-               "a compressed message inflates past the limit of " + std::to_string(max_bytes_) +
-                   " bytes (or " + std::to_string(kMaxInflateRatio) + " times its length)");
+  return inflated_past_bound(compressed_length_, inflate_ratio_, max_bytes_);
 }
 
 Result<void> MessageReader::consume_body(const std::uint8_t* data, std::size_t size) {

@@ -149,6 +149,13 @@ class SONIC_EXPORT MessageReader {
   /// How messages flagged compressed are compressed: the call's grpc-encoding. None (the
   /// default) refuses them.
   void set_encoding(Compression encoding) noexcept { encoding_ = encoding; }
+  /// How many times its size a compressed message may inflate to (inflate_bound(); a server's
+  /// bound on bombs): deflate's own kMaxInflateRatio by default, that is no bound but the size
+  /// limit. Past it the message is refused INVALID_ARGUMENT as soon as its inflated bytes pass
+  /// the bound.
+  void set_inflate_ratio(std::size_t ratio) noexcept { inflate_ratio_ = ratio; }
+  /// Bytes inflated so far from compressed messages (what their inflating cost).
+  std::uint64_t inflated_bytes() const noexcept { return inflated_; }
 
   /// Consumes a chunk. Errors: RESOURCE_EXHAUSTED past the size limit (a compressed message's
   /// inflated size counts; or when memory cannot be had), INTERNAL for a malformed envelope, a
@@ -158,8 +165,8 @@ class SONIC_EXPORT MessageReader {
   /// stops feeding meanwhile (flow control bounds what arrives).
   ///
   /// A compressed message is inflated as its bytes arrive and read as any other, so it costs
-  /// no copy of its own; it is admitted for what it may inflate to (kMaxInflateRatio times its
-  /// length, at most the size limit), since nothing else says how large it is.
+  /// no copy of its own; it is admitted for what it may inflate to (inflate_bound() of its
+  /// length), since nothing else says how large it is.
   Result<void> feed(const std::uint8_t* data, std::size_t size);
   /// Whether a message waits for the account to admit it.
   bool waiting_admission() const noexcept { return state_ == State::Admission; }
@@ -235,6 +242,9 @@ class SONIC_EXPORT MessageReader {
 
   RawFieldPath raw_field_;
   std::size_t max_bytes_ = 0;
+  std::size_t inflate_ratio_ = kMaxInflateRatio;
+  std::size_t compressed_length_ = 0;  // of the compressed message under way
+  std::uint64_t inflated_ = 0;
   std::shared_ptr<ReceiveAccount> account_;
   State state_ = State::Prefix;
   std::uint8_t prefix_[5] = {};

@@ -77,6 +77,21 @@ std::string tcp_zstd_tensor(int port, std::uint64_t raw, bool real);
 /// reuse them.
 void prepare_zstd_tensor(std::uint64_t raw);
 
+/// An HTTP/REST request to `model` (identity_fp32's input) of `floats` FP32 elements in binary,
+/// its body gzipped:
+/// zeros, one byte in every `spacing` random (0: none), which sets how far it inflates past
+/// its size (about 1000 times for zeros, 100 for a spacing of 1024). Made once per shape.
+std::string http_gzip_bomb(const std::string& model, std::size_t floats, std::size_t spacing);
+/// One gRPC ModelInfer call to `model` whose message is gzipped (grpc-encoding gzip): an INPUT0
+/// of `floats` FP32 elements as raw contents, shaped as http_gzip_bomb's, sent as flow control
+/// allows. closed_by_server: the call was answered (or reset) within 10 s of its end.
+Flood grpc_gzip_bomb(int port, const std::string& model, std::size_t floats, std::size_t spacing);
+/// Makes the message grpc_gzip_bomb sends with these arguments, once.
+void prepare_grpc_gzip_bomb(const std::string& model, std::size_t floats, std::size_t spacing);
+/// Sends `request` on a fresh connection to `port`: the answer's status line and the start of
+/// its body ("HTTP/1.1 400 Bad Request {...}"), empty when none came within 10 s.
+std::string http_bomb_answer(int port, const std::string& request);
+
 /// The status code of a TCP error frame, or -1 when `frame` is not one.
 int tcp_error_code(const std::string& frame);
 

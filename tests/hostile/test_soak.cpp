@@ -1,10 +1,12 @@
 // The hostile-client soak: the attacks of tests/hostile run together, in loops, against one
-// sonic-server with its default limits while well-behaved clients keep sending. Asserted: the
-// server never dies, its resident memory stays under 1.5 GiB (the default limits add up to
-// about 1.2 GiB, docs/limits.md), and the good clients' p99 stays within 3 times its unloaded
-// value. The attackers run in a process of their own (AttackerProcess). SONIC_SOAK_SECONDS sets
-// the attack phases' total (default 60), SONIC_SOAK_ONLY keeps the attackers whose name holds
-// it, SONIC_SOAK_PAUSE_MS the pause between one attacker's rounds (default 250).
+// sonic-server with its default limits (but 1024 connections, so that stalled connections can
+// fill its ports) while well-behaved clients keep sending and a scraper reads the metrics page
+// once a second, as Prometheus does. Asserted: the server never dies, its resident memory
+// stays under 1.5 GiB (the default limits add up to about 1.2 GiB, docs/limits.md), the good
+// clients' p99 stays within 3 times its unloaded value, and every scrape is answered. The attackers
+// run in a process of their own (AttackerProcess). SONIC_SOAK_SECONDS sets the attack phases' total
+// (default 60), SONIC_SOAK_ONLY keeps the attackers whose name holds it, SONIC_SOAK_PAUSE_MS the
+// pause between one attacker's rounds (default 250).
 #include <doctest/doctest.h>
 #include <pthread.h>
 #include <sched.h>
@@ -19,6 +21,7 @@
 #include <atomic>
 #include <cstdlib>
 #include <functional>
+#include <mutex>
 #include <new>
 #include <thread>
 #include <vector>
@@ -62,6 +65,57 @@ void lower_priority() {
 // loopback at full speed take both cores of a small machine for milliseconds, whoever sends
 // them, and a good client sending large tensors would do the same.
 constexpr std::size_t kAttackerBytesPerSecond = 32u << 20;
+
+// A compression bomb's tensor: 16 Mi floats, 64 MiB inflated.
+constexpr std::size_t kBomb = std::size_t{16} << 20;
+
+// Reads the metrics page on a fresh connection once a second, as Prometheus scrapes (its
+// connection may have been closed meanwhile), and records whether each scrape was answered.
+class Scraper {
+ public:
+  explicit Scraper(int port) : thread_([this, port] { run(port); }) {}
+  ~Scraper() { stop(); }
+  Scraper(const Scraper&) = delete;
+  Scraper& operator=(const Scraper&) = delete;
+  void stop() {
+    stopping_ = true;
+    if (thread_.joinable()) thread_.join();
+  }
+  /// Scrapes begun within [from, to), and those of them not answered 200 within 2 s.
+  std::pair<int, int> within(Clock::time_point from, Clock::time_point to) const {
+    std::lock_guard<std::mutex> lock(mutex_);
+    std::pair<int, int> counts{0, 0};
+    for (const auto& [when, answered] : scrapes_) {
+      if (when < from || when >= to) continue;
+      ++counts.first;
+      counts.second += answered ? 0 : 1;
+    }
+    return counts;
+  }
+
+ private:
+  void run(int port) {
+    while (!stopping_) {
+      const auto start = Clock::now();
+      bool answered = false;
+      try {
+        RawSocket socket(port);
+        socket.send("GET /metrics HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+        answered = socket.receive(2000ms).rfind("HTTP/1.1 200", 0) == 0;
+      } catch (const std::exception&) {
+      }
+      {
+        std::lock_guard<std::mutex> lock(mutex_);
+        scrapes_.emplace_back(start, answered);
+      }
+      std::this_thread::sleep_until(start + 1s);
+    }
+  }
+  std::atomic<bool> stopping_{false};
+  mutable std::mutex mutex_;
+  std::vector<std::pair<Clock::time_point, bool>> scrapes_;
+  std::thread thread_;
+};
 
 struct Attacker {
   const char* name;
@@ -116,6 +170,40 @@ std::vector<Attacker> attackers() {
            held.back().send("GET /metrics HTTP/1.1\r\nX-Slow: ");
          }
          std::this_thread::sleep_for(2s);
+       }},
+      {"stalled connections on every port",
+       [](HostileTarget& t) {
+         // More than each port holds: at its cap, the oldest of them makes room for the next.
+         std::vector<RawSocket> held;
+         for (int i = 0; i < 1100; ++i) held.emplace_back(t.grpc_port());
+         for (int i = 0; i < 1100; ++i) held.emplace_back(t.http_port());
+         for (int i = 0; i < 300; ++i) {
+           held.emplace_back(t.metrics_port());
+           held.back().send("GET /metrics HTTP/1.1\r\nX-Slow: ");
+         }
+         std::this_thread::sleep_for(2s);
+       }},
+      {"HTTP gzip bombs",
+       [](HostileTarget& t) {
+         // 64 MiB of zeros in 63 KiB, refused by its ratio; 64 MiB in 294 KiB, within it.
+         attack::http_bomb_answer(t.http_port(), attack::http_gzip_bomb("identity_fp32", kBomb, 0));
+         attack::http_bomb_answer(t.http_port(),
+                                  attack::http_gzip_bomb("no_such_model", kBomb, 1024));
+       },
+       [] {
+         attack::http_gzip_bomb("identity_fp32", kBomb, 0);
+         attack::http_gzip_bomb("no_such_model", kBomb, 1024);
+       }},
+      {"gRPC gzip bombs",
+       [](HostileTarget& t) {
+         // 64 MiB of zeros, refused by its ratio; 16 MiB within it, inflated on the network
+         // thread (a quarter of its time at most) into a tensor of huge pages.
+         attack::grpc_gzip_bomb(t.grpc_port(), "identity_fp32", kBomb, 0);
+         attack::grpc_gzip_bomb(t.grpc_port(), "no_such_model", kBomb / 4, 1024);
+       },
+       [] {
+         attack::prepare_grpc_gzip_bomb("identity_fp32", kBomb, 0);
+         attack::prepare_grpc_gzip_bomb("no_such_model", kBomb / 4, 1024);
        }},
       {"HTTP unread pipeline",
        [](HostileTarget& t) { attack::http_unread_pipeline(t.http_port(), 20000); }},
@@ -249,7 +337,7 @@ TEST_CASE("hostile clients together, good clients served, memory bounded") {
   files.rlim_cur = files.rlim_max;
   setrlimit(RLIMIT_NOFILE, &files);
 
-  HostileTarget target;
+  HostileTarget target({"--max-connections", "1024"});
   const std::string tcp_url = "tcp://127.0.0.1:" + std::to_string(target.tcp_port());
   auto list = attackers();
   if (const char* only = std::getenv("SONIC_SOAK_ONLY")) {  // one attacker, to find a culprit
@@ -280,6 +368,7 @@ TEST_CASE("hostile clients together, good clients served, memory bounded") {
   shared.drive_blocking_calls = false;
   Probe grpc_a(target.grpc_url(), 10ms, shared), grpc_b(target.grpc_url(), 10ms, shared),
       tcp(tcp_url, 10ms, shared);
+  Scraper scraper(target.metrics_port());
   const long resident_before = target.resident_kib();
   long peak = resident_before;
   std::string death;
@@ -313,6 +402,14 @@ TEST_CASE("hostile clients together, good clients served, memory bounded") {
       into.insert(into.end(), part.begin(), part.end());
     }
   }
+  int scrapes = 0, unanswered = 0;
+  for (const Phase& phase : phases) {
+    if (!phase.attacked) continue;
+    const auto [begun, missed] = scraper.within(phase.from, phase.to);
+    scrapes += begun;
+    unanswered += missed;
+  }
+  scraper.stop();
   ProbeReport quiet_report, attacked_report;
   Probe::summarize(quiet, quiet_report);
   Probe::summarize(attacked, attacked_report);
@@ -328,7 +425,10 @@ TEST_CASE("hostile clients together, good clients served, memory bounded") {
                            << " failed");
   MESSAGE("server resident memory: " << resident_before / 1024 << " MiB before, peak "
                                      << peak / 1024 << " MiB");
+  MESSAGE("metrics scrapes under attack: " << scrapes << ", " << unanswered << " unanswered");
   CHECK(failures == 0);
+  CHECK(scrapes > 0);
+  CHECK(unanswered == 0);
   CHECK(peak < 1536L * 1024 * kSanitizerSlack);
 #if !defined(SONIC_TEST_SANITIZED)
   // Sanitizers slow everything several times over: latency is judged without them.

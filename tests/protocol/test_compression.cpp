@@ -152,3 +152,35 @@ TEST_CASE("compressed messages that lie are errors, and a bomb stops at the limi
   CHECK(read(body_bytes(*packed), Compression::Deflate, 1 << 20).code() ==
         StatusCode::ResourceExhausted);
 }
+
+TEST_CASE("inflate_bound: a ratio, a floor of 1 MiB within deflate's own, the size limit") {
+  using sonic::protocol::inflate_bound;
+  using sonic::protocol::inflated_past_bound;
+  constexpr std::size_t kGiB = std::size_t{1} << 30, kMiB = std::size_t{1} << 20;
+  CHECK(inflate_bound(64 << 10, 256, kGiB) == (64u << 10) * 256);  // by its ratio: 16 MiB
+  CHECK(inflate_bound(2048, 256, kGiB) == kMiB);                   // the floor
+  CHECK(inflate_bound(100, 256, kGiB) == 100 * 1032);              // within deflate's 1032:1 still
+  CHECK(inflate_bound(64 << 10, 256, kMiB) == kMiB);               // the size limit
+  CHECK(inflate_bound(64 << 10, 5000, kGiB) == (64u << 10) * 1032);
+  CHECK(inflated_past_bound(64 << 10, 256, kGiB).code() == StatusCode::InvalidArgument);
+  CHECK(inflated_past_bound(64 << 10, 256, kMiB).code() == StatusCode::ResourceExhausted);
+}
+
+TEST_CASE("a compressed message past its ratio stops where the bound is, INVALID_ARGUMENT") {
+  // 64 MiB of zeros in a few dozen KiB: past 256 times its size long before its end.
+  const std::string bomb = compressed_wire(std::string(64 << 20, '\0'), Compression::Gzip);
+  MessageReader reader(sonic::protocol::RawFieldPath{kRawField}, std::size_t{512} << 20);
+  reader.set_encoding(Compression::Gzip);
+  reader.set_inflate_ratio(256);
+  auto fed = feed(reader, bomb, 16384);
+  REQUIRE_FALSE(fed.ok());
+  CHECK(fed.error().code() == StatusCode::InvalidArgument);
+  CHECK(std::string(fed.error().message()).find("256 times") != std::string::npos);
+  // It stopped at the bound: what it inflated is its bound, not 64 MiB.
+  CHECK(reader.inflated_bytes() <= (bomb.size() - 5) * 256);
+  // The same message within a ratio it stays under is read whole.
+  MessageReader lenient(sonic::protocol::RawFieldPath{kRawField}, std::size_t{512} << 20);
+  lenient.set_encoding(Compression::Gzip);
+  CHECK(feed(lenient, bomb, 16384).ok());
+  CHECK(lenient.messages().size() == 1);
+}

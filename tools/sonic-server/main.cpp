@@ -345,6 +345,10 @@ Command parse_args(int argc, char** argv) {
           "0 = never; see docs/limits.md):")
       .option("--max-message-bytes", "SIZE", "one request or answer (default 512M)",
               size("--max-message-bytes", options.max_message_bytes))
+      .option("--max-inflate-ratio", "N",
+              "a gzip or deflate request inflates to at most N times its size, or 1M "
+              "(default 256; 1032: no bound but --max-message-bytes)",
+              count("--max-inflate-ratio", options.max_inflate_ratio, 1u << 20))
       .option("--max-buffered-bytes", "SIZE", "held for all clients at once (default 1G)",
               size("--max-buffered-bytes", limits.max_buffered_bytes))
       .option("--max-connection-buffered-bytes", "SIZE", "held for one connection (default 512M)",

@@ -97,6 +97,14 @@ struct ServerOptions {
   std::size_t io_threads = 1;
   /// Largest request or response message in bytes (decoded size, for zstd tensors).
   std::size_t max_message_bytes = std::size_t{512} << 20;
+  /// A compressed request (a gRPC message with grpc-encoding gzip or deflate, an HTTP body with
+  /// that Content-Encoding) may inflate to at most this many times its compressed size, or to
+  /// 1 MiB whatever its ratio; past it, it is refused INVALID_ARGUMENT (HTTP 400) as soon as its
+  /// inflated bytes pass the bound, before the rest is inflated. Tensors of real data compress
+  /// 1 to 15 times (float activations and images 1 to 3, padded token ids 13) and sparse ones
+  /// about 100 times (1.5% non-zero); a 16 MiB tensor of zeros 1028 times, deflate's most: a
+  /// bomb (docs/limits.md). 1032 or more: no bound but max_message_bytes.
+  std::size_t max_inflate_ratio = 256;
   /// Concurrent gRPC streams per connection announced to clients; more are refused.
   std::uint32_t max_concurrent_streams = 1024;
   /// HTTP/2 receive window per connection: request bytes a client may have on the way at once
