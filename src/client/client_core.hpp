@@ -97,7 +97,8 @@ class ClientCore : public std::enable_shared_from_this<ClientCore> {
  public:
   /// One request on its way, across all of its attempts.
   /// A RequestHandle cancels it through its client, if the client is still there; the client's
-  /// DeadlineWatch decides it if nothing else has by its deadline (plus the watch's grace).
+  /// DeadlineWatch decides it if nothing else has by its deadline (plus the watch's grace), and
+  /// hands over an outcome decided in time that still waits behind others for its callback.
   struct Flight;
 
   /// A flight's place on the client's deadline watch, made only for a request with a deadline
@@ -139,6 +140,7 @@ class ClientCore : public std::enable_shared_from_this<ClientCore> {
     Callback<InferResult> done;
     Delivery delivery;
     std::atomic<bool> completed{false};  // the outcome is decided
+    std::atomic<bool> handed{false};     // a hand-over claimed the parked outcome (Callback)
     std::atomic<bool> local_started{false};
     // The threads inside this request's submit() and cancel(), where it must not be delivered
     // to a callback.
@@ -160,6 +162,7 @@ class ClientCore : public std::enable_shared_from_this<ClientCore> {
     std::shared_ptr<CancelSignal> attempt_stop;  // the attempt in flight
     int readers = 0;  // remote attempts in flight: their transports may read borrowed inputs
     std::unique_ptr<Result<InferResult>> outcome;  // decided, held until readers == 0
+    bool parked = false;  // `outcome` waits for a hand-over to claim it (deliver())
   };
 
   /// Throws sonic::Error(InvalidArgument) for options without endpoints, with malformed
@@ -273,13 +276,15 @@ class ClientCore : public std::enable_shared_from_this<ClientCore> {
   void run_locally(const std::shared_ptr<Flight>& flight, const std::string& reason);
   void arm_latency_budget(const std::shared_ptr<Flight>& flight);
 
-  // ---- Deciding and delivering, once each (client_core.cpp) ----------------------------------
+  // ---- Deciding and delivering, once each (client_delivery.cpp) ------------------------------
   static bool acquire_reader(Flight& flight);
   void release_reader(const std::shared_ptr<Flight>& flight);
   bool decide(const std::shared_ptr<Flight>& flight, Result<InferResult>&& result,
               bool wait_for_attempt = true);
   void deadline_passed(const std::shared_ptr<Flight>& flight);
   void deliver(const std::shared_ptr<Flight>& flight, Result<InferResult>&& result);
+  std::size_t hand_parked(const std::shared_ptr<Flight>& flight, bool timed);
+  void expedite(const std::shared_ptr<Flight>& flight);
 
   void log(LogLevel level, const std::string& message) const {
     if (options_.log) options_.log(level, message);
