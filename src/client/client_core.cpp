@@ -110,6 +110,14 @@ std::shared_ptr<ClientCore::Flight> ClientCore::submit(InferRequest request, Dea
   placement_.expect();
   auto flight = std::make_shared<Flight>(weak_from_this(), std::move(request), deadline,
                                          std::move(done), delivery);
+  // Counted until handed over, a refused request too (for as long as its refusal takes).
+  const std::size_t in_flight = in_flight_.fetch_add(1, std::memory_order_relaxed);
+  if (options_.max_in_flight > 0 && in_flight >= options_.max_in_flight) {
+    flight->submitting = std::this_thread::get_id();
+    decide(flight, too_many_in_flight());
+    flight->submitting = std::thread::id();
+    return flight;
+  }
   if (deadline != Deadline::max()) {
     auto on_watch = std::make_unique<OnWatch>(*flight, deadlines_);
     on_watch->borrows_inputs =

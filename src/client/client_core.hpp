@@ -285,6 +285,7 @@ class ClientCore : public std::enable_shared_from_this<ClientCore> {
   void deliver(const std::shared_ptr<Flight>& flight, Result<InferResult>&& result);
   std::size_t hand_parked(const std::shared_ptr<Flight>& flight, bool timed);
   void expedite(const std::shared_ptr<Flight>& flight);
+  Error too_many_in_flight() const;
 
   void log(LogLevel level, const std::string& message) const {
     if (options_.log) options_.log(level, message);
@@ -305,6 +306,7 @@ class ClientCore : public std::enable_shared_from_this<ClientCore> {
   std::vector<std::weak_ptr<TransportStream>> streams_;  // open_stream's, for close()
   std::mt19937 random_;                                  // backoff jitter
   std::atomic<bool> local_mode_{false};                  // the last outcome came from the fallback
+  std::atomic<std::size_t> in_flight_{0};  // submitted, not yet handed over (max_in_flight)
   std::shared_ptr<TimerQueue> timers_ = TimerQueue::shared();
   std::shared_ptr<DeadlineWatch> deadlines_ = DeadlineWatch::make();
   std::shared_ptr<EndpointPool> endpoints_;  // closed first, while the rest lives

@@ -80,6 +80,13 @@ void ClientCore::expedite(const std::shared_ptr<Flight>& flight) {
   placement_.place([this, flight](bool timed) { return hand_parked(flight, timed); }, false, true);
 }
 
+Error ClientCore::too_many_in_flight() const {
+  return Error(StatusCode::ResourceExhausted,
+               "this client has ClientOptions::max_in_flight (" +
+                   std::to_string(options_.max_in_flight) +
+                   ") requests in flight: wait for some of them to complete, or raise the limit");
+}
+
 // Hands the outcome to the caller, once: a promise at once; a callback through a hand-over that
 // claims the outcome parked in the flight, queued where ClientOptions::callbacks says (ahead of
 // the outcomes that are not overdue, on the callback threads). Should it still wait there past
@@ -87,6 +94,7 @@ void ClientCore::expedite(const std::shared_ptr<Flight>& flight) {
 void ClientCore::deliver(const std::shared_ptr<Flight>& flight, Result<InferResult>&& result) {
   if (flight->delivery == Delivery::Direct) {
     if (flight->on_watch) deadlines_->forget(*flight->on_watch);
+    in_flight_.fetch_sub(1, std::memory_order_relaxed);
     auto done = std::move(flight->done);
     done(std::move(result));
     return placement_.delivered();
@@ -107,6 +115,7 @@ void ClientCore::deliver(const std::shared_ptr<Flight>& flight, Result<InferResu
 std::size_t ClientCore::hand_parked(const std::shared_ptr<Flight>& flight, bool timed) {
   if (flight->handed.exchange(true, std::memory_order_acq_rel)) return 1;
   if (flight->on_watch) deadlines_->forget(*flight->on_watch);
+  in_flight_.fetch_sub(1, std::memory_order_relaxed);
   std::unique_ptr<Result<InferResult>> outcome;
   {
     std::lock_guard<std::mutex> lock(flight->mutex);

@@ -1,6 +1,7 @@
 // The client's own overload: a request's outcome reaches its callback by its deadline (within the
 // watch's grace and a loaded machine's scheduling) whatever backlog of other requests' outcomes
-// waits for the callback threads, each callback still running once.
+// waits for the callback threads, each callback still running once; and
+// ClientOptions::max_in_flight refuses a request past it at once, outside the call.
 #include <doctest/doctest.h>
 
 #include <atomic>
@@ -118,4 +119,39 @@ TEST_CASE("an answer in time that waits behind other outcomes is handed over by 
 #if !defined(SONIC_TEST_SANITIZED)
   CHECK(late < kBacklogLateBoundMs);
 #endif
+}
+
+TEST_CASE("ClientOptions::max_in_flight refuses a request past it at once, outside the call") {
+  FakeServer server("bounded");
+  ClientOptions options = backlog_options(server);
+  options.max_in_flight = 3;
+  Client client(options);
+  server.hold();
+  std::vector<std::future<InferResult>> held;
+  for (int i = 0; i < 3; ++i) held.push_back(client.infer_future(simple_request(1, 2)));
+
+  // The fourth: RESOURCE_EXHAUSTED naming the option, its callback after the call returned.
+  std::atomic<bool> returned{false};
+  bool after_the_call = false;
+  std::promise<Error> refused;
+  client.infer_async(simple_request(1, 2), [&](Result<InferResult> result) {
+    after_the_call = returned.load();
+    refused.set_value(result ? Error(StatusCode::Ok, "answered") : result.error());
+  });
+  returned = true;
+  auto refusal = refused.get_future();
+  REQUIRE(refusal.wait_for(5s) == std::future_status::ready);
+  const Error error = refusal.get();
+  CHECK(after_the_call);
+  CHECK(error.code() == StatusCode::ResourceExhausted);
+  CHECK(std::string(error.message()).find("max_in_flight (3)") != std::string::npos);
+  // A blocking call and a future count too.
+  CHECK_THROWS_AS(client.infer(simple_request(1, 2)), Error);
+  CHECK(server.calls() == 3);  // the refused ones never reached the server
+
+  server.release();
+  for (auto& answer : held) CHECK_FALSE(answer.get().outputs().empty());
+  // Room again once their outcomes were handed over.
+  server.hold(false);
+  CHECK_FALSE(client.infer(simple_request(1, 2)).outputs().empty());
 }
