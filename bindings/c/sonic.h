@@ -161,6 +161,9 @@ typedef struct sonic_client_options {
                                  in memory: instead of tls_ca_file; NULL: none */
   const char* tls_cert_pem; /**< the client certificate as PEM text (tls_cert_file) */
   const char* tls_key_pem;  /**< its private key as PEM text (tls_key_file) */
+  size_t max_in_flight;     /**< most requests of the client under way at once; past it a
+                                 request fails at once with SONIC_RESOURCE_EXHAUSTED; 0 (the
+                                 default): no limit */
 } sonic_client_options;
 
 /** A tensor of a result: views into it, valid while the result lives. */

@@ -84,8 +84,12 @@ class SONIC_EXPORT Client {
 
   /// Sends a request; `done(Result<InferResult>)` runs exactly once: never inside this call,
   /// where ClientOptions::callbacks says (by default the network thread that read the reply,
-  /// after its I/O), by the request's deadline at the latest. Errors found before sending (bad
-  /// inputs) arrive the same way, on a callback thread. Borrowed input tensors must stay valid
+  /// after its I/O), by the request's deadline at the latest: at most 7 ms after it (the
+  /// deadline watch's grace and tick) plus the time a callback thread takes to start it (the
+  /// callback already running there, the machine's scheduling), whatever backlog of other
+  /// outcomes the client holds, which an overdue outcome overtakes (borrowed inputs a transport
+  /// is still writing hold it longer). Errors found before sending (bad inputs) arrive the same
+  /// way, on a callback thread. Borrowed input tensors must stay valid
   /// until `done` runs: sonic reads them until then, and never after. The handle cancels it.
   /// A model named in ClientOptions::batching may have the request merged with others (its
   /// borrowed inputs are then copied into the merged request and not read after).

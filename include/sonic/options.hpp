@@ -208,6 +208,15 @@ struct ClientOptions {
 
   /// Time limit for a request that sets none itself; zero means no limit.
   std::chrono::milliseconds default_timeout{0};
+  /// Most requests of this client under way at once (sent, retried, or waiting for their
+  /// callbacks; blocking calls and futures count too). Past it a request fails at once with
+  /// RESOURCE_EXHAUSTED naming this option (its callback still runs outside infer_async()),
+  /// rather than waiting in a queue: a job that sends faster than it is answered hears so on
+  /// its first request too many, instead of burying itself under requests bound to miss their
+  /// deadlines. Zero (the default): no limit, since the right one depends on the job (its
+  /// requests' size, its memory, its rate times its deadlines); a job that means to hold at
+  /// most N requests sets N.
+  std::size_t max_in_flight = 0;
   /// Time limit for control calls (metadata, health, statistics).
   std::chrono::milliseconds control_timeout{10'000};
   /// Time to establish a connection before requests waiting on it fail with UNAVAILABLE.

@@ -76,9 +76,10 @@ class SONIC_EXPORT CallbackPlacement {
   /// `inside_callers_call` (the caller's own infer or cancel call is under way on it). `run`
   /// runs callbacks through run_callback() (`timed`: the client's callbacks moved to the
   /// callback threads for being slow, and are timed there) and returns how many it ran; they
-  /// are then counted delivered. Never blocks.
+  /// are then counted delivered. An `overdue` outcome (its deadline passed) that goes to the
+  /// callback threads goes ahead of every outcome waiting there that is not. Never blocks.
   template <typename Run>
-  void place(Run run, bool inside_callers_call) {
+  void place(Run run, bool inside_callers_call, bool overdue = false) {
     switch (options_.callbacks) {
       case CallbackThread::Network:
         if (auto* host = CallbackHost::current();
@@ -105,9 +106,11 @@ class SONIC_EXPORT CallbackPlacement {
         return;
       case CallbackThread::Pool: break;
     }
-    pool().post([this, run = std::move(run)]() mutable {
+    auto task = [this, run = std::move(run)]() mutable {
       delivered(run(callbacks_moved_.load(std::memory_order_relaxed)));
-    });
+    };
+    if (overdue) return pool().post_urgent(std::move(task));
+    pool().post(std::move(task));
   }
 
   /// Runs a user callback, the thread marked as inside one while it does; `timed` as place()

@@ -110,6 +110,14 @@ std::shared_ptr<ClientCore::Flight> ClientCore::submit(InferRequest request, Dea
   placement_.expect();
   auto flight = std::make_shared<Flight>(weak_from_this(), std::move(request), deadline,
                                          std::move(done), delivery);
+  // Counted until handed over, a refused request too (for as long as its refusal takes).
+  const std::size_t in_flight = in_flight_.fetch_add(1, std::memory_order_relaxed);
+  if (options_.max_in_flight > 0 && in_flight >= options_.max_in_flight) {
+    flight->submitting = std::this_thread::get_id();
+    decide(flight, too_many_in_flight());
+    flight->submitting = std::thread::id();
+    return flight;
+  }
   if (deadline != Deadline::max()) {
     auto on_watch = std::make_unique<OnWatch>(*flight, deadlines_);
     on_watch->borrows_inputs =
@@ -424,76 +432,6 @@ bool ClientCore::try_later(const std::shared_ptr<Flight>& flight, Clock::time_po
   if (at >= flight->deadline || closing_) return false;
   timers_->schedule(this, at, [this, flight] { attempt(flight); });
   return true;
-}
-
-// ---- Deciding and delivering ----------------------------------------------------------------
-
-// A new reader of the request's inputs, unless its outcome is decided.
-bool ClientCore::acquire_reader(Flight& flight) {
-  std::lock_guard<std::mutex> lock(flight.mutex);
-  if (flight.completed) return false;
-  ++flight.readers;
-  return true;
-}
-
-// A reader is done with the inputs; the last one delivers an outcome decided meanwhile.
-void ClientCore::release_reader(const std::shared_ptr<Flight>& flight) {
-  std::unique_ptr<Result<InferResult>> outcome;
-  {
-    std::lock_guard<std::mutex> lock(flight->mutex);
-    if (--flight->readers == 0) outcome = std::move(flight->outcome);
-  }
-  if (outcome) deliver(flight, std::move(*outcome));
-}
-
-// Decides the outcome; false when it was decided already. While a remote attempt may still read
-// the inputs, the outcome waits for it unless `wait_for_attempt` is false (and the attempt is
-// told to stop). The outcome travels by reference down to where it is stored or handed over: an
-// InferResult is a few strings, a vector and a map, and each move of it costs.
-bool ClientCore::decide(const std::shared_ptr<Flight>& flight, Result<InferResult>&& result,
-                        bool wait_for_attempt) {
-  if (flight->completed.exchange(true)) return false;
-  if (flight->on_watch) deadlines_->forget(*flight->on_watch);
-  counters_.count_outcome(result.ok(), result.code());
-  bool held = false;
-  std::shared_ptr<CancelSignal> stop;
-  {
-    std::lock_guard<std::mutex> lock(flight->mutex);
-    if (flight->readers > 0) {
-      stop = flight->attempt_stop;
-      if (wait_for_attempt) {  // the last reader delivers it
-        flight->outcome = std::make_unique<Result<InferResult>>(std::move(result));
-        held = true;
-      }
-    }
-  }
-  if (!held) deliver(flight, std::move(result));
-  if (stop) stop->cancel();  // the attempt in flight is not needed any more: let go of the inputs
-  return true;
-}
-
-// The watch found the request undecided past its deadline: whatever its attempt is doing (a
-// connection being made, a reconnect backoff, a write under way, a network thread far behind),
-// the caller hears now. The attempt's inputs are the request's own unless the caller lent them:
-// the transport reads them from the flight, which its callback holds, however late it ends.
-void ClientCore::deadline_passed(const std::shared_ptr<Flight>& flight) {
-  decide(flight,
-         Error(StatusCode::DeadlineExceeded,
-               "no outcome by the deadline: the transport had not answered " +
-                   std::to_string(DeadlineWatch::kGrace.count()) + " ms after it"),
-         flight->on_watch->expiry_waits_for_attempt());
-}
-
-// Hands the outcome to the caller, once.
-void ClientCore::deliver(const std::shared_ptr<Flight>& flight, Result<InferResult>&& result) {
-  auto done = std::move(flight->done);
-  if (flight->delivery == Delivery::Direct) {
-    done(std::move(result));
-    return placement_.delivered();
-  }
-  const auto me = std::this_thread::get_id();
-  hand_over(std::move(done), std::move(result),
-            flight->submitting == me || flight->cancelling == me);
 }
 
 }  // namespace sonic::detail

@@ -97,7 +97,8 @@ class ClientCore : public std::enable_shared_from_this<ClientCore> {
  public:
   /// One request on its way, across all of its attempts.
   /// A RequestHandle cancels it through its client, if the client is still there; the client's
-  /// DeadlineWatch decides it if nothing else has by its deadline (plus the watch's grace).
+  /// DeadlineWatch decides it if nothing else has by its deadline (plus the watch's grace), and
+  /// hands over an outcome decided in time that still waits behind others for its callback.
   struct Flight;
 
   /// A flight's place on the client's deadline watch, made only for a request with a deadline
@@ -139,6 +140,7 @@ class ClientCore : public std::enable_shared_from_this<ClientCore> {
     Callback<InferResult> done;
     Delivery delivery;
     std::atomic<bool> completed{false};  // the outcome is decided
+    std::atomic<bool> handed{false};     // a hand-over claimed the parked outcome (Callback)
     std::atomic<bool> local_started{false};
     // The threads inside this request's submit() and cancel(), where it must not be delivered
     // to a callback.
@@ -174,6 +176,7 @@ class ClientCore : public std::enable_shared_from_this<ClientCore> {
     bool cancelled = false;
     std::shared_ptr<CancelSignal> attempt_stop;    // the attempt in flight
     std::unique_ptr<Result<InferResult>> outcome;  // decided, held until readers == 0
+    bool parked = false;  // `outcome` waits for a hand-over to claim it (deliver())
   };
 
   /// Throws sonic::Error(InvalidArgument) for options without endpoints, with malformed
@@ -287,13 +290,16 @@ class ClientCore : public std::enable_shared_from_this<ClientCore> {
   void run_locally(const std::shared_ptr<Flight>& flight, const std::string& reason);
   void arm_latency_budget(const std::shared_ptr<Flight>& flight);
 
-  // ---- Deciding and delivering, once each (client_core.cpp) ----------------------------------
+  // ---- Deciding and delivering, once each (client_delivery.cpp) ------------------------------
   static bool acquire_reader(Flight& flight);
   void release_reader(const std::shared_ptr<Flight>& flight);
   bool decide(const std::shared_ptr<Flight>& flight, Result<InferResult>&& result,
               bool wait_for_attempt = true);
   void deadline_passed(const std::shared_ptr<Flight>& flight);
   void deliver(const std::shared_ptr<Flight>& flight, Result<InferResult>&& result);
+  std::size_t hand_parked(const std::shared_ptr<Flight>& flight, bool timed);
+  void expedite(const std::shared_ptr<Flight>& flight);
+  Error too_many_in_flight() const;
 
   void log(LogLevel level, const std::string& message) const {
     if (options_.log) options_.log(level, message);
@@ -314,6 +320,7 @@ class ClientCore : public std::enable_shared_from_this<ClientCore> {
   std::vector<std::weak_ptr<TransportStream>> streams_;  // open_stream's, for close()
   std::mt19937 random_;                                  // backoff jitter
   std::atomic<bool> local_mode_{false};                  // the last outcome came from the fallback
+  std::atomic<std::size_t> in_flight_{0};  // submitted, not yet handed over (max_in_flight)
   std::shared_ptr<TimerQueue> timers_ = TimerQueue::shared();
   std::shared_ptr<DeadlineWatch> deadlines_ = DeadlineWatch::make();
   std::shared_ptr<EndpointPool> endpoints_;  // closed first, while the rest lives

@@ -7,8 +7,9 @@
 // waits its turn (a kill storm with 2,000 requests in flight and 100 ms deadlines had outcomes
 // 125 ms late). The watch is the backstop: one thread of the process looks at every client's
 // watched requests each tick and decides DEADLINE_EXCEEDED for those still undecided kGrace
-// after their deadline. It never waits on a network thread, and the request path pays a lock
-// and a link to watch a request, and a lock and an unlink when it is decided.
+// after their deadline, and hands over those decided whose outcome still waits in a queue. It
+// never waits on a network thread, and the request path pays a lock and a link to watch a
+// request, and a lock and an unlink when its outcome is handed over.
 #pragma once
 
 #include <chrono>
@@ -38,7 +39,8 @@ class SONIC_EXPORT DeadlineWatch : public std::enable_shared_from_this<DeadlineW
     virtual ~Watched() = default;
     /// The watched object, kept alive while the watch acts on it; null once it is going.
     virtual std::shared_ptr<Watched> hold() = 0;
-    /// Its deadline passed kGrace ago and it is still watched: decide it. On the watch's
+    /// Its deadline passed kGrace ago and it is still watched: decide it, or, decided but not
+    /// yet handed to its caller, hand it over ahead of what it waits behind. On the watch's
     /// thread, without the watch's lock.
     virtual void deadline_passed() = 0;
 

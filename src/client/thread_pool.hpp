@@ -17,8 +17,9 @@
 
 namespace sonic::detail {
 
-/// Runs posted tasks on a fixed set of threads, in FIFO order. Destruction runs every task
-/// already posted, then joins: nothing posted is ever dropped. The pool may be destroyed from
+/// Runs posted tasks on a fixed set of threads, in FIFO order, urgent ones (post_urgent) before
+/// the others. Destruction runs every task already posted, then joins: nothing posted is ever
+/// dropped. The pool may be destroyed from
 /// one of its own tasks (the last owner of a client can be a callback): that worker is
 /// detached and finishes the queue on state it shares, never touching the freed pool.
 class ThreadPool {
@@ -73,6 +74,16 @@ class ThreadPool {
     state_->wake.notify_one();
   }
 
+  /// Queues a task ahead of every task post() queued (after the urgent ones queued before it):
+  /// an outcome due by its deadline must not wait behind a backlog of others. Thread-safe.
+  void post_urgent(Task task) {
+    {
+      std::lock_guard<std::mutex> lock(state_->mutex);
+      state_->urgent.push_back(std::move(task));
+    }
+    state_->wake.notify_one();
+  }
+
   std::size_t size() const {
     std::lock_guard<std::mutex> lock(workers_mutex_);
     return workers_.size();
@@ -82,6 +93,7 @@ class ThreadPool {
   struct State {
     std::mutex mutex;
     std::condition_variable wake;
+    std::deque<Task> urgent;  // run before `tasks`
     std::deque<Task> tasks;
     bool stopping = false;
   };
@@ -92,10 +104,13 @@ class ThreadPool {
       Task task;
       {
         std::unique_lock<std::mutex> lock(state.mutex);
-        state.wake.wait(lock, [&state] { return state.stopping || !state.tasks.empty(); });
-        if (state.tasks.empty()) return;  // stopping and drained
-        task = std::move(state.tasks.front());
-        state.tasks.pop_front();
+        state.wake.wait(lock, [&state] {
+          return state.stopping || !state.urgent.empty() || !state.tasks.empty();
+        });
+        auto& queue = state.urgent.empty() ? state.tasks : state.urgent;
+        if (queue.empty()) return;  // stopping and drained
+        task = std::move(queue.front());
+        queue.pop_front();
       }
       task();
     }

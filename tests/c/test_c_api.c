@@ -242,7 +242,8 @@ static void test_options(const char* url, const char* dead_url) {
   sonic_client_options options;
   sonic_client_options_init(&options);
   CHECK(options.connect_timeout_seconds == 3 && options.per_attempt_timeout_seconds == 0 &&
-        options.eject_after == 3 && options.compression == NULL && options.validate_inputs == 1);
+        options.eject_after == 3 && options.compression == NULL && options.validate_inputs == 1 &&
+        options.max_in_flight == 0);
   sonic_client* client = NULL;
   /* Values sonic cannot take are refused when the client is made, each named. */
   options.compression = "brotli";

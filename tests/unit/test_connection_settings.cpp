@@ -94,6 +94,7 @@ TEST_CASE("the client options a connection is made with reach its settings") {
          retry, breaker, routing,                 // the client's attempts and endpoint choice
          fallback, fallback_latency_budget, log,  // the client
          default_timeout, control_timeout,        // each call's deadline
+         max_in_flight,                           // the client's admission of a request
          connect_timeout, reconnect_backoff, reconnect_backoff_max, keepalive_interval,
          keepalive_timeout, max_message_bytes, stream_window_bytes, connection_window_bytes,
          http_connections,                        // ConnectionSettings
@@ -105,7 +106,8 @@ TEST_CASE("the client options a connection is made with reach its settings") {
          callbacks, callback_threads] = options;  // the client's callbacks
   (void)endpoints, (void)resolution, (void)compression, (void)shared_memory, (void)tls;
   (void)retry, (void)breaker, (void)routing, (void)fallback, (void)fallback_latency_budget;
-  (void)log, (void)default_timeout, (void)control_timeout, (void)connect_timeout;
+  (void)log, (void)default_timeout, (void)control_timeout, (void)max_in_flight;
+  (void)connect_timeout;
   (void)reconnect_backoff, (void)reconnect_backoff_max, (void)keepalive_interval;
   (void)keepalive_timeout, (void)max_message_bytes, (void)stream_window_bytes;
   (void)connection_window_bytes, (void)http_connections, (void)share_connections,

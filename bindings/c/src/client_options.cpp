@@ -115,6 +115,7 @@ ClientOptions client_options_of(const char* const* urls, std::size_t url_count,
   }
   config.compression.grpc = *compression;
   config.validate_inputs = given.validate_inputs != 0;
+  config.max_in_flight = given.max_in_flight;
 
   config.routing.balancing = balancing_of(given.balancing);
   config.routing.discovery_interval =

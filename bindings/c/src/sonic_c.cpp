@@ -121,6 +121,7 @@ void sonic_client_options_init(sonic_client_options* options) {
   options->tls_ca_pem = nullptr;
   options->tls_cert_pem = nullptr;
   options->tls_key_pem = nullptr;
+  options->max_in_flight = defaults.max_in_flight;
 }
 
 void sonic_model_options_init(sonic_model_options* options) {

@@ -32,7 +32,8 @@ class Client(_sonic.Client):
     them, failing ones are ejected and retried elsewhere). Thread-safe: share one per process.
 
     Keyword options (durations in seconds), as ClientOptions in C++: timeout (per request;
-    default none), max_attempts (3), retry_on (["UNAVAILABLE"]), per_attempt_timeout,
+    default none), max_in_flight (0: no limit; past it a request fails at once with
+    sonic.ResourceExhausted), max_attempts (3), retry_on (["UNAVAILABLE"]), per_attempt_timeout,
     control_timeout (10), connect_timeout (3), compression (None, "gzip", "deflate"),
     zstd_level, adaptive_compression (True), headers ({name: value}), bearer_token (a str) or
     token_file (a path, read again when the file changes: sent as "authorization: Bearer

@@ -193,6 +193,7 @@ Option option(const char* name, Part ClientOptions::*part, Field Part::*field, R
 const std::vector<Option>& setters() {
   static const std::vector<Option> table = {
       option("timeout", &ClientOptions::default_timeout, milliseconds_of),
+      option("max_in_flight", &ClientOptions::max_in_flight, count_of),
       option("control_timeout", &ClientOptions::control_timeout, milliseconds_of),
       option("connect_timeout", &ClientOptions::connect_timeout, milliseconds_of),
       {"max_attempts",
