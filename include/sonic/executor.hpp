@@ -237,6 +237,12 @@ class SONIC_EXPORT CpuExecutor final : public Fallback {
   /// ensemble's step) that runs it meanwhile.
   void infer_async(InferRequest request, Callback<InferResult> done) override;
 
+  /// infer_async() after admit(request, /*shed=*/true): a request its model cannot answer by
+  /// its caller's deadline is refused here, at once, and `done` never runs; one admitted is
+  /// counted among its model's requests under way until answered. A client's fallback runs
+  /// requests this way, so that past its capacity it answers in time what it can.
+  Result<void> infer_async_in_time(InferRequest request, Callback<InferResult> done) override;
+
   /// Runs `work` on the pool, after the requests and work posted before it: for what a server
   /// does on a request before its model (decompressing its tensors, say), so that its network
   /// threads stay free. `work` must not throw.

@@ -5,6 +5,7 @@
 
 #include <memory>
 #include <string>
+#include <utility>
 
 #include "sonic/error.hpp"
 #include "sonic/model.hpp"
@@ -34,6 +35,16 @@ class Fallback {
   /// Runs a request. Contract: `done` runs exactly once, never inside this call; borrowed input
   /// tensors are read until it runs.
   virtual void infer_async(InferRequest request, Callback<InferResult> done) = 0;
+
+  /// As infer_async(), for a client that would rather hear at once than too late: a fallback
+  /// that knows what it has under way may refuse a request with a deadline
+  /// (InferRequest::caller()) that it cannot answer by then, returning the error (UNAVAILABLE,
+  /// reason WOULD_MISS_DEADLINE) without running it or calling `done`. CpuExecutor does, as a
+  /// server's admission does (CpuExecutor::admit()); the default runs everything.
+  virtual Result<void> infer_async_in_time(InferRequest request, Callback<InferResult> done) {
+    infer_async(std::move(request), std::move(done));
+    return {};
+  }
 };
 
 }  // namespace sonic

@@ -287,7 +287,10 @@ class ClientCore : public std::enable_shared_from_this<ClientCore> {
   // ---- The CPU fallback (client_fallback.cpp) ------------------------------------------------
   std::shared_ptr<const Model> local_model(const InferRequest& request) const;
   bool local_model_serves(const InferRequest& request) const;
-  void run_locally(const std::shared_ptr<Flight>& flight, const std::string& reason);
+  // Runs the request on the fallback. `remote_error`: why the remote attempts are over, the
+  // error to hear when the fallback refuses it too; null while a remote attempt is under way.
+  void run_locally(const std::shared_ptr<Flight>& flight, const std::string& reason,
+                   const Error* remote_error);
   void arm_latency_budget(const std::shared_ptr<Flight>& flight);
 
   // ---- Deciding and delivering, once each (client_delivery.cpp) ------------------------------

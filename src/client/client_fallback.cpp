@@ -55,7 +55,7 @@ void ClientCore::give_up(const std::shared_ptr<Flight>& flight, Error error) {
   }
   const bool blame_server = server_side(error.code());
   if (blame_server && local_model_serves(flight->request) && Clock::now() < flight->deadline) {
-    return run_locally(flight, error.message());
+    return run_locally(flight, error.message(), &error);
   }
   if (blame_server && options_.fallback && !local_model_serves(flight->request)) {
     // A user who configured a fallback expects it to have answered: say why it did not.
@@ -70,7 +70,8 @@ void ClientCore::give_up(const std::shared_ptr<Flight>& flight, Error error) {
   decide(flight, std::move(error));
 }
 
-void ClientCore::run_locally(const std::shared_ptr<Flight>& flight, const std::string& reason) {
+void ClientCore::run_locally(const std::shared_ptr<Flight>& flight, const std::string& reason,
+                             const Error* remote_error) {
   if (flight->local_started.exchange(true)) return;
   // The copy of the inputs reads the caller's memory: as a reader, so that an outcome decided
   // meanwhile (a remote answer beating the latency budget) waits for it.
@@ -79,26 +80,21 @@ void ClientCore::run_locally(const std::shared_ptr<Flight>& flight, const std::s
   {
     std::lock_guard<std::mutex> lock(mutex_);
     closing_now = closing_;
-    if (!closing_now) {
-      ClientCounters::add(counters_.fallbacks);
-      local_flights_.insert(flight);  // close() completes it, if it comes first
-    }
+    if (!closing_now) local_flights_.insert(flight);  // close() completes it, if it comes first
   }
   if (closing_now) {
     decide(flight, Error(StatusCode::Cancelled, "the client was destroyed"));
     return release_reader(flight);
   }
-  if (!local_mode_.exchange(true)) {
-    log(LogLevel::Warning, "running requests on the CPU executor: " + reason);
-  }
   const Clock::time_point started = Clock::now();
   InferRequest own = with_owned_inputs(flight->request);
   release_reader(flight);
   // Its caller waits until its deadline: past the fallback's capacity, a request whose deadline
-  // passes while it waits there is answered unrun (the executor checks), not run for nobody.
+  // passes while it waits there is answered unrun (the executor checks), not run for nobody,
+  // and one the fallback cannot answer by then is refused at once.
   if (flight->deadline != Deadline::max()) own.caller(std::make_shared<Caller>(flight->deadline));
   // The executor may answer after the client is gone: it holds the core weakly.
-  options_.fallback->infer_async(
+  auto ran = options_.fallback->infer_async_in_time(
       std::move(own), [weak = weak_from_this(), flight, started](Result<InferResult> result) {
         auto self = weak.lock();
         if (!self) return;
@@ -115,6 +111,28 @@ void ClientCore::run_locally(const std::shared_ptr<Flight>& flight, const std::s
         }
         self->decide(flight, std::move(result));
       });
+  if (!ran) {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      if (local_flights_.erase(flight) == 0) return;  // close() completed it
+    }
+    if (!remote_error) {
+      // A remote attempt is still under way (the latency budget's race) and may yet answer in
+      // time; if it fails, give_up() asks the fallback again.
+      flight->local_started = false;
+      return;
+    }
+    decide(flight,
+           Error(remote_error->code(),
+                 remote_error->message() +
+                     "; the CPU fallback would not answer in time either: " + ran.error().message(),
+                 ran.error().reason()));
+    return;
+  }
+  ClientCounters::add(counters_.fallbacks);
+  if (!local_mode_.exchange(true)) {
+    log(LogLevel::Warning, "running requests on the CPU executor: " + reason);
+  }
 }
 
 // With ClientOptions::fallback_latency_budget, a request still unanswered then also runs on the
@@ -124,8 +142,10 @@ void ClientCore::arm_latency_budget(const std::shared_ptr<Flight>& flight) {
   if (closing_) return;
   timers_->schedule(this, Clock::now() + options_.fallback_latency_budget, [this, flight] {
     if (!flight->completed && !closing()) {
-      run_locally(flight, "no answer within the latency budget of " +
-                              std::to_string(options_.fallback_latency_budget.count()) + " ms");
+      run_locally(flight,
+                  "no answer within the latency budget of " +
+                      std::to_string(options_.fallback_latency_budget.count()) + " ms",
+                  nullptr);
     }
   });
 }

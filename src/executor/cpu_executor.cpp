@@ -102,6 +102,16 @@ void CpuExecutor::infer_async(InferRequest request, Callback<InferResult> done) 
   engine_->infer_async(std::move(request), std::move(done));
 }
 
+Result<void> CpuExecutor::infer_async_in_time(InferRequest request, Callback<InferResult> done) {
+  auto admitted = admit(request, /*shed=*/true);
+  if (!admitted) return admitted.error();
+  // The admission counts the request until its answer has been handed over.
+  engine_->infer_async(std::move(request),
+                       [held = std::move(*admitted), done = std::move(done)](
+                           Result<InferResult> result) mutable { done(std::move(result)); });
+  return {};
+}
+
 void CpuExecutor::run_async(detail::UniqueFunction<void()> work) {
   engine_->run_async(std::move(work));
 }

@@ -341,3 +341,38 @@ TEST_CASE("fallback: a request whose deadline passes while it waits there never 
   CHECK(runs->load() == 1);
   CHECK(fallback->statistics("gated").value().execution_count == 1);
 }
+
+TEST_CASE("fallback: a request it would answer too late is refused at once, not queued") {
+  FakeServer a("fallback-in-time");
+  a.refuse_calls(would_miss_deadline());
+  Model slow;  // 30 ms an execution, one at a time
+  slow.name = "slow";
+  slow.inputs = {{"INPUT0", DataType::Fp32, Shape{-1}}};
+  slow.outputs = {{"OUTPUT0", DataType::Fp32, Shape{-1}}};
+  slow.compute = [](const InferRequest& request) -> Result<std::vector<NamedTensor>> {
+    std::this_thread::sleep_for(30ms);
+    return std::vector<NamedTensor>{{"OUTPUT0", request.find_input("INPUT0")->tensor, {}}};
+  };
+  auto fallback = CpuExecutor::with_models({slow}, 1);
+  auto options = options_for({a.url()});
+  options.fallback = fallback;
+  Client client(options);
+  auto request = [] {
+    return InferRequest("slow").input("INPUT0",
+                                      Tensor::from_vector(std::vector<float>{1}, Shape{1}));
+  };
+  REQUIRE(outcome_of(client, request()));  // it has run once: its execution time is known
+  std::vector<std::future<InferResult>> ahead;
+  for (int i = 0; i < 5; ++i) ahead.push_back(client.infer_future(request()));
+  REQUIRE(eventually([&] { return fallback->statistics("slow").value().execution_count >= 2; }));
+  // Five under way, 30 ms each: one with 100 ms left cannot be answered in time.
+  const auto sent = Clock::now();
+  auto hurried = outcome_of(client, request().timeout(100ms));
+  REQUIRE_FALSE(hurried);
+  CHECK(ms_since(sent) < 50);  // at once, not at its deadline
+  CHECK(hurried.code() == StatusCode::Unavailable);
+  CHECK(hurried.error().reason() == protocol::reason::kWouldMissDeadline);
+  CHECK(hurried.error().message().find("CPU fallback") != std::string::npos);
+  for (auto& f : ahead) CHECK(f.get().executed_on() == ExecutedOn::Local);
+  CHECK(fallback->statistics("slow").value().failures.rejected == 1);
+}
