@@ -9,9 +9,10 @@
 //
 // Capacity: 16 requests kept in flight, no deadlines, for half of --seconds: answers per second.
 // With a fallback, its capacity too, alone (16 requests in flight on the fallback executor).
-// Then, for each load L: requests sent at L times the server's capacity, evenly spaced, for
-// --seconds, each with a deadline drawn uniformly from --deadline-ms, through one client with
-// the default options (and the fallback, when given). Per load, the medians over the rounds of:
+// Then, for each load L: requests sent at L times the capacity (the server's, plus the
+// fallback's when there is one), evenly spaced, for --seconds, each with a deadline drawn
+// uniformly from --deadline-ms, through one client with the default options (and the
+// fallback, when given). Per load, the medians over the rounds of:
 //   goodput   answers that reached their caller by its deadline, per second, as a share of the
 //             capacity (the server's, plus the fallback's when there is one);
 //   useful    of the server's executions of the model in that time (its own statistics), the
@@ -343,8 +344,10 @@ int main(int argc, char** argv) {
                        .c_str()
                  : "");
     for (double load : o.loads) {
-      auto result = open_loop(o, fallback ? with_fallback : plain, load * capacity,
-                              static_cast<std::uint64_t>(round * 1000 + load * 10));
+      // With a fallback, what the client can answer in time is both capacities together.
+      auto result =
+          open_loop(o, fallback ? with_fallback : plain, load * (capacity + fallback_capacity),
+                    static_cast<std::uint64_t>(round * 1000 + load * 10));
       result.goodput /= capacity + fallback_capacity;
       std::printf("  %4.1fx: sent %llu, in time %llu, late %llu, failed %llu", load,
                   static_cast<unsigned long long>(result.sent),

@@ -1,13 +1,14 @@
 #!/usr/bin/env bash
 # Overload without collapse: goodput against offered load past a server's capacity
 # (sonic-overload-bench, whose header says what each figure is). One sonic-server on loopback
-# serves a Python model with a fixed service time (20 ms, two instances) and an ONNX model
-# that computes (sixteen 1024 x 1024 layers, one instance, one thread). For each, the bench measures
+# serves a Python model with a fixed service time (20 ms, two instances) and an ONNX model that
+# computes (sixteen 1024 x 1024 layers, one instance, one thread). For each, the bench measures
 # the server's capacity in the same run, then offers 1, 2, 4 and 8 times it, open loop, each
 # request with a deadline of 100 to 500 ms, through one client with the default options, in
-# ROUNDS rounds, and prints the medians. Then the Python model again with the client's
-# fallback configured (the same model in-process, FALLBACK_THREADS threads: what a grid job is
-# given), and with the server's early refusal off (--shed-early false), to compare.
+# ROUNDS rounds, and prints the medians. Then the Python model again with the client's fallback
+# configured (the same model in-process, FALLBACK_THREADS threads: what a grid job is given;
+# the loads are then multiples of both capacities together), and with the server's early
+# refusal off (--shed-early false), to compare.
 # Writes overload.txt, overload.svg and overload.png (the goodput plot; PNG through
 # rsvg-convert, from Debian's librsvg2-bin) into OUT_DIR: by default a new directory under
 # BUILD_DIR/bench-results/.
