@@ -129,9 +129,8 @@ class ModelCounters {
     const bool busy = under_way() > 1;
     const std::int64_t before = last_end_.exchange(busy ? at : -1, std::memory_order_relaxed);
     if (!busy || before < 0 || at <= before) return;
-    const std::int64_t ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
-                                Clock::duration(at - before))
-                                .count();
+    const std::int64_t ns =
+        std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::duration(at - before)).count();
     const std::int64_t mean = recent_interval_ns_.load(std::memory_order_relaxed);
     recent_interval_ns_.store(mean < 0 ? ns : mean + (ns - mean) / 8, std::memory_order_relaxed);
   }
