@@ -363,7 +363,9 @@ void ClientCore::on_attempt(const std::shared_ptr<Flight>& flight, std::size_t s
   const bool retry = retryable && report.pushback != Error::kNoRetry &&
                      flight->attempts < options_.retry.max_attempts;
   if (!retry) return give_up(flight, result.error());
-  if (report.refusal) {
+  // An early refusal against a per-attempt timeout shorter than the request's deadline
+  // foretells that attempt's timeout, and is retried as one would be, below.
+  if (report.refusal && attempt_deadline >= flight->deadline) {
     // The server will not make the deadline, and says so at once: the request moves on now,
     // with no backoff, to an endpoint that has not refused it, else to the fallback.
     Flight::Trail& trail = flight->left_behind();
