@@ -21,6 +21,7 @@ namespace sonic {
 /// neither takes nor gives. First attempts are never throttled, nor is the retry of a request
 /// that never left the client (Error::never_sent(): no connection could be made, say), which
 /// takes no token either: gRPC retries those transparently, and they cost no server anything.
+/// An early refusal (WOULD_MISS_DEADLINE, answered at once) takes no token (RetryPolicy).
 ///
 /// A retry is charged to the endpoint it goes to, not the one that failed: the endpoint that
 /// failed loses its token, and the retry may only land where the bucket is above half. An
@@ -67,8 +68,10 @@ struct RetryBudget {
 /// - An early refusal (UNAVAILABLE with the reason WOULD_MISS_DEADLINE: the server's queue is
 ///   longer than the request's remaining time) moves the request at once, with no backoff, to an
 ///   endpoint that has not refused it, or when none is left to the fallback, or fails it. It is
-///   an attempt (max_attempts, the retry budget) but not a sign of a broken server: it never
-///   counts toward the circuit breaker.
+///   an attempt (max_attempts) but not a sign of a broken server: it never counts toward the
+///   circuit breaker, and takes no retry token. A refusal against per_attempt_timeout, shorter
+///   than the request's own deadline, says only that the attempt's time was too short: the
+///   next attempt, wherever it goes (the same server too), has the whole deadline, once.
 /// Neither pushback nor a refusal counts toward ejection (CircuitBreaker).
 struct RetryPolicy {
   /// Attempts in total, the first included (1 disables retries).

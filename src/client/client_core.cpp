@@ -283,7 +283,8 @@ void ClientCore::attempt(const std::shared_ptr<Flight>& flight) {
   if (++flight->attempts > 1) ClientCounters::add(counters_.retries);
   flight->last_slot = slot;
   Deadline attempt_deadline = flight->deadline;
-  if (options_.retry.per_attempt_timeout.count() > 0) {
+  if (options_.retry.per_attempt_timeout.count() > 0 &&
+      !(flight->trail && flight->trail->whole_deadline)) {
     attempt_deadline =
         std::min(attempt_deadline, Clock::now() + options_.retry.per_attempt_timeout);
   }
@@ -328,7 +329,8 @@ void ClientCore::on_attempt(const std::shared_ptr<Flight>& flight, std::size_t s
     // don't count things like failures due to malformed requests (INVALID_ARGUMENT)"; and a
     // request that never left the client cost its server nothing (gRFC A6 retries those
     // transparently).
-    report.retryable_failure = retryable && !error.never_sent();
+    // An early refusal, answered at once, cost its server next to nothing either.
+    report.retryable_failure = retryable && !error.never_sent() && !report.refusal;
     // A server that says it is busy (an early refusal, a pushback) is not a broken one.
     report.server_failure =
         (code == StatusCode::Unavailable && !report.refusal && !report.pushback) ||
@@ -363,13 +365,18 @@ void ClientCore::on_attempt(const std::shared_ptr<Flight>& flight, std::size_t s
   const bool retry = retryable && report.pushback != Error::kNoRetry &&
                      flight->attempts < options_.retry.max_attempts;
   if (!retry) return give_up(flight, result.error());
-  // An early refusal against a per-attempt timeout shorter than the request's deadline
-  // foretells that attempt's timeout, and is retried as one would be, below.
-  if (report.refusal && attempt_deadline >= flight->deadline) {
+  if (report.refusal) {
     // The server will not make the deadline, and says so at once: the request moves on now,
-    // with no backoff, to an endpoint that has not refused it, else to the fallback.
+    // with no backoff, to an endpoint that has not refused it, else to the fallback. A refusal
+    // against a per-attempt timeout shorter than the request's deadline says only that the
+    // attempt's time was too short: the next attempt, wherever it goes (this server too), has
+    // all the time the request has left, once.
     Flight::Trail& trail = flight->left_behind();
-    trail.refused.push_back(slot);
+    if (attempt_deadline < flight->deadline && !trail.whole_deadline) {
+      trail.whole_deadline = true;
+    } else {
+      trail.refused.push_back(slot);
+    }
     trail.last_error = result.error();
     return attempt(flight);
   }

@@ -158,6 +158,7 @@ class ClientCore : public std::enable_shared_from_this<ClientCore> {
       std::optional<Error> last_error;   // the previous attempt's, while a retry is under way
       std::vector<std::size_t> refused;  // endpoints that refused it early
       Clock::time_point discovery_wait_until{};  // set when it first waits for discovery
+      bool whole_deadline = false;               // refused within a per-attempt timeout: not again
     };
     std::unique_ptr<Trail> trail;  // only touched by the attempt chain
     Trail& left_behind() {

@@ -130,12 +130,14 @@ TEST_CASE("ClientOptions::max_in_flight refuses a request past it at once, outsi
   std::vector<std::future<InferResult>> held;
   for (int i = 0; i < 3; ++i) held.push_back(client.infer_future(simple_request(1, 2)));
 
-  // The fourth: RESOURCE_EXHAUSTED naming the option, its callback after the call returned.
+  // The fourth: RESOURCE_EXHAUSTED naming the option, its callback outside the call: after it
+  // returned, or on another thread (which may run it before this one sees the return).
   std::atomic<bool> returned{false};
   bool after_the_call = false;
   std::promise<Error> refused;
+  const auto caller = std::this_thread::get_id();
   client.infer_async(simple_request(1, 2), [&](Result<InferResult> result) {
-    after_the_call = returned.load();
+    after_the_call = returned.load() || std::this_thread::get_id() != caller;
     refused.set_value(result ? Error(StatusCode::Ok, "answered") : result.error());
   });
   returned = true;

@@ -306,9 +306,10 @@ TEST_CASE("early refusal: without a fallback or another endpoint, the refusal at
   CHECK(a.calls() == 1);  // the server said it cannot make the deadline: not asked again
 }
 
-TEST_CASE("early refusal against a per-attempt timeout: retried as a timed-out attempt would be") {
-  // The server could not answer within the attempt's 100 ms, but the request has 5 s: the
-  // refusal foretells an attempt timeout, which the client retries after its backoff.
+TEST_CASE("early refusal against a per-attempt timeout: the next attempt has the whole deadline") {
+  // The server could not answer within the attempt's 100 ms, but the request has 5 s: the next
+  // attempt, here on the same server (there is no other), has all of them; a second refusal
+  // is final.
   FakeServer a("refusal-attempt");
   auto options = options_for({a.url()});
   options.retry.per_attempt_timeout = 100ms;
@@ -317,6 +318,11 @@ TEST_CASE("early refusal against a per-attempt timeout: retried as a timed-out a
   auto result = outcome_of(client, simple_request(20, 22).timeout(5s));
   REQUIRE(result);
   CHECK(a.calls() == 2);
+  a.refuse_calls(would_miss_deadline());
+  auto refused = outcome_of(client, simple_request(20, 22).timeout(5s));
+  REQUIRE_FALSE(refused);
+  CHECK(refused.error().reason() == protocol::reason::kWouldMissDeadline);
+  CHECK(a.calls() == 4);
 }
 
 TEST_CASE("fallback: a request whose deadline passes while it waits there never runs") {
