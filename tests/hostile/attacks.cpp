@@ -67,9 +67,9 @@ std::string tcp_record(std::uint8_t codec, std::uint64_t stored, std::uint64_t r
   return r;
 }
 
-// The envelope of an identity_fp32 request of `floats` elements: every field but the raw
-// contents.
-std::string identity_envelope(std::size_t floats) {
+}  // namespace
+
+std::string infer_envelope(const std::string& model, std::size_t floats) {
   std::string tensor;
   wire::put_string_field(tensor, 1, "INPUT0");
   wire::put_string_field(tensor, 2, "FP32");
@@ -78,15 +78,13 @@ std::string identity_envelope(std::size_t floats) {
   wire::put_varint(shape, floats);
   wire::put_len_field(tensor, 3, shape);
   std::string envelope;
-  wire::put_string_field(envelope, 1, "identity_fp32");
+  wire::put_string_field(envelope, 1, model);
   wire::put_len_field(envelope, 5, tensor);
   return envelope;
 }
 
-}  // namespace
-
 std::string identity_request(std::size_t floats) {
-  std::string request = identity_envelope(floats);
+  std::string request = infer_envelope("identity_fp32", floats);
   std::string raw(floats * sizeof(float), '\0');
   for (std::size_t i = 0; i < floats; ++i) {
     float value = static_cast<float>(i % 1000);
@@ -220,7 +218,7 @@ RawSocket declared_and_stalled(int port, int streams, std::uint32_t declared) {
 
 Flood empty_raw_fields(int port, std::size_t total_bytes) {
   RawSocket socket = h2_connect(port, 4096);
-  std::string body = identity_envelope(0);
+  std::string body = infer_envelope("identity_fp32", 0);
   body.reserve(total_bytes);
   while (body.size() + 2 <= total_bytes) body.append("\x3a\x00", 2);  // field 7, length 0
   Flood flood;
@@ -279,7 +277,7 @@ Flood tcp_ping_flood(int port, std::size_t total_bytes) {
 
 RawSocket tcp_declared_and_stalled(int port, std::uint64_t declared) {
   RawSocket socket(port);
-  std::string envelope = identity_envelope(declared / sizeof(float));
+  std::string envelope = infer_envelope("identity_fp32", declared / sizeof(float));
   std::string frame =
       tcp_header(1, 1, static_cast<std::uint32_t>(envelope.size()), 1, 24 + declared);
   frame += envelope;
@@ -352,7 +350,7 @@ std::string tcp_zstd_tensor(int port, std::uint64_t raw, bool real) {
   const std::string stored =
       real ? compressed_zeros(raw)
            : std::string("\x28\xb5\x2f\xfd", 4) + std::string(12, 'x');  // magic, then nonsense
-  std::string envelope = identity_envelope(raw / sizeof(float));
+  std::string envelope = infer_envelope("identity_fp32", raw / sizeof(float));
   std::string frame =
       tcp_header(1, 7, static_cast<std::uint32_t>(envelope.size()), 1, 24 + stored.size());
   frame += envelope;

@@ -15,6 +15,9 @@ namespace sonic::test::attack {
 
 using std::chrono::milliseconds;
 
+/// A ModelInferRequest for `model` (INPUT0, FP32 [1, floats]) without its raw contents, which
+/// follow it.
+std::string infer_envelope(const std::string& model, std::size_t floats);
 /// A ModelInferRequest for identity_fp32 with `floats` elements sent as raw contents.
 std::string identity_request(std::size_t floats);
 

@@ -7,7 +7,6 @@
 #include "attacks.hpp"
 #include "h2_frames.hpp"
 #include "protocol/compression.hpp"
-#include "protocol/wire.hpp"
 
 namespace sonic::test::attack {
 
@@ -35,24 +34,6 @@ const std::string& gzip_of(const std::string& head, std::size_t inflated, std::s
   }
   it->second = protocol::compress_bytes({body}, Compression::Gzip, protocol::kDefaultLevel);
   return it->second;
-}
-
-// A ModelInferRequest for `model`: INPUT0, FP32 [1, floats], its raw contents to follow.
-std::string infer_envelope(const std::string& model, std::size_t floats) {
-  namespace wire = sonic::protocol::wire;
-  std::string tensor;
-  wire::put_string_field(tensor, 1, "INPUT0");
-  wire::put_string_field(tensor, 2, "FP32");
-  std::string shape;
-  wire::put_varint(shape, 1);
-  wire::put_varint(shape, floats);
-  wire::put_len_field(tensor, 3, shape);
-  std::string envelope;
-  wire::put_string_field(envelope, 1, model);
-  wire::put_len_field(envelope, 5, tensor);
-  envelope.push_back('\x3a');  // field 7, raw_input_contents
-  wire::put_varint(envelope, floats * sizeof(float));
-  return envelope;
 }
 
 std::uint32_t be32(const std::string& bytes) {
