@@ -297,12 +297,11 @@ Result<InferResult> ExecutorEngine::sequence_result(Entry& entry, const InferReq
 }
 
 // A request for a batching model, checked on its own (a bad one fails alone, at once, counted):
-// its batch size.
+// its batch size among the rest (check_against_model).
 Result<std::int64_t> ExecutorEngine::check_for_batcher(Entry& entry, const InferRequest& request,
                                                        Clock::time_point queued) {
   Result<void> ok = check_against_model(entry.model, entry.metadata, request);
   const std::int64_t batch = detail::batch_of(request).value_or(-1);
-  if (ok) ok = check_batch_size(entry.model, batch);
   if (!ok) {
     count(entry, request, false, FailureReason::Other, Clock::now() - queued);
     return ok.error();

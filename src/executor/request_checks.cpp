@@ -4,6 +4,7 @@
 #include <string>
 #include <vector>
 
+#include "client/batch_rows.hpp"
 #include "executor/classification.hpp"
 #include "sonic/validate.hpp"
 
@@ -65,6 +66,11 @@ Result<void> check_against_model(const Model& model, const ModelMetadata& metada
     }
   }
   if (!missing.empty()) return missing_inputs(model, request, missing);
+  // A batching model takes at most max_batch_size rows in one request, batched by the server
+  // or not (Triton's core checks every request of a model with max_batch_size > 0).
+  if (model.max_batch_size > 0) {
+    if (auto batch = batch_of(request)) return check_batch_size(model, *batch);
+  }
   return {};
 }
 

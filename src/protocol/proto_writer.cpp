@@ -1,5 +1,6 @@
 #include "proto_writer.hpp"
 
+#include <cstring>
 #include <stdexcept>
 
 namespace sonic::protocol {
@@ -62,11 +63,23 @@ MessageWriter& MessageWriter::enumerator(std::string_view name, std::string_view
                          std::string(value));
 }
 
-MessageWriter& MessageWriter::packed_bytes(std::string_view name, const std::string& bytes) {
+MessageWriter& MessageWriter::packed_floats(std::string_view name,
+                                            const std::vector<float>& values) {
+  std::string bytes;
+  for (float value : values) {
+    std::uint32_t bits = 0;
+    std::memcpy(&bits, &value, sizeof bits);
+    for (int shift = 0; shift < 32; shift += 8) bytes.push_back(static_cast<char>(bits >> shift));
+  }
+  return packed_bytes(name, bytes, wire::WireType::Fixed32);
+}
+
+MessageWriter& MessageWriter::packed_bytes(std::string_view name, const std::string& bytes,
+                                           wire::WireType element) {
   const schema::FieldSchema* f = message_->find(name);
-  if (!f || !f->repeated || schema::wire_type_of(f->type) != wire::WireType::Varint) {
+  if (!f || !f->repeated || schema::wire_type_of(f->type) != element) {
     throw std::logic_error(message_->full_name + "." + std::string(name) +
-                           " is not a repeated varint field");
+                           " is not a repeated field of that wire type");
   }
   if (!bytes.empty()) wire::put_len_field(bytes_, f->number, bytes);
   return *this;

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "proto_schema.hpp"
 #include "sonic/detail/export.hpp"
@@ -33,6 +34,8 @@ class SONIC_EXPORT MessageWriter {
     for (auto value : values) wire::put_varint(bytes, static_cast<std::uint64_t>(value));
     return packed_bytes(field, bytes);
   }
+  /// A repeated float field, packed (nothing for no values).
+  MessageWriter& packed_floats(std::string_view field, const std::vector<float>& values);
   /// A message field: `value` must write the field's message type.
   MessageWriter& message(std::string_view field, const MessageWriter& value);
 
@@ -44,7 +47,8 @@ class SONIC_EXPORT MessageWriter {
  private:
   explicit MessageWriter(const schema::MessageSchema& message) : message_(&message) {}
   const schema::FieldSchema& field(std::string_view name, bool length_delimited) const;
-  MessageWriter& packed_bytes(std::string_view field, const std::string& bytes);
+  MessageWriter& packed_bytes(std::string_view field, const std::string& bytes,
+                              wire::WireType element = wire::WireType::Varint);
 
   const schema::MessageSchema* message_;
   std::string bytes_;

@@ -249,7 +249,7 @@ TEST_CASE("control calls: health, metadata, config, statistics") {
   REQUIRE(metadata.inputs.size() == 2);
   CHECK(metadata.inputs[0].name == "INPUT0");
   CHECK(metadata.inputs[0].dtype == DataType::Int32);
-  CHECK(metadata.inputs[0].shape == Shape{1, 16});
+  CHECK(metadata.inputs[0].shape == Shape{-1, 16});  // Triton's simple: max_batch_size 8
   CHECK(metadata.outputs[1].name == "OUTPUT1");
 
   std::string config = client.model_config("simple");

@@ -168,7 +168,7 @@ TEST_CASE("a pinned version is asked for, and another one refused") {
 
 TEST_CASE("a pinned configuration keeps requests off servers that report another one") {
   Model other = models::simple();
-  other.max_batch_size = 8;  // the same name, another configuration
+  other.max_batch_size = 4;  // the same name, another configuration
   auto right = server_of({models::simple()});
   auto wrong = server_of({other});
   const std::string checksum = model_config_checksum(Client(right->url()).model_config("simple"));

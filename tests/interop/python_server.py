@@ -15,8 +15,8 @@ Once serving it prints exactly one line, `listening on 127.0.0.1:PORT`
 (PORT is ephemeral unless --port is given), and serves until SIGTERM/SIGINT
 or until --max-seconds elapse.
 
-Models (version "1", max_batch_size 0):
-  simple         INT32 INPUT0, INPUT1 [1,16] -> OUTPUT0 = INPUT0 + INPUT1,
+Models (version "1"; Triton's examples with max_batch_size 8, as it publishes them):
+  simple         INT32 INPUT0, INPUT1 [-1,16] -> OUTPUT0 = INPUT0 + INPUT1,
                                                 OUTPUT1 = INPUT0 - INPUT1
                  (int32 wrap-around arithmetic)
   identity_fp32  FP32 INPUT0 [-1,-1] -> OUTPUT0 (identical)
@@ -178,8 +178,11 @@ class ModelError(Exception):
 
 class Model:
     def __init__(self, name, inputs, outputs, compute, delay_s=0.0,
-                 decoupled=False):
+                 decoupled=False, max_batch_size=0):
         self.name = name
+        # > 0: shapes begin with the batch dimension (-1), which the config's dims leave
+        # out, as Triton's do; a request's batch may not pass it.
+        self.max_batch_size = max_batch_size
         # A decoupled model's compute returns an iterable of responses (dicts).
         self.decoupled = decoupled
         self.version = "1"
@@ -262,11 +265,12 @@ class Model:
 
     def config(self):
         cfg = mc_pb2.ModelConfig(name=self.name, platform="sonic_python",
-                                 backend="python", max_batch_size=0)
+                                 backend="python", max_batch_size=self.max_batch_size)
+        first = 1 if self.max_batch_size > 0 else 0
         for n, dt, shape in self.inputs:
-            cfg.input.add(name=n, data_type=DTYPES[dt][1], dims=shape)
+            cfg.input.add(name=n, data_type=DTYPES[dt][1], dims=shape[first:])
         for n, dt, shape in self.outputs:
-            cfg.output.add(name=n, data_type=DTYPES[dt][1], dims=shape)
+            cfg.output.add(name=n, data_type=DTYPES[dt][1], dims=shape[first:])
         cfg.instance_group.add(name=self.name, kind=mc_pb2.
                                ModelInstanceGroup.KIND_CPU, count=1)
         if self.decoupled:
@@ -286,13 +290,13 @@ def _identity(t, params):
 
 
 def make_models():
-    vec = [1, 16]
+    vec = [-1, 16]
     var = [-1, -1]
     models = [
         Model("simple",
               [("INPUT0", "INT32", vec), ("INPUT1", "INT32", vec)],
               [("OUTPUT0", "INT32", vec), ("OUTPUT1", "INT32", vec)],
-              _simple),
+              _simple, max_batch_size=8),
         Model("identity_fp32", [("INPUT0", "FP32", var)],
               [("OUTPUT0", "FP32", var)], _identity),
         Model("slow", [("INPUT0", "FP32", var)],
@@ -301,11 +305,11 @@ def make_models():
         Model("simple_string",
               [("INPUT0", "BYTES", vec), ("INPUT1", "BYTES", vec)],
               [("OUTPUT0", "BYTES", vec), ("OUTPUT1", "BYTES", vec)],
-              simple_string),
+              simple_string, max_batch_size=8),
         Model("simple_identity", [("INPUT0", "BYTES", var)],
-              [("OUTPUT0", "BYTES", var)], simple_identity),
+              [("OUTPUT0", "BYTES", var)], simple_identity, max_batch_size=8),
         Model("simple_sequence", [("INPUT", "INT32", [-1, 1])],
-              [("OUTPUT", "INT32", [-1, 1])], SequenceModel()),
+              [("OUTPUT", "INT32", [-1, 1])], SequenceModel(), max_batch_size=8),
         Model("repeat_int32",
               [("IN", "INT32", [-1]), ("DELAY", "UINT32", [-1]),
                ("WAIT", "UINT32", [1])],
@@ -367,6 +371,10 @@ class Servicer(pb2_grpc.GRPCInferenceServiceServicer):
                 raise InferError(bad, "input '%s': shape %s does not match "
                                  "model shape %s" % (t.name, shape_str(shape),
                                                      shape_str(want)))
+            if m.max_batch_size and shape[0] > m.max_batch_size:
+                # Triton's core (infer_request.cc).
+                raise InferError(bad, "inference request batch-size must be <= %d for '%s'"
+                                 % (m.max_batch_size, m.name))
             npdt, _, typed_field = DTYPES[dt]
             count = 1
             for d in shape:

@@ -59,7 +59,7 @@ def simple_string(tensors, params):
                          ("OUTPUT1", [wrap(x - y) for x, y in zip(a, b)])):
         arr = np.empty(len(values), dtype=object)
         arr[:] = [str(v).encode("ascii") for v in values]
-        out[name] = arr.reshape(1, 16)
+        out[name] = arr.reshape(tensors["INPUT0"].shape)
     return out
 
 

@@ -47,7 +47,7 @@ fi
 serve "$server"
 url=grpc://127.0.0.1:$port
 
-# simple: OUTPUT0 = INPUT0 + INPUT1, OUTPUT1 = INPUT0 - INPUT1, INT32 [1,16]. Two steps, one as
+# simple: OUTPUT0 = INPUT0 + INPUT1, OUTPUT1 = INPUT0 - INPUT1, INT32 [-1,16]. Two steps, one as
 # arrays, one as b64 (sixteen little-endian INT32 ones); the answers are checked.
 python3 - "$work" <<'PY'
 import base64, json, struct, sys
@@ -55,7 +55,7 @@ work = sys.argv[1]
 counting = list(range(16))
 ones_b64 = base64.b64encode(struct.pack("<16i", *[1] * 16)).decode()
 data = [{"INPUT0": counting, "INPUT1": [1] * 16},
-        {"INPUT0": {"b64": ones_b64}, "INPUT1": {"content": [2] * 16, "shape": [1, 16]}}]
+        {"INPUT0": {"b64": ones_b64}, "INPUT1": {"content": [2] * 16, "shape": [16]}}]
 good = [{"OUTPUT0": [v + 1 for v in counting], "OUTPUT1": [v - 1 for v in counting]},
         {"OUTPUT0": [3] * 16, "OUTPUT1": [-1] * 16}]
 bad = json.loads(json.dumps(good))
@@ -92,8 +92,11 @@ status "$perf" -u "$url" -m identity_fp32 --shape INPUT0:2,3 "${quick[@]}" --jso
 [ $rc -eq 0 ] || fail "--shape: $(cat "$work/err")"
 status "$perf" -u "$url" -m identity_fp32 --input-data "$work/identity.json" "${quick[@]}"
 [ $rc -eq 0 ] || fail "the file's shape: $(cat "$work/err")"
-status "$perf" -u "$url" -m simple -b 2 "${quick[@]}"
+status "$perf" -u "$url" -m identity_fp32 --shape INPUT0:2,3 -b 2 "${quick[@]}"
 [ $rc -eq 2 ] && grep -q "the model does not batch" "$work/err" || fail "-b on a model that does not batch"
+# Triton's published simple batches (max_batch_size 8): perf_analyzer -b 2 on it.
+status "$perf" -u "$url" -m simple -b 2 "${quick[@]}"
+[ $rc -eq 0 ] || fail "-b 2 on simple: $(cat "$work/err")"
 pass
 
 # --percentile: p95 is a column of its own; another percentile adds one, and stability uses it.

@@ -13,15 +13,18 @@
 
 namespace sonic::models {
 
-/// Triton's example model: INT32 INPUT0, INPUT1 of shape [1,16] → OUTPUT0 = INPUT0 + INPUT1,
-/// OUTPUT1 = INPUT0 - INPUT1.
+/// Triton's example model simple as its example repository publishes it (server
+/// docs/examples/model_repository/simple: max_batch_size 8, INT32 INPUT0, INPUT1 of dims [16])
+/// → OUTPUT0 = INPUT0 + INPUT1, OUTPUT1 = INPUT0 - INPUT1, of the inputs' shape [batch, 16].
 inline Model simple() {
   Model m;
   m.name = "simple";
-  m.inputs = {{"INPUT0", DataType::Int32, {1, 16}}, {"INPUT1", DataType::Int32, {1, 16}}};
-  m.outputs = {{"OUTPUT0", DataType::Int32, {1, 16}}, {"OUTPUT1", DataType::Int32, {1, 16}}};
+  m.max_batch_size = 8;
+  m.inputs = {{"INPUT0", DataType::Int32, {-1, 16}}, {"INPUT1", DataType::Int32, {-1, 16}}};
+  m.outputs = {{"OUTPUT0", DataType::Int32, {-1, 16}}, {"OUTPUT1", DataType::Int32, {-1, 16}}};
   m.compute = [](const InferRequest& request) -> Result<std::vector<NamedTensor>> {
-    auto a = request.find_input("INPUT0")->tensor.as<std::int32_t>();
+    const Tensor& first = request.find_input("INPUT0")->tensor;
+    auto a = first.as<std::int32_t>();
     auto b = request.find_input("INPUT1")->tensor.as<std::int32_t>();
     std::vector<std::int32_t> sum(a.size()), difference(a.size());
     for (std::size_t i = 0; i < a.size(); ++i) {
@@ -29,8 +32,8 @@ inline Model simple() {
       difference[i] = detail::wrapping_difference(a[i], b[i]);
     }
     return std::vector<NamedTensor>{
-        {"OUTPUT0", Tensor::from_vector(std::move(sum), {1, 16}), {}},
-        {"OUTPUT1", Tensor::from_vector(std::move(difference), {1, 16}), {}}};
+        {"OUTPUT0", Tensor::from_vector(std::move(sum), first.shape()), {}},
+        {"OUTPUT1", Tensor::from_vector(std::move(difference), first.shape()), {}}};
   };
   return m;
 }

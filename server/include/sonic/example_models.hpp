@@ -44,15 +44,18 @@ inline Result<std::int32_t> parse_decimal(std::string_view text, const char* inp
 
 }  // namespace detail
 
-/// Triton's simple_string: BYTES INPUT0, INPUT1 of shape [1,16], each element a decimal
-/// integer as text → OUTPUT0 = INPUT0 + INPUT1, OUTPUT1 = INPUT0 - INPUT1, as text.
+/// Triton's simple_string as its example repository publishes it (max_batch_size 8, BYTES
+/// INPUT0, INPUT1 of dims [16]), each element a decimal integer as text → OUTPUT0 = INPUT0 +
+/// INPUT1, OUTPUT1 = INPUT0 - INPUT1, as text, of the inputs' shape [batch, 16].
 inline Model simple_string() {
   Model m;
   m.name = "simple_string";
-  m.inputs = {{"INPUT0", DataType::Bytes, {1, 16}}, {"INPUT1", DataType::Bytes, {1, 16}}};
-  m.outputs = {{"OUTPUT0", DataType::Bytes, {1, 16}}, {"OUTPUT1", DataType::Bytes, {1, 16}}};
+  m.max_batch_size = 8;
+  m.inputs = {{"INPUT0", DataType::Bytes, {-1, 16}}, {"INPUT1", DataType::Bytes, {-1, 16}}};
+  m.outputs = {{"OUTPUT0", DataType::Bytes, {-1, 16}}, {"OUTPUT1", DataType::Bytes, {-1, 16}}};
   m.compute = [](const InferRequest& request) -> Result<std::vector<NamedTensor>> {
-    auto a = request.find_input("INPUT0")->tensor.string_views();
+    const Tensor& first = request.find_input("INPUT0")->tensor;
+    auto a = first.string_views();
     auto b = request.find_input("INPUT1")->tensor.string_views();
     std::vector<std::string> sum(a.size()), difference(a.size());
     for (std::size_t i = 0; i < a.size(); ++i) {
@@ -63,16 +66,19 @@ inline Model simple_string() {
       sum[i] = std::to_string(detail::wrapping_sum(*x, *y));
       difference[i] = std::to_string(detail::wrapping_difference(*x, *y));
     }
-    return std::vector<NamedTensor>{{"OUTPUT0", Tensor::from_strings(sum, {1, 16}), {}},
-                                    {"OUTPUT1", Tensor::from_strings(difference, {1, 16}), {}}};
+    return std::vector<NamedTensor>{
+        {"OUTPUT0", Tensor::from_strings(sum, first.shape()), {}},
+        {"OUTPUT1", Tensor::from_strings(difference, first.shape()), {}}};
   };
   return m;
 }
 
-/// Triton's simple_identity: BYTES INPUT0 of shape [-1,-1] → OUTPUT0, the same strings.
+/// Triton's simple_identity as published (a Python model: max_batch_size 8, BYTES INPUT0 of
+/// dims [-1]) → OUTPUT0, the same strings.
 inline Model simple_identity() {
   Model m;
   m.name = "simple_identity";
+  m.max_batch_size = 8;
   m.inputs = {{"INPUT0", DataType::Bytes, {-1, -1}}};
   m.outputs = {{"OUTPUT0", DataType::Bytes, {-1, -1}}};
   m.compute = [](const InferRequest& request) -> Result<std::vector<NamedTensor>> {
