@@ -4,8 +4,10 @@
 // its request and never a crash, a region unregistered while requests use it either read
 // whole or not found.
 #include <doctest/doctest.h>
+#include <pwd.h>
 
 #include <atomic>
+#include <cstdio>
 #include <cstring>
 #include <string>
 #include <thread>
@@ -39,6 +41,16 @@ std::string counting_floats() {
     std::memcpy(&bytes[static_cast<std::size_t>(i) * 4], &value, 4);
   }
   return bytes;
+}
+
+std::string run_thief(const std::string& command) {
+  std::string out;
+  FILE* pipe = ::popen(command.c_str(), "r");
+  REQUIRE(pipe != nullptr);
+  char buffer[512];
+  while (std::fgets(buffer, sizeof buffer, pipe)) out += buffer;
+  ::pclose(pipe);
+  return out;
 }
 
 }  // namespace
@@ -100,4 +112,38 @@ TEST_CASE("over HTTP, a region unregistered while requests use it: read whole or
   CHECK(wrong == 0);
   CHECK(whole > 0);
   REQUIRE_MESSAGE(target.ended().empty(), "the server " << target.ended());
+}
+
+TEST_CASE("over HTTP, a client maps only memory it owns and uses only its user's regions") {
+  // The owner checks of the gRPC port ("a client maps only shared memory it owns"), on the HTTP
+  // port: the kernel names the user on the other end of the HTTP connection.
+  if (::geteuid() != 0) {
+    MESSAGE("skipped: needs root, to run the thief as another user");
+    return;
+  }
+  const passwd* nobody = ::getpwnam("nobody");
+  REQUIRE(nobody != nullptr);
+  HostileTarget target;
+  ShmObject secret(4096, 0600);  // root's
+  secret.write(counting_floats());
+  const std::string thief = std::string(SHM_THIEF_BINARY) + " " + http_endpoint(target) + " " +
+                            std::to_string(nobody->pw_uid) + " ";
+  const std::string by_key = run_thief(thief + secret.key());
+  MESSAGE("thief on root's object: " << by_key);
+  CHECK(by_key.rfind("refused: ", 0) == 0);
+  CHECK(by_key.find("is not this client's") != std::string::npos);
+  // Root's region, registered by root over HTTP, is not found by another user's connection.
+  Client owner(http_endpoint(target));
+  register_region(owner, "roots", secret.key(), 64);
+  CHECK(identity_from_region(owner, "roots", 16)[0] == 1000.0f);
+  const std::string by_name = run_thief(thief + "@roots");
+  MESSAGE("thief on root's region: " << by_name);
+  CHECK(by_name.rfind("refused: NOT_FOUND", 0) == 0);
+  // The same client with an object of its own is served.
+  ShmObject own(4096, 0600);
+  own.chown_to(nobody->pw_uid, nobody->pw_gid);
+  own.write(counting_floats());
+  const std::string served = run_thief(thief + own.key());
+  MESSAGE("thief on its own object: " << served);
+  CHECK(served.rfind("read: 1000 1001", 0) == 0);
 }
