@@ -195,6 +195,20 @@ TEST_CASE("tensors in shared memory: inputs as descriptors, outputs answered wit
   REQUIRE(decoded->request.outputs().size() == 1);
   CHECK(decoded->request.outputs()[0].parameters.count("shared_memory_byte_size") == 1);
 
+  // An input in a region takes none of the binary data: the next binary input's bytes start
+  // right after the JSON.
+  const std::string header = R"({"inputs": [
+      {"name": "S", "shape": [2], "datatype": "INT32",
+       "parameters": {"shared_memory_region": "r", "shared_memory_byte_size": 8}},
+      {"name": "B", "shape": [2], "datatype": "INT32", "parameters": {"binary_data_size": 8}}]})";
+  const std::int32_t ints[] = {7, 9};
+  std::string mixed = header;
+  mixed.append(reinterpret_cast<const char*>(ints), sizeof ints);
+  auto both = decode(mixed, header.size());
+  REQUIRE_MESSAGE(both, both.error().message());
+  CHECK(both->request.find_input("B")->tensor.to_owned().as<std::int32_t>()[1] == 9);
+  CHECK(both->request.find_input("S")->tensor.byte_size() == 0);
+
   // Triton's ValidateInputContentType and ValidateOutputParameter, in its words.
   const std::string shm = R"("shared_memory_region": "r", "shared_memory_byte_size": 4)";
   const std::pair<std::string, std::string> refused[] = {
