@@ -230,7 +230,10 @@ TEST_CASE("tensors in shared memory: inputs as descriptors, outputs answered wit
            shm + "}}]}",
        "Output can't set both 'shared_memory_region' and 'classification'"},
   };
-  for (const auto& [body, error] : refused) {
+  for (const auto& refused_case : refused) {
+    // Not a structured binding: CAPTURE's lambda cannot name one in C++17 (clang).
+    const std::string& body = refused_case.first;
+    const std::string& error = refused_case.second;
     CAPTURE(body);
     auto failed = decode(body);
     REQUIRE_FALSE(failed);
