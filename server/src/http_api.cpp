@@ -16,6 +16,7 @@
 #include "protocol/compression.hpp"
 #include "protocol/control_codec.hpp"
 #include "request_options.hpp"
+#include "shm_registry.hpp"
 
 namespace sonic::server {
 
@@ -62,6 +63,12 @@ json statistics_json(const ModelStatistics& s) {
                 {"cache_hit", duration_json(Duration{})}}},
               {"batch_stats", std::move(batches)}};
 }
+
+// What a request asked for: how its outputs are written, and the regions it uses.
+struct Asked {
+  HttpInferRequest http;
+  ShmUse shm;
+};
 
 class HttpApi : public std::enable_shared_from_this<HttpApi> {
  public:
@@ -220,17 +227,24 @@ class HttpApi : public std::enable_shared_from_this<HttpApi> {
       auto decoded = decode_http_infer(route.name, route.version, request.body.bytes,
                                        request.body.view(), json_length);
       if (!decoded) return respond(error_reply(decoded.error()));
-      return run(std::move(*decoded), request.caller, arrived, {}, std::move(respond), true);
+      return run(std::move(*decoded), client_of(request), request.caller, arrived, {},
+                 std::move(respond), true);
     }
     context_->executor->run_async([self = shared_from_this(), route = std::move(route),
                                    body = std::move(request.body), json_length,
-                                   caller = std::move(request.caller), arrived,
-                                   respond = std::move(respond)]() mutable {
+                                   client = client_of(request), caller = std::move(request.caller),
+                                   arrived, respond = std::move(respond)]() mutable {
       auto decoded =
           decode_http_infer(route.name, route.version, body.bytes, body.view(), json_length);
       if (!decoded) return respond(error_reply(decoded.error()));
-      self->run(std::move(*decoded), caller, arrived, {}, std::move(respond), false);
+      self->run(std::move(*decoded), client, caller, arrived, {}, std::move(respond), false);
     });
+  }
+
+  // Who sent `request`, for its tensors in shared memory: asked here, on the connection's
+  // network thread (HttpRequest::client), as decoding and running may be on the pool.
+  static ShmClient client_of(const HttpRequest& request) {
+    return request.client ? request.client() : ShmClient{};
   }
 
   // A body with a Content-Encoding, inflated on the executor's pool a slice at a time
@@ -249,29 +263,39 @@ class HttpApi : public std::enable_shared_from_this<HttpApi> {
     }
     request.budget->settle(bound);
     auto held = std::make_shared<BudgetHold>(request.budget, bound);
-    inflate_paced(context_->executor, std::move(request.body), encoding, options.max_inflate_ratio,
-                  options.max_message_bytes,
-                  [self = shared_from_this(), route = std::move(route), held, json_length,
-                   caller = std::move(request.caller), arrived = Clock::now(),
-                   respond = std::move(respond)](Result<HttpBody> inflated) mutable {
-                    if (!inflated) return respond(error_reply(inflated.error()));
-                    auto decoded = decode_http_infer(route.name, route.version, inflated->bytes,
-                                                     inflated->view(), json_length);
-                    if (!decoded) return respond(error_reply(decoded.error()));
-                    self->run(std::move(*decoded), caller, arrived, held, std::move(respond),
-                              false);
-                  });
+    inflate_paced(
+        context_->executor, std::move(request.body), encoding, options.max_inflate_ratio,
+        options.max_message_bytes,
+        [self = shared_from_this(), route = std::move(route), held, json_length,
+         client = client_of(request), caller = std::move(request.caller), arrived = Clock::now(),
+         respond = std::move(respond)](Result<HttpBody> inflated) mutable {
+          if (!inflated) return respond(error_reply(inflated.error()));
+          auto decoded = decode_http_infer(route.name, route.version, inflated->bytes,
+                                           inflated->view(), json_length);
+          if (!decoded) return respond(error_reply(decoded.error()));
+          self->run(std::move(*decoded), client, caller, arrived, held, std::move(respond), false);
+        });
   }
 
   // Runs a decoded request for `caller` (its deadline the one the request carries, counted from
   // `arrived`), admitted first (counted on its model, and refused at once when it would miss
   // its deadline); on the calling thread when it may (`here`: the network thread, a quick
-  // model or inline_models), else on the pool. `held` is kept until the answer.
-  void run(HttpInferRequest decoded, const std::shared_ptr<Caller>& caller,
+  // model or inline_models), else on the pool. `held` is kept until the answer. Tensors in
+  // shared memory are bound to `client`'s regions first, as on the gRPC port (the same
+  // registry, checks and limits): inputs become views of them (CUDA ones, host copies),
+  // outputs are written there once the model ran; a region stays mapped until the answer even
+  // if it is unregistered meanwhile.
+  void run(HttpInferRequest decoded, const ShmClient& client, const std::shared_ptr<Caller>& caller,
            Clock::time_point arrived, std::shared_ptr<BudgetHold> held, HttpRespond respond,
            bool here) {
     InferRequest infer_request = std::move(decoded.request);
-    auto asked = std::make_shared<HttpInferRequest>(std::move(decoded));
+    auto asked = std::make_shared<Asked>();
+    asked->http = std::move(decoded);
+    if (SharedMemoryRegistry::uses_shared_memory(infer_request)) {
+      auto bound = context_->shared_memory.bind(client, infer_request);
+      if (!bound) return respond(error_reply(bound.error()));
+      asked->shm = std::move(*bound);
+    }
     if (caller) {
       take_client_timeout(*caller, infer_request, arrived);
       infer_request.caller(caller);
@@ -288,12 +312,13 @@ class HttpApi : public std::enable_shared_from_this<HttpApi> {
         return respond(reply_of(std::move(*quick), *asked));
       }
     }
-    executor.infer_async(std::move(infer_request),
-                         [asked, held = std::move(held), admission = std::move(*admitted),
-                          respond = std::move(respond)](Result<InferResult> result) mutable {
-                           Admission answered = std::move(admission);  // off the model's count
-                           respond(reply_of(std::move(result), *asked));
-                         });
+    executor.infer_async(
+        std::move(infer_request),
+        [self = shared_from_this(), asked, held = std::move(held), admission = std::move(*admitted),
+         respond = std::move(respond)](Result<InferResult> result) mutable {
+          Admission answered = std::move(admission);  // off the model's count
+          respond(self->reply_of(std::move(result), *asked));
+        });
   }
 
   // What a Content-Encoding names: none, gzip or deflate; Triton's words for another.
@@ -319,10 +344,16 @@ class HttpApi : public std::enable_shared_from_this<HttpApi> {
     return reply;
   }
 
-  // The answer to an inference request, or its error.
-  static HttpReply reply_of(Result<InferResult> result, const HttpInferRequest& asked) {
+  // The answer to an inference request, or its error; its outputs bound for regions written
+  // there first.
+  HttpReply reply_of(Result<InferResult> result, const Asked& asked) {
     if (!result) return error_reply(result.error());
-    auto encoded = encode_http_infer(*result, asked);
+    if (!asked.shm.empty()) {
+      if (auto placed = context_->shared_memory.complete(asked.shm, *result); !placed) {
+        return error_reply(placed.error());
+      }
+    }
+    auto encoded = encode_http_infer(*result, asked.http);
     if (!encoded) return error_reply(encoded.error());
     HttpReply reply{200, "application/json", std::move(encoded->body), {}};
     if (encoded->json_length) {

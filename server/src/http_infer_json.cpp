@@ -18,14 +18,42 @@ using nlohmann::json;
 using protocol::parameters_from_json;
 using protocol::parameters_to_json;
 
-// Tensors in shared memory are the gRPC port's only so far: refused here rather than answered
-// as if the parameter were not there (an output would come back inline, its region untouched).
-Result<void> refuse_shared_memory(const std::string& tensor, const Parameters& parameters) {
-  if (parameters.count(protocol::kSharedMemoryRegion) == 0) return {};
-  return Error(StatusCode::Unimplemented,
-               "tensor '" + tensor +
-                   "' names a shared memory region: sonic-server takes shared memory tensors over "
-                   "gRPC only; send the data in the HTTP request");
+bool names_region(const Parameters& parameters) {
+  return parameters.count(protocol::kSharedMemoryRegion) != 0;
+}
+
+// Triton's ValidateInputContentType (server src/http_server.cc): an input sets exactly one of
+// "data", a binary_data_size parameter and a shared_memory_region parameter, in its words.
+Result<void> check_input_content(const json& input, const Parameters& parameters) {
+  const bool has_data = input.contains("data");
+  const bool has_binary = parameters.count("binary_data_size") != 0;
+  const bool has_shm = names_region(parameters);
+  const int set = int(has_data) + int(has_binary) + int(has_shm);
+  if (set == 1) return {};
+  std::string message =
+      "Input must set only one of the following fields: 'data', 'binary_data_size' in "
+      "'parameters', 'shared_memory_region' in 'parameters'. But";
+  if (set == 0) return invalid(message + " no field is set");
+  message += " set";
+  if (has_data) message += " 'data'";
+  if (has_binary) message += " 'binary_data_size'";
+  if (has_shm) message += " 'shared_memory_region'";
+  return invalid(message);
+}
+
+// Triton's ValidateOutputParameter: an output written to a region cannot also be asked for as
+// binary data or as a classification (whose results are not written to shared memory).
+Result<void> check_output_parameters(const Parameters& parameters) {
+  if (!names_region(parameters)) return {};
+  if (parameters.count("classification")) {
+    return invalid("Output can't set both 'shared_memory_region' and 'classification'");
+  }
+  auto binary = parameters.find("binary_data");
+  if (binary != parameters.end() && std::holds_alternative<bool>(binary->second) &&
+      std::get<bool>(binary->second)) {
+    return invalid("Output can't set both 'shared_memory_region' and 'binary_data'");
+  }
+  return {};
 }
 
 // decode_http_infer(), for a body whose JSON may be of any shape: nlohmann/json throws where
@@ -88,8 +116,13 @@ Result<HttpInferRequest> decode_body(const std::string& model, const std::string
       if (!parsed) return parsed.error();
       tensor_parameters = std::move(*parsed);
     }
-    if (auto refused = refuse_shared_memory(name, tensor_parameters); !refused) {
-      return refused.error();
+    if (auto ok = check_input_content(input, tensor_parameters); !ok) return ok.error();
+    if (names_region(tensor_parameters)) {
+      // Its bytes are in a region: the server binds it (SharedMemoryRegistry::bind) once the
+      // request is whole, as the gRPC port does.
+      out.request.input(name, Tensor::descriptor(*type, std::move(shape)),
+                        std::move(tensor_parameters));
+      continue;
     }
     auto binary_size = tensor_parameters.find("binary_data_size");
     if (binary_size != tensor_parameters.end()) {
@@ -114,8 +147,6 @@ Result<HttpInferRequest> decode_body(const std::string& model, const std::string
       continue;
     }
     auto data = input.find("data");
-    if (data == input.end())
-      return invalid("input '" + name + "' has neither 'data' nor binary data");
     auto tensor = protocol::tensor_from_json(name, *type, shape, *data);
     if (!tensor) return tensor.error();
     out.request.input(name, std::move(*tensor), std::move(tensor_parameters));
@@ -131,7 +162,7 @@ Result<HttpInferRequest> decode_body(const std::string& model, const std::string
         if (!parsed) return parsed.error();
         parameters = std::move(*parsed);
       }
-      if (auto refused = refuse_shared_memory(name, parameters); !refused) return refused.error();
+      if (auto ok = check_output_parameters(parameters); !ok) return ok.error();
       if (auto binary = parameters.find("binary_data"); binary != parameters.end()) {
         out.binary_output[name] =
             std::holds_alternative<bool>(binary->second) && std::get<bool>(binary->second);
@@ -169,6 +200,20 @@ Result<HttpInferBody> encode_http_infer(const InferResult& result, const HttpInf
     entry["name"] = out.name;
     entry["datatype"] = to_string(out.tensor.dtype());
     entry["shape"] = out.tensor.shape();
+    if (names_region(out.parameters)) {
+      // Written to the region the request named (SharedMemoryRegistry::complete): Triton's
+      // entry for such an output is its name, datatype and shape, with neither data nor a
+      // binary_data_size (its OutputInfo::SHM kind adds none), and the placement is not
+      // repeated: the client knows where it asked for it.
+      Parameters rest = out.parameters;
+      for (const char* key : {protocol::kSharedMemoryRegion, protocol::kSharedMemoryByteSize,
+                              protocol::kSharedMemoryOffset}) {
+        rest.erase(key);
+      }
+      if (!rest.empty()) entry["parameters"] = parameters_to_json(rest);
+      outputs.push_back(std::move(entry));
+      continue;
+    }
     json parameters = parameters_to_json(out.parameters);
     auto chosen = asked.binary_output.find(out.name);
     const bool as_binary =

@@ -9,6 +9,11 @@
 // major) unless the request asks for binary data ("binary_data_output" for all, an output's
 // "binary_data" for one); binary outputs follow the JSON in the order they are listed, each
 // with its binary_data_size.
+// Triton's shared memory extension: an input or output whose parameters name a
+// shared_memory_region (with shared_memory_byte_size and, optionally, shared_memory_offset) has
+// its bytes in a registered region. Such an input is decoded as a descriptor (type and shape)
+// that the server binds to the region; such an output, once written there, is answered with
+// its name, datatype and shape only.
 #pragma once
 
 #include <map>

@@ -626,18 +626,6 @@ def test_system_shared_memory(rest):
         segment.unlink()
 
 
-def test_inference_refuses_shared_memory_tensors(rest):
-    """Shared memory tensors are the gRPC port's only: an HTTP request naming a region is
-    refused (UNIMPLEMENTED: 501), never answered as if it did not."""
-    placed = {"shared_memory_region": "r", "shared_memory_byte_size": 64}
-    in_memory = dict(SIMPLE_INPUTS[0], parameters=placed)
-    del in_memory["data"]
-    for body in ({"inputs": [in_memory, SIMPLE_INPUTS[1]]},
-                 {"inputs": SIMPLE_INPUTS, "outputs": [{"name": "OUTPUT0", "parameters": placed}]}):
-        status, _, answer = infer_json(rest.http_port, "simple", body)
-        assert status == 501 and "shared memory" in json.loads(answer)["error"]
-
-
 def test_system_shared_memory_errors(rest):
     port = rest.http_port
     cases = [

@@ -18,7 +18,15 @@ extension_statistics.md, extension_shared_memory.md):
   compressed when the request's Accept-Encoding lists gzip or deflate;
 - the model's configuration at .../config is the ModelConfig itself (no wrapper), with int64
   fields as JSON numbers; statistics as {"model_stats": [...]}; the repository index (POST) as a
-  JSON array; load and unload as empty 200s; system shared memory status as a JSON array.
+  JSON array; load and unload as empty 200s;
+- system shared memory (shared_memory_manager.cc): register ({"key", "offset", "byte_size"})
+  maps the POSIX object, ALREADY_EXISTS for a name in use; unregister (one, or all) and status
+  (a JSON array of {name, key, offset, byte_size}); an input or output whose parameters name a
+  shared_memory_region (with shared_memory_byte_size, shared_memory_offset) is read from or
+  written to the region, NOT_FOUND "Unable to find shared memory region: 'NAME'" for an unknown
+  one, INVALID_ARG for an offset or size outside it; an output written to a region is answered
+  with its name, datatype and shape alone (its OutputInfo::SHM kind adds no data, no
+  binary_data_size and no parameters).
 
 Models (version "1"): simple (INT32 INPUT0 + INPUT1 and INPUT0 - INPUT1, [1,16]),
 identity_fp32 (FP32 [-1,-1]), simple_identity (BYTES [-1,-1]), slow (identity_fp32 after
@@ -34,6 +42,8 @@ with a keep-alive limit does.
 import gzip
 import http.server
 import json
+import mmap
+import os
 import socketserver
 import struct
 import threading
@@ -204,8 +214,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
                                   "repository" % parts[3])
             model.ready = parts[4] == "load"
             return self.reply(200)
-        if parts[:2] == ["v2", "systemsharedmemory"] and parts[-1] == "status":
-            return self.reply_json([])
+        if parts[:2] == ["v2", "systemsharedmemory"]:
+            return self.system_shared_memory(method, parts, body)
         if parts[:2] == ["v2", "models"] and len(parts) >= 3 and parts[-1] == "ready":
             # InferenceServer::ModelIsReady answers "not ready", not an error, for a model it
             # does not know; the frontend then answers 400.
@@ -238,6 +248,55 @@ class Handler(http.server.BaseHTTPRequestHandler):
                                                           "compute_infer", "compute_output")},
                 "batch_stats": []}
 
+    # ---- system shared memory -------------------------------------------------------------
+    def system_shared_memory(self, method, parts, body):
+        regions = self.server.regions
+        name = parts[3] if len(parts) == 5 and parts[2] == "region" else ""
+        action = parts[-1]
+        if action == "status" and method == "GET":
+            if name and name not in regions:
+                raise TritonError("NOT_FOUND",
+                                  "Unable to find system shared memory region: '%s'" % name)
+            return self.reply_json([
+                {"name": n, "key": r["key"], "offset": r["offset"], "byte_size": r["byte_size"]}
+                for n, r in regions.items() if not name or n == name])
+        if action == "register" and method == "POST":
+            request = json.loads(body)
+            if name in regions:
+                raise TritonError("ALREADY_EXISTS",
+                                  "shared memory region '%s' already in manager" % name)
+            try:  # shm_open(key) is a file in /dev/shm on Linux
+                with open("/dev/shm/" + request["key"].lstrip("/"), "r+b") as f:
+                    mapping = mmap.mmap(f.fileno(), 0)
+            except OSError:
+                raise TritonError("INTERNAL", "Unable to open shared memory region: '%s'"
+                                  % request["key"])
+            regions[name] = {"key": request["key"], "offset": request.get("offset", 0),
+                             "byte_size": request["byte_size"], "mapping": mapping}
+            return self.reply(200)
+        if action == "unregister" and method == "POST":
+            for n in ([name] if name else list(regions)):
+                regions.pop(n, None)
+            return self.reply(200)
+        raise TritonError("INVALID_ARG", "Not Found")
+
+    def region_view(self, parameters):
+        """(mapping, start, byte_size) that a tensor's shared_memory_* parameters name, checked
+        as SharedMemoryManager::GetMemoryInfo checks them."""
+        name = parameters["shared_memory_region"]
+        region = self.server.regions.get(name)
+        if region is None:
+            raise TritonError("NOT_FOUND", "Unable to find shared memory region: '%s'" % name)
+        offset = parameters.get("shared_memory_offset", 0)
+        size = parameters.get("shared_memory_byte_size", 0)
+        if offset >= region["byte_size"]:
+            raise TritonError("INVALID_ARG",
+                              "Invalid offset for shared memory region: '%s'" % name)
+        if offset + size > region["byte_size"]:
+            raise TritonError("INVALID_ARG",
+                              "Invalid offset + byte size for shared memory region: '%s'" % name)
+        return region["mapping"], region["offset"] + offset, size
+
     # ---- inference ----------------------------------------------------------------------
     def infer(self, model, body):
         header_length = self.headers.get("Inference-Header-Content-Length")
@@ -256,7 +315,12 @@ class Handler(http.server.BaseHTTPRequestHandler):
                                   "model '%s' expects '%s'" % (name, datatype, model.name,
                                                                specs[name][0]))
             size = entry.get("parameters", {}).get("binary_data_size")
-            if size is not None:
+            if "shared_memory_region" in entry.get("parameters", {}):
+                mapping, start, size = self.region_view(entry["parameters"])
+                raw = bytes(mapping[start:start + size])
+                array = (decode_bytes(raw) if datatype == "BYTES"
+                         else np.frombuffer(raw, NUMPY[datatype]))
+            elif size is not None:
                 raw = binary[at:at + size]
                 at += size
                 array = (decode_bytes(raw) if datatype == "BYTES"
@@ -279,7 +343,16 @@ class Handler(http.server.BaseHTTPRequestHandler):
             array = outputs[output["name"]]
             datatype = dict((n, d) for n, d, _ in model.outputs)[output["name"]]
             entry = {"name": output["name"], "datatype": datatype, "shape": list(array.shape)}
-            if output.get("parameters", {}).get("binary_data", all_binary):
+            if "shared_memory_region" in output.get("parameters", {}):
+                mapping, start, size = self.region_view(output["parameters"])
+                blob = (encode_bytes(array) if datatype == "BYTES"
+                        else np.ascontiguousarray(array).tobytes())
+                if len(blob) > size:
+                    raise TritonError("INTERNAL", "shared memory size specified with the request "
+                                      "for output '%s' (%d bytes) should be at least %d bytes to "
+                                      "hold the results" % (output["name"], size, len(blob)))
+                mapping[start:start + len(blob)] = blob
+            elif output.get("parameters", {}).get("binary_data", all_binary):
                 blob = (encode_bytes(array) if datatype == "BYTES"
                         else np.ascontiguousarray(array).tobytes())
                 entry["parameters"] = {"binary_data_size": len(blob)}
@@ -316,6 +389,7 @@ class TritonHttpServer(socketserver.ThreadingMixIn, http.server.HTTPServer):
         self.connections = 0
         self.open_connections = 0
         self.encodings = []
+        self.regions = {}  # system shared memory, by name
         self.thread = threading.Thread(target=self.serve_forever, daemon=True)
 
     def get_request(self):

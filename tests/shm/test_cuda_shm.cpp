@@ -243,3 +243,45 @@ TEST_CASE("cuda: a server with no usable GPU refuses the region as Triton does; 
     }
   }
 }
+
+TEST_CASE("cuda: over HTTP, an input read from device memory and its output written there") {
+  // sonic-server's HTTP port binds CUDA regions with the gRPC port's registry; the http://
+  // client carries the shared_memory_* parameters as tritonclient.http does, and registers the
+  // handle with POST /v2/cudasharedmemory/region/NAME/register.
+  if (!have_device()) return;
+  std::vector<std::string> command = server_command();
+  command.back() = "true";  // --allow-http true
+  command.insert(command.end(), {"--http-port", "0"});
+  ChildServer server(command, kListening);
+  const int http_port = server.next_port("sonic-server http listening on 127.0.0.1:");
+  Client client("http://127.0.0.1:" + std::to_string(http_port));
+  void* memory = nullptr;
+  REQUIRE(cudaMalloc(&memory, 1 << 16) == cudaSuccess);
+  cudaIpcMemHandle_t handle;
+  REQUIRE(cudaIpcGetMemHandle(&handle, memory) == cudaSuccess);
+  const std::string raw(reinterpret_cast<const char*>(&handle), sizeof handle);
+  (void)client.call("CudaSharedMemoryRegister",
+                    protocol::encode_cuda_shm_registration({"gpu", raw, 0, 1 << 16}));
+  Tensor input = sample(DataType::Fp32, 1024, 5);  // 4096 bytes at 0, written back at 8192
+  REQUIRE(cudaMemcpy(memory, input.data(), input.byte_size(), cudaMemcpyHostToDevice) ==
+          cudaSuccess);
+  REQUIRE(cudaDeviceSynchronize() == cudaSuccess);
+  auto placed = [](std::int64_t offset, std::int64_t bytes) {
+    return Parameters{{"shared_memory_region", std::string("gpu")},
+                      {"shared_memory_byte_size", bytes},
+                      {"shared_memory_offset", offset}};
+  };
+  auto bytes = static_cast<std::int64_t>(input.byte_size());
+  auto result = client.infer(
+      InferRequest(identity_name(DataType::Fp32))
+          .input("INPUT0", Tensor::descriptor(DataType::Fp32, input.shape()), placed(0, bytes))
+          .output("OUTPUT0", placed(8192, bytes)));
+  CHECK(result.output("OUTPUT0").byte_size() == 0);
+  CHECK(result.output("OUTPUT0").shape() == input.shape());
+  std::vector<std::uint8_t> written(input.byte_size());
+  REQUIRE(cudaMemcpy(written.data(), static_cast<std::uint8_t*>(memory) + 8192, written.size(),
+                     cudaMemcpyDeviceToHost) == cudaSuccess);
+  CHECK(same(written, input));
+  (void)client.call("CudaSharedMemoryUnregister", protocol::encode_region_name("gpu"));
+  CHECK(cudaFree(memory) == cudaSuccess);
+}

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "protocol/control_codec.hpp"
+#include "protocol/infer_codec.hpp"
 #include "protocol/proto_json.hpp"
 
 using nlohmann::json;
@@ -86,6 +87,38 @@ TEST_CASE("an answer's binary outputs and JSON outputs both become tensors") {
   CHECK(result->output("output0").shape() == sonic::Shape{3, 2});
   CHECK(result->output("output1").as<std::int32_t>()[3] == 4);
   CHECK(result->output("strings").to_strings() == std::vector<std::string>{"a", "bc"});
+}
+
+TEST_CASE("outputs placed in shared memory take the request's placement: Triton names none") {
+  // Triton's HTTP frontend answers an output it wrote to a region with its name, datatype and
+  // shape alone (no data, no binary_data_size, no parameters): only the request says where its
+  // bytes went, as with gRPC (protocol::decode_infer_response's `placed`).
+  const std::string answer = R"({"model_name": "simple", "model_version": "1", "outputs": [
+      {"name": "OUTPUT0", "datatype": "INT32", "shape": [1, 16]},
+      {"name": "OUTPUT1", "datatype": "INT32", "shape": [2], "parameters":
+       {"binary_data_size": 8}}]})";
+  auto parsed = http::parse_rest_answer(answer);
+  REQUIRE(parsed);
+  auto layout = http::binary_layout(*parsed, 8);
+  REQUIRE(layout);
+  const std::vector<std::int32_t> ints{3, 4};
+  InferRequest request("simple");
+  request.output("OUTPUT0", {{"shared_memory_region", std::string("output_data")},
+                             {"shared_memory_byte_size", std::int64_t{64}},
+                             {"shared_memory_offset", std::int64_t{64}}});
+  request.output("OUTPUT1");
+  const auto placed = sonic::protocol::outputs_in_shared_memory(request);
+  auto result = http::decode_rest_infer(*parsed, {part_of(ints.data(), 8)}, *layout, &placed);
+  REQUIRE_MESSAGE(result, result.error().message());
+  const auto* out = result->find_output("OUTPUT0");
+  REQUIRE(out);
+  CHECK(out->tensor.byte_size() == 0);
+  CHECK(out->tensor.shape() == sonic::Shape{1, 16});
+  CHECK(std::get<std::string>(out->parameters.at("shared_memory_region")) == "output_data");
+  CHECK(std::get<std::int64_t>(out->parameters.at("shared_memory_offset")) == 64);
+  CHECK(result->output("OUTPUT1").as<std::int32_t>()[1] == 4);
+  // Without the request's placement, such an output is a malformed answer.
+  REQUIRE_FALSE(http::decode_rest_infer(*parsed, {part_of(ints.data(), 8)}, *layout));
 }
 
 TEST_CASE("answers whose binary sizes do not add up are refused") {

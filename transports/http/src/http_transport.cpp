@@ -85,7 +85,10 @@ class HttpTransport final : public protocol::ControlCalls {
       return route.fail(std::move(done), head.error());
     }
     const auto encoded = Clock::now();
-    call->done = [done = std::move(done), begun, encoded](Result<HttpAnswer> answer) mutable {
+    // Outputs the request placed in shared memory: the answer need not say they are there.
+    auto placed = protocol::outputs_in_shared_memory(request);
+    call->done = [done = std::move(done), begun, encoded,
+                  placed = std::move(placed)](Result<HttpAnswer> answer) mutable {
       if (!answer) return done(answer.error());
       if (answer->status != 200) {
         Error refused = rest_error(answer->status, answer->body);
@@ -98,7 +101,8 @@ class HttpTransport final : public protocol::ControlCalls {
         if (!parsed) return done(parsed.error());
         answer->parsed = std::move(*parsed);
       }
-      auto result = decode_rest_infer(answer->parsed, std::move(answer->parts), answer->part_sizes);
+      auto result = decode_rest_infer(answer->parsed, std::move(answer->parts), answer->part_sizes,
+                                      placed.empty() ? nullptr : &placed);
       if (result) net::record_codec_timing(result->timing(), begun, encoded, decoding);
       done(std::move(result));
     };

@@ -126,7 +126,24 @@ json regions_by_name(const json& regions) {
 // decode_rest_infer(), for an answer whose JSON may be of any shape.
 Result<InferResult> decode_outputs(const json& answer,
                                    std::vector<std::shared_ptr<std::uint8_t>> parts,
-                                   const std::vector<std::size_t>& sizes);
+                                   const std::vector<std::size_t>& sizes,
+                                   const std::vector<RequestedOutput>* placed);
+
+// The parameters that place a tensor in a region, taken from the request's output `name` when
+// the request placed it there: Triton's answer names no placement (its SHM outputs get no
+// parameters), and sonic-server's repeats none.
+void take_placement(const std::string& name, const std::vector<RequestedOutput>* placed,
+                    Parameters& parameters) {
+  if (!placed) return;
+  for (const auto& output : *placed) {
+    if (output.name != name) continue;
+    for (const char* key : {protocol::kSharedMemoryRegion, protocol::kSharedMemoryByteSize,
+                            protocol::kSharedMemoryOffset}) {
+      auto it = output.parameters.find(key);
+      if (it != output.parameters.end()) parameters[key] = it->second;
+    }
+  }
+}
 
 }  // namespace
 
@@ -212,11 +229,12 @@ Result<std::vector<std::size_t>> binary_layout(const json& answer, std::size_t b
 
 Result<InferResult> decode_rest_infer(const json& answer,
                                       std::vector<std::shared_ptr<std::uint8_t>> parts,
-                                      const std::vector<std::size_t>& sizes) {
+                                      const std::vector<std::size_t>& sizes,
+                                      const std::vector<RequestedOutput>* placed) {
   // JSON of the wrong shape (a name that is a number, say) makes nlohmann/json throw where it
   // is read: an answer like that is a malformed one, not a reason to unwind a network thread.
   try {
-    return decode_outputs(answer, std::move(parts), sizes);
+    return decode_outputs(answer, std::move(parts), sizes, placed);
   } catch (const json::exception& e) {
     return internal(std::string("malformed inference answer: ") + e.what());
   }
@@ -226,7 +244,8 @@ namespace {
 
 Result<InferResult> decode_outputs(const json& answer,
                                    std::vector<std::shared_ptr<std::uint8_t>> parts,
-                                   const std::vector<std::size_t>& sizes) {
+                                   const std::vector<std::size_t>& sizes,
+                                   const std::vector<RequestedOutput>* placed) {
   auto parameters = protocol::parameters_from_json(answer.value("parameters", json()));
   if (!parameters) return internal("the answer's " + parameters.error().message());
   std::vector<NamedTensor> outputs;
@@ -256,7 +275,11 @@ Result<InferResult> decode_outputs(const json& answer,
       if (!converted) return internal("the answer's " + converted.error().message());
       tensor = std::move(*converted);
     } else if (!in_shared_memory(*tensor_parameters)) {
-      return internal("output '" + name + "' has neither binary data nor 'data'");
+      // No bytes: an output the server wrote to the region the request named.
+      take_placement(name, placed, *tensor_parameters);
+      if (!in_shared_memory(*tensor_parameters)) {
+        return internal("output '" + name + "' has neither binary data nor 'data'");
+      }
     }
     if (!in_shared_memory(*tensor_parameters)) {
       if (auto ok = tensor.check(); !ok)

@@ -59,9 +59,16 @@ Result<std::vector<std::size_t>> binary_layout(const nlohmann::json& answer,
 /// The answer to an inference request: its JSON, and the binary parts binary_layout() found,
 /// each in its own aligned buffer, which the outputs view (no copy). Outputs without binary
 /// data carry JSON "data", which is converted. INTERNAL for an answer that does not fit.
+///
+/// `placed`: the request's outputs placed in shared memory (protocol::outputs_in_shared_memory),
+/// or null when none are. Triton's HTTP frontend answers such an output with its name, datatype
+/// and shape alone, so only the request tells that its bytes are in the region: the decoded
+/// output is then an empty tensor of that type and shape with the request's placement
+/// parameters, as over gRPC.
 Result<InferResult> decode_rest_infer(const nlohmann::json& answer,
                                       std::vector<std::shared_ptr<std::uint8_t>> parts,
-                                      const std::vector<std::size_t>& sizes);
+                                      const std::vector<std::size_t>& sizes,
+                                      const std::vector<RequestedOutput>* placed = nullptr);
 
 /// The REST request of a control method of inference.GRPCInferenceService ("ModelMetadata",
 /// "RepositoryModelLoad", ...) given its serialized protobuf request. UNIMPLEMENTED for a
