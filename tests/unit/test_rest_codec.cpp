@@ -113,6 +113,29 @@ TEST_CASE("answers whose binary sizes do not add up are refused") {
   CHECK(result.error().code() == StatusCode::Internal);
 }
 
+TEST_CASE("an output placed in shared memory is answered by its description alone") {
+  // Triton's frontend writes an output it put in a region with its name, datatype and shape
+  // only (src/http_server.cc: an OutputInfo of kind SHM adds neither "data" nor
+  // binary_data_size): the request's placement says where its bytes are.
+  const std::string answer = R"({"model_name": "simple", "model_version": "1",
+    "outputs": [{"name": "OUTPUT0", "datatype": "INT32", "shape": [1, 16]}]})";
+  auto parsed = http::parse_rest_answer(answer);
+  REQUIRE(parsed);
+  const std::vector<sonic::RequestedOutput> placed{
+      {"OUTPUT0",
+       {{"shared_memory_region", std::string("output_data")},
+        {"shared_memory_byte_size", std::int64_t{64}}}}};
+  auto result = http::decode_rest_infer(*parsed, {}, {}, placed);
+  REQUIRE(result);
+  const auto& output = result->outputs().at(0);
+  CHECK(output.name == "OUTPUT0");
+  CHECK(output.tensor.shape() == sonic::Shape{1, 16});
+  CHECK(std::get<std::string>(output.parameters.at("shared_memory_region")) == "output_data");
+  CHECK(std::get<std::int64_t>(output.parameters.at("shared_memory_byte_size")) == 64);
+  // An output the request did not place is still refused.
+  CHECK(http::decode_rest_infer(*parsed, {}, {}).error().code() == StatusCode::Internal);
+}
+
 TEST_CASE("answers whose JSON is of the wrong shape are refused, not thrown") {
   for (const char* answer : {R"({"model_name": 5, "outputs": []})", R"({"outputs": [5]})",
                              R"({"outputs": [{"name": "a", "datatype": "FP32", "shape": 3}]})",

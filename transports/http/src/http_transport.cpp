@@ -84,8 +84,14 @@ class HttpTransport final : public protocol::ControlCalls {
     if (auto head = make_head(*call, request.headers()); !head) {
       return route.fail(std::move(done), head.error());
     }
+    // The outputs placed in shared memory, which the answer describes without their bytes.
+    std::vector<RequestedOutput> placed;
+    for (const auto& output : request.outputs()) {
+      if (output.parameters.count("shared_memory_region") != 0) placed.push_back(output);
+    }
     const auto encoded = Clock::now();
-    call->done = [done = std::move(done), begun, encoded](Result<HttpAnswer> answer) mutable {
+    call->done = [done = std::move(done), begun, encoded,
+                  placed = std::move(placed)](Result<HttpAnswer> answer) mutable {
       if (!answer) return done(answer.error());
       if (answer->status != 200) {
         Error refused = rest_error(answer->status, answer->body);
@@ -98,7 +104,8 @@ class HttpTransport final : public protocol::ControlCalls {
         if (!parsed) return done(parsed.error());
         answer->parsed = std::move(*parsed);
       }
-      auto result = decode_rest_infer(answer->parsed, std::move(answer->parts), answer->part_sizes);
+      auto result =
+          decode_rest_infer(answer->parsed, std::move(answer->parts), answer->part_sizes, placed);
       if (result) net::record_codec_timing(result->timing(), begun, encoded, decoding);
       done(std::move(result));
     };

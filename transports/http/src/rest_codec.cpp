@@ -2,6 +2,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <cstring>
 #include <utility>
 
@@ -126,7 +127,8 @@ json regions_by_name(const json& regions) {
 // decode_rest_infer(), for an answer whose JSON may be of any shape.
 Result<InferResult> decode_outputs(const json& answer,
                                    std::vector<std::shared_ptr<std::uint8_t>> parts,
-                                   const std::vector<std::size_t>& sizes);
+                                   const std::vector<std::size_t>& sizes,
+                                   const std::vector<RequestedOutput>& placed);
 
 }  // namespace
 
@@ -212,11 +214,12 @@ Result<std::vector<std::size_t>> binary_layout(const json& answer, std::size_t b
 
 Result<InferResult> decode_rest_infer(const json& answer,
                                       std::vector<std::shared_ptr<std::uint8_t>> parts,
-                                      const std::vector<std::size_t>& sizes) {
+                                      const std::vector<std::size_t>& sizes,
+                                      const std::vector<RequestedOutput>& placed) {
   // JSON of the wrong shape (a name that is a number, say) makes nlohmann/json throw where it
   // is read: an answer like that is a malformed one, not a reason to unwind a network thread.
   try {
-    return decode_outputs(answer, std::move(parts), sizes);
+    return decode_outputs(answer, std::move(parts), sizes, placed);
   } catch (const json::exception& e) {
     return internal(std::string("malformed inference answer: ") + e.what());
   }
@@ -226,7 +229,8 @@ namespace {
 
 Result<InferResult> decode_outputs(const json& answer,
                                    std::vector<std::shared_ptr<std::uint8_t>> parts,
-                                   const std::vector<std::size_t>& sizes) {
+                                   const std::vector<std::size_t>& sizes,
+                                   const std::vector<RequestedOutput>& placed) {
   auto parameters = protocol::parameters_from_json(answer.value("parameters", json()));
   if (!parameters) return internal("the answer's " + parameters.error().message());
   std::vector<NamedTensor> outputs;
@@ -256,7 +260,17 @@ Result<InferResult> decode_outputs(const json& answer,
       if (!converted) return internal("the answer's " + converted.error().message());
       tensor = std::move(*converted);
     } else if (!in_shared_memory(*tensor_parameters)) {
-      return internal("output '" + name + "' has neither binary data nor 'data'");
+      // Triton answers an output it wrote into a region with its description alone
+      // (src/http_server.cc): where its bytes are is the request's placement.
+      auto request = std::find_if(placed.begin(), placed.end(), [&](const RequestedOutput& o) {
+        return o.name == name && in_shared_memory(o.parameters);
+      });
+      if (request == placed.end()) {
+        return internal("output '" + name + "' has neither binary data nor 'data'");
+      }
+      for (const auto& [key, value] : request->parameters) {
+        if (key.rfind("shared_memory_", 0) == 0) (*tensor_parameters)[key] = value;
+      }
     }
     if (!in_shared_memory(*tensor_parameters)) {
       if (auto ok = tensor.check(); !ok)

@@ -58,10 +58,14 @@ Result<std::vector<std::size_t>> binary_layout(const nlohmann::json& answer,
 
 /// The answer to an inference request: its JSON, and the binary parts binary_layout() found,
 /// each in its own aligned buffer, which the outputs view (no copy). Outputs without binary
-/// data carry JSON "data", which is converted. INTERNAL for an answer that does not fit.
+/// data carry JSON "data", which is converted; an output with neither that the request placed
+/// in shared memory (`placed`: the request's outputs, or those of them in shared memory) is a
+/// descriptor with the request's placement parameters, as Triton answers it with its name,
+/// datatype and shape alone. INTERNAL for an answer that does not fit.
 Result<InferResult> decode_rest_infer(const nlohmann::json& answer,
                                       std::vector<std::shared_ptr<std::uint8_t>> parts,
-                                      const std::vector<std::size_t>& sizes);
+                                      const std::vector<std::size_t>& sizes,
+                                      const std::vector<RequestedOutput>& placed = {});
 
 /// The REST request of a control method of inference.GRPCInferenceService ("ModelMetadata",
 /// "RepositoryModelLoad", ...) given its serialized protobuf request. UNIMPLEMENTED for a
