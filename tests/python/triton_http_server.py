@@ -18,7 +18,10 @@ extension_statistics.md, extension_shared_memory.md):
   compressed when the request's Accept-Encoding lists gzip or deflate;
 - the model's configuration at .../config is the ModelConfig itself (no wrapper), with int64
   fields as JSON numbers; statistics as {"model_stats": [...]}; the repository index (POST) as a
-  JSON array; load and unload as empty 200s; system shared memory status as a JSON array.
+  JSON array; load and unload as empty 200s; system shared memory regions registered (by key,
+  offset and byte_size), listed as a JSON array and unregistered, inputs read from them and
+  outputs written into them (shared_memory_region, _offset, _byte_size), an output in a region
+  answered without data or parameters.
 
 Models (version "1"): simple (INT32 INPUT0 + INPUT1 and INPUT0 - INPUT1, [1,16]),
 identity_fp32 (FP32 [-1,-1]), simple_identity (BYTES [-1,-1]), slow (identity_fp32 after
@@ -204,8 +207,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
                                   "repository" % parts[3])
             model.ready = parts[4] == "load"
             return self.reply(200)
-        if parts[:2] == ["v2", "systemsharedmemory"] and parts[-1] == "status":
-            return self.reply_json([])
+        if parts[:2] == ["v2", "systemsharedmemory"]:
+            return self.shared_memory(method, parts, body)
         if parts[:2] == ["v2", "models"] and len(parts) >= 3 and parts[-1] == "ready":
             # InferenceServer::ModelIsReady answers "not ready", not an error, for a model it
             # does not know; the frontend then answers 400.
@@ -238,6 +241,42 @@ class Handler(http.server.BaseHTTPRequestHandler):
                                                           "compute_infer", "compute_output")},
                 "batch_stats": []}
 
+    # ---- system shared memory (Triton's HandleSystemSharedMemory, SharedMemoryManager) ---
+    def shared_memory(self, method, parts, body):
+        regions = self.server.regions
+        name = parts[3] if len(parts) == 5 and parts[2] == "region" else ""
+        action = parts[-1]
+        if action == "status" and method == "GET":
+            if name and name not in regions:
+                raise TritonError("NOT_FOUND", "Unable to find system shared memory region: "
+                                  "'%s'" % name)
+            return self.reply_json([{"name": n, **r} for n, r in regions.items()
+                                    if not name or n == name])
+        if action == "register" and method == "POST" and name:
+            if name in regions:
+                raise TritonError("ALREADY_EXISTS", "shared memory region '%s' already in "
+                                  "manager" % name)
+            request = json.loads(body)
+            regions[name] = {"key": request["key"], "offset": request.get("offset", 0),
+                             "byte_size": request["byte_size"]}
+            return self.reply(200)
+        if action == "unregister" and method == "POST":
+            for each in [name] if name else list(regions):
+                regions.pop(each, None)
+            return self.reply(200)
+        raise TritonError("INVALID_ARG", "Not Found")
+
+    def region(self, parameters):
+        """(path, offset, byte_size) of a tensor placed in a registered region."""
+        name = parameters["shared_memory_region"]
+        region = self.server.regions.get(name)
+        if region is None:
+            raise TritonError("NOT_FOUND", "Unable to find system shared memory region: '%s'"
+                              % name)
+        offset = region["offset"] + parameters.get("shared_memory_offset", 0)
+        size = parameters["shared_memory_byte_size"]
+        return "/dev/shm/" + region["key"].lstrip("/"), offset, size
+
     # ---- inference ----------------------------------------------------------------------
     def infer(self, model, body):
         header_length = self.headers.get("Inference-Header-Content-Length")
@@ -256,7 +295,14 @@ class Handler(http.server.BaseHTTPRequestHandler):
                                   "model '%s' expects '%s'" % (name, datatype, model.name,
                                                                specs[name][0]))
             size = entry.get("parameters", {}).get("binary_data_size")
-            if size is not None:
+            if "shared_memory_region" in entry.get("parameters", {}):
+                path, offset, size = self.region(entry["parameters"])
+                with open(path, "rb") as region:
+                    region.seek(offset)
+                    raw = region.read(size)
+                array = (decode_bytes(raw) if datatype == "BYTES"
+                         else np.frombuffer(raw, NUMPY[datatype]))
+            elif size is not None:
                 raw = binary[at:at + size]
                 at += size
                 array = (decode_bytes(raw) if datatype == "BYTES"
@@ -270,6 +316,14 @@ class Handler(http.server.BaseHTTPRequestHandler):
                 raise TritonError("INVALID_ARG", "unexpected shape for input '%s' for model '%s'"
                                   % (name, model.name))
             tensors[name] = array.reshape(shape)
+        missing = [name for name in specs if name not in tensors]
+        if missing:  # Triton's InferenceRequest::Normalize
+            raise TritonError("INVALID_ARG", "expected %d inputs but got %d inputs for model "
+                              "'%s'. Got input(s) %s, but missing required input(s) %s. Please "
+                              "provide all required input(s)." % (
+                                  len(specs), len(tensors), model.name,
+                                  ",".join("'%s'" % n for n in tensors),
+                                  ",".join("'%s'" % n for n in missing)))
         time.sleep(model.delay)
         outputs = model.compute(tensors)
         all_binary = request.get("parameters", {}).get("binary_data_output", False)
@@ -279,7 +333,15 @@ class Handler(http.server.BaseHTTPRequestHandler):
             array = outputs[output["name"]]
             datatype = dict((n, d) for n, d, _ in model.outputs)[output["name"]]
             entry = {"name": output["name"], "datatype": datatype, "shape": list(array.shape)}
-            if output.get("parameters", {}).get("binary_data", all_binary):
+            if "shared_memory_region" in output.get("parameters", {}):
+                # Written into the region; the answer describes it without data.
+                path, offset, size = self.region(output["parameters"])
+                blob = (encode_bytes(array) if datatype == "BYTES"
+                        else np.ascontiguousarray(array).tobytes())
+                with open(path, "r+b") as region:
+                    region.seek(offset)
+                    region.write(blob[:size])
+            elif output.get("parameters", {}).get("binary_data", all_binary):
                 blob = (encode_bytes(array) if datatype == "BYTES"
                         else np.ascontiguousarray(array).tobytes())
                 entry["parameters"] = {"binary_data_size": len(blob)}
@@ -316,6 +378,7 @@ class TritonHttpServer(socketserver.ThreadingMixIn, http.server.HTTPServer):
         self.connections = 0
         self.open_connections = 0
         self.encodings = []
+        self.regions = {}  # system shared memory: name -> {"key", "offset", "byte_size"}
         self.thread = threading.Thread(target=self.serve_forever, daemon=True)
 
     def get_request(self):
