@@ -43,6 +43,8 @@ class Rest:
         """(message(), status()) of tritonclient.http's exception for that call."""
         status, _, answer = request(self.port, method, path, body)
         assert status != 200
+        if not answer:
+            return "client received an empty response from the server.", str(status)
         return json.loads(answer)["error"], str(status)
 
 
@@ -284,6 +286,34 @@ def test_infer_input_and_output_as_tritonclient_http(rest):
             [given], parameters={"priority": 1})
     assert reserved.value.message() == ('Parameter "priority" is a reserved parameter and '
                                         'cannot be specified.')
+
+
+def test_trace_and_log_settings(client, rest):
+    """Trace and log settings read and changed as Triton's routes answer them; sonic-server
+    keeps none, and refuses as Triton refuses a route it lacks."""
+    if rest.writes_defaults:  # sonic-server
+        with pytest.raises(InferenceServerException) as refused:
+            client.get_trace_settings()
+        assert (refused.value.message(), refused.value.status()) == rest.error(
+            "GET", "/v2/trace/setting")
+        return
+    assert client.get_trace_settings() == rest.json("GET", "/v2/trace/setting")
+    changed = client.update_trace_settings(settings={"trace_rate": 5,
+                                                     "trace_level": ["TIMESTAMPS", "TENSORS"]})
+    assert changed["trace_rate"] == "5"
+    assert changed["trace_level"] == ["TIMESTAMPS", "TENSORS"]
+    model = client.update_trace_settings("simple", settings={"trace_count": 10})
+    assert model == rest.json("GET", "/v2/models/simple/trace/setting")
+    assert model["trace_count"] == "10"
+    assert client.update_trace_settings(settings={"trace_rate": None})["trace_rate"] == "1000"
+    assert client.get_log_settings() == rest.json("GET", "/v2/logging")
+    logs = client.update_log_settings({"log_info": False, "log_verbose_level": 2,
+                                       "log_format": "ISO8601"})
+    assert logs == rest.json("GET", "/v2/logging")
+    assert (logs["log_info"], logs["log_verbose_level"], logs["log_format"]) == (
+        False, 2, "ISO8601")
+    client.update_log_settings({"log_info": True, "log_verbose_level": 0,
+                                "log_format": "default"})
 
 
 def test_sequence_sync_infer_client(server):

@@ -21,7 +21,8 @@ extension_statistics.md, extension_shared_memory.md):
   JSON array; load and unload as empty 200s; system shared memory regions registered (by key,
   offset and byte_size), listed as a JSON array and unregistered, inputs read from them and
   outputs written into them (shared_memory_region, _offset, _byte_size), an output in a region
-  answered without data or parameters.
+  answered without data or parameters; trace settings (global and per model) and log settings
+  read and changed (null resets a trace setting).
 
 Models (version "1"): simple (INT32 INPUT0 + INPUT1 and INPUT0 - INPUT1, [1,16]),
 identity_fp32 (FP32 [-1,-1]), simple_identity (BYTES [-1,-1]), slow (identity_fp32 after
@@ -49,6 +50,13 @@ import numpy as np
 NUMPY = {"INT32": np.dtype("<i4"), "FP32": np.dtype("<f4"), "INT64": np.dtype("<i8"),
          "FP64": np.dtype("<f8"), "UINT8": np.dtype("u1"), "BOOL": np.dtype("?")}
 CONFIG_TYPES = {"INT32": "TYPE_INT32", "FP32": "TYPE_FP32", "BYTES": "TYPE_STRING"}
+
+
+# Triton's defaults of the trace and log settings, as its routes answer them.
+TRACE_SETTINGS = {"trace_level": ["OFF"], "trace_rate": "1000", "trace_count": "-1",
+                  "log_frequency": "0", "trace_file": "", "trace_mode": "triton"}
+LOG_SETTINGS = {"log_file": "", "log_info": True, "log_warning": True, "log_error": True,
+                "log_verbose_level": 0, "log_format": "default"}
 
 
 class TritonError(Exception):
@@ -209,6 +217,9 @@ class Handler(http.server.BaseHTTPRequestHandler):
             return self.reply(200)
         if parts[:2] == ["v2", "systemsharedmemory"]:
             return self.shared_memory(method, parts, body)
+        if parts in (["v2", "trace", "setting"], ["v2", "logging"]) or (
+                parts[:2] == ["v2", "models"] and parts[3:] == ["trace", "setting"]):
+            return self.settings(method, parts, body)
         if parts[:2] == ["v2", "models"] and len(parts) >= 3 and parts[-1] == "ready":
             # InferenceServer::ModelIsReady answers "not ready", not an error, for a model it
             # does not know; the frontend then answers 400.
@@ -240,6 +251,22 @@ class Handler(http.server.BaseHTTPRequestHandler):
                 "inference_stats": {k: duration for k in ("success", "queue", "compute_input",
                                                           "compute_infer", "compute_output")},
                 "batch_stats": []}
+
+    # ---- trace and log settings (Triton's HandleTrace, HandleLogging) ---------------------
+    def settings(self, method, parts, body):
+        server = self.server
+        if parts[1] == "logging":
+            current, defaults = server.log_settings, LOG_SETTINGS
+        else:
+            model = parts[2] if parts[1] == "models" else ""
+            current = server.trace_settings.setdefault(model, dict(TRACE_SETTINGS))
+            defaults = TRACE_SETTINGS
+        if method == "POST":
+            for key, value in json.loads(body or b"{}").items():
+                if key not in defaults:
+                    raise TritonError("INVALID_ARG", "unknown setting '%s'" % key)
+                current[key] = defaults[key] if value is None else value
+        return self.reply_json(current)
 
     # ---- system shared memory (Triton's HandleSystemSharedMemory, SharedMemoryManager) ---
     def shared_memory(self, method, parts, body):
@@ -379,6 +406,8 @@ class TritonHttpServer(socketserver.ThreadingMixIn, http.server.HTTPServer):
         self.open_connections = 0
         self.encodings = []
         self.regions = {}  # system shared memory: name -> {"key", "offset", "byte_size"}
+        self.trace_settings = {}  # model ("": global) -> settings
+        self.log_settings = dict(LOG_SETTINGS)
         self.thread = threading.Thread(target=self.serve_forever, daemon=True)
 
     def get_request(self):

@@ -23,8 +23,12 @@ _HTTP_STATUS = {
     _errors.StatusCode.UNIMPLEMENTED: "501",
     _errors.StatusCode.UNAVAILABLE: "503",
 }
-# sonic's transport keeps a status it has no code for in the message: "HTTP status 418: ...".
+# sonic's transport keeps a status it has no code for in the message: "HTTP status 418: ...",
+# and says "HTTP status 400" alone for an answer without a body.
 _UNMAPPED_STATUS = re.compile(r"^HTTP status (\d{3}): ?")
+_EMPTY_ANSWER = re.compile(r"^HTTP status \d{3}$")
+# tritonclient.http's words for an error answer without a body (http/_utils.py, _get_error).
+_EMPTY_MESSAGE = "client received an empty response from the server."
 
 
 def get_error_http(error):
@@ -43,6 +47,8 @@ def get_error_http(error):
     unmapped = _UNMAPPED_STATUS.match(message)
     if status is None and unmapped:
         status, message = unmapped.group(1), message[unmapped.end():]
+    if _EMPTY_ANSWER.match(message):
+        message = _EMPTY_MESSAGE
     details = str(error) + (" (reason: %s)" % error.reason if error.reason else "")
     return InferenceServerException(msg=message, status=status, debug_details=details)
 
