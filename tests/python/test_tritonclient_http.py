@@ -377,3 +377,30 @@ def test_sonic_options_and_fallback_underneath(models, dead_url):
             client.infer("jet_mlp_onnx", inputs)
         assert refused.value.status() == "503"
         assert time.monotonic() - started < 10
+
+
+def test_connection_arguments(certificates):
+    """ssl with ssl_options' files reaches a TLS server's HTTP port; an SSLContext factory
+    and insecure cannot be used; sonic's own options are extra keyword arguments."""
+    from conftest import Server
+    secure = Server("--tls-cert", str(certificates / "server.pem"),
+                    "--tls-key", str(certificates / "server.key"))
+    url = "127.0.0.1:%d" % http_port(secure)
+    try:
+        with httpclient.InferenceServerClient(
+                url, ssl=True, ssl_options={"ca_certs": str(certificates / "ca.pem")},
+                concurrency=4, connection_timeout=5.0, network_timeout=10.0,
+                max_attempts=2) as client:
+            inputs, input0, input1 = simple_inputs()
+            np.testing.assert_array_equal(client.infer("simple", inputs).as_numpy("OUTPUT0"),
+                                          input0 + input1)
+        with pytest.raises(InferenceServerException) as factory:
+            httpclient.InferenceServerClient(url, ssl=True, ssl_context_factory=object)
+        assert "ssl_context_factory" in factory.value.message()
+        with pytest.raises(InferenceServerException) as insecure:
+            httpclient.InferenceServerClient(url, ssl=True, insecure=True)
+        assert "insecure" in insecure.value.message()
+        with pytest.raises(TypeError):  # as Python refuses an unknown keyword of tritonclient's
+            httpclient.InferenceServerClient(url, no_such_sonic_option=1)
+    finally:
+        secure.stop()
