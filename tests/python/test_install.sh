@@ -36,6 +36,10 @@ with sonic.Client(url) as client:
 import sonic.tritonclient.grpc as grpcclient
 with grpcclient.InferenceServerClient(url.split("://", 1)[1]) as triton_client:
     assert triton_client.get_model_metadata("identity_fp32").inputs[0].datatype == "FP32"
+import sonic.tritonclient.http as httpclient
+import sonic.tritonclient.http.aio  # noqa: F401
+import sonic.tritonclient.http.auth  # noqa: F401
+assert httpclient.InferInput("INPUT0", [1], "FP32").datatype() == "FP32"
 if models:
     import socket
     probe = socket.socket()

@@ -26,7 +26,9 @@ extension_statistics.md, extension_shared_memory.md):
   written to the region, NOT_FOUND "Unable to find shared memory region: 'NAME'" for an unknown
   one, INVALID_ARG for an offset or size outside it; an output written to a region is answered
   with its name, datatype and shape alone (its OutputInfo::SHM kind adds no data, no
-  binary_data_size and no parameters).
+  binary_data_size and no parameters);
+- trace settings (global and per model) and log settings read and changed (null resets a
+  trace setting).
 
 Models (version "1"): simple (INT32 INPUT0 + INPUT1 and INPUT0 - INPUT1, [1,16]),
 identity_fp32 (FP32 [-1,-1]), simple_identity (BYTES [-1,-1]), slow (identity_fp32 after
@@ -43,7 +45,6 @@ import gzip
 import http.server
 import json
 import mmap
-import os
 import socketserver
 import struct
 import threading
@@ -56,6 +57,13 @@ import numpy as np
 NUMPY = {"INT32": np.dtype("<i4"), "FP32": np.dtype("<f4"), "INT64": np.dtype("<i8"),
          "FP64": np.dtype("<f8"), "UINT8": np.dtype("u1"), "BOOL": np.dtype("?")}
 CONFIG_TYPES = {"INT32": "TYPE_INT32", "FP32": "TYPE_FP32", "BYTES": "TYPE_STRING"}
+
+
+# Triton's defaults of the trace and log settings, as its routes answer them.
+TRACE_SETTINGS = {"trace_level": ["OFF"], "trace_rate": "1000", "trace_count": "-1",
+                  "log_frequency": "0", "trace_file": "", "trace_mode": "triton"}
+LOG_SETTINGS = {"log_file": "", "log_info": True, "log_warning": True, "log_error": True,
+                "log_verbose_level": 0, "log_format": "default"}
 
 
 class TritonError(Exception):
@@ -215,7 +223,10 @@ class Handler(http.server.BaseHTTPRequestHandler):
             model.ready = parts[4] == "load"
             return self.reply(200)
         if parts[:2] == ["v2", "systemsharedmemory"]:
-            return self.system_shared_memory(method, parts, body)
+            return self.shared_memory(method, parts, body)
+        if parts in (["v2", "trace", "setting"], ["v2", "logging"]) or (
+                parts[:2] == ["v2", "models"] and parts[3:] == ["trace", "setting"]):
+            return self.settings(method, parts, body)
         if parts[:2] == ["v2", "models"] and len(parts) >= 3 and parts[-1] == "ready":
             # InferenceServer::ModelIsReady answers "not ready", not an error, for a model it
             # does not know; the frontend then answers 400.
@@ -248,8 +259,24 @@ class Handler(http.server.BaseHTTPRequestHandler):
                                                           "compute_infer", "compute_output")},
                 "batch_stats": []}
 
-    # ---- system shared memory -------------------------------------------------------------
-    def system_shared_memory(self, method, parts, body):
+    # ---- trace and log settings (Triton's HandleTrace, HandleLogging) ---------------------
+    def settings(self, method, parts, body):
+        server = self.server
+        if parts[1] == "logging":
+            current, defaults = server.log_settings, LOG_SETTINGS
+        else:
+            model = parts[2] if parts[1] == "models" else ""
+            current = server.trace_settings.setdefault(model, dict(TRACE_SETTINGS))
+            defaults = TRACE_SETTINGS
+        if method == "POST":
+            for key, value in json.loads(body or b"{}").items():
+                if key not in defaults:
+                    raise TritonError("INVALID_ARG", "unknown setting '%s'" % key)
+                current[key] = defaults[key] if value is None else value
+        return self.reply_json(current)
+
+    # ---- system shared memory (Triton's HandleSystemSharedMemory, SharedMemoryManager) ---
+    def shared_memory(self, method, parts, body):
         regions = self.server.regions
         name = parts[3] if len(parts) == 5 and parts[2] == "region" else ""
         action = parts[-1]
@@ -334,6 +361,14 @@ class Handler(http.server.BaseHTTPRequestHandler):
                 raise TritonError("INVALID_ARG", "unexpected shape for input '%s' for model '%s'"
                                   % (name, model.name))
             tensors[name] = array.reshape(shape)
+        missing = [name for name in specs if name not in tensors]
+        if missing:  # Triton's InferenceRequest::Normalize
+            raise TritonError("INVALID_ARG", "expected %d inputs but got %d inputs for model "
+                              "'%s'. Got input(s) %s, but missing required input(s) %s. Please "
+                              "provide all required input(s)." % (
+                                  len(specs), len(tensors), model.name,
+                                  ",".join("'%s'" % n for n in tensors),
+                                  ",".join("'%s'" % n for n in missing)))
         time.sleep(model.delay)
         outputs = model.compute(tensors)
         all_binary = request.get("parameters", {}).get("binary_data_output", False)
@@ -389,7 +424,9 @@ class TritonHttpServer(socketserver.ThreadingMixIn, http.server.HTTPServer):
         self.connections = 0
         self.open_connections = 0
         self.encodings = []
-        self.regions = {}  # system shared memory, by name
+        self.regions = {}  # system shared memory: name -> {"key", "offset", "byte_size"}
+        self.trace_settings = {}  # model ("": global) -> settings
+        self.log_settings = dict(LOG_SETTINGS)
         self.thread = threading.Thread(target=self.serve_forever, daemon=True)
 
     def get_request(self):

@@ -236,3 +236,48 @@ TEST_CASE("error answers keep Triton's words and map its statuses back to codes"
   CHECK(refused.message() == "too late");
   CHECK(refused.reason() == "WOULD_MISS_DEADLINE");
 }
+
+TEST_CASE("trace and log settings go to Triton's routes and back") {
+  // Triton's HandleTrace and HandleLogging (src/http_server.cc): trace settings as strings,
+  // trace_level a list, null to clear one; log settings as booleans, a number and strings.
+  using sonic::protocol::message_from_json;
+  using sonic::protocol::message_to_json;
+  auto route = [](const char* method, const char* type, const char* request) {
+    auto bytes = message_from_json(type, request);
+    REQUIRE(bytes);
+    auto made = http::encode_rest_control(method, *bytes);
+    REQUIRE(made);
+    return made->method + " " + made->target + (made->json.empty() ? "" : " " + made->json);
+  };
+  CHECK(route("TraceSetting", "inference.TraceSettingRequest", "{}") == "GET /v2/trace/setting");
+  CHECK(route("TraceSetting", "inference.TraceSettingRequest", R"({"model_name": "m/x"})") ==
+        "GET /v2/models/m%2Fx/trace/setting");
+  CHECK(route("TraceSetting", "inference.TraceSettingRequest",
+              R"({"settings": {"trace_level": {"value": ["TIMESTAMPS", "TENSORS"]},
+                  "trace_rate": {"value": ["2"]}, "trace_count": {}}})") ==
+        R"(POST /v2/trace/setting {"trace_count":null,"trace_level":["TIMESTAMPS","TENSORS"],)"
+        R"("trace_rate":"2"})");
+  CHECK(route("LogSettings", "inference.LogSettingsRequest", "{}") == "GET /v2/logging");
+  CHECK(route("LogSettings", "inference.LogSettingsRequest",
+              R"({"settings": {"log_info": {"bool_param": false},
+                  "log_verbose_level": {"uint32_param": 2},
+                  "log_format": {"string_param": "ISO8601"}}})") ==
+        R"(POST /v2/logging {"log_format":"ISO8601","log_info":false,"log_verbose_level":2})");
+
+  auto trace = http::decode_rest_control("TraceSetting", 200,
+                                         R"({"trace_level": ["TIMESTAMPS"], "trace_rate": "1000",
+                                             "trace_count": "-1", "trace_mode": "triton"})");
+  REQUIRE(trace);
+  CHECK(json::parse(*message_to_json("inference.TraceSettingResponse", *trace)) ==
+        json::parse(R"({"settings": {"trace_level": {"value": ["TIMESTAMPS"]},
+          "trace_rate": {"value": ["1000"]}, "trace_count": {"value": ["-1"]},
+          "trace_mode": {"value": ["triton"]}}})"));
+  auto log = http::decode_rest_control("LogSettings", 200,
+                                       R"({"log_file": "", "log_info": true,
+                                           "log_verbose_level": 0, "log_format": "default"})");
+  REQUIRE(log);
+  CHECK(json::parse(*message_to_json("inference.LogSettingsResponse", *log)) ==
+        json::parse(R"({"settings": {"log_file": {"string_param": ""},
+          "log_info": {"bool_param": true}, "log_verbose_level": {"uint32_param": 0},
+          "log_format": {"string_param": "default"}}})"));
+}

@@ -2,6 +2,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <cstring>
 #include <utility>
 
@@ -99,6 +100,75 @@ Result<RestRequest> shared_memory_route(std::string_view method, const json& req
 }
 
 // The protobuf response of `type` written by `body` (protobuf's JSON mapping).
+// TraceSettingRequest as Triton's trace route takes it (src/http_server.cc HandleTrace): a
+// model's or the global settings, trace_level as a list, the others as one string, null to
+// clear one; no settings only reads them.
+RestRequest trace_route(const json& request) {
+  const std::string model = text_field(request, "model_name");
+  std::string target = model.empty() ? std::string("/v2/trace/setting")
+                                     : "/v2/models/" + percent_encoded(model) + "/trace/setting";
+  auto settings = request.find("settings");
+  if (settings == request.end() || !settings->is_object() || settings->empty()) {
+    return get(std::move(target));
+  }
+  json body = json::object();
+  for (const auto& [key, setting] : settings->items()) {
+    json values = setting.is_object() ? setting.value("value", json::array()) : json::array();
+    if (!values.is_array() || values.empty()) {
+      body[key] = nullptr;
+    } else if (key == "trace_level") {
+      body[key] = std::move(values);
+    } else {
+      body[key] = values.front();
+    }
+  }
+  return post(std::move(target), body);
+}
+
+// LogSettingsRequest as Triton's logging route takes it (HandleLogging): each setting's value
+// (a boolean, log_verbose_level a number, log_file and log_format strings); none only reads.
+RestRequest log_route(const json& request) {
+  auto settings = request.find("settings");
+  if (settings == request.end() || !settings->is_object() || settings->empty()) {
+    return get("/v2/logging");
+  }
+  json body = json::object();
+  for (const auto& [key, setting] : settings->items()) {
+    if (setting.is_object() && !setting.empty()) body[key] = setting.begin().value();
+  }
+  return post("/v2/logging", body);
+}
+
+// Triton's trace settings answer, {setting: "value" or ["values"]}, as TraceSettingResponse.
+json trace_settings(const json& answer) {
+  json settings = json::object();
+  if (!answer.is_object()) return settings;
+  for (const auto& [key, value] : answer.items()) {
+    json values = json::array();
+    for (const auto& item : value.is_array() ? value : json::array({value})) {
+      if (!item.is_null()) values.push_back(item.is_string() ? item : json(item.dump()));
+    }
+    settings[key] = {{"value", std::move(values)}};
+  }
+  return settings;
+}
+
+// Triton's log settings answer, {setting: value}, as LogSettingsResponse.
+json log_settings(const json& answer) {
+  json settings = json::object();
+  if (!answer.is_object()) return settings;
+  for (const auto& [key, value] : answer.items()) {
+    if (value.is_boolean()) {
+      settings[key] = {{"bool_param", value}};
+    } else if (value.is_number_unsigned()) {
+      settings[key] = {{"uint32_param", value}};
+    } else if (value.is_string()) {
+      settings[key] = {{"string_param", value}};
+    }
+  }
+  return settings;
+}
+
 Result<std::string> response_of(const char* type, const json& body) {
   auto bytes = protocol::message_from_json(std::string("inference.") + type, body.dump());
   if (!bytes) return internal(std::string("malformed ") + type + ": " + bytes.error().message());
@@ -325,6 +395,8 @@ Result<RestRequest> encode_rest_control(std::string_view method, std::string_vie
   if (method.find("SharedMemory") != std::string_view::npos) {
     return shared_memory_route(method, r);
   }
+  if (method == "TraceSetting") return trace_route(r);
+  if (method == "LogSettings") return log_route(r);
   return Error(StatusCode::Unimplemented,
                "the http:// transport has no REST route for " + std::string(method));
 }
@@ -361,6 +433,12 @@ Result<std::string> decode_rest_control(std::string_view method, int status,
   }
   if (method == "CudaSharedMemoryStatus") {
     return response_of("CudaSharedMemoryStatusResponse", {{"regions", regions_by_name(*answer)}});
+  }
+  if (method == "TraceSetting") {
+    return response_of("TraceSettingResponse", {{"settings", trace_settings(*answer)}});
+  }
+  if (method == "LogSettings") {
+    return response_of("LogSettingsResponse", {{"settings", log_settings(*answer)}});
   }
   return Error(StatusCode::Unimplemented,
                "the http:// transport has no REST route for " + std::string(method));

@@ -21,14 +21,12 @@ preserving_proto_field_name=True).
 """
 
 import base64
-import collections
 import struct
 import sys
-import threading
 
-from ... import Client as _SonicClient
 from ... import _errors
 from .. import _messages
+from .._connection import Connection, InferenceServerClientBase, control_limit
 from ..utils import raise_error
 from ._infer import InferResult
 from ._stream import InferStream
@@ -38,10 +36,6 @@ from ._utils import (check_version, get_cancelled_error, get_error_grpc, metadat
 # tritonclient's limit of a gRPC message (grpc/_client.py): INT32_MAX.
 INT32_MAX = 2 ** (struct.Struct("i").size * 8 - 1) - 1
 MAX_GRPC_MESSAGE_SIZE = INT32_MAX
-
-# The most different header sets (or compressions, or control timeouts) whose clients are kept;
-# they share the first client's connection, so one more costs a little memory, not a socket.
-_MAX_VARIANTS = 16
 
 
 class KeepAliveOptions:
@@ -70,31 +64,6 @@ class CallContext:
         return self._future.cancel()
 
 
-class InferenceServerClientBase:
-    """Plugins, as tritonclient's clients have them: one callable that sees each call's
-    headers before it is sent (tritonclient.grpc.auth.BasicAuth, say)."""
-
-    def __init__(self):
-        self._plugin = None
-
-    def register_plugin(self, plugin):
-        """Registers a plugin; raises InferenceServerException if one is registered."""
-        if self._plugin is not None:
-            raise_error("A plugin is already registered. Please unregister the previous "
-                        "plugin first before registering a new plugin.")
-        self._plugin = plugin
-
-    def plugin(self):
-        """The registered plugin, or None."""
-        return self._plugin
-
-    def unregister_plugin(self):
-        """Unregisters the plugin; raises InferenceServerException if none is registered."""
-        if self._plugin is None:
-            raise_error("No plugin has been registered.")
-        self._plugin = None
-
-
 def _compression(algorithm):
     """sonic's compression for tritonclient's compression_algorithm (grpc/_utils.py): None,
     "deflate" or "gzip" in any case; anything else is reported and ignored, as there."""
@@ -107,81 +76,24 @@ def _compression(algorithm):
     return None
 
 
-def _control_limit(client_timeout):
-    """sonic's control_timeout for a control call's client_timeout (seconds; tritonclient's
-    default, sys.maxsize or None, leaves the client's own)."""
-    if client_timeout is None or client_timeout >= sys.maxsize:
-        return None
-    return client_timeout
-
-
-class Connection:
-    """The sonic clients of one InferenceServerClient: the first, made from the constructor's
-    arguments, and variants of it for calls that need other client-wide settings (a control
-    call's headers or time limit, a compression, a stream's headers). Variants share the
-    first's connection, so that what one call registers (shared memory regions) is there for
-    the others."""
-
-    def __init__(self, url, ssl, root_certificates, private_key, certificate_chain, creds,
-                 keepalive_options, channel_args, options):
-        if creds is not None:
-            raise_error("creds: sonic does not take grpc.ChannelCredentials; pass ssl=True with "
-                        "root_certificates, private_key and certificate_chain (files), or "
-                        "sonic's tls_ca_pem, tls_cert_pem and tls_key_pem")
-        if "://" not in url:
-            url = ("grpcs://" if ssl else "grpc://") + url
-        settings = {"validate_inputs": False}  # the server checks requests, as with Triton
-        if ssl:
-            for name, path in (("tls_ca_file", root_certificates), ("tls_key_file", private_key),
-                               ("tls_cert_file", certificate_chain)):
-                if path is not None:
-                    settings[name] = path
-        settings.update(_keepalive_settings(keepalive_options, channel_args))
-        settings.update(options)
-        self._url = url
-        self._settings = settings
-        self._lock = threading.Lock()
-        self._variants = collections.OrderedDict()
-        try:
-            self._first = _SonicClient(url, **settings)
-        except _errors.Error as failure:
-            raise get_error_grpc(failure) from None
-
-    def client(self, compression=None, headers=None, control_timeout=None):
-        """The sonic client for calls with these client-wide settings."""
-        key = (compression, tuple(sorted(headers.items())) if headers else None, control_timeout)
-        if key == (None, None, None):
-            return self._first
-        with self._lock:
-            client = self._variants.get(key)
-            if client is not None:
-                self._variants.move_to_end(key)
-                return client
-        settings = dict(self._settings)
-        if compression is not None:
-            settings["compression"] = compression
-        if headers:
-            settings["headers"] = {**settings.get("headers", {}), **headers}
-        if control_timeout is not None:
-            settings["control_timeout"] = control_timeout
-        try:
-            client = _SonicClient(self._url, **settings)
-        except _errors.Error as failure:
-            raise get_error_grpc(failure) from None
-        with self._lock:
-            self._variants[key] = client
-            # A variant dropped here closes once the calls that hold it are done.
-            while len(self._variants) > _MAX_VARIANTS:
-                self._variants.popitem(last=False)
-        return client
-
-    def close(self):
-        with self._lock:
-            variants = list(self._variants.values())
-            self._variants.clear()
-        for client in variants:
-            client.close()
-        self._first.close()
+def grpc_connection(url, ssl, root_certificates, private_key, certificate_chain, creds,
+                    keepalive_options, channel_args, options):
+    """The Connection of a gRPC InferenceServerClient: tritonclient's arguments as sonic's."""
+    if creds is not None:
+        raise_error("creds: sonic does not take grpc.ChannelCredentials; pass ssl=True with "
+                    "root_certificates, private_key and certificate_chain (files), or "
+                    "sonic's tls_ca_pem, tls_cert_pem and tls_key_pem")
+    if "://" not in url:
+        url = ("grpcs://" if ssl else "grpc://") + url
+    settings = {"validate_inputs": False}  # the server checks requests, as with Triton
+    if ssl:
+        for name, path in (("tls_ca_file", root_certificates), ("tls_key_file", private_key),
+                           ("tls_cert_file", certificate_chain)):
+            if path is not None:
+                settings[name] = path
+    settings.update(_keepalive_settings(keepalive_options, channel_args))
+    settings.update(options)
+    return Connection(url, settings, get_error_grpc)
 
 
 def _keepalive_settings(keepalive_options, channel_args):
@@ -215,9 +127,9 @@ class ClientCalls(InferenceServerClientBase):
         super().__init__()
         self._verbose = verbose
         self._connection = None
-        self._connection = Connection(url, ssl, root_certificates, private_key,
-                                      certificate_chain, creds, keepalive_options,
-                                      channel_args, options)
+        self._connection = grpc_connection(url, ssl, root_certificates, private_key,
+                                           certificate_chain, creds, keepalive_options,
+                                           channel_args, options)
 
     def _control(self, method, request, headers, client_timeout, as_json=False):
         """Sends the control call `method` with `request` (a dict in protobuf's JSON mapping of
@@ -225,7 +137,7 @@ class ClientCalls(InferenceServerClientBase):
         JSON dict with as_json."""
         headers = metadata_headers(headers, self._plugin)
         client = self._connection.client(headers=headers,
-                                         control_timeout=_control_limit(client_timeout))
+                                         control_timeout=control_limit(client_timeout))
         request_type = "inference.%sRequest" % method
         response_type = "inference.%sResponse" % method
         if self._verbose:
