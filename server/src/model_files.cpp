@@ -17,6 +17,9 @@ namespace fs = std::filesystem;
 namespace {
 
 constexpr std::string_view kFilePrefix = "file:";
+// The most files one load may send: a model directory holds a few (a model file per version, a
+// config, labels, a Python model's modules); many tiny ones would cost inodes, not bytes.
+constexpr std::size_t kMaxFiles = 4096;
 
 // A descriptor closed when it goes.
 class Fd {
@@ -138,6 +141,11 @@ Result<std::string> ModelFiles::new_directory() {
 
 Result<std::string> ModelFiles::write(const std::string& model,
                                       const std::map<std::string, std::string>& files) {
+  if (files.size() > kMaxFiles) {
+    return Error(StatusCode::ResourceExhausted,
+                 "the load of '" + model + "' sends " + std::to_string(files.size()) +
+                     " files, more than this server takes (" + std::to_string(kMaxFiles) + ")");
+  }
   std::size_t total = 0;
   for (const auto& file : files) total += file.second.size();
   if (total > max_bytes_) {

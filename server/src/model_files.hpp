@@ -34,8 +34,8 @@ class ModelFiles {
   /// A new model directory for `model` holding `files` (Triton's parameter name, "file:" and a
   /// path within the directory, each component at most NAME_MAX bytes → the bytes): its path. An
   /// Error in Triton's words for a path that would leave the directory (absolute, "..", through a
-  /// file or a link), or one the file system refuses; RESOURCE_EXHAUSTED past `max_bytes`. Nothing
-  /// stays behind when it fails.
+  /// file or a link), or one the file system refuses; RESOURCE_EXHAUSTED past `max_bytes`
+  /// or 4096 files. Nothing stays behind when it fails.
   Result<std::string> write(const std::string& model,
                             const std::map<std::string, std::string>& files);
 
