@@ -248,6 +248,7 @@ def test_load_errors_say_failed_to_load_as_triton_does(explicit, pb):
     code, message = refusal(lambda: load(explicit, pb, "simple", config='{"max_batch_size": '))
     assert code == grpc.StatusCode.INTERNAL
     assert message.startswith(POLL_FAILED % "simple" + ": ") and "JSON" in message
+    assert adds(explicit, pb, "simple") == list(range(0, 32, 2))  # Triton's: it stays in service
     code, message = refusal(lambda: load(explicit, pb, "no_such_model"))
     assert (code, message.startswith(POLL_FAILED % "no_such_model")) == (
         grpc.StatusCode.INTERNAL, True)
