@@ -138,7 +138,8 @@ class SONIC_EXPORT Client {
   /// the ready ones alone.
   std::vector<ModelIndex> repository_index(bool ready_only = false);
   /// Loads or reloads a model; `config_json`, unless empty, is the configuration to load it
-  /// with (Triton accepts one; sonic-server, whose models are fixed, refuses it).
+  /// with, in place of its repository's (Triton's "config" parameter; sonic-server takes it
+  /// for a model of its repository, and refuses it for a model built into the program).
   void load_model(const std::string& model, const std::string& config_json = {});
   /// Unloads a model: its requests fail (UNAVAILABLE) until it is loaded again.
   void unload_model(const std::string& model);

@@ -130,11 +130,24 @@ class SONIC_EXPORT CpuExecutor final : public Fallback {
   /// Puts a model in service (KServe RepositoryModelLoad): a model of the source is read again
   /// from it, every version its policy selects, as Triton reloads a model from its repository
   /// (requests under way finish on the version they started with); a registered one is put back. On
-  /// failure the model stays out of service and the error is its state's reason. `config_json`, for
-  /// a model of the source: a ModelConfig as JSON that replaces its own for this load; a registered
-  /// model takes none (INVALID_ARGUMENT). A load of the source takes at most the load timeout
-  /// (set_load_timeout()): DEADLINE_EXCEEDED past it. Loads of different models run at once.
+  /// failure the model stays out of service and the error is its state's reason, except that a load
+  /// that fails its poll (see load_model_from()) leaves a model in service as it was.
+  /// `config_json`, for a model of the source: a ModelConfig as JSON that replaces its own for this
+  /// load; a registered model takes none (INVALID_ARGUMENT). A load of the source takes at most the
+  /// load timeout (set_load_timeout()): DEADLINE_EXCEEDED past it. Loads of different models run at
+  /// once.
   Result<void> load_model(const std::string& name, const std::string& config_json = {}) override;
+
+  /// load_model(), the model's files read from `directory` (a model directory: its version
+  /// directories) with `config_json` as its configuration, from now on: Triton's load with
+  /// "file:" parameters. A later load_model() reads the source's own files again, and
+  /// unload_model() lets the directory go. On failure the model reads the files it read before.
+  /// Every load of a model of the source (this one and load_model()'s) first polls the source
+  /// (ModelSource::poll()): a model whose files or configuration do not read fails with
+  /// INTERNAL in Triton's words ("failed to load 'NAME', failed to poll from model repository:
+  /// why") and stays as it was. INVALID_ARGUMENT without a source that reads directories.
+  Result<void> load_model_from(const std::string& name, const std::string& directory,
+                               const std::string& config_json);
 
   /// How long a load of a model of the source may take (0: no limit; default 300 s). A load
   /// that takes longer fails with DEADLINE_EXCEEDED and leaves the model UNAVAILABLE, its reason

@@ -151,6 +151,29 @@ class ModelSource {
     (void)host;
     return load_versions(name, config_json);
   }
+  /// Triton's poll before a load: whether the source has the model and whether its
+  /// configuration (`config_json` when not empty) reads, without loading it. A load that fails
+  /// here leaves the model as it was (CpuExecutor::load_model()). By default nothing is checked.
+  virtual Result<void> poll(const std::string& name, const std::string& config_json) const {
+    (void)name;
+    (void)config_json;
+    return {};
+  }
+  /// Where a model's files are read from when they are not the source's own: Triton's load with
+  /// "file:" parameters, the model's files sent with the request.
+  struct ModelDirectory {
+    std::string path;         ///< a model directory as the source's (version directories)
+    std::string config_json;  ///< its configuration, a ModelConfig as JSON
+  };
+  /// Reads model `name` from `directory` from now on, its own again when `directory.path` is
+  /// empty; returns what it replaces (an empty path: the source's own). Thread-safe. By default
+  /// UNIMPLEMENTED for a path: a source without directories.
+  virtual Result<ModelDirectory> set_model_directory(const std::string& name,
+                                                     ModelDirectory directory) const {
+    if (directory.path.empty()) return ModelDirectory{};
+    return Error(StatusCode::Unimplemented,
+                 "this model source cannot read model '" + name + "' from a directory");
+  }
 };
 
 }  // namespace sonic

@@ -286,6 +286,10 @@ Repository::Repository(std::vector<std::string> roots) : roots_(std::move(roots)
 
 std::vector<std::string> Repository::model_names() const {
   std::vector<std::string> names;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    for (const auto& own : own_directories_) names.push_back(own.first);
+  }
   std::error_code error;
   for (const auto& root : roots_) {
     for (const auto& entry : fs::directory_iterator(root, error)) {
@@ -302,6 +306,12 @@ std::vector<std::string> Repository::model_names() const {
 Result<std::string> Repository::model_directory(const std::string& name) const {
   if (name.empty() || name[0] == '.' || name.find('/') != std::string::npos) {
     return Error(StatusCode::NotFound, "'" + name + "' is not a model name");
+  }
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (auto own = own_directories_.find(name); own != own_directories_.end()) {
+      return own->second.path;
+    }
   }
   std::vector<std::string> found;
   std::error_code error;
@@ -328,9 +338,15 @@ Result<ModelConfig> Repository::config(const std::string& name,
   const fs::path file = fs::path(*directory) / "config.pbtxt";
   ModelConfig config;
   std::error_code error;
-  if (!config_json.empty()) {
-    auto parsed =
-        parse_model_config_json(config_json, "the configuration given for '" + name + "'");
+  std::string given = config_json;
+  if (given.empty()) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (auto own = own_directories_.find(name); own != own_directories_.end()) {
+      given = own->second.config_json;
+    }
+  }
+  if (!given.empty()) {
+    auto parsed = parse_model_config_json(given, "the configuration given for '" + name + "'");
     if (!parsed) return parsed.error();
     config = std::move(*parsed);
   } else if (fs::exists(file, error)) {
@@ -349,6 +365,24 @@ Result<ModelConfig> Repository::config(const std::string& name,
     return invalid(file.string() + ": " + ok.error().message());
   }
   return config;
+}
+
+Result<void> Repository::poll(const std::string& name, const std::string& config_json) const {
+  auto config = this->config(name, config_json);
+  if (!config) return config.error();
+  return {};
+}
+
+Result<ModelSource::ModelDirectory> Repository::set_model_directory(
+    const std::string& name, ModelDirectory directory) const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  ModelDirectory before;
+  if (auto own = own_directories_.find(name); own != own_directories_.end()) {
+    before = std::move(own->second);
+    own_directories_.erase(own);
+  }
+  if (!directory.path.empty()) own_directories_[name] = std::move(directory);
+  return before;
 }
 
 Result<Model> Repository::load(const std::string& name, const std::string& config_json) const {

@@ -1,6 +1,7 @@
 #include "control_service.hpp"
 
 #include "model_config.hpp"
+#include "model_control.hpp"
 #include "protocol/control_codec.hpp"
 #include "sonic/version.hpp"
 
@@ -50,42 +51,6 @@ Result<std::string> shared_memory(SharedMemoryRegistry& registry, const ShmClien
   std::vector<pc::SystemRegionStatus> status;
   for (const auto& r : *regions) status.push_back({r.name, r.key, r.offset, r.byte_size});
   return pc::encode_system_shm_status(status);
-}
-
-// RepositoryModelLoad and RepositoryModelUnload: sonic-server's models are registered when it
-// starts, so these take one out of service and put it back. A new configuration or model file
-// with the load (Triton's "config" and "file:" parameters) cannot be honoured: refused.
-Result<std::string> load_or_unload(const ControlContext& context, bool load,
-                                   std::string_view bytes) {
-  if (!context.options.model_control) {
-    // Triton's code and words when its model control mode is not explicit (its default).
-    return Error(StatusCode::Unavailable,
-                 "explicit model load / unload is not allowed if polling is enabled (sonic-server: "
-                 "start it with --model-control-mode explicit)");
-  }
-  auto request = pc::decode_repository_model_request(bytes);
-  if (!request) return request.error();
-  // Triton's "config" parameter: a ModelConfig as JSON, in place of the repository's for this
-  // load. Model files sent with the request ("file:..." parameters) are not taken.
-  std::string config_json;
-  for (const auto& [key, value] : request->parameters) {
-    const auto* text = std::get_if<std::string>(&value);
-    if (load && key == "config" && text) {
-      config_json = *text;
-      continue;
-    }
-    return Error(StatusCode::InvalidArgument,
-                 "this server does not take the parameter '" + key + "' of " +
-                     (load ? "RepositoryModelLoad" : "RepositoryModelUnload") +
-                     (load ? " (it takes \"config\", a ModelConfig as JSON; model files come "
-                             "from its repository)"
-                           : ""));
-  }
-  CpuExecutor& executor = context.executor;
-  auto done = load ? executor.load_model(request->model, config_json)
-                   : executor.unload_model(request->model);
-  if (!done) return done.error();
-  return std::string();  // RepositoryModelLoadResponse and ...UnloadResponse are empty
 }
 
 }  // namespace
@@ -149,6 +114,10 @@ Result<std::string> answer_control(const ControlContext& context, std::string_vi
   if (method == "RepositoryIndex") {
     auto query = pc::decode_repository_query(bytes);
     if (!query) return query.error();
+    if (!query->repository.empty()) {
+      // Triton's words and code (UNSUPPORTED, UNIMPLEMENTED on gRPC).
+      return Error(StatusCode::Unimplemented, "'repository_name' specification is not supported");
+    }
     std::vector<ModelIndex> models;
     for (auto& model : executor.repository_index()) {
       if (!query->ready_only || model.state == "READY") models.push_back(std::move(model));

@@ -6,6 +6,7 @@
 #include <string>
 #include <string_view>
 
+#include "model_files.hpp"
 #include "shm_registry.hpp"
 #include "sonic/executor.hpp"
 #include "sonic/server.hpp"
@@ -19,6 +20,8 @@ struct ControlContext {
   SharedMemoryRegistry* shared_memory;  ///< null: the shared memory extension is not served
   /// Who calls, for the shared memory extension (made on first need: it asks the kernel).
   std::function<const ShmClient&()> client;
+  /// Where a load's "file:" parameters are written; null: a load with files is refused.
+  ModelFiles* model_files = nullptr;
 };
 
 /// ServerReady's answer: with `strict` (Triton's --strict-readiness), whether every model the

@@ -113,7 +113,8 @@ void GrpcConnection::answer(std::int32_t id, Answer answer) {
 void GrpcConnection::control(std::int32_t id, const std::string& method, const std::string& bytes) {
   ControlContext context{*context_->executor, context_->options,
                          context_->options.shared_memory ? &context_->shared_memory : nullptr,
-                         [this]() -> const ShmClient& { return shm_client(); }};
+                         [this]() -> const ShmClient& { return shm_client(); },
+                         &context_->model_files};
   reply(id, answer_control(context, method, bytes));
 }
 

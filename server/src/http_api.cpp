@@ -136,7 +136,8 @@ class HttpApi : public std::enable_shared_from_this<HttpApi> {
   // The control calls as the gRPC port answers them, for this request's client.
   ControlContext control(const HttpRequest& request) const {
     return {*context_->executor, context_->options,
-            context_->options.shared_memory ? &context_->shared_memory : nullptr, request.client};
+            context_->options.shared_memory ? &context_->shared_memory : nullptr, request.client,
+            &context_->model_files};
   }
 
   // The extensions the gRPC port lists (both ports serve the same control calls), and the
@@ -168,7 +169,8 @@ class HttpApi : public std::enable_shared_from_this<HttpApi> {
         return error_reply(400, "failed to parse the request JSON buffer");
       }
       if (auto ready = query.find("ready"); ready != query.end()) {
-        if (!ready->is_boolean()) return error_reply(400, "'ready' must be a boolean");
+        if (!ready->is_boolean())
+          return error_reply(400, "Invalid value for 'ready': expected a boolean");
         ready_only = ready->get<bool>();
       }
     }

@@ -37,12 +37,24 @@ Result<ordered_json> config_json(std::string_view config) {
 
 // ---- v2/repository[/REPOSITORY]/models/NAME/(load|unload) ---------------------------------
 
-// A load's parameters: Triton takes "config" (a ModelConfig as JSON) and "file:..." (a model
-// file, base64), every value a string; the control service says which it honours.
+// A load's parameters as Triton's http_server.cc reads them (HandleRepositoryControl), every
+// value a string: "config", a ModelConfig as JSON, and "file:<path>", a file of the model's
+// directory in base64 (tritonclient.http and http_client.cc encode it so); the gRPC call's
+// string_param and bytes_param. Triton answers any other name with INTERNAL "unexpected error on
+// creating Triton parameter".
 Result<void> load_parameters(const json& parameters, pc::RepositoryModelRequest& request) {
   for (const auto& [key, value] : parameters.items()) {
     if (!value.is_string()) return invalid("parameter '" + key + "' must be a string");
-    request.parameters[key] = value.get<std::string>();
+    if (key == "config") {
+      request.parameters[key] = value.get<std::string>();
+    } else if (key.rfind("file:", 0) == 0) {
+      auto bytes = pc::base64_decode(value.get<std::string>());
+      if (!bytes) return invalid("parameter '" + key + "' must be the file's bytes in base64");
+      request.parameters[key] = pc::RepositoryBytes{std::move(*bytes)};
+    } else {
+      return Error(StatusCode::Internal, "unexpected error on creating Triton parameter (" + key +
+                                             " is not a load parameter)");
+    }
   }
   return {};
 }

@@ -9,6 +9,7 @@
 
 #include "authenticator.hpp"
 #include "memory_budget.hpp"
+#include "model_files.hpp"
 #include "net/tls.hpp"
 #include "shm_registry.hpp"
 #include "sonic/executor.hpp"
@@ -35,7 +36,8 @@ struct ServerContext {
         memory(std::make_shared<MemoryBudget>(options.limits.max_buffered_bytes)),
         authenticator(options.auth_token_file),
         grpc_tls(tls_context(options.tls, net::TlsPurpose::kGrpc)),
-        tcp_tls(tls_context(options.tls, net::TlsPurpose::kFrames)) {}
+        tcp_tls(tls_context(options.tls, net::TlsPurpose::kFrames)),
+        model_files(options.max_message_bytes) {}
 
   std::shared_ptr<CpuExecutor> executor;
   const ServerOptions options;
@@ -45,6 +47,9 @@ struct ServerContext {
   /// The TLS of each port; null without (ServerOptions::tls).
   const std::shared_ptr<net::TlsContext> grpc_tls;
   const std::shared_ptr<net::TlsContext> tcp_tls;
+  /// The files of loads that send them (RepositoryModelLoad's "file:" parameters), removed
+  /// with the server.
+  ModelFiles model_files;
   std::atomic<std::size_t> connections{0};  // open now, gRPC and TCP together
   std::atomic<std::uint64_t> next_connection_id{1};
 };

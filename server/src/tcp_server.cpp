@@ -174,7 +174,8 @@ class TcpConnection final : public net::FrameStream {
     auto call = protocol::tcp::decode_call(frame);
     if (!call) return send(protocol::tcp::encode_error(frame.id, call.error()));
     // Regions are a gRPC matter: the TCP port does not serve the shared memory extension.
-    ControlContext control{*context_->executor, context_->options, nullptr, nullptr};
+    ControlContext control{*context_->executor, context_->options, nullptr, nullptr,
+                           &context_->model_files};
     auto reply = answer_control(control, call->first, call->second);
     if (!reply) return send(protocol::tcp::encode_error(frame.id, reply.error()));
     send(protocol::tcp::encode_frame(FrameKind::Reply, frame.id, std::move(*reply), {}, nullptr,

@@ -40,6 +40,11 @@ Result<void> CpuExecutor::load_model(const std::string& name, const std::string&
   return engine_->load_model(name, config_json);
 }
 
+Result<void> CpuExecutor::load_model_from(const std::string& name, const std::string& directory,
+                                          const std::string& config_json) {
+  return engine_->load_model(name, config_json, directory);
+}
+
 void CpuExecutor::set_load_timeout(std::chrono::milliseconds timeout) {
   engine_->set_load_timeout(timeout);
 }

@@ -76,7 +76,11 @@ class ExecutorEngine {
   /// model takes none (INVALID_ARGUMENT). A load of the source takes at most the load timeout
   /// (set_load_timeout()): DEADLINE_EXCEEDED past it. Loads of different models run at once;
   /// loads of one model take turns. Blocks the caller for the load.
-  Result<void> load_model(const std::string& name, const std::string& config_json = {});
+  /// With a `directory`, the model's files are read from there from now on, `config_json` its
+  /// configuration (CpuExecutor::load_model_from()); without, from the source's own. A load of
+  /// the source polls it first (ModelSource::poll()).
+  Result<void> load_model(const std::string& name, const std::string& config_json = {},
+                          const std::string& directory = {});
 
   /// How long a load of a model of the source may take (0: no limit; default 300 s). A load
   /// that takes longer fails with DEADLINE_EXCEEDED and leaves the model UNAVAILABLE, its reason

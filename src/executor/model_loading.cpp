@@ -36,9 +36,15 @@ ExecutorEngine::Versions ExecutorEngine::take_out_locked(const std::string& name
 
 Result<void> ExecutorEngine::unload_model(const std::string& name) {
   if (in_source(name)) {
+    std::shared_ptr<const ModelSource> source;
     Versions ending;  // ends after the lock: a model's end (a Python model's finalize) may be slow
-    std::lock_guard<std::mutex> lock(mutex_);
-    ending = take_out_locked(name, "unloaded");
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      ending = take_out_locked(name, "unloaded");
+      source = source_;
+    }
+    // Files sent with a load are let go with the model (Triton deletes its copy on unload).
+    if (source) (void)source->set_model_directory(name, {});
     return {};
   }
   return set_loaded(name, false);
@@ -51,16 +57,43 @@ void ExecutorEngine::retire(const std::string& name, const std::string& reason) 
   ending = take_out_locked(name, reason);
 }
 
-Result<void> ExecutorEngine::load_model(const std::string& name, const std::string& config_json) {
-  if (!in_source(name)) {
+Result<void> ExecutorEngine::load_model(const std::string& name, const std::string& config_json,
+                                        const std::string& directory) {
+  std::shared_ptr<const ModelSource> source;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    source = source_;
+  }
+  if (directory.empty() && !in_source(name)) {
     if (!config_json.empty()) {
       return Error(StatusCode::InvalidArgument,
                    "model '" + name + "' is built into this program: it takes no configuration");
     }
     return set_loaded(name, true);
   }
+  if (!source) {
+    return Error(StatusCode::InvalidArgument,
+                 "model '" + name + "' cannot load from files: this executor has no model source");
+  }
   auto one_load = lock_loads_of(name);
-  return load_from_source(name, config_json);
+  auto before = source->set_model_directory(
+      name, {directory, directory.empty() ? std::string() : config_json});
+  if (!before) return Error(StatusCode::InvalidArgument, before.error().message());
+  // Triton's model_repository_manager.cc: a model that does not poll (not in the repository, its
+  // config override not a ModelConfig, its override files not written) fails with INTERNAL
+  // "failed to load 'NAME', failed to poll from model repository", and what was served stays.
+  if (auto polled = source->poll(name, config_json); !polled) {
+    (void)source->set_model_directory(name, *before);
+    std::lock_guard<std::mutex> lock(mutex_);
+    // A model not in service keeps why it is not, for the repository index and readiness.
+    if (!models_.count(name)) take_out_locked(name, polled.error().message());
+    return Error(StatusCode::Internal,
+                 "failed to load '" + name +
+                     "', failed to poll from model repository: " + polled.error().message());
+  }
+  auto loaded = load_from_source(name, config_json);
+  if (!loaded) (void)source->set_model_directory(name, *before);
+  return loaded;
 }
 
 void ExecutorEngine::set_load_timeout(std::chrono::milliseconds timeout) {

@@ -750,20 +750,40 @@ class Servicer(pb2_grpc.GRPCInferenceServiceServicer):
                             reason="" if m.ready else "unloaded")
         return resp
 
+    # Triton's grpc_server.cc (the parameters) and model_repository_manager.cc (the rest).
     def RepositoryModelLoad(self, request, context):
+        if request.repository_name:
+            context.abort(grpc.StatusCode.UNIMPLEMENTED,
+                          "'repository_name' specification is not supported")
+        for key, value in request.parameters.items():
+            kind = value.WhichOneof("parameter_choice")
+            if key == "config" and kind != "string_param":
+                context.abort(grpc.StatusCode.INVALID_ARGUMENT, "invalid value type for load "
+                              "parameter 'config', expected string_param.")
+            if key.startswith("file:") and kind != "bytes_param":
+                context.abort(grpc.StatusCode.INVALID_ARGUMENT, "invalid value type for load "
+                              "parameter '%s', expected bytes_param." % key)
+            if key != "config" and not key.startswith("file:"):
+                context.abort(grpc.StatusCode.INVALID_ARGUMENT,
+                              "unrecognized load parameter '%s'." % key)
         m = self.models.get(request.model_name)
         if m is None:
-            context.abort(grpc.StatusCode.NOT_FOUND,
-                          "unknown model: %s" % request.model_name)
+            context.abort(grpc.StatusCode.INTERNAL, "failed to load '%s', failed to poll from "
+                          "model repository" % request.model_name)
         m.ready = True
         return pb2.RepositoryModelLoadResponse()
 
     def RepositoryModelUnload(self, request, context):
+        if request.repository_name:
+            context.abort(grpc.StatusCode.UNIMPLEMENTED,
+                          "'repository_name' specification is not supported")
+        flag = request.parameters.get("unload_dependents")
+        if flag is not None and flag.WhichOneof("parameter_choice") != "bool_param":
+            context.abort(grpc.StatusCode.INVALID_ARGUMENT, "invalid value type for "
+                          "'unload_dependents' parameter, expected bool_param.")
         m = self.models.get(request.model_name)
-        if m is None:
-            context.abort(grpc.StatusCode.NOT_FOUND,
-                          "unknown model: %s" % request.model_name)
-        m.ready = False
+        if m is not None:  # Triton unloads a model it does not have without a word
+            m.ready = False
         return pb2.RepositoryModelUnloadResponse()
 
 

@@ -430,6 +430,7 @@ def test_model_control(explicit_server, stubs):
         assert (malformed.value.message(), malformed.value.status()) == reference.error(
             "RepositoryModelLoad", model_name=model_name,
             parameters={"config": parameter(string_param=wrong_format)})
+        assert "failed to load" in malformed.value.message()  # what the example looks for
         client.load_model(model_name, config='{"max_batch_size":"16"}')
         assert client.get_model_config(model_name).config.max_batch_size == 16
 
@@ -441,16 +442,29 @@ def test_model_control(explicit_server, stubs):
         assert client.is_model_ready(model_name)
         assert client.get_model_config(model_name).config.max_batch_size == 64
 
+        # A path component longer than NAME_MAX: Triton's INTERNAL, and the server lives on.
+        with pytest.raises(InferenceServerException) as long_path:
+            client.load_model(model_name, config="{}", files={"file:" + "A" * 256: b"a"})
+        assert long_path.value.status() == "StatusCode.INTERNAL"
+        assert "failed to poll from model repository" in long_path.value.message()
+        assert client.is_server_live()
+
         with pytest.raises(InferenceServerException) as missing:
             client.load_model("wrong_model_name")
+        assert "failed to load" in missing.value.message()
         assert (missing.value.message(), missing.value.status()) == \
             reference.error("RepositoryModelLoad", model_name="wrong_model_name")
+        # Files sent with the load: a model.onnx that is not one fails as Triton's backend
+        # load does (the message names the file, in a directory of its own for each load).
         with pytest.raises(InferenceServerException) as files:
             client.load_model(model_name, config="{}", files={"file:1/model.onnx": b"a"})
-        expected = reference.error("RepositoryModelLoad", model_name=model_name, parameters={
-            "config": parameter(string_param="{}"),
-            "file:1/model.onnx": parameter(bytes_param=b"a")})
-        assert (files.value.message(), files.value.status()) == expected
+        message, status = reference.error("RepositoryModelLoad", model_name=model_name,
+                                           parameters={
+                                               "config": parameter(string_param="{}"),
+                                               "file:1/model.onnx": parameter(bytes_param=b"a")})
+        assert files.value.status() == status == "StatusCode.INVALID_ARGUMENT"
+        for said in (files.value.message(), message):
+            assert said.startswith("load failed for model '%s': " % model_name), said
     reference.channel.close()
 
 

@@ -193,3 +193,31 @@ def test_the_fallback_runs_the_same_ensembles_with_the_same_answers(server, pb, 
         assert "no_such_model" in str(refused.value)
     finally:
         client.close()
+
+
+def test_unload_dependents_takes_the_steps_no_other_model_runs(repository, pb):
+    """Triton's unload_dependents (TRITONSERVER_ServerUnloadModelAndDependents), as
+    tritonclient.grpc sends it: the ensemble's composing models go with it, unless a model still
+    in service runs them."""
+    started = Server("--model-repository", repository, "--model-control-mode", "explicit",
+                     "--load-model", "nested")
+    try:
+        service = stub(started, pb)
+
+        def ready(name):
+            return service.ModelReady(pb[1].ModelReadyRequest(name=name)).ready
+
+        def unload(name, dependents):
+            request = pb[1].RepositoryModelUnloadRequest(model_name=name)
+            request.parameters["unload_dependents"].bool_param = dependents
+            service.RepositoryModelUnload(request)
+
+        assert all(ready(m) for m in ("nested", "pipeline", "double", "plus_one", "add"))
+        unload("nested", False)
+        assert not ready("nested") and ready("pipeline") and ready("double")
+        service.RepositoryModelLoad(pb[1].RepositoryModelLoadRequest(model_name="nested"))
+        unload("pipeline", True)  # nested still runs double: it stays
+        assert [ready(m) for m in ("pipeline", "double", "plus_one", "add")] == \
+            [False, True, False, False]
+    finally:
+        started.stop()

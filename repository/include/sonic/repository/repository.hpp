@@ -3,7 +3,9 @@
 // directory in-process, so a job gets the same answers with or without its servers.
 #pragma once
 
+#include <map>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -22,8 +24,19 @@ class SONIC_EXPORT Repository final : public ModelSource {
   /// `roots`: directories of model directories (Triton's --model-repository, repeatable).
   explicit Repository(std::vector<std::string> roots);
 
-  /// Model directories in all roots, sorted (Triton skips files and hidden directories).
+  /// Model directories in all roots, and models read from directories of their own
+  /// (set_model_directory()), sorted (Triton skips files and hidden directories).
   std::vector<std::string> model_names() const override;
+
+  /// Finds the model and reads its configuration (`config_json` when given), as load() does,
+  /// without loading it: Triton's poll of the repository before a load.
+  Result<void> poll(const std::string& name, const std::string& config_json) const override;
+
+  /// Reads `name` from `directory.path` (which need not be in a root, nor the model in one),
+  /// `directory.config_json` its configuration when a load gives none, until it is set back to
+  /// an empty path. Thread-safe.
+  Result<ModelDirectory> set_model_directory(const std::string& name,
+                                             ModelDirectory directory) const override;
 
   /// Reads the model's config.pbtxt (Triton's defaults where there is none: a model file
   /// alone) or, when given, `config_json` instead (a ModelConfig as JSON), and loads the
@@ -47,7 +60,8 @@ class SONIC_EXPORT Repository final : public ModelSource {
   /// its backend.
   Result<ModelConfig> config(const std::string& name, const std::string& config_json = {}) const;
 
-  /// The model's directory; NOT_FOUND when no root has it, INVALID_ARGUMENT when two do.
+  /// The model's directory (its own, when set_model_directory() gave one); NOT_FOUND when no
+  /// root has it, INVALID_ARGUMENT when two do.
   Result<std::string> model_directory(const std::string& name) const;
 
  private:
@@ -56,6 +70,8 @@ class SONIC_EXPORT Repository final : public ModelSource {
                                            const std::shared_ptr<ModelHost>& host) const;
 
   std::vector<std::string> roots_;
+  mutable std::mutex mutex_;                                       // guards own_directories_
+  mutable std::map<std::string, ModelDirectory> own_directories_;  // set_model_directory()
 };
 
 /// An executor whose models come from the repositories at `roots`, each loaded on its first

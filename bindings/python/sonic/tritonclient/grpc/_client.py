@@ -225,12 +225,9 @@ class ClientCalls(InferenceServerClientBase):
             print("Loaded model '{}'".format(model_name))
 
     def _unload_model(self, model_name, headers, unload_dependents, client_timeout):
-        request = {"model_name": model_name}
-        # tritonclient always sends unload_dependents; false is what a server assumes without
-        # it, and servers whose models are fixed (sonic-server) take no parameters: only true
-        # is sent.
-        if unload_dependents:
-            request["parameters"] = {"unload_dependents": {"bool_param": True}}
+        # As tritonclient: unload_dependents is sent with every unload, true or false.
+        request = {"model_name": model_name,
+                   "parameters": {"unload_dependents": {"bool_param": bool(unload_dependents)}}}
         self._control("RepositoryModelUnload", request, headers, client_timeout)
         if self._verbose:
             print("Unloaded model '{}'".format(model_name))
