@@ -30,7 +30,7 @@ extension_statistics.md, extension_shared_memory.md):
 - trace settings (global and per model) and log settings read and changed (null resets a
   trace setting).
 
-Models (version "1"): simple (INT32 INPUT0 + INPUT1 and INPUT0 - INPUT1, [1,16]),
+Models (version "1"): simple (INT32 INPUT0 + INPUT1 and INPUT0 - INPUT1, [-1,16]),
 identity_fp32 (FP32 [-1,-1]), simple_identity (BYTES [-1,-1]), slow (identity_fp32 after
 `slow_seconds`).
 
@@ -91,9 +91,11 @@ def encode_bytes(array):
 
 
 class Model:
-    def __init__(self, name, inputs, outputs, compute, delay=0.0):
+    def __init__(self, name, inputs, outputs, compute, delay=0.0, max_batch_size=0):
         self.name, self.inputs, self.outputs = name, inputs, outputs
         self.compute, self.delay = compute, delay
+        # > 0: shapes begin with the batch dimension, which the config's dims leave out.
+        self.max_batch_size = max_batch_size
         self.ready = True
         self.successes = 0
 
@@ -105,14 +107,16 @@ class Model:
 
     def config(self):
         def tensors(specs):
-            return [{"name": n, "data_type": CONFIG_TYPES[d], "dims": s} for n, d, s in specs]
+            first = 1 if self.max_batch_size else 0
+            return [{"name": n, "data_type": CONFIG_TYPES[d], "dims": s[first:]}
+                    for n, d, s in specs]
         return {"name": self.name, "platform": "python_test", "backend": "python",
-                "max_batch_size": 0, "input": tensors(self.inputs),
+                "max_batch_size": self.max_batch_size, "input": tensors(self.inputs),
                 "output": tensors(self.outputs)}
 
 
 def make_models(slow_seconds):
-    vec, var = [1, 16], [-1, -1]
+    vec, var = [-1, 16], [-1, -1]  # simple as Triton publishes it: max_batch_size 8
 
     def simple(t):
         with np.errstate(over="ignore"):
@@ -124,7 +128,7 @@ def make_models(slow_seconds):
 
     models = [
         Model("simple", [("INPUT0", "INT32", vec), ("INPUT1", "INT32", vec)],
-              [("OUTPUT0", "INT32", vec), ("OUTPUT1", "INT32", vec)], simple),
+              [("OUTPUT0", "INT32", vec), ("OUTPUT1", "INT32", vec)], simple, max_batch_size=8),
         Model("identity_fp32", [("INPUT0", "FP32", var)], [("OUTPUT0", "FP32", var)], identity),
         Model("simple_identity", [("INPUT0", "BYTES", var)], [("OUTPUT0", "BYTES", var)],
               identity),
