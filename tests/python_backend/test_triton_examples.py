@@ -1,0 +1,137 @@
+"""Triton's own Python-backend examples (python_backend/examples: add_sub, bls sync and async,
+bls_decoupled sync and async, decoupled repeat and square, custom_metrics), each as a model in
+models/ written in the example's shape, making the same pb_utils calls, and checked as the
+example's client.py checks it."""
+
+import re
+import urllib.request
+
+import numpy as np
+import pytest
+
+from conftest import tensor
+from test_python_backend import TIMEOUT, infer, outputs, stub
+
+
+def stream(server, pb, model, inputs):
+    """The responses of one ModelStreamInfer request to a decoupled model, as {name: array}."""
+    request = pb[1].ModelInferRequest(model_name=model)
+    for name, array in inputs.items():
+        tensor(pb, request, name, array)
+    got = []
+    for answer in stub(server, pb).ModelStreamInfer(iter([request]), timeout=TIMEOUT):
+        assert not answer.error_message, answer.error_message
+        if answer.infer_response.outputs:
+            got.append(stream_outputs(pb, answer.infer_response))
+    return got
+
+
+def stream_outputs(pb, response):
+    types = {"INT32": np.int32, "UINT32": np.uint32}
+    return {o.name: np.frombuffer(raw, types[o.datatype]).reshape(list(o.shape))
+            for o, raw in zip(response.outputs, response.raw_output_contents)}
+
+
+def a_and_b():
+    rng = np.random.default_rng(3)
+    return rng.random(4, dtype=np.float32), rng.random(4, dtype=np.float32)
+
+
+def test_add_sub(server, pb):
+    a, b = a_and_b()
+    got = infer(server, pb, "add_sub", {"INPUT0": a, "INPUT1": b})
+    assert np.allclose(got["OUTPUT0"], a + b) and np.allclose(got["OUTPUT1"], a - b)
+
+
+def test_bls_sync_takes_the_model_name_as_bytes(server, pb):
+    # examples/bls/sync_model.py hands InferenceRequest the BYTES element as it is (bytes).
+    a, b = a_and_b()
+    got = infer(server, pb, "bls_sync",
+                {"MODEL_NAME": np.array([b"add_sub"], dtype=np.object_), "INPUT0": a, "INPUT1": b})
+    assert np.allclose(got["OUTPUT0"], a + b) and np.allclose(got["OUTPUT1"], a - b)
+
+
+def test_bls_async_runs_an_async_execute(server, pb):
+    a, b = a_and_b()
+    got = infer(server, pb, "bls_async", {"INPUT0": a, "INPUT1": b})
+    assert np.allclose(got["OUTPUT0"], a + b) and np.allclose(got["OUTPUT1"], a - b)
+
+
+def test_decoupled_square(server, pb):
+    # examples/decoupled/square_client.py: IN = n gives n responses of OUT = n.
+    for n in (0, 1, 4):
+        got = stream(server, pb, "square_int32", {"IN": np.array([n], np.int32)})
+        assert [r["OUT"].tolist() for r in got] == [[n]] * n
+
+
+def test_decoupled_repeat(server, pb):
+    values = np.array([4, 2, 0, 1], np.int32)
+    got = stream(server, pb, "repeat_int32", {"IN": values,
+                                              "DELAY": np.array([1, 2, 3, 4], np.uint32),
+                                              "WAIT": np.array([5], np.uint32)})
+    assert [r["OUT"].tolist() for r in got] == [[v] for v in values]
+    assert [r["IDX"].tolist() for r in got] == [[i] for i in range(4)]
+
+
+@pytest.mark.parametrize("model", ["bls_decoupled_sync", "bls_decoupled_async"])
+def test_bls_decoupled(server, pb, model):
+    # square_int32 answers n with n responses of n: the sync example sums one stream (n * n),
+    # the async one two (2 * n * n).
+    calls = 2 if model.endswith("async") else 1
+    for n in (0, 3):
+        got = infer(server, pb, model, {"IN": np.array([n], np.int32)})
+        assert got["SUM"].tolist() == [calls * n * n]
+
+
+def metrics_page(server):
+    found = re.search(r"^sonic-server metrics listening on (.*:\d+)$", server.output(), re.M)
+    assert found, server.output()
+    with urllib.request.urlopen("http://%s/metrics" % found.group(1), timeout=TIMEOUT) as page:
+        return page.read().decode()
+
+
+def test_custom_metrics_as_the_examples_client_reads_them(server, pb):
+    a, b = a_and_b()
+    for request_id in ("", "checks"):  # "checks": the model checks the values it reads back
+        request = pb[1].ModelInferRequest(model_name="custom_metrics", id=request_id)
+        tensor(pb, request, "INPUT0", a)
+        tensor(pb, request, "INPUT1", b)
+        got = outputs(pb, stub(server, pb).ModelInfer(request, timeout=TIMEOUT))
+        assert np.allclose(got["OUTPUT0"], a + b) and np.allclose(got["OUTPUT1"], a - b)
+    page = metrics_page(server)
+    # examples/custom_metrics/client.py's patterns.
+    for pattern in ["# HELP requests_process_latency_ns Cumulative time spent processing requests",
+                    "# TYPE requests_process_latency_ns counter",
+                    'requests_process_latency_ns{model="custom_metrics",version="1"}']:
+        assert pattern in page
+    latency = re.search(r'^requests_process_latency_ns\{model="custom_metrics",version="1"\} '
+                        r'(\S+)$', page, re.M)
+    assert float(latency.group(1)) > 0
+    # What the checks left, as Triton (prometheus-cpp) writes it: labels in name order, escaped.
+    assert 'requests_process_latency_ns{model="custom_metrics",version="2"} 5\n' in page
+    assert "# TYPE custom_gauge gauge\n" in page
+    assert 'custom_gauge{instance="checks",quote="say \\"hi\\"\\n"} 7.5\n' in page
+    assert "# TYPE custom_histogram histogram\n" in page
+    for line in ['custom_histogram_count{instance="checks"} 4',
+                 'custom_histogram_sum{instance="checks"} 105.5',
+                 'custom_histogram_bucket{instance="checks",le="1"} 1',
+                 'custom_histogram_bucket{instance="checks",le="2.5"} 2',
+                 'custom_histogram_bucket{instance="checks",le="10"} 3',
+                 'custom_histogram_bucket{instance="checks",le="+Inf"} 4']:
+        assert line + "\n" in page
+
+
+def test_a_batch_reaches_execute_as_its_requests(server, pb):
+    # dynamic_batching holds up to 4 requests for one execute: each is a request of its own in
+    # the list execute() gets, with a response of its own, as Triton's Python backend runs them.
+    calls = []
+    for value in range(4):
+        request = pb[1].ModelInferRequest(model_name="batched", id=str(value))
+        tensor(pb, request, "IN", np.array([[value]], np.int32))
+        calls.append(stub(server, pb).ModelInfer.future(request, timeout=TIMEOUT))
+    for value, call in enumerate(calls):
+        response = call.result()
+        assert response.id == str(value)
+        got = outputs(pb, response)
+        assert got["OUT"].tolist() == [[2 * value]]
+        assert got["COUNT"].tolist() == [[4]]
