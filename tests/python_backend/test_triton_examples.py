@@ -6,6 +6,7 @@ example's client.py checks it."""
 import re
 import urllib.request
 
+import grpc
 import numpy as np
 import pytest
 
@@ -135,3 +136,12 @@ def test_a_batch_reaches_execute_as_its_requests(server, pb):
         got = outputs(pb, response)
         assert got["OUT"].tolist() == [[2 * value]]
         assert got["COUNT"].tolist() == [[4]]
+
+
+def test_a_model_that_is_not_decoupled_may_answer_through_its_senders(server, pb):
+    x = np.array([41], np.int32)
+    for how in ("list", "thread"):
+        assert infer(server, pb, "sender_answers", {"IN": x}, request_id=how)["OUT"].tolist() == [42]
+    with pytest.raises(grpc.RpcError) as refused:
+        infer(server, pb, "sender_answers", {"IN": x}, request_id="twice")
+    assert "Non-decoupled model cannot send more than one response" in refused.value.details()

@@ -234,8 +234,7 @@ class InferenceRequest:
     def get_response_sender(self):
         if self._sender is None:
             raise _pb().TritonModelException(
-                "get_response_sender() is for decoupled models (model_transaction_policy "
-                "{ decoupled: true })")
+                "get_response_sender() is for the requests execute() is given")
         return self._sender
 
     def exec(self, decoupled=False):  # noqa: A003 (Triton's name)

@@ -116,6 +116,13 @@ class Stub:
             if self.channel.decoupled:
                 request._sender = pb_utils.InferenceResponseSender(self.channel, execute, index)
             requests.append(request)
+        senders = None
+        if not self.channel.decoupled:
+            # Triton lets a model that is not decoupled answer through the sender too: one
+            # response each, with the final flag, in place of execute()'s list (or its None).
+            senders = OneResponseEach(self.channel, execute, len(requests))
+            for index, request in enumerate(requests):
+                request._sender = pb_utils.InferenceResponseSender(senders, execute, index)
         if self.channel.decoupled:
             error = None
             try:
@@ -132,6 +139,7 @@ class Stub:
             responses = self.model.execute(requests)
             if asyncio.iscoroutine(responses):
                 responses = self.run_coroutine(responses, False)
+            responses = senders.complete(responses)
             if not isinstance(responses, (list, tuple)) or len(responses) != len(requests):
                 raise pb_utils.TritonModelException(
                     "execute() must return a list of %d InferenceResponse, one per request; it "
@@ -204,6 +212,59 @@ class Stub:
                 self.model.finalize()
             except Exception:
                 pass
+
+
+class OneResponseEach:
+    """The response senders of a model that is not decoupled (Triton's ResponseSender rules):
+    each request takes one response and the final flag (together or in that order), which
+    stands for its entry of execute()'s list (None there, or no list at all)."""
+
+    def __init__(self, channel, execute, count):
+        self._channel = channel
+        self._sent = [None] * count
+        self._final = [False] * count
+        self._done = threading.Condition()
+
+    def send_response(self, execute, index, response, flags):
+        with self._done:
+            if response is not None and self._sent[index] is not None:
+                raise pb_utils.TritonModelException(
+                    "Unable to send response. Non-decoupled model cannot send more than one "
+                    "response.")
+            if response is None and self._sent[index] is None:
+                raise pb_utils.TritonModelException(
+                    "Unable to send response. Non-decoupled model cannot send complete final "
+                    "before sending a response.")
+            if response is not None:
+                self._sent[index] = response
+            if flags & pb_utils.TRITONSERVER_RESPONSE_COMPLETE_FINAL:
+                self._final[index] = True
+                self._done.notify_all()
+
+    def is_cancelled(self, execute):
+        return self._channel.is_cancelled(execute)
+
+    def complete(self, returned):
+        """execute()'s list with the senders' responses in place of its None entries (all of
+        them for None), waiting for those a model's thread still owes (the server's
+        execute_timeout_ms bounds the wait)."""
+        if returned is not None and not isinstance(returned, (list, tuple)):
+            return returned
+        wanted = [i for i in range(len(self._sent))
+                  if returned is None or (i < len(returned) and returned[i] is None)]
+        with self._done:
+            if not any(self._sent) and returned is not None:
+                return returned  # the usual case: the list is the answer
+            for i in range(len(self._sent)):
+                if i not in wanted and self._sent[i] is not None:
+                    raise pb_utils.TritonModelException(
+                        "Non-decoupled model cannot send more than one response (request %d "
+                        "was answered through its sender and in execute()'s list)" % i)
+            self._done.wait_for(lambda: all(self._final[i] for i in wanted))
+        answers = list(returned) if returned is not None else [None] * len(self._sent)
+        for i in wanted:
+            answers[i] = self._sent[i]
+        return answers
 
 
 def _shape_of(value):
