@@ -129,6 +129,14 @@ class ModelHost {
   /// It takes out whatever load of the model is in service now: a model that may have been
   /// loaded again since must check that it is still the one in service before it calls.
   virtual void retire(const std::string& name, const std::string& reason) = 0;
+
+  /// Whether the model (the version asked for; the default one when empty) is loaded and in
+  /// service, as Triton's model readiness: loads nothing. (A host that cannot tell: false.)
+  virtual bool ready(const std::string& name, const std::string& version) {
+    (void)name;
+    (void)version;
+    return false;
+  }
 };
 
 /// Where an executor finds the models it was not given: a model repository

@@ -145,3 +145,13 @@ def test_a_model_that_is_not_decoupled_may_answer_through_its_senders(server, pb
     with pytest.raises(grpc.RpcError) as refused:
         infer(server, pb, "sender_answers", {"IN": x}, request_id="twice")
     assert "Non-decoupled model cannot send more than one response" in refused.value.details()
+
+
+def test_a_model_asks_whether_another_is_ready(server, pb):
+    def ready(name):
+        return infer(server, pb, "ready_check",
+                     {"NAME": np.array([name], dtype=np.object_)})["READY"].tolist()
+
+    assert ready(b"add_sub") == [1]
+    assert ready(b"init_fails") == [0]  # its initialize raised: not in service
+    assert ready(b"no_such_model") == [0]

@@ -95,7 +95,7 @@ class Channel:
                 header = message[0]
                 owner = Channel.MAIN
                 if header.get("type") in ("bls_response", "bls_end", "cancelled",
-                                          "metric_answer"):
+                                          "metric_answer", "ready"):
                     owner = header.get("call")
                     if owner not in self._inboxes:
                         continue  # the rest of a stream its caller stopped reading: dropped
@@ -242,6 +242,22 @@ class Channel:
             return bool(answer.get("cancelled", True))
         except EOFError:
             return True
+        finally:
+            self._forget(call)
+
+    def model_ready(self, model_name, model_version):
+        """Whether the server's model is loaded and in service (pb_utils.is_model_ready): asked
+        of the server, while a request is under way, like a BLS call."""
+        with self._state:
+            if self.execute is None:
+                raise pb_utils.TritonModelException(
+                    "is_model_ready() is answered only while a request is under way")
+            call = self._open_call()
+            self.write({"type": "model_ready", "model_name": model_name,
+                        "model_version": model_version, "call": call})
+        try:
+            answer, _ = self._take(call)
+            return bool(answer.get("ready", False))
         finally:
             self._forget(call)
 

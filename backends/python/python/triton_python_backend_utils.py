@@ -7,7 +7,7 @@ server through set_channel(); a model never calls that. Its parts: sonic_pb_requ
 the config helpers), sonic_pb_metrics.py (MetricFamily, Metric), all imported here.
 
 What this module leaves out: GPU tensors (everything is on the CPU, as under
-model_instance_kind "CPU"), BLS tracing, is_model_ready, load_model and unload_model."""
+model_instance_kind "CPU"), BLS tracing, load_model and unload_model."""
 
 import struct
 import sys
@@ -256,6 +256,19 @@ class Logger:
     @staticmethod
     def log_verbose(message):
         Logger.log(message, Logger.VERBOSE)
+
+
+def is_model_ready(model_name, model_version=""):
+    """Whether the server's model `model_name` (at `model_version`, "" for its default
+    version) is loaded and ready, as Triton's pb_utils.is_model_ready asks its server; answered
+    while a request is under way."""
+    if isinstance(model_name, bytes):
+        model_name = model_name.decode("utf-8", errors="replace")
+    if not isinstance(model_name, str) or not isinstance(model_version, str):
+        raise TypeError("is_model_ready: model_name and model_version must be str")
+    if _channel is None:
+        raise TritonModelException("is_model_ready() needs the stub's connection to the server")
+    return _channel.model_ready(model_name, model_version)
 
 
 # The stub's connection to the server (sonic_stub_channel.Channel), for exec() and send().

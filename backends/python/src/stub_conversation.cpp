@@ -60,6 +60,16 @@ Result<StubConversation::Message> StubConversation::next(std::uint64_t execute) 
       if (auto ok = send(answer_metric(metrics_, header), {}); !ok) return ok.error();
       continue;
     }
+    if (header["type"] == "model_ready") {  // pb_utils.is_model_ready()
+      auto name = string_field(header, "model_name", "");
+      auto version = string_field(header, "model_version", "");
+      const bool ready = host_ && name && version && host_->ready(*name, *version);
+      const json call = header.contains("call") ? header["call"] : json(nullptr);
+      if (auto ok = send({{"type", "ready"}, {"call", call}, {"ready", ready}}, {}); !ok) {
+        return ok.error();
+      }
+      continue;
+    }
     const json& about = header["execute"];
     if (about.is_number_unsigned() && about.get<std::uint64_t>() == execute) return message;
     if (header["type"] == "bls") {
