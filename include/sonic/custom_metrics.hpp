@@ -30,7 +30,7 @@ enum class MetricKind { Counter, Gauge, Histogram };
 /// What one owner (one model's load) may make; past a limit, a make fails RESOURCE_EXHAUSTED.
 struct CustomMetricLimits {
   std::size_t families = 64;      ///< families an owner uses
-  std::size_t metrics = 1024;     ///< metrics an owner uses, in all its families
+  std::size_t metrics = 1024;     ///< metrics an owner uses at once, in all its families
   std::size_t labels = 16;        ///< labels of one metric
   std::size_t name_bytes = 256;   ///< a family's or a label's name
   std::size_t text_bytes = 1024;  ///< a family's description, a label's value
@@ -63,6 +63,10 @@ class SONIC_EXPORT CustomMetricOwner {
   Result<void> set(std::uint64_t metric, double value);
   /// Histogram only.
   Result<void> observe(std::uint64_t metric, double value);
+  /// Ends one use of a handle metric() gave (Triton removes a metric when its Python object is
+  /// deleted): after the last, the handle is free and, when no other owner uses the metric, it
+  /// leaves the page. An unknown handle is ignored.
+  void release(std::uint64_t metric);
   /// Counter and gauge only.
   Result<double> value(std::uint64_t metric);
 
@@ -75,8 +79,15 @@ class SONIC_EXPORT CustomMetricOwner {
 
   CustomMetricRegistry& registry_;
   CustomMetricLimits limits_;
-  std::vector<std::shared_ptr<Family>> families_;  // by handle; guarded by registry_.mutex_
-  std::vector<std::shared_ptr<Metric>> metrics_;
+  // By handle; guarded by registry_.mutex_. A metric handle counts its uses (metric() calls
+  // less release() calls); a released one is empty, for the next metric to take.
+  struct Held {
+    std::shared_ptr<Metric> metric;
+    std::size_t uses = 0;
+  };
+  std::vector<std::shared_ptr<Family>> families_;
+  std::vector<Held> metrics_;
+  std::size_t live_metrics_ = 0;
 };
 
 /// The process's custom metrics. Thread-safe.

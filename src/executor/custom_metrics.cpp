@@ -205,10 +205,13 @@ Result<std::uint64_t> CustomMetricOwner::metric(std::uint64_t family_handle,
   auto metric = slot.lock();
   if (metric) {
     for (std::size_t i = 0; i < metrics_.size(); ++i) {
-      if (metrics_[i] == metric) return i;
+      if (metrics_[i].metric == metric) {
+        ++metrics_[i].uses;
+        return i;
+      }
     }
   }
-  if (metrics_.size() >= limits_.metrics) {
+  if (live_metrics_ >= limits_.metrics) {
     if (!metric) family->metrics.erase(labels);
     return Error(StatusCode::ResourceExhausted,
                  "a model may make at most " + std::to_string(limits_.metrics) + " metrics");
@@ -223,14 +226,35 @@ Result<std::uint64_t> CustomMetricOwner::metric(std::uint64_t family_handle,
     }
     slot = metric;
   }
-  metrics_.push_back(metric);
+  ++live_metrics_;
+  for (std::size_t i = 0; i < metrics_.size(); ++i) {
+    if (!metrics_[i].metric) {
+      metrics_[i] = {metric, 1};
+      return i;
+    }
+  }
+  metrics_.push_back({metric, 1});
   return metrics_.size() - 1;
+}
+
+void CustomMetricOwner::release(std::uint64_t handle) {
+  std::lock_guard lock(registry_.mutex_);
+  if (handle >= metrics_.size() || metrics_[handle].uses == 0) return;
+  if (--metrics_[handle].uses > 0) return;
+  auto family = metrics_[handle].metric->family;
+  const auto labels = metrics_[handle].metric->labels;
+  metrics_[handle].metric.reset();
+  --live_metrics_;
+  auto it = family->metrics.find(labels);
+  if (it != family->metrics.end() && it->second.expired()) family->metrics.erase(it);
 }
 
 // Under registry_.mutex_.
 Result<std::shared_ptr<CustomMetricOwner::Metric>> CustomMetricOwner::find(std::uint64_t metric) {
-  if (metric >= metrics_.size()) return Error(StatusCode::InvalidArgument, "no such metric");
-  return metrics_[metric];
+  if (metric >= metrics_.size() || !metrics_[metric].metric) {
+    return Error(StatusCode::InvalidArgument, "no such metric");
+  }
+  return metrics_[metric].metric;
 }
 
 Result<void> CustomMetricOwner::increment(std::uint64_t handle, double value) {

@@ -91,14 +91,18 @@ def metrics_page(server):
         return page.read().decode()
 
 
-def test_custom_metrics_as_the_examples_client_reads_them(server, pb):
+def custom_metrics(server, pb, request_id):
     a, b = a_and_b()
+    request = pb[1].ModelInferRequest(model_name="custom_metrics", id=request_id)
+    tensor(pb, request, "INPUT0", a)
+    tensor(pb, request, "INPUT1", b)
+    got = outputs(pb, stub(server, pb).ModelInfer(request, timeout=TIMEOUT))
+    assert np.allclose(got["OUTPUT0"], a + b) and np.allclose(got["OUTPUT1"], a - b)
+
+
+def test_custom_metrics_as_the_examples_client_reads_them(server, pb):
     for request_id in ("", "checks"):  # "checks": the model checks the values it reads back
-        request = pb[1].ModelInferRequest(model_name="custom_metrics", id=request_id)
-        tensor(pb, request, "INPUT0", a)
-        tensor(pb, request, "INPUT1", b)
-        got = outputs(pb, stub(server, pb).ModelInfer(request, timeout=TIMEOUT))
-        assert np.allclose(got["OUTPUT0"], a + b) and np.allclose(got["OUTPUT1"], a - b)
+        custom_metrics(server, pb, request_id)
     page = metrics_page(server)
     # examples/custom_metrics/client.py's patterns.
     for pattern in ["# HELP requests_process_latency_ns Cumulative time spent processing requests",
@@ -120,6 +124,18 @@ def test_custom_metrics_as_the_examples_client_reads_them(server, pb):
                  'custom_histogram_bucket{instance="checks",le="10"} 3',
                  'custom_histogram_bucket{instance="checks",le="+Inf"} 4']:
         assert line + "\n" in page
+
+
+def test_custom_metrics_end_with_their_objects_and_are_bounded(server, pb):
+    custom_metrics(server, pb, "keep")
+    assert 'custom_gauge{instance="temporary"} 3\n' in metrics_page(server)
+    custom_metrics(server, pb, "drop")
+    assert 'instance="temporary"' not in metrics_page(server)
+    # The model holds metrics until the server refuses one (it checks the refusal), lets them
+    # go, and makes another.
+    custom_metrics(server, pb, "flood")
+    page = metrics_page(server)
+    assert 'custom_gauge{flood="after"} 1\n' in page and 'flood="0"' not in page
 
 
 def test_a_batch_reaches_execute_as_its_requests(server, pb):

@@ -85,6 +85,15 @@ class Metric:
             raise _exception()("Error when creating Metric: %s" % failure) from None
         self._handle = answer["handle"]
 
+    def __del__(self):
+        # As Triton removes a metric when its object is deleted: the server hears of it with
+        # the model's next metric call (a deletion may come at any point, on any thread, when
+        # nothing reads the stub's messages).
+        try:
+            _channel().released.append(self._handle)
+        except Exception:  # noqa: BLE001 (the interpreter is ending, or no handle was made)
+            pass
+
     def _run(self, op, value, failed):
         header = {"op": op, "metric": self._handle}
         if value is not None:

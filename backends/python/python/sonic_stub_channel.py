@@ -45,6 +45,7 @@ class Channel:
         self.decoupled = False
         self.execute = None  # the number of the execute under way; None between them
         self.loading = False  # in auto_complete_config() or initialize()
+        self.released = collections.deque()  # metric handles deleted since the last metric call
 
     def _read_exactly(self, size):
         buffer = bytearray(size)
@@ -141,7 +142,10 @@ class Channel:
                     "a metric is reachable only in initialize(), auto_complete_config() and while "
                     "a request is under way (the server reads the model's messages then)")
             call = self._open_call()
-            self.write(dict(header, type="metric", call=call))
+            released = []  # a few thousand a message, within the server's header limit
+            while self.released and len(released) < 4096:
+                released.append(self.released.popleft())
+            self.write(dict(header, type="metric", call=call, release=released))
         try:
             answer, _ = self._take(call)
         finally:

@@ -37,6 +37,7 @@ Result<std::uint64_t> handle_of(const json& header, const char* key) {
 Result<json> run(CustomMetricOwner& owner, const json& header) {
   auto op = string_field(header, "op", "");
   if (!op) return op.error();
+  if (*op == "release") return json::object();  // releases only (above)
   if (*op == "family") {
     auto name = string_field(header, "name", "");
     auto description = string_field(header, "description", "");
@@ -106,6 +107,13 @@ Result<json> run(CustomMetricOwner& owner, const json& header) {
 }  // namespace
 
 json answer_metric(CustomMetricOwner& owner, const json& header) {
+  // The metrics the stub's model deleted since its last call (Metric.__del__), first.
+  auto released = header.find("release");
+  if (released != header.end() && released->is_array()) {
+    for (const auto& handle : *released) {
+      if (handle.is_number_unsigned()) owner.release(handle.get<std::uint64_t>());
+    }
+  }
   auto answer = run(owner, header);
   json out = answer ? std::move(*answer) : json{{"error", error_json(answer.error())}};
   out["type"] = "metric_answer";
