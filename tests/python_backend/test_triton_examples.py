@@ -171,3 +171,15 @@ def test_a_model_asks_whether_another_is_ready(server, pb):
     assert ready(b"add_sub") == [1]
     assert ready(b"init_fails") == [0]  # its initialize raised: not in service
     assert ready(b"no_such_model") == [0]
+
+
+def test_a_batch_of_strings_reaches_execute_as_its_requests(server, pb):
+    calls = []
+    for value in range(4):
+        request = pb[1].ModelInferRequest(model_name="batched_strings", id=str(value))
+        tensor(pb, request, "IN", np.array([[b"s%d" % value]], np.object_))
+        calls.append(stub(server, pb).ModelInfer.future(request, timeout=TIMEOUT))
+    for value, call in enumerate(calls):
+        got = outputs(pb, call.result())
+        assert got["OUT"].tolist() == [[b"s%ds%d" % (value, value)]]
+        assert got["COUNT"].tolist() == [[4]]
