@@ -3,6 +3,7 @@ bls_decoupled sync and async, decoupled repeat and square, custom_metrics), each
 models/ written in the example's shape, making the same pb_utils calls, and checked as the
 example's client.py checks it."""
 
+import json
 import re
 import urllib.request
 
@@ -183,3 +184,9 @@ def test_a_batch_of_strings_reaches_execute_as_its_requests(server, pb):
         got = outputs(pb, call.result())
         assert got["OUT"].tolist() == [[b"s%ds%d" % (value, value)]]
         assert got["COUNT"].tolist() == [[4]]
+
+
+def test_a_bls_request_carries_its_parameters(server, pb):
+    got = infer(server, pb, "bls_options", {"IN": np.array([1], np.int32)})["PARAMS"]
+    params = json.loads(got[0])
+    assert {k: params[k] for k in ("k", "s", "b")} == {"k": 7, "s": "x", "b": True}

@@ -201,6 +201,10 @@ class Channel:
             "model_version": "" if request.model_version() in (-1, None, "")
             else str(request.model_version()),
             "request_id": request.request_id(),
+            "parameters": request.parameters(),
+            "correlation_id": request.correlation_id(),
+            "flags": request.flags(),
+            "timeout": request.timeout(),
             "inputs": [encode_tensor(t, buffers) for t in request.inputs()],
             "requested_outputs": list(request.requested_output_names()),
         }

@@ -296,6 +296,7 @@ Result<void> StubConversation::answer_bls(const json& header, const Frame& frame
     }
   }
   request.id(*id);
+  if (auto ok = apply_bls_options(header, request); !ok) return fail(ok.error());
   if (!decoupled) return answer(host_->infer(request));
   Result<void> sent;
   auto outcome = host_->infer_responses(request, [&](InferResult result) {
