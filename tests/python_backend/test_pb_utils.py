@@ -140,3 +140,11 @@ def test_metric_families_check_their_arguments_before_asking():
     # Outside a stub no server answers.
     with pytest.raises(pb_utils.TritonModelException):
         pb_utils.MetricFamily(name="x", description="", kind=pb_utils.MetricFamily.GAUGE)
+
+
+def test_tensor_names_and_log_levels_as_triton_has_them():
+    assert pb_utils.Tensor(b"OUT", np.zeros(1, np.int32)).name() == "OUT"
+    with pytest.raises(TypeError):
+        pb_utils.Tensor(None, np.zeros(1, np.int32))
+    assert pb_utils.Logger.LogLevel.WARNING == pb_utils.Logger.WARNING
+    pb_utils.Logger.log("from test_pb_utils", pb_utils.Logger.LogLevel.VERBOSE)

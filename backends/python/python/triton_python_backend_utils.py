@@ -151,6 +151,10 @@ class Tensor:
     object arrays of bytes, as Triton gives them."""
 
     def __init__(self, name, numpy_array, triton_dtype=None):
+        if isinstance(name, bytes):  # a std::string in Triton's: str or bytes
+            name = name.decode("utf-8", errors="replace")
+        if not isinstance(name, str):
+            raise TypeError("Tensor: name must be a str, not %s" % type(name).__name__)
         if not isinstance(numpy_array, np.ndarray):
             numpy_array = np.asarray(numpy_array)
         if numpy_array.dtype.type is np.str_ or numpy_array.dtype.kind == "V":
@@ -229,10 +233,18 @@ class Logger:
     """Log lines in the server's output (the stub's stderr is the server's), prefixed with the
     level and the model instance."""
 
-    INFO = 0
-    WARNING = 1
-    ERROR = 2
-    VERBOSE = 3
+    class LogLevel:
+        """Triton's levels (pb_stub.cc: py::enum_ LogLevel, exported onto Logger)."""
+
+        INFO = 0
+        WARNING = 1
+        ERROR = 2
+        VERBOSE = 3
+
+    INFO = LogLevel.INFO
+    WARNING = LogLevel.WARNING
+    ERROR = LogLevel.ERROR
+    VERBOSE = LogLevel.VERBOSE
     _NAMES = {INFO: "I", WARNING: "W", ERROR: "E", VERBOSE: "V"}
     prefix = ""
 
