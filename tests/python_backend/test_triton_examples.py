@@ -190,3 +190,12 @@ def test_a_bls_request_carries_its_parameters(server, pb):
     got = infer(server, pb, "bls_options", {"IN": np.array([1], np.int32)})["PARAMS"]
     params = json.loads(got[0])
     assert {k: params[k] for k in ("k", "s", "b")} == {"k": 7, "s": "x", "b": True}
+
+
+def test_a_decoupled_execute_that_returns_a_list_fails_as_in_triton(server, pb):
+    request = pb[1].ModelInferRequest(model_name="decoupled_returns")
+    tensor(pb, request, "IN", np.array([5], np.int32))
+    answers = list(stub(server, pb).ModelStreamInfer(iter([request]), timeout=TIMEOUT))
+    errors = [a.error_message for a in answers if a.error_message]
+    assert any("is using the decoupled mode and the execute function must return None" in e
+               for e in errors), answers

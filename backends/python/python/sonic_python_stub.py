@@ -130,6 +130,10 @@ class Stub:
                 if asyncio.iscoroutine(returned):
                     self.run_coroutine(returned, True).add_done_callback(
                         lambda future: self.end_streams(requests, future))
+                elif returned is not None:
+                    raise pb_utils.TritonModelException(  # Triton's words (pb_stub.cc)
+                        "Python model '%s' is using the decoupled mode and the execute function "
+                        "must return None." % self.model_name)
             except Exception as failure:  # the model's own error: its requests fail with it
                 error = describe(failure)
                 self.end_streams(requests)
