@@ -148,3 +148,23 @@ def test_tensor_names_and_log_levels_as_triton_has_them():
         pb_utils.Tensor(None, np.zeros(1, np.int32))
     assert pb_utils.Logger.LogLevel.WARNING == pb_utils.Logger.WARNING
     pb_utils.Logger.log("from test_pb_utils", pb_utils.Logger.LogLevel.VERBOSE)
+
+
+def test_a_response_iterator_replays_once_done_and_cancels():
+    responses = [pb_utils.InferenceResponse(), pb_utils.InferenceResponse()]
+    finished = pb_utils.ResponseIterator(iter(responses))
+    assert list(finished) == responses
+    assert list(finished) == responses  # again from the first, as Triton's
+    closed = []
+
+    def stream():
+        try:
+            yield responses[0]
+            yield responses[1]
+        finally:
+            closed.append(True)
+
+    cancelled = pb_utils.ResponseIterator(stream())
+    assert next(cancelled) is responses[0]
+    cancelled.cancel()
+    assert closed == [True] and list(cancelled) == [responses[0]]

@@ -105,6 +105,46 @@ class InferenceResponse:
         return self._parameters
 
 
+class ResponseIterator:
+    """A decoupled BLS call's responses (exec(decoupled=True)), each as it comes. As Triton's:
+    once every response came, iterating again gives them again from the first; cancel() stops
+    reading (the responses still to come are dropped; the called model is not told, and runs to
+    its end)."""
+
+    def __init__(self, responses):
+        self._source = iter(responses)
+        self._seen = []
+        self._at = 0
+        self._finished = False
+
+    def __iter__(self):
+        if self._finished and self._at >= len(self._seen):
+            self._at = 0
+        return self
+
+    def __next__(self):
+        if self._at < len(self._seen):
+            self._at += 1
+            return self._seen[self._at - 1]
+        if self._finished:
+            raise StopIteration
+        try:
+            response = next(self._source)
+        except StopIteration:
+            self._finished = True
+            raise
+        self._seen.append(response)
+        self._at = len(self._seen)
+        return response
+
+    def cancel(self):
+        if not self._finished:
+            close = getattr(self._source, "close", None)
+            if close is not None:
+                close()
+            self._finished = True
+
+
 class InferenceResponseSender:
     """How a decoupled model answers a request: any number of send(response), then one with
     flags=TRITONSERVER_RESPONSE_COMPLETE_FINAL (its response may be None). Usable from any

@@ -215,13 +215,13 @@ class Channel:
                     "between requests (after execute() returned, or after a decoupled model's "
                     "final responses)", pb_utils.TritonError.UNAVAILABLE)
                 response = pb_utils.InferenceResponse(error=refused)
-                return iter([response]) if decoupled else response
+                return pb_utils.ResponseIterator([response]) if decoupled else response
             call = self._open_call()
             header["execute"] = self.execute
             header["call"] = call
             self.write(header, buffers)
         if decoupled:
-            return self._stream(call)
+            return pb_utils.ResponseIterator(self._stream(call))
         try:
             answer, answer_buffers = self._take(call)
             if answer["type"] != "bls_response":

@@ -310,4 +310,5 @@ from sonic_pb_config import (ModelConfig, get_input_config_by_name,  # noqa: E40
 from sonic_pb_metrics import Metric, MetricFamily  # noqa: E402,F401
 from sonic_pb_requests import (TRITONSERVER_MEMORY_CPU,  # noqa: E402,F401
                                TRITONSERVER_MEMORY_GPU, InferenceRequest, InferenceResponse,
-                               InferenceResponseSender, InferenceTrace, PreferredMemory)
+                               InferenceResponseSender, InferenceTrace, PreferredMemory,
+                               ResponseIterator)
