@@ -109,7 +109,12 @@ std::vector<Result<std::vector<NamedTensor>>> PythonModel::compute_batch(
   std::vector<ByteRange> buffers;
   const std::uint64_t execute = ++executes_;
   auto header = describe(requests, execute, buffers);
-  auto done = !header ? Result<void>(header.error()) : pool_.lend([&](Instance& instance) {
+  if (!header) {
+    // A request the stub cannot be told of (a string that is not UTF-8) fails alone.
+    for (std::size_t i = 0; i < requests.size(); ++i) answers[i] = compute(*requests[i]);
+    return answers;
+  }
+  auto done = pool_.lend([&](Instance& instance) {
     try {
       // The batch has no one caller: its model's is_cancelled() says no.
       StubConversation conversation(instance, settings_, name_, host_.get(), nullptr, *metrics_,
