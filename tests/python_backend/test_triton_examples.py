@@ -4,14 +4,17 @@ models/ written in the example's shape, making the same pb_utils calls, and chec
 example's client.py checks it."""
 
 import json
+import os
 import re
+import subprocess
+import textwrap
 import urllib.request
 
 import grpc
 import numpy as np
 import pytest
 
-from conftest import tensor
+from conftest import Server, tensor
 from test_python_backend import TIMEOUT, infer, outputs, stub
 
 
@@ -199,3 +202,60 @@ def test_a_decoupled_execute_that_returns_a_list_fails_as_in_triton(server, pb):
     errors = [a.error_message for a in answers if a.error_message]
     assert any("is using the decoupled mode and the execute function must return None" in e
                for e in errors), answers
+
+
+PYTORCH_MODEL = """
+    # Triton's python_backend examples/pytorch/model.py, in its shape: a torch nn.Module on the
+    # numpy arrays of the request's inputs.
+    import json
+
+    import triton_python_backend_utils as pb_utils
+    from torch import nn
+
+
+    class AddSubNet(nn.Module):
+        def forward(self, input0, input1):
+            return (input0 + input1), (input0 - input1)
+
+
+    class TritonPythonModel:
+        def initialize(self, args):
+            self.model_config = model_config = json.loads(args["model_config"])
+            output0_config = pb_utils.get_output_config_by_name(model_config, "OUTPUT0")
+            output1_config = pb_utils.get_output_config_by_name(model_config, "OUTPUT1")
+            self.output0_dtype = pb_utils.triton_string_to_numpy(output0_config["data_type"])
+            self.output1_dtype = pb_utils.triton_string_to_numpy(output1_config["data_type"])
+            self.add_sub_model = AddSubNet()
+
+        def execute(self, requests):
+            responses = []
+            for request in requests:
+                in_0 = pb_utils.get_input_tensor_by_name(request, "INPUT0")
+                in_1 = pb_utils.get_input_tensor_by_name(request, "INPUT1")
+                out_0, out_1 = self.add_sub_model(in_0.as_numpy(), in_1.as_numpy())
+                responses.append(pb_utils.InferenceResponse(output_tensors=[
+                    pb_utils.Tensor("OUTPUT0", out_0.astype(self.output0_dtype)),
+                    pb_utils.Tensor("OUTPUT1", out_1.astype(self.output1_dtype))]))
+            return responses
+"""
+
+
+def test_pytorch(repository, pb, tmp_path):
+    # A server of its own, which loads only this model: torch takes seconds to import.
+    python = os.environ.get("SONIC_PYTHON", "python3")
+    if subprocess.run([python, "-c", "import torch"], capture_output=True).returncode != 0:
+        pytest.skip("the stubs' Python has no torch")
+    root = tmp_path / "models"
+    (root / "pytorch" / "1").mkdir(parents=True)
+    with open(os.path.join(repository, "add_sub", "config.pbtxt")) as config:
+        (root / "pytorch" / "config.pbtxt").write_text(
+            config.read().replace('name: "add_sub"', 'name: "pytorch"'))
+    (root / "pytorch" / "1" / "model.py").write_text(textwrap.dedent(PYTORCH_MODEL))
+    server = Server("--model-repository", str(root), "--model-control-mode", "explicit",
+                    "--load-model", "pytorch")
+    try:
+        a, b = a_and_b()
+        got = infer(server, pb, "pytorch", {"INPUT0": a, "INPUT1": b})
+        assert np.allclose(got["OUTPUT0"], a + b) and np.allclose(got["OUTPUT1"], a - b)
+    finally:
+        server.stop()
