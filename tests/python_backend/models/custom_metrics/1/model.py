@@ -7,7 +7,6 @@ The request's id picks what it checks besides: "" runs the example alone; "check
 import json
 import time
 
-import numpy as np
 import triton_python_backend_utils as pb_utils
 
 
