@@ -34,6 +34,12 @@ using ResponseSink = std::function<void(std::vector<NamedTensor> outputs)>;
 using DecoupledFunction =
     std::function<Result<void>(const InferRequest& request, const ResponseSink& respond)>;
 
+/// Computes the requests of one batch in one execution, each as it came, rather than merged into
+/// one (as Triton's Python backend gives execute() the list of a batch's requests): one answer
+/// per request, in their order. It may run on several threads at once.
+using BatchFunction = std::function<std::vector<Result<std::vector<NamedTensor>>>(
+    const std::vector<const InferRequest*>& requests)>;
+
 /// A model the executor can run: its metadata plus the function that computes it: `compute`
 /// (one response per request), or `decoupled` (any number).
 struct Model {
@@ -48,6 +54,9 @@ struct Model {
   std::vector<std::string> optional_inputs;
   ModelFunction compute;
   DecoupledFunction decoupled;
+  /// With dynamic_batching: runs a batch's requests as they came, instead of `compute` on them
+  /// merged (`compute` still runs a request alone).
+  BatchFunction compute_batch;
   /// Merge concurrent requests into one execution (needs max_batch_size > 0 and `compute`):
   /// the executor's asynchronous calls and ModelHost::infer() queue them; CpuExecutor::infer()
   /// still runs one at once.
@@ -120,6 +129,14 @@ class ModelHost {
   /// It takes out whatever load of the model is in service now: a model that may have been
   /// loaded again since must check that it is still the one in service before it calls.
   virtual void retire(const std::string& name, const std::string& reason) = 0;
+
+  /// Whether the model (the version asked for; the default one when empty) is loaded and in
+  /// service, as Triton's model readiness: loads nothing. (A host that cannot tell: false.)
+  virtual bool ready(const std::string& name, const std::string& version) {
+    (void)name;
+    (void)version;
+    return false;
+  }
 };
 
 /// Where an executor finds the models it was not given: a model repository

@@ -46,7 +46,7 @@ Result<LoadedModel> checked_at_load(ModelConfig config, ModelFunction compute,
   // checked by its first request.
   for (const auto& input : config.inputs) {
     for (auto d : input.dims) {
-      if (d < 0) return LoadedModel{std::move(config), std::move(compute), {}};
+      if (d < 0) return LoadedModel{std::move(config), std::move(compute), {}, {}};
     }
   }
   const std::int64_t max_batch = config.max_batch_size;
@@ -62,7 +62,7 @@ Result<LoadedModel> checked_at_load(ModelConfig config, ModelFunction compute,
                        (at_max && !hint_at_max_batch.empty() ? " " + hint_at_max_batch : ""));
     }
   }
-  return LoadedModel{std::move(config), std::move(compute), {}};
+  return LoadedModel{std::move(config), std::move(compute), {}, {}};
 }
 
 }  // namespace sonic::repository

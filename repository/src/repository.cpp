@@ -274,6 +274,9 @@ Result<Model> load_version(const std::string& name, const ModelConfig& config,
     }
     model.decoupled = std::move(loaded->decoupled);
   } else {
+    // A batch's requests as they came, when the model takes them so (and reshapes nothing, which
+    // apply_reshapes does per request).
+    if (reshapes.empty()) model.compute_batch = std::move(loaded->compute_batch);
     model.compute = apply_reshapes(std::move(loaded->compute), std::move(reshapes), batched);
   }
   check_batches(model);

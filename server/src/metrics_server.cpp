@@ -1,5 +1,7 @@
 #include "metrics_server.hpp"
 
+#include "sonic/custom_metrics.hpp"
+
 namespace sonic::server {
 
 HttpService metrics_service(std::shared_ptr<ServerContext> context) {
@@ -15,10 +17,12 @@ HttpService metrics_service(std::shared_ptr<ServerContext> context) {
     if (request.path != "/metrics") {
       return respond({404, "text/plain; charset=utf-8", "not found\n", {}});
     }
-    // Scrapes come one at a time per connection; the reader's own lock orders several.
+    // Scrapes come one at a time per connection; the reader's own lock orders several. The
+    // models' own metrics (pb_utils.MetricFamily) follow the server's, on one page as in Triton.
     respond({200,
              "text/plain; version=0.0.4; charset=utf-8",
-             render_metrics(context->executor->all_statistics(), host->read()),
+             render_metrics(context->executor->all_statistics(), host->read()) +
+                 CustomMetricRegistry::global().render(),
              {}});
   };
   return service;

@@ -28,14 +28,15 @@
 namespace sonic::detail {
 
 /// Whether two requests can share an execution: the same inputs (names, types, and shapes past
-/// the batch dimension).
-inline bool mergeable(const InferRequest& a, const InferRequest& b) {
+/// the batch dimension); BYTES only when `bytes` (a model that takes a batch as its requests,
+/// which joins no rows).
+inline bool mergeable(const InferRequest& a, const InferRequest& b, bool bytes = false) {
   if (a.inputs().size() != b.inputs().size()) return false;
   for (std::size_t i = 0; i < a.inputs().size(); ++i) {
     const auto& x = a.inputs()[i];
     const auto& y = b.inputs()[i];
     if (x.name != y.name || x.tensor.dtype() != y.tensor.dtype() ||
-        x.tensor.dtype() == DataType::Bytes ||
+        (x.tensor.dtype() == DataType::Bytes && !bytes) ||
         !std::equal(x.tensor.shape().begin() + 1, x.tensor.shape().end(),
                     y.tensor.shape().begin() + 1, y.tensor.shape().end())) {
       return false;
@@ -106,6 +107,10 @@ class DynamicBatcher : public std::enable_shared_from_this<DynamicBatcher> {
           it == policy_.priority_queue_policy.end() ? policy_.default_queue_policy : it->second;
     }
   }
+
+  /// Lets requests with BYTES inputs share a batch: for a model that takes a batch as its
+  /// requests (Model::compute_batch), whose rows are never joined. Before the first submit().
+  void batch_bytes() { batches_bytes_ = true; }
 
   /// Queues a request (its batch within max_batch_size, checked by the caller) at its priority
   /// level. `done` runs once, never inside this call, on a runner's thread (a pool thread, or a
@@ -385,7 +390,8 @@ class DynamicBatcher : public std::enable_shared_from_this<DynamicBatcher> {
         stopped = true;
         return true;
       }
-      if (first && (!mergeable(first->request, p.request) || total + p.batch > max_batch_size_)) {
+      if (first && (!mergeable(first->request, p.request, batches_bytes_) ||
+                    total + p.batch > max_batch_size_)) {
         stopped = true;
         return true;
       }
@@ -473,6 +479,7 @@ class DynamicBatcher : public std::enable_shared_from_this<DynamicBatcher> {
   Execute execute_;
   Reject reject_;
   Post post_;
+  bool batches_bytes_ = false;
   std::deque<Level> levels_;  // guarded by state_.mutex (their number is fixed)
   State state_;
 };

@@ -68,6 +68,12 @@ Result<std::shared_ptr<const Model>> EngineHost::load(const std::string& name,
   return use.engine()->load_for_host(name, version);
 }
 
+bool EngineHost::ready(const std::string& name, const std::string& version) {
+  Use use(*this);
+  // The metadata of a model held and in service: what the server's ModelReady answers from.
+  return use.engine() && use.engine()->metadata(name, version).ok();
+}
+
 void EngineHost::run_async(UniqueFunction<void()> work) {
   Use use(*this);
   if (!use.engine()) {

@@ -32,6 +32,7 @@ class EngineHost final : public ModelHost {
                                             const std::string& version) override;
   void run_async(UniqueFunction<void()> work) override;
   void retire(const std::string& name, const std::string& reason) override;
+  bool ready(const std::string& name, const std::string& version) override;
 
  private:
   // The engine for the length of one call: null when it is going.

@@ -217,6 +217,7 @@ std::shared_ptr<ExecutorEngine::Entry> ExecutorEngine::make_entry(Model model, b
           refused.done(std::move(error));
         },
         [this](detail::UniqueFunction<void()> runner) { pool_.post(std::move(runner)); });
+    if (m.compute_batch) entry->batcher->batch_bytes();
   }
   if (m.sequence_batching) {
     std::weak_ptr<Entry> weak = entry;

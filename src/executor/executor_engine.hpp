@@ -290,6 +290,7 @@ class ExecutorEngine {
                          Callback<InferResult> done, Clock::time_point queued);
   static Result<std::int64_t> check_for_batcher(Entry& entry, const InferRequest& request,
                                                 Clock::time_point queued);
+  void execute_unmerged(Entry& entry, std::vector<detail::DynamicBatcher::Pending> batch);
   void execute_batch(const std::shared_ptr<Entry>& entry,
                      std::vector<detail::DynamicBatcher::Pending> batch);
 

@@ -354,6 +354,7 @@ void ExecutorEngine::execute_batch(const std::shared_ptr<Entry>& entry,
     auto& p = batch.front();
     return p.done(run_counted(*entry, p.request, p.queued));
   }
+  if (entry->model.compute_batch) return execute_unmerged(*entry, std::move(batch));
   const Model& model = entry->model;
   const auto t0 = Clock::now();
   std::vector<const InferRequest*> parts;
@@ -406,6 +407,58 @@ void ExecutorEngine::execute_batch(const std::shared_ptr<Entry>& entry,
     InferResult result(model.name, model.version, p.request.request_id(), std::move(*chosen));
     result.timing().server_queue = t0 - p.queued;
     result.timing().server_compute = t3 - t0;
+    p.done(std::move(result));
+  }
+}
+
+// Runs a batch through the model's compute_batch: its requests as they came, in one execution,
+// each answered with its own result.
+void ExecutorEngine::execute_unmerged(Entry& entry,
+                                      std::vector<detail::DynamicBatcher::Pending> batch) {
+  const Model& model = entry.model;
+  const auto t0 = Clock::now();
+  std::vector<const InferRequest*> parts;
+  std::int64_t total = 0;
+  for (const auto& p : batch) {
+    parts.push_back(&p.request);
+    total += p.batch;
+    entry.stats.queue.add(t0 - p.queued);
+  }
+  std::vector<Result<std::vector<NamedTensor>>> computed;
+  try {
+    computed = model.compute_batch(parts);
+  } catch (const std::exception& e) {
+    computed.clear();
+    for (std::size_t i = 0; i < batch.size(); ++i) {
+      computed.emplace_back(
+          Error(StatusCode::Internal, "model '" + model.name + "' failed: " + e.what()));
+    }
+  }
+  const auto t1 = Clock::now();
+  entry.stats.remember_compute_time(t1 - t0);
+  entry.stats.execution_ended(t1);
+  entry.stats.count_batch(static_cast<std::uint64_t>(total), t0, t0, t1, t1);
+  for (std::size_t r = 0; r < batch.size(); ++r) {
+    auto& p = batch[r];
+    if (r >= computed.size()) {
+      p.done(Error(StatusCode::Internal, "model '" + model.name + "' gave no answer"));
+      continue;
+    }
+    if (!computed[r]) {
+      entry.stats.count_failure(FailureReason::Backend, t1 - p.queued);
+      p.done(computed[r].error());
+      continue;
+    }
+    auto chosen = requested(model, p.request, std::move(*computed[r]));
+    if (!chosen) {
+      entry.stats.count_failure(FailureReason::Other, t1 - p.queued);
+      p.done(chosen.error());
+      continue;
+    }
+    entry.stats.success.add(t1 - p.queued);
+    InferResult result(model.name, model.version, p.request.request_id(), std::move(*chosen));
+    result.timing().server_queue = t0 - p.queued;
+    result.timing().server_compute = t1 - t0;
     p.done(std::move(result));
   }
 }

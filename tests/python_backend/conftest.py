@@ -74,6 +74,7 @@ def server(repository):
 def tensor(pb, request, name, array):
     """Adds `array` to a ModelInferRequest as input `name`, in raw_input_contents."""
     datatypes = {np.dtype(np.float32): "FP32", np.dtype(np.int32): "INT32",
+                 np.dtype(np.uint32): "UINT32",
                  np.dtype(np.object_): "BYTES"}
     request.inputs.add(name=name, datatype=datatypes[array.dtype], shape=list(array.shape))
     if array.dtype == np.object_:

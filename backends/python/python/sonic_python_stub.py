@@ -15,9 +15,12 @@ a JSON header and byte buffers. The server speaks first and the stub answers:
                          and is_cancelled -> cancelled (request.is_cancelled())
     finalize          -> finalized, and the stub exits
 
+and metric -> metric_answer (pb_utils.MetricFamily, Metric) within initialize, auto_complete or
+an execute. The connection itself is sonic_stub_channel.py's.
+
 The stub ends when the socket closes (the server unloaded the model or is gone)."""
 
-import collections
+import asyncio
 import importlib.util
 import json
 import os
@@ -30,296 +33,6 @@ import traceback
 SOCKET_FD = 3
 
 
-class Channel:
-    """Frames over the socket. No thread is set aside to read it: whichever thread waits for a
-    message reads the socket while no other does, keeps what is its own and hands the rest on
-    (the main loop's messages to next(), a BLS call's answers to the thread that made the call,
-    by the call's number). The main loop thus reads each execute itself, with no thread switch
-    on the way. Writes may come from any thread.
-
-    A BLS call is answered only while an execute is under way (the server reads the socket only
-    then): from the execute's message until its responses were written, or, for a decoupled
-    model, until execute() returned and every sender sent its final flag. A call outside that is
-    refused here, at once."""
-
-    MAIN = "main"  # the main loop's inbox; a BLS call's is its number
-
-    def __init__(self, fd):
-        self._socket = socket.socket(fileno=fd)
-        self._write_lock = threading.Lock()
-        # The execute under way. Held while writing what begins or ends a conversation with the
-        # server, so that no BLS call is written after the message that ends the execute.
-        self._state = threading.Lock()
-        # Guards the inboxes and who reads. Never held while reading or writing the socket, and
-        # taken after _state where both are: the reading thread must never wait for a writer.
-        self._arrivals = threading.Condition()
-        self._inboxes = {Channel.MAIN: collections.deque()}  # (header, buffers) each
-        self._reading = False  # a thread is reading the socket
-        self._closed = False
-        self._next_call = 0
-        self._open_senders = 0
-        self._executed = False
-        self.decoupled = False
-        self.execute = None  # the number of the execute under way; None between them
-
-    def _read_exactly(self, size):
-        buffer = bytearray(size)
-        view = memoryview(buffer)
-        got = 0
-        while got < size:
-            count = self._socket.recv_into(view[got:], size - got)
-            if count == 0:
-                raise EOFError("the server closed the connection")
-            got += count
-        return buffer
-
-    def read(self):
-        header_size, count = struct.unpack("<II", self._read_exactly(8))
-        sizes = struct.unpack("<%dQ" % count, self._read_exactly(8 * count)) if count else ()
-        header = json.loads(bytes(self._read_exactly(header_size)))
-        # Each buffer in an allocation of its own, which numpy arrays of it then share.
-        return header, [self._read_exactly(size) for size in sizes]
-
-    def _take(self, inbox):
-        """The next message for `inbox`; EOFError once the socket closed and it is empty."""
-        with self._arrivals:
-            while True:
-                if self._inboxes[inbox]:
-                    return self._inboxes[inbox].popleft()
-                if self._closed:
-                    raise EOFError("the server closed the connection")
-                if not self._reading:
-                    self._reading = True
-                    break
-                self._arrivals.wait()
-        while True:
-            try:
-                message = self.read()
-            except (EOFError, OSError, ValueError):
-                message = None
-            except BaseException:  # KeyboardInterrupt, MemoryError: a waiting thread reads on
-                with self._arrivals:
-                    self._reading = False
-                    self._arrivals.notify_all()
-                raise
-            with self._arrivals:
-                if message is None:
-                    self._closed = True
-                    self._reading = False
-                    self._arrivals.notify_all()
-                    raise EOFError("the server closed the connection")
-                header = message[0]
-                owner = Channel.MAIN
-                if header.get("type") in ("bls_response", "bls_end", "cancelled"):
-                    owner = header.get("call")
-                    if owner not in self._inboxes:
-                        continue  # the rest of a stream its caller stopped reading: dropped
-                if owner == inbox:
-                    self._reading = False  # a waiting thread reads on
-                    self._arrivals.notify_all()
-                    return message
-                self._inboxes[owner].append(message)
-                self._arrivals.notify_all()
-
-    def next(self):
-        """The server's next message for the main loop; EOFError once the socket closed."""
-        return self._take(Channel.MAIN)
-
-    def write(self, header, buffers=()):
-        views = [memoryview(b).cast("B") for b in buffers]
-        encoded = json.dumps(header).encode()
-        prefix = struct.pack("<II", len(encoded), len(views))
-        if views:
-            prefix += struct.pack("<%dQ" % len(views), *(v.nbytes for v in views))
-        pieces = [prefix, encoded] + [v for v in views if v.nbytes]
-        with self._write_lock:
-            while pieces:
-                sent = self._socket.sendmsg(pieces[:1024])
-                while pieces and sent >= len(pieces[0]):
-                    sent -= len(pieces[0])
-                    pieces.pop(0)
-                if sent:
-                    pieces[0] = memoryview(pieces[0])[sent:]
-
-    def begin_execute(self, execute, senders):
-        with self._state:
-            self.execute = execute
-            self._open_senders = senders
-            self._executed = False
-
-    def end_execute(self, header, buffers=()):
-        """Writes the execute's last message of the main loop's (responses, error, executed)."""
-        with self._state:
-            self.write(header, buffers)
-            if self.decoupled:
-                self._executed = True
-                if self._open_senders == 0:
-                    self.execute = None
-            else:
-                self.execute = None
-
-    def send_response(self, execute, index, response, flags):
-        buffers = []
-        encoded = encode_response(response, buffers) if response is not None else None
-        with self._state:
-            self.write({"type": "response", "execute": execute, "index": index,
-                        "response": encoded, "flags": flags}, buffers)
-            if flags & pb_utils.TRITONSERVER_RESPONSE_COMPLETE_FINAL and execute == self.execute:
-                self._open_senders -= 1
-                if self._open_senders == 0 and self._executed:
-                    self.execute = None
-
-    def bls(self, request, decoupled):
-        buffers = []
-        header = {
-            "type": "bls",
-            "decoupled": bool(decoupled),
-            "model_name": request.model_name(),
-            "model_version": "" if request.model_version() in (-1, None, "")
-            else str(request.model_version()),
-            "request_id": request.request_id(),
-            "inputs": [encode_tensor(t, buffers) for t in request.inputs()],
-            "requested_outputs": list(request.requested_output_names()),
-        }
-        with self._state:
-            if self.execute is None:
-                refused = pb_utils.TritonError(
-                    "a BLS call is answered only while a request is under way: this one came "
-                    "between requests (after execute() returned, or after a decoupled model's "
-                    "final responses)", pb_utils.TritonError.UNAVAILABLE)
-                response = pb_utils.InferenceResponse(error=refused)
-                return iter([response]) if decoupled else response
-            with self._arrivals:
-                if self._closed:
-                    raise EOFError("the server closed the connection")
-                call = self._next_call
-                self._next_call += 1
-                self._inboxes[call] = collections.deque()
-            header["execute"] = self.execute
-            header["call"] = call
-            self.write(header, buffers)
-        if decoupled:
-            return self._stream(call)
-        try:
-            answer, answer_buffers = self._take(call)
-            if answer["type"] != "bls_response":
-                raise pb_utils.TritonModelException(
-                    "unexpected message from the server: %r" % answer["type"])
-            return decode_response(answer["response"], answer_buffers)
-        finally:
-            self._forget(call)
-
-    def is_cancelled(self, execute):
-        """Whether the caller of execute `execute`'s request went away (cancelled, or past its
-        deadline): asked of the server, which knows. An execute that is over has nobody
-        waiting for it."""
-        with self._state:
-            if self.execute is None or self.execute != execute:
-                return True
-            with self._arrivals:
-                if self._closed:
-                    return True
-                call = self._next_call
-                self._next_call += 1
-                self._inboxes[call] = collections.deque()
-            self.write({"type": "is_cancelled", "execute": execute, "call": call})
-        try:
-            answer, _ = self._take(call)
-            return bool(answer.get("cancelled", True))
-        except EOFError:
-            return True
-        finally:
-            self._forget(call)
-
-    def _stream(self, call):
-        """A decoupled call's responses, each yielded as it comes (Triton's ResponseIterator)."""
-        try:
-            while True:
-                answer, answer_buffers = self._take(call)
-                if answer["type"] == "bls_response":
-                    yield decode_response(answer["response"], answer_buffers)
-                elif answer["type"] == "bls_end":
-                    if answer.get("error"):
-                        yield pb_utils.InferenceResponse(error=decode_error(answer["error"]))
-                    return
-                else:
-                    raise pb_utils.TritonModelException(
-                        "unexpected message from the server: %r" % answer["type"])
-        finally:
-            self._forget(call)
-
-    def _forget(self, call):
-        with self._arrivals:
-            del self._inboxes[call]
-
-
-def encode_tensor(tensor, buffers):
-    array = tensor.as_numpy()
-    wire = pb_utils.numpy_to_wire(array.dtype)
-    if wire is None:
-        raise pb_utils.TritonModelException(
-            "output '%s' has dtype %s, which has no Triton data type" % (tensor.name(),
-                                                                          array.dtype))
-    if wire == "BYTES":
-        data = pb_utils.serialize_byte_tensor(array)
-        data = b"" if data is None else data
-    else:
-        # The array's own buffer when it is contiguous: sent without a copy.
-        data = np.ascontiguousarray(array).reshape(-1).view(np.uint8)
-    buffers.append(data)
-    return {"name": tensor.name(), "datatype": wire, "shape": list(array.shape),
-            "buffer": len(buffers) - 1}
-
-
-def decode_tensor(described, buffers):
-    data = buffers[described["buffer"]]
-    shape = described["shape"]
-    if described["datatype"] == "BYTES":
-        array = pb_utils.deserialize_bytes_tensor(data).reshape(shape)
-    else:
-        numpy_type = pb_utils.wire_to_numpy(described["datatype"])
-        if numpy_type is None:
-            raise pb_utils.TritonModelException(
-                "tensor '%s' is %s, which numpy has no type for" % (described["name"],
-                                                                     described["datatype"]))
-        # Over the received bytes, not a copy of them.
-        array = np.frombuffer(data, dtype=numpy_type).reshape(shape)
-    return pb_utils.Tensor(described["name"], array)
-
-
-_ERROR_CODES = {}  # filled in main(): the wire's status names and TritonError's codes
-
-
-def encode_error(error):
-    if error is None:
-        return None
-    code = error.code() if hasattr(error, "code") else pb_utils.TritonError.INTERNAL
-    return {"message": str(error.message() if hasattr(error, "message") else error),
-            "code": _ERROR_CODES.get(code, "INTERNAL")}
-
-
-def decode_error(error):
-    codes = {name: code for code, name in _ERROR_CODES.items()}
-    return pb_utils.TritonError(error["message"], codes.get(error["code"],
-                                                            pb_utils.TritonError.UNKNOWN))
-
-
-def encode_response(response, buffers):
-    if not isinstance(response, pb_utils.InferenceResponse):
-        raise pb_utils.TritonModelException(
-            "expected an InferenceResponse, got %s" % type(response).__name__)
-    if response.has_error():
-        return {"outputs": [], "error": encode_error(response.error())}
-    return {"outputs": [encode_tensor(t, buffers) for t in response.output_tensors()],
-            "error": None}
-
-
-def decode_response(described, buffers):
-    if described.get("error"):
-        return pb_utils.InferenceResponse(error=decode_error(described["error"]))
-    return pb_utils.InferenceResponse([decode_tensor(t, buffers) for t in described["outputs"]])
-
-
 def describe(exception):
     return "%s: %s" % (type(exception).__name__, exception)
 
@@ -330,6 +43,22 @@ class Stub:
         self.model_file = model_file
         self.model_class = None
         self.model = None
+        self.model_name = ""  # the request's model_name(), model_version(): this model's
+        self.model_version = -1
+        self.loop = None  # the asyncio loop of `async def execute`, made when first needed
+
+    def run_coroutine(self, coroutine, in_background):
+        """Runs an `async def execute`'s coroutine as Triton's stub does (pb_stub.cc,
+        Stub::RunCoroutine): on one event loop that runs forever in a daemon thread, waited for
+        (its result), or, for a decoupled model, left to run ("Do not wait for async decoupled
+        execute to return"), its error ending the streams it leaves open."""
+        if self.loop is None:
+            self.loop = asyncio.new_event_loop()
+            threading.Thread(target=self.loop.run_forever, daemon=True).start()
+        future = asyncio.run_coroutine_threadsafe(coroutine, self.loop)
+        if not in_background:
+            return future.result()
+        return future
 
     def model_type(self):
         if self.model_class is None:
@@ -355,16 +84,19 @@ class Stub:
                     "auto_complete_config must return its ModelConfig, not %s"
                     % type(completed).__name__)
             config = completed
-        self.channel.write({"type": "config", "config": json.dumps(config.as_dict())})
+        self.channel.end_load({"type": "config", "config": json.dumps(config.as_dict())})
 
     def initialize(self, header):
         args = header["args"]
+        self.model_name = args.get("model_name", "")
+        version = str(args.get("model_version", ""))
+        self.model_version = int(version) if version.isdigit() else -1
         self.channel.decoupled = bool(header.get("decoupled"))
         pb_utils.Logger.prefix = args.get("model_instance_name", "") + ": "
         self.model = self.model_type()()
         if hasattr(self.model, "initialize"):
             self.model.initialize(args)
-        self.channel.write({"type": "initialized"})
+        self.channel.end_load({"type": "initialized"})
 
     def execute(self, header, buffers):
         execute = header.get("execute")
@@ -377,27 +109,41 @@ class Stub:
                 requested_output_names=described["requested_outputs"],
                 request_id=described.get("request_id", ""),
                 correlation_id=described.get("correlation_id", 0),
-                flags=described.get("flags", 0),
-                parameters=described.get("parameters", "{}"))
+                flags=described.get("flags", 0), model_name=self.model_name,
+                model_version=self.model_version)
+            request._parameters = described.get("parameters", "{}")  # JSON, as the server sent it
             request._execute = execute
             if self.channel.decoupled:
                 request._sender = pb_utils.InferenceResponseSender(self.channel, execute, index)
             requests.append(request)
+        senders = None
+        if not self.channel.decoupled:
+            # Triton lets a model that is not decoupled answer through the sender too: one
+            # response each, with the final flag, in place of execute()'s list (or its None).
+            senders = OneResponseEach(self.channel, execute, len(requests))
+            for index, request in enumerate(requests):
+                request._sender = pb_utils.InferenceResponseSender(senders, execute, index)
         if self.channel.decoupled:
             error = None
             try:
-                self.model.execute(requests)
+                returned = self.model.execute(requests)
+                if asyncio.iscoroutine(returned):
+                    self.run_coroutine(returned, True).add_done_callback(
+                        lambda future: self.end_streams(requests, future))
+                elif returned is not None:
+                    raise pb_utils.TritonModelException(  # Triton's words (pb_stub.cc)
+                        "Python model '%s' is using the decoupled mode and the execute function "
+                        "must return None." % self.model_name)
             except Exception as failure:  # the model's own error: its requests fail with it
                 error = describe(failure)
-                # Their streams end here: a response sent later is refused (the sender is
-                # closed), as no request is left to take it.
-                for request in requests:
-                    if not request._sender._closed:
-                        request._sender.send(flags=pb_utils.TRITONSERVER_RESPONSE_COMPLETE_FINAL)
+                self.end_streams(requests)
             self.channel.end_execute({"type": "executed", "execute": execute, "error": error})
             return
         try:
             responses = self.model.execute(requests)
+            if asyncio.iscoroutine(responses):
+                responses = self.run_coroutine(responses, False)
+            responses = senders.complete(responses)
             if not isinstance(responses, (list, tuple)) or len(responses) != len(requests):
                 raise pb_utils.TritonModelException(
                     "execute() must return a list of %d InferenceResponse, one per request; it "
@@ -410,6 +156,26 @@ class Stub:
             return
         self.channel.end_execute({"type": "responses", "execute": execute, "responses": encoded},
                                  buffers_out)
+
+    @staticmethod
+    def end_streams(requests, future=None):
+        """Ends the streams a decoupled execute that raised left open: a response sent later is
+        refused (the sender is closed), as no request is left to take it. `future`: an async
+        execute's, which ends them only when it raised, with its error."""
+        error = None
+        if future is not None:
+            if future.cancelled() or future.exception() is None:
+                return
+            error = pb_utils.TritonError(describe(future.exception()))
+            pb_utils.Logger.log_error("async execute failed: " + str(error))
+        for request in requests:
+            if not request._sender._closed:
+                try:
+                    request._sender.send(
+                        None if error is None else pb_utils.InferenceResponse(error=error),
+                        flags=pb_utils.TRITONSERVER_RESPONSE_COMPLETE_FINAL)
+                except (pb_utils.TritonModelException, EOFError, OSError):
+                    pass  # sent meanwhile, or the server is gone
 
     def finalize(self):
         if self.model is not None and hasattr(self.model, "finalize"):
@@ -435,11 +201,12 @@ class Stub:
                 self.finalize()
                 return
             elif kind in handlers:
+                self.channel.loading = True  # metric calls are answered until it answers
                 try:
                     handlers[kind](header)
                 except Exception as failure:
-                    self.channel.write({"type": "error", "message": describe(failure),
-                                        "traceback": traceback.format_exc()})
+                    self.channel.end_load({"type": "error", "message": describe(failure),
+                                           "traceback": traceback.format_exc()})
             else:
                 self.channel.write({"type": "error", "message": "unknown message %r" % kind})
 
@@ -451,29 +218,83 @@ class Stub:
                 pass
 
 
+class OneResponseEach:
+    """The response senders of a model that is not decoupled (Triton's ResponseSender rules):
+    each request takes one response and the final flag (together or in that order), which
+    stands for its entry of execute()'s list (None there, or no list at all)."""
+
+    def __init__(self, channel, execute, count):
+        self._channel = channel
+        self._sent = [None] * count
+        self._final = [False] * count
+        self._done = threading.Condition()
+
+    def send_response(self, execute, index, response, flags):
+        with self._done:
+            if response is not None and self._sent[index] is not None:
+                raise pb_utils.TritonModelException(
+                    "Unable to send response. Non-decoupled model cannot send more than one "
+                    "response.")
+            if response is None and self._sent[index] is None:
+                raise pb_utils.TritonModelException(
+                    "Unable to send response. Non-decoupled model cannot send complete final "
+                    "before sending a response.")
+            if response is not None:
+                self._sent[index] = response
+            if flags & pb_utils.TRITONSERVER_RESPONSE_COMPLETE_FINAL:
+                self._final[index] = True
+                self._done.notify_all()
+
+    def is_cancelled(self, execute):
+        return self._channel.is_cancelled(execute)
+
+    def complete(self, returned):
+        """execute()'s list with the senders' responses in place of its None entries (all of
+        them for None), waiting for those a model's thread still owes (the server's
+        execute_timeout_ms bounds the wait)."""
+        if returned is not None and not isinstance(returned, (list, tuple)):
+            return returned
+        wanted = [i for i in range(len(self._sent))
+                  if returned is None or (i < len(returned) and returned[i] is None)]
+        with self._done:
+            if not any(self._sent) and returned is not None:
+                return returned  # the usual case: the list is the answer
+            for i in range(len(self._sent)):
+                if i not in wanted and self._sent[i] is not None:
+                    raise pb_utils.TritonModelException(
+                        "Non-decoupled model cannot send more than one response (request %d "
+                        "was answered through its sender and in execute()'s list)" % i)
+            self._done.wait_for(lambda: all(self._final[i] for i in wanted))
+        answers = list(returned) if returned is not None else [None] * len(self._sent)
+        for i in wanted:
+            answers[i] = self._sent[i]
+        return answers
+
+
 def _shape_of(value):
     if isinstance(value, (list, tuple)):
         return "%d item(s)" % len(value)
     return type(value).__name__
 
 
+def refuse(message):
+    """Says why the stub cannot start, in a frame of its own (the channel needs numpy)."""
+    encoded = json.dumps({"type": "error", "message": message}).encode()
+    with socket.socket(fileno=SOCKET_FD) as connection:
+        connection.sendall(struct.pack("<II", len(encoded), 0) + encoded)
+
+
 def main():
-    global np, pb_utils
-    channel = Channel(SOCKET_FD)
-    # This script's directory holds triton_python_backend_utils.py as well.
+    global pb_utils, Channel, decode_tensor, encode_response
+    # This script's directory holds triton_python_backend_utils.py and the channel as well.
     sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
     try:
-        import numpy as np
         import triton_python_backend_utils as pb_utils
+        from sonic_stub_channel import Channel, decode_tensor, encode_response
     except ImportError as failure:
-        channel.write({"type": "error", "message": "the Python backend needs numpy in %s (%s)"
-                       % (sys.executable, failure)})
+        refuse("the Python backend needs numpy in %s (%s)" % (sys.executable, failure))
         return 1
-    error = pb_utils.TritonError
-    _ERROR_CODES.update({error.UNKNOWN: "UNKNOWN", error.INTERNAL: "INTERNAL",
-                         error.NOT_FOUND: "NOT_FOUND", error.INVALID_ARG: "INVALID_ARGUMENT",
-                         error.UNAVAILABLE: "UNAVAILABLE", error.UNSUPPORTED: "UNIMPLEMENTED",
-                         error.ALREADY_EXISTS: "ALREADY_EXISTS", error.CANCELLED: "CANCELLED"})
+    channel = Channel(SOCKET_FD)
     pb_utils.set_channel(channel)
     try:
         Stub(channel, sys.argv[1]).serve()

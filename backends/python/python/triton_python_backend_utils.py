@@ -2,13 +2,13 @@
 model.py imports (`import triton_python_backend_utils as pb_utils`), with the behaviour Triton's
 python_backend documents (its README.md, src/resources/triton_python_backend_utils.py and
 src/pb_stub.cc). sonic's stub process (sonic_python_stub.py) imports it and connects it to the
-server through set_channel(); a model never calls that.
+server through set_channel(); a model never calls that. Its parts: sonic_pb_requests.py
+(InferenceRequest, InferenceResponse, the response sender), sonic_pb_config.py (ModelConfig and
+the config helpers), sonic_pb_metrics.py (MetricFamily, Metric), all imported here.
 
 What this module leaves out: GPU tensors (everything is on the CPU, as under
-model_instance_kind "CPU"), async_exec, request cancellation (is_cancelled() is False), BLS
-tracing, and is_model_ready()."""
+model_instance_kind "CPU"), BLS tracing, load_model and unload_model."""
 
-import json
 import struct
 import sys
 
@@ -114,6 +114,18 @@ class TritonError:
     CANCELLED = 7
 
     def __init__(self, message, code=INTERNAL):
+        # Triton's: py::arg("message").none(false), py::arg("code").none(false).
+        if isinstance(message, bytes):
+            message = message.decode("utf-8", errors="replace")
+        if not isinstance(message, str):
+            raise TypeError("TritonError: message must be a str, not %s"
+                            % type(message).__name__)
+        if code not in (TritonError.UNKNOWN, TritonError.INTERNAL, TritonError.NOT_FOUND,
+                        TritonError.INVALID_ARG, TritonError.UNAVAILABLE,
+                        TritonError.UNSUPPORTED, TritonError.ALREADY_EXISTS,
+                        TritonError.CANCELLED) or isinstance(code, bool):
+            raise TypeError("TritonError: code must be one of TritonError's codes, not %r"
+                            % (code,))
         self._message = message
         self._code = code
 
@@ -139,6 +151,10 @@ class Tensor:
     object arrays of bytes, as Triton gives them."""
 
     def __init__(self, name, numpy_array, triton_dtype=None):
+        if isinstance(name, bytes):  # a std::string in Triton's: str or bytes
+            name = name.decode("utf-8", errors="replace")
+        if not isinstance(name, str):
+            raise TypeError("Tensor: name must be a str, not %s" % type(name).__name__)
         if not isinstance(numpy_array, np.ndarray):
             numpy_array = np.asarray(numpy_array)
         if numpy_array.dtype.type is np.str_ or numpy_array.dtype.kind == "V":
@@ -176,6 +192,14 @@ class Tensor:
     def is_cpu(self):
         return True
 
+    def __dlpack__(self, stream=None):
+        """DLPack's protocol (Triton's Tensor has it), so that torch.from_dlpack(tensor) and
+        np.from_dlpack(tensor) take a Tensor itself."""
+        return self.to_dlpack()
+
+    def __dlpack_device__(self):
+        return (1, 0)  # kDLCPU, device 0
+
     def to_dlpack(self):
         """A DLPack capsule over the tensor's bytes (numeric tensors only: DLPack has no
         strings)."""
@@ -205,262 +229,22 @@ class _Capsule:
         return (1, 0)  # kDLCPU, device 0
 
 
-class InferenceResponse:
-    """One response: its output tensors, or an error."""
-
-    def __init__(self, output_tensors=None, error=None, parameters=None):
-        if output_tensors is None:
-            output_tensors = []
-        if not isinstance(output_tensors, (list, tuple)):
-            raise TritonModelException('"output_tensors" must be a list.')
-        self._outputs = list(output_tensors)
-        self._error = error
-        self._parameters = parameters or {}
-
-    def output_tensors(self):
-        return self._outputs
-
-    def has_error(self):
-        return self._error is not None
-
-    def error(self):
-        return self._error
-
-    def parameters(self):
-        return json.dumps(self._parameters)
-
-
-class InferenceResponseSender:
-    """How a decoupled model answers a request: any number of send(response), then one with
-    flags=TRITONSERVER_RESPONSE_COMPLETE_FINAL (its response may be None). Usable from any
-    thread, also after execute() returned."""
-
-    def __init__(self, channel, execute, index):
-        self._channel = channel
-        self._execute = execute
-        self._index = index
-        self._closed = False
-
-    def send(self, response=None, flags=0):
-        if self._closed:
-            raise TritonModelException("Unable to send response. Response sender has been closed.")
-        if response is None and not flags & TRITONSERVER_RESPONSE_COMPLETE_FINAL:
-            raise TritonModelException("only the final send may leave out its response")
-        if flags & TRITONSERVER_RESPONSE_COMPLETE_FINAL:
-            self._closed = True
-        self._channel.send_response(self._execute, self._index, response, flags)
-
-    def is_cancelled(self):
-        """Whether the request's caller went away (cancelled its call, closed its connection, or
-        passed its deadline): a model may stop sending then, as Triton's may."""
-        return self._channel.is_cancelled(self._execute)
-
-
-class InferenceRequest:
-    """A request: one the model is given in execute(), or one it makes to run another model of
-    the server (BLS) with exec()."""
-
-    def __init__(self, model_name="", inputs=None, requested_output_names=None, request_id="",
-                 correlation_id=0, model_version=-1, flags=0, timeout=0, parameters=None,
-                 **_ignored):
-        # Triton's constructor is typed (pybind11): strings where it takes strings.
-        for argument, value in (("model_name", model_name), ("request_id", request_id)):
-            if not isinstance(value, str):
-                raise TypeError("InferenceRequest: %s must be a str, not %s"
-                                % (argument, type(value).__name__))
-        self._model_name = model_name
-        self._inputs = list(inputs or [])
-        self._requested_output_names = list(requested_output_names or [])
-        self._request_id = request_id
-        self._correlation_id = correlation_id
-        self._model_version = model_version
-        self._flags = flags
-        self._timeout = timeout
-        self._parameters = parameters if isinstance(parameters, str) else json.dumps(
-            parameters or {})
-        self._sender = None
-        self._execute = None  # set on the requests execute() is given
-
-    def inputs(self):
-        return self._inputs
-
-    def request_id(self):
-        return self._request_id
-
-    def correlation_id(self):
-        return self._correlation_id
-
-    def requested_output_names(self):
-        return self._requested_output_names
-
-    def model_name(self):
-        return self._model_name
-
-    def model_version(self):
-        return self._model_version
-
-    def flags(self):
-        return self._flags
-
-    def timeout(self):
-        return self._timeout
-
-    def parameters(self):
-        """The request's parameters as a JSON object (a string), as Triton gives them."""
-        return self._parameters
-
-    def is_cancelled(self):
-        """Whether the caller of this request went away: it cancelled its call, closed its
-        connection, or its deadline passed (Triton's request cancellation). A model that runs
-        long may ask, and stop. Always False for a request the model made itself (BLS)."""
-        if _channel is None or self._execute is None:
-            return False
-        return _channel.is_cancelled(self._execute)
-
-    def get_response_sender(self):
-        if self._sender is None:
-            raise TritonModelException(
-                "get_response_sender() is for decoupled models (model_transaction_policy "
-                "{ decoupled: true })")
-        return self._sender
-
-    def exec(self, decoupled=False):
-        """Runs this request on the server's model `model_name` (BLS) and waits for it: an
-        InferenceResponse, or with decoupled=True an iterator that yields each response of a
-        decoupled model's stream as it comes. Errors come back in the response (has_error())."""
-        if _channel is None:
-            raise TritonModelException("exec() needs the stub's connection to the server")
-        return _channel.bls(self, decoupled)
-
-
-class ModelConfig:
-    """The configuration auto_complete_config(auto_complete_model_config) completes: the model's
-    config as Triton's JSON; the model adds to it."""
-
-    def __init__(self, model_config):
-        self._config = json.loads(model_config) if isinstance(model_config, str) else model_config
-        self._config.setdefault("input", [])
-        self._config.setdefault("output", [])
-        self._config.setdefault("max_batch_size", 0)
-
-    def as_dict(self):
-        return self._config
-
-    def _name(self):
-        return self._config.get("name", "")
-
-    def set_max_batch_size(self, max_batch_size):
-        if self._config["max_batch_size"] > max_batch_size:
-            raise ValueError(
-                "configuration specified max_batch_size %d, but in auto-complete-config function "
-                "for model '%s' specified max_batch_size %d"
-                % (self._config["max_batch_size"], self._name(), max_batch_size))
-        self._config["max_batch_size"] = max_batch_size
-
-    def set_dynamic_batching(self):
-        for other in ("sequence_batching", "ensemble_scheduling"):
-            if other in self._config:
-                raise ValueError(
-                    "Configuration specified scheduling_choice as '%s', but auto-complete-config "
-                    "function for model '%s' tries to set scheduling_choice as "
-                    "'dynamic_batching'" % (other, self._name()))
-        self._config.setdefault("dynamic_batching", {})
-
-    def _add(self, kind, tensor, allowed):
-        for key in tensor:
-            if key not in allowed:
-                raise ValueError("%s '%s' in auto-complete-config function for model '%s' "
-                                 "contains property other than %s"
-                                 % (kind, tensor.get("name"), self._name(), ", ".join(allowed)))
-        for key in ("name", "data_type", "dims"):
-            if key not in tensor:
-                raise ValueError("%s '%s' in auto-complete-config function for model '%s' is "
-                                 "missing '%s' property." % (kind, tensor.get("name", ""),
-                                                             self._name(), key))
-        for current in self._config[kind]:
-            if current.get("name") != tensor["name"]:
-                continue
-            given_type = current.get("data_type", "TYPE_INVALID")
-            if given_type not in ("", "TYPE_INVALID") and given_type != tensor["data_type"]:
-                raise ValueError("unable to load model '%s', configuration expects datatype %s "
-                                 "for %s '%s', model provides %s"
-                                 % (self._name(), given_type, kind, tensor["name"],
-                                    tensor["data_type"]))
-            if current.get("dims") and list(current["dims"]) != list(tensor["dims"]):
-                raise ValueError("model '%s', tensor '%s': the model expects dims %s but the "
-                                 "model configuration specifies dims %s"
-                                 % (self._name(), tensor["name"], list(tensor["dims"]),
-                                    list(current["dims"])))
-            current["data_type"] = tensor["data_type"]
-            current["dims"] = list(tensor["dims"])
-            if "optional" in tensor:
-                current["optional"] = tensor["optional"]
-            return
-        self._config[kind].append(dict(tensor, dims=list(tensor["dims"])))
-
-    def add_input(self, input):  # noqa: A002 (Triton's parameter name)
-        self._add("input", input, ("name", "data_type", "dims", "optional"))
-
-    def add_output(self, output):
-        self._add("output", output, ("name", "data_type", "dims"))
-
-    def set_model_transaction_policy(self, transaction_policy_dict):
-        for key in transaction_policy_dict:
-            if key != "decoupled":
-                raise ValueError("model transaction property in auto-complete-config function "
-                                 "for model '%s' contains property other than 'decoupled'."
-                                 % self._name())
-        policy = self._config.setdefault("model_transaction_policy", {})
-        if "decoupled" in transaction_policy_dict:
-            wanted = transaction_policy_dict["decoupled"]
-            if "decoupled" in policy and policy["decoupled"] != wanted:
-                raise ValueError("trying to change decoupled property in auto-complete-config "
-                                 "for model '%s', which is already set to '%s'."
-                                 % (self._name(), policy["decoupled"]))
-            policy["decoupled"] = wanted
-
-
-def get_input_tensor_by_name(inference_request, name):
-    """The request's input of that name, or None."""
-    for tensor in inference_request.inputs():
-        if tensor.name() == name:
-            return tensor
-    return None
-
-
-def get_output_tensor_by_name(inference_response, name):
-    """The response's output of that name, or None."""
-    for tensor in inference_response.output_tensors():
-        if tensor.name() == name:
-            return tensor
-    return None
-
-
-def get_input_config_by_name(model_config, name):
-    """The input of that name of a config (a dict, as json.loads(args["model_config"])), or
-    None."""
-    for tensor in model_config.get("input", []):
-        if tensor.get("name") == name:
-            return tensor
-    return None
-
-
-def get_output_config_by_name(model_config, name):
-    """The output of that name of a config (a dict), or None."""
-    for tensor in model_config.get("output", []):
-        if tensor.get("name") == name:
-            return tensor
-    return None
-
-
 class Logger:
     """Log lines in the server's output (the stub's stderr is the server's), prefixed with the
     level and the model instance."""
 
-    INFO = 0
-    WARNING = 1
-    ERROR = 2
-    VERBOSE = 3
+    class LogLevel:
+        """Triton's levels (pb_stub.cc: py::enum_ LogLevel, exported onto Logger)."""
+
+        INFO = 0
+        WARNING = 1
+        ERROR = 2
+        VERBOSE = 3
+
+    INFO = LogLevel.INFO
+    WARNING = LogLevel.WARNING
+    ERROR = LogLevel.ERROR
+    VERBOSE = LogLevel.VERBOSE
     _NAMES = {INFO: "I", WARNING: "W", ERROR: "E", VERBOSE: "V"}
     prefix = ""
 
@@ -486,7 +270,20 @@ class Logger:
         Logger.log(message, Logger.VERBOSE)
 
 
-# The stub's connection to the server (sonic_python_stub.Channel), for exec() and send().
+def is_model_ready(model_name, model_version=""):
+    """Whether the server's model `model_name` (at `model_version`, "" for its default
+    version) is loaded and ready, as Triton's pb_utils.is_model_ready asks its server; answered
+    while a request is under way."""
+    if isinstance(model_name, bytes):
+        model_name = model_name.decode("utf-8", errors="replace")
+    if not isinstance(model_name, str) or not isinstance(model_version, str):
+        raise TypeError("is_model_ready: model_name and model_version must be str")
+    if _channel is None:
+        raise TritonModelException("is_model_ready() needs the stub's connection to the server")
+    return _channel.model_ready(model_name, model_version)
+
+
+# The stub's connection to the server (sonic_stub_channel.Channel), for exec() and send().
 _channel = None
 
 
@@ -504,3 +301,14 @@ def numpy_to_wire(dtype):
     """The KServe data type name of a numpy dtype, or None."""
     code = numpy_to_triton_type(dtype)
     return _CODE_TO_WIRE.get(code)
+
+
+# The rest of the module, in files of their own (each refers back to this one by name).
+from sonic_pb_config import (ModelConfig, get_input_config_by_name,  # noqa: E402,F401
+                             get_input_tensor_by_name, get_output_config_by_name,
+                             get_output_tensor_by_name, using_decoupled_model_transaction_policy)
+from sonic_pb_metrics import Metric, MetricFamily  # noqa: E402,F401
+from sonic_pb_requests import (TRITONSERVER_MEMORY_CPU,  # noqa: E402,F401
+                               TRITONSERVER_MEMORY_GPU, InferenceRequest, InferenceResponse,
+                               InferenceResponseSender, InferenceTrace, PreferredMemory,
+                               ResponseIterator)

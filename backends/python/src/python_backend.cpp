@@ -35,6 +35,7 @@
 #include "sonic/repository/backend.hpp"
 #include "stub_frame.hpp"
 #include "stub_messages.hpp"
+#include "stub_metrics.hpp"
 #include "stub_process.hpp"
 
 namespace sonic::python_backend {
@@ -48,10 +49,22 @@ using repository::LoadedModel;
 using repository::ModelConfig;
 
 // Waits for the stub's answer to a load step: `expected`, or its error.
+// The model's metrics calls on the way (initialize() may make its metrics) are answered.
 Result<json> expect(Instance& instance, const std::string& expected, const Settings& settings,
-                    const std::string& model_file) {
-  auto frame = read_frame(instance.process.fd(), deadline_after(settings.initialize_timeout),
-                          settings.limits, instance.process.watch());
+                    const std::string& model_file, CustomMetricOwner& metrics) {
+  const auto deadline = deadline_after(settings.initialize_timeout);
+  auto frame =
+      read_frame(instance.process.fd(), deadline, settings.limits, instance.process.watch());
+  while (frame) {
+    auto header = header_of(*frame);
+    if (!header || (*header)["type"] != "metric") break;
+    if (auto sent = write_frame(instance.process.fd(), dump_header(answer_metric(metrics, *header)),
+                                {}, deadline, instance.process.watch());
+        !sent) {
+      return sent.error();
+    }
+    frame = read_frame(instance.process.fd(), deadline, settings.limits, instance.process.watch());
+  }
   if (!frame) {
     std::string what = frame.error().message();
     if (frame.error().code() == StatusCode::DeadlineExceeded) {
@@ -115,7 +128,7 @@ Result<LoadedModel> load(const ModelConfig& given, const std::string& model_file
     auto process = StubProcess::spawn(*python, {"-u", "-B", scripts->stub(), model_file, names[i]});
     if (!process) return process.error();
     Instance instance{names[i], std::move(*process), false};
-    if (auto hello = expect(instance, "hello", *settings, model_file); !hello) {
+    if (auto hello = expect(instance, "hello", *settings, model_file, model->metrics()); !hello) {
       return hello.error();
     }
     if (i == 0) {
@@ -129,7 +142,7 @@ Result<LoadedModel> load(const ModelConfig& given, const std::string& model_file
           !sent) {
         return sent.error();
       }
-      auto completed = expect(instance, "config", *settings, model_file);
+      auto completed = expect(instance, "config", *settings, model_file, model->metrics());
       if (!completed) {
         return Error(completed.error().code(),
                      "auto_complete_config failed: " + completed.error().message());
@@ -164,7 +177,8 @@ Result<LoadedModel> load(const ModelConfig& given, const std::string& model_file
         !sent) {
       return sent.error();
     }
-    if (auto ready = expect(instance, "initialized", *settings, model_file); !ready) {
+    if (auto ready = expect(instance, "initialized", *settings, model_file, model->metrics());
+        !ready) {
       return Error(ready.error().code(), "initialize failed: " + ready.error().message());
     }
     model->add_instance(std::move(instance));
@@ -186,6 +200,10 @@ Result<LoadedModel> load(const ModelConfig& given, const std::string& model_file
     };
   } else {
     loaded.compute = [model](const InferRequest& request) { return model->compute(request); };
+    // A dynamic batch reaches execute() as its requests, as in Triton.
+    loaded.compute_batch = [model](const std::vector<const InferRequest*>& requests) {
+      return model->compute_batch(requests);
+    };
   }
   return loaded;
 }

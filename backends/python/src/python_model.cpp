@@ -17,6 +17,7 @@ PythonModel::PythonModel(const repository::LoadContext& context, Settings settin
       version_(context.version),
       host_(context.host),
       settings_(settings),
+      metrics_(CustomMetricRegistry::global().owner()),
       decoupled_(decoupled),
       pool_(context.model_name, settings.instance_wait_timeout) {}
 
@@ -40,27 +41,28 @@ Result<void> PythonModel::compute_decoupled(const InferRequest& request,
   return run(request, [&](std::vector<NamedTensor> got) { respond(std::move(got)); });
 }
 
-// Runs one request on a free stub, handing each response's outputs to `take`.
-Result<void> PythonModel::run(const InferRequest& request, const ResponseSink& take) {
-  // The request is described before an instance is taken: a client's string that is not UTF-8
-  // (an id, a parameter, a tensor's name) is the request's error, found here.
-  std::vector<ByteRange> buffers;
-  std::string header;
-  // Every message of the stub's about this execute carries its number: one of another
-  // execute's (a response sent late) is a broken protocol, never another request's answer.
-  const std::uint64_t execute = ++executes_;
+// The execute message of `requests`, numbered `execute`, their tensors' bytes in `buffers`. A
+// client's string that is not UTF-8 (an id, a parameter, a tensor's name) is the requests' error,
+// found here, before an instance is taken.
+Result<std::string> PythonModel::describe(const std::vector<const InferRequest*>& requests,
+                                          std::uint64_t execute,
+                                          std::vector<ByteRange>& buffers) const {
   try {
-    json described{{"request_id", request.request_id()},
-                   {"inputs", describe_all(request.inputs(), buffers)},
-                   {"requested_outputs", json::array()},
-                   {"parameters", parameters_json(request.parameters()).dump()},
-                   {"correlation_id", correlation_id_of(request.parameters())},
-                   {"flags", sequence_flags_of(request.parameters())}};
-    for (const auto& wanted : request.outputs()) {
-      described["requested_outputs"].push_back(wanted.name);
+    json described = json::array();
+    for (const InferRequest* request : requests) {
+      json one{{"request_id", request->request_id()},
+               {"inputs", describe_all(request->inputs(), buffers)},
+               {"requested_outputs", json::array()},
+               {"parameters", parameters_json(request->parameters()).dump()},
+               {"correlation_id", correlation_id_of(request->parameters())},
+               {"flags", sequence_flags_of(request->parameters())}};
+      for (const auto& wanted : request->outputs()) {
+        one["requested_outputs"].push_back(wanted.name);
+      }
+      described.push_back(std::move(one));
     }
-    header = json{{"type", "execute"}, {"execute", execute}, {"requests", json::array({described})}}
-                 .dump();
+    return json{{"type", "execute"}, {"execute", execute}, {"requests", std::move(described)}}
+        .dump();
   } catch (const json::exception& e) {
     return Error(StatusCode::InvalidArgument,
                  "a request to Python model '" + name_ +
@@ -68,6 +70,16 @@ Result<void> PythonModel::run(const InferRequest& request, const ResponseSink& t
                      "name): " +
                      e.what());
   }
+}
+
+// Runs one request on a free stub, handing each response's outputs to `take`.
+Result<void> PythonModel::run(const InferRequest& request, const ResponseSink& take) {
+  std::vector<ByteRange> buffers;
+  // Every message of the stub's about this execute carries its number: one of another
+  // execute's (a response sent late) is a broken protocol, never another request's answer.
+  const std::uint64_t execute = ++executes_;
+  auto header = describe({&request}, execute, buffers);
+  if (!header) return header.error();
   return pool_.lend([&](Instance& instance) -> Result<void> {
     // The wait for a free instance may outlast the caller: nobody waits for it any more, so
     // the instance is not used for it (the executor counts it as cancelled).
@@ -81,12 +93,42 @@ Result<void> PythonModel::run(const InferRequest& request, const ResponseSink& t
     // trusted again.
     try {
       StubConversation conversation(instance, settings_, name_, host_.get(), request.caller().get(),
+                                    *metrics_,
                                     [&](const std::string& what) { return broke(instance, what); });
-      return conversation.execute(execute, header, buffers, decoupled_, take);
+      return conversation.execute(execute, *header, buffers, decoupled_, take);
     } catch (const std::exception& e) {
       return broke(instance, std::string("could not be answered (") + e.what() + ")");
     }
   });
+}
+
+std::vector<Result<std::vector<NamedTensor>>> PythonModel::compute_batch(
+    const std::vector<const InferRequest*>& requests) {
+  std::vector<Result<std::vector<NamedTensor>>> answers(
+      requests.size(), Error(StatusCode::Internal, "the model gave no answer"));
+  std::vector<ByteRange> buffers;
+  const std::uint64_t execute = ++executes_;
+  auto header = describe(requests, execute, buffers);
+  if (!header) {
+    // A request the stub cannot be told of (a string that is not UTF-8) fails alone.
+    for (std::size_t i = 0; i < requests.size(); ++i) answers[i] = compute(*requests[i]);
+    return answers;
+  }
+  auto done = pool_.lend([&](Instance& instance) {
+    try {
+      // The batch has no one caller: its model's is_cancelled() says no.
+      StubConversation conversation(instance, settings_, name_, host_.get(), nullptr, *metrics_,
+                                    [&](const std::string& what) { return broke(instance, what); });
+      return conversation.execute_batch(execute, *header, buffers, requests.size(),
+                                        [&](std::size_t i, Result<std::vector<NamedTensor>> got) {
+                                          answers[i] = std::move(got);
+                                        });
+    } catch (const std::exception& e) {
+      return Result<void>(broke(instance, std::string("could not be answered (") + e.what() + ")"));
+    }
+  });
+  if (!done) answers.assign(requests.size(), done.error());
+  return answers;
 }
 
 // The stub can no longer be trusted: kill it, fail the model with `what`, and retire it so that

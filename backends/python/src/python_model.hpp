@@ -12,6 +12,7 @@
 
 #include "instance_pool.hpp"
 #include "python_settings.hpp"
+#include "sonic/custom_metrics.hpp"
 #include "sonic/error.hpp"
 #include "sonic/model.hpp"
 #include "sonic/repository/backend.hpp"
@@ -35,6 +36,8 @@ class PythonModel {
   void add_instance(Instance instance);
   /// Whether requests are run as decoupled (after auto_complete_config). Only while loading.
   void set_decoupled(bool decoupled);
+  /// The metrics this load's stubs made (pb_utils.MetricFamily); they end with it.
+  CustomMetricOwner& metrics() { return *metrics_; }
 
   /// Runs `request` on a free instance: its outputs, or the error (the request's own, the
   /// model's, or UNAVAILABLE when no instance is free within instance_wait_timeout_ms or the
@@ -45,14 +48,22 @@ class PythonModel {
   /// thread, before this returns.
   Result<void> compute_decoupled(const InferRequest& request, const ResponseSink& respond);
 
+  /// As compute(), for the requests of one dynamic batch together: one execute() gets them as
+  /// a list, as Triton's does, and each gets its own answer.
+  std::vector<Result<std::vector<NamedTensor>>> compute_batch(
+      const std::vector<const InferRequest*>& requests);
+
  private:
   Result<void> run(const InferRequest& request, const ResponseSink& take);
+  Result<std::string> describe(const std::vector<const InferRequest*>& requests,
+                               std::uint64_t execute, std::vector<ByteRange>& buffers) const;
   Error broke(Instance& instance, const std::string& what);
 
   const std::string name_;
   const std::string version_;
   const std::shared_ptr<ModelHost> host_;
   const Settings settings_;
+  const std::shared_ptr<CustomMetricOwner> metrics_;
   bool decoupled_;
   InstancePool pool_;
   std::atomic<std::uint64_t> executes_{0};  // the number of the last execute sent

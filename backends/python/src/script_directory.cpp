@@ -9,10 +9,19 @@
 #include <fstream>
 #include <system_error>
 
+// python/*.py, embedded (CMakeLists.txt: `scripts`).
 extern const unsigned char sonic_sonic_python_stub_py[];
 extern const unsigned long sonic_sonic_python_stub_py_size;
+extern const unsigned char sonic_sonic_stub_channel_py[];
+extern const unsigned long sonic_sonic_stub_channel_py_size;
 extern const unsigned char sonic_triton_python_backend_utils_py[];
 extern const unsigned long sonic_triton_python_backend_utils_py_size;
+extern const unsigned char sonic_sonic_pb_config_py[];
+extern const unsigned long sonic_sonic_pb_config_py_size;
+extern const unsigned char sonic_sonic_pb_metrics_py[];
+extern const unsigned long sonic_sonic_pb_metrics_py_size;
+extern const unsigned char sonic_sonic_pb_requests_py[];
+extern const unsigned long sonic_sonic_pb_requests_py_size;
 
 namespace sonic::python_backend {
 
@@ -32,9 +41,22 @@ Result<ScriptDirectory> ScriptDirectory::make() {
     out.write(reinterpret_cast<const char*>(bytes), static_cast<std::streamsize>(size));
     return static_cast<bool>(out);
   };
-  if (!write("sonic_python_stub.py", sonic_sonic_python_stub_py, sonic_sonic_python_stub_py_size) ||
-      !write("triton_python_backend_utils.py", sonic_triton_python_backend_utils_py,
-             sonic_triton_python_backend_utils_py_size)) {
+  struct Script {
+    const char* name;
+    const unsigned char* bytes;
+    unsigned long size;
+  };
+  const Script scripts[] = {
+      {"sonic_python_stub.py", sonic_sonic_python_stub_py, sonic_sonic_python_stub_py_size},
+      {"sonic_stub_channel.py", sonic_sonic_stub_channel_py, sonic_sonic_stub_channel_py_size},
+      {"triton_python_backend_utils.py", sonic_triton_python_backend_utils_py,
+       sonic_triton_python_backend_utils_py_size},
+      {"sonic_pb_config.py", sonic_sonic_pb_config_py, sonic_sonic_pb_config_py_size},
+      {"sonic_pb_metrics.py", sonic_sonic_pb_metrics_py, sonic_sonic_pb_metrics_py_size},
+      {"sonic_pb_requests.py", sonic_sonic_pb_requests_py, sonic_sonic_pb_requests_py_size},
+  };
+  for (const auto& script : scripts) {
+    if (write(script.name, script.bytes, script.size)) continue;
     return Error(StatusCode::Internal, "cannot write the Python stub into " + pattern);
   }
   return directory;

@@ -3,6 +3,7 @@
 #include <optional>
 
 #include "stub_messages.hpp"
+#include "stub_metrics.hpp"
 #include "stub_tensors.hpp"
 
 namespace sonic::python_backend {
@@ -11,19 +12,41 @@ using json = nlohmann::json;
 
 StubConversation::StubConversation(Instance& instance, const Settings& settings,
                                    const std::string& model_name, ModelHost* host,
-                                   const Caller* caller, BreakStub broke)
+                                   const Caller* caller, CustomMetricOwner& metrics,
+                                   BreakStub broke)
     : instance_(instance),
       settings_(settings),
       model_name_(model_name),
       host_(host),
       caller_(caller),
+      metrics_(metrics),
       broke_(std::move(broke)) {}
 
 Result<void> StubConversation::execute(std::uint64_t execute, const std::string& header,
                                        const std::vector<ByteRange>& buffers, bool decoupled,
                                        const TakeOutputs& take) {
+  if (decoupled) {
+    if (auto ok = send_dumped(header, buffers); !ok) return ok;
+    return await_decoupled(execute, take);
+  }
+  Result<void> answered;
+  auto ok = execute_batch(execute, header, buffers, 1,
+                          [&](std::size_t, Result<std::vector<NamedTensor>> outputs) {
+                            if (outputs) {
+                              take(std::move(*outputs));
+                            } else {
+                              answered = outputs.error();
+                            }
+                          });
+  if (!ok) return ok;
+  return answered;
+}
+
+Result<void> StubConversation::execute_batch(std::uint64_t execute, const std::string& header,
+                                             const std::vector<ByteRange>& buffers,
+                                             std::size_t count, const TakeAnswer& take) {
   if (auto ok = send_dumped(header, buffers); !ok) return ok;
-  return decoupled ? await_decoupled(execute, take) : await_responses(execute, take);
+  return await_responses(execute, count, take);
 }
 
 // The stub's next message about `execute`; a stub that failed, or that speaks of another
@@ -33,6 +56,20 @@ Result<StubConversation::Message> StubConversation::next(std::uint64_t execute) 
     auto message = next_any();
     if (!message) return message;
     const json& header = message->first;
+    if (header["type"] == "metric") {  // a model's metric, of whichever of its threads
+      if (auto ok = send(answer_metric(metrics_, header), {}); !ok) return ok.error();
+      continue;
+    }
+    if (header["type"] == "model_ready") {  // pb_utils.is_model_ready()
+      auto name = string_field(header, "model_name", "");
+      auto version = string_field(header, "model_version", "");
+      const bool ready = host_ && name && version && host_->ready(*name, *version);
+      const json call = header.contains("call") ? header["call"] : json(nullptr);
+      if (auto ok = send({{"type", "ready"}, {"call", call}, {"ready", ready}}, {}); !ok) {
+        return ok.error();
+      }
+      continue;
+    }
     const json& about = header["execute"];
     if (about.is_number_unsigned() && about.get<std::uint64_t>() == execute) return message;
     if (header["type"] == "bls") {
@@ -94,7 +131,8 @@ Result<void> StubConversation::send_dumped(const std::string& header,
   return {};
 }
 
-Result<void> StubConversation::await_responses(std::uint64_t execute, const TakeOutputs& take) {
+Result<void> StubConversation::await_responses(std::uint64_t execute, std::size_t count,
+                                               const TakeAnswer& take) {
   for (;;) {
     auto message = next(execute);
     if (!message) return message.error();
@@ -114,10 +152,11 @@ Result<void> StubConversation::await_responses(std::uint64_t execute, const Take
                                              model_name_ + "', message: " + message_of(header));
     }
     if (type != "responses" || !header.contains("responses") || !header["responses"].is_array() ||
-        header["responses"].size() != 1) {
+        header["responses"].size() != count) {
       return broke_("broke the protocol (sent " + header.dump() + ")");
     }
-    return take_response(header["responses"][0], frame, take);
+    for (std::size_t i = 0; i < count; ++i) take(i, outputs_of(header["responses"][i], frame));
+    return {};
   }
 }
 
@@ -177,6 +216,15 @@ bool StubConversation::gone() const {
 // One response: its error, or its outputs handed to `take`.
 Result<void> StubConversation::take_response(const json& response, const Frame& frame,
                                              const TakeOutputs& take) {
+  auto outputs = outputs_of(response, frame);
+  if (!outputs) return outputs.error();
+  take(std::move(*outputs));
+  return {};
+}
+
+// One response's outputs, or its error (a malformed one breaks the stub).
+Result<std::vector<NamedTensor>> StubConversation::outputs_of(const json& response,
+                                                              const Frame& frame) {
   if (response.contains("error") && response["error"].is_object()) {
     const json& e = response["error"];
     auto code = string_field(e, "code", "INTERNAL");
@@ -186,12 +234,8 @@ Result<void> StubConversation::take_response(const json& response, const Frame& 
     }
     return Error(code_named(*code), *message);
   }
-  auto outputs =
-      tensors_of(response.contains("outputs") ? response["outputs"] : json::array(), frame,
-                 settings_.limits, "the Python stub of model '" + model_name_ + "'");
-  if (!outputs) return outputs.error();
-  take(std::move(*outputs));
-  return {};
+  return tensors_of(response.contains("outputs") ? response["outputs"] : json::array(), frame,
+                    settings_.limits, "the Python stub of model '" + model_name_ + "'");
 }
 
 // A BLS call of the stub's: runs it through the host and answers, one response or (decoupled)
@@ -252,6 +296,7 @@ Result<void> StubConversation::answer_bls(const json& header, const Frame& frame
     }
   }
   request.id(*id);
+  if (auto ok = apply_bls_options(header, request); !ok) return fail(ok.error());
   if (!decoupled) return answer(host_->infer(request));
   Result<void> sent;
   auto outcome = host_->infer_responses(request, [&](InferResult result) {

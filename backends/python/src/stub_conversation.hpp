@@ -17,6 +17,7 @@
 #include "instance_pool.hpp"
 #include "python_settings.hpp"
 #include "sonic/caller.hpp"
+#include "sonic/custom_metrics.hpp"
 #include "sonic/error.hpp"
 #include "sonic/model.hpp"
 #include "stub_frame.hpp"
@@ -25,6 +26,8 @@ namespace sonic::python_backend {
 
 /// Takes one response's outputs, on the thread that runs the conversation.
 using TakeOutputs = std::function<void(std::vector<NamedTensor>)>;
+/// Takes the answer to the request at `index` of an execute of several, on that thread.
+using TakeAnswer = std::function<void(std::size_t index, Result<std::vector<NamedTensor>>)>;
 /// Kills the conversation's stub and fails its model with `what` (how the stub failed); the
 /// error the request fails with (UNAVAILABLE).
 using BreakStub = std::function<Error(const std::string& what)>;
@@ -36,9 +39,11 @@ class StubConversation {
  public:
   /// `host` runs the stub's BLS calls (null: a model loaded outside an executor, whose calls
   /// fail UNAVAILABLE); `model_name` names the model in errors; `caller` waits for the request
-  /// (null: nobody said), and answers the model's request.is_cancelled().
+  /// (null: nobody said), and answers the model's request.is_cancelled(); `metrics` keeps the
+  /// model's custom metrics (pb_utils.MetricFamily), which the stub may use at any point.
   StubConversation(Instance& instance, const Settings& settings, const std::string& model_name,
-                   ModelHost* host, const Caller* caller, BreakStub broke);
+                   ModelHost* host, const Caller* caller, CustomMetricOwner& metrics,
+                   BreakStub broke);
 
   /// Sends `header` (an execute message numbered `execute`, dumped) with `buffers`, then reads
   /// the stub's answer, handing each response's outputs to `take`. Blocks for as long as the
@@ -50,6 +55,13 @@ class StubConversation {
                        const std::vector<ByteRange>& buffers, bool decoupled,
                        const TakeOutputs& take);
 
+  /// As execute(), for a model that is not decoupled, with `count` requests in the header (a
+  /// batch, given to execute() as a list): each request's answer goes to `take`, the model's
+  /// own error of one response to that request alone. An error returned is every request's.
+  Result<void> execute_batch(std::uint64_t execute, const std::string& header,
+                             const std::vector<ByteRange>& buffers, std::size_t count,
+                             const TakeAnswer& take);
+
  private:
   using Message = std::pair<nlohmann::json, Frame>;
 
@@ -57,10 +69,11 @@ class StubConversation {
   Result<Message> next_any();
   Result<void> send(const nlohmann::json& header, const std::vector<ByteRange>& buffers);
   Result<void> send_dumped(const std::string& header, const std::vector<ByteRange>& buffers);
-  Result<void> await_responses(std::uint64_t execute, const TakeOutputs& take);
+  Result<void> await_responses(std::uint64_t execute, std::size_t count, const TakeAnswer& take);
   Result<void> await_decoupled(std::uint64_t execute, const TakeOutputs& take);
   Result<void> take_response(const nlohmann::json& response, const Frame& frame,
                              const TakeOutputs& take);
+  Result<std::vector<NamedTensor>> outputs_of(const nlohmann::json& response, const Frame& frame);
   Result<void> answer_bls(const nlohmann::json& header, const Frame& frame);
   Result<void> answer_is_cancelled(const nlohmann::json& header, bool cancelled);
   bool gone() const;
@@ -71,6 +84,7 @@ class StubConversation {
   const std::string& model_name_;
   ModelHost* host_;
   const Caller* caller_;
+  CustomMetricOwner& metrics_;
   BreakStub broke_;
 };
 

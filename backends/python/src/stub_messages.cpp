@@ -1,5 +1,7 @@
 #include "stub_messages.hpp"
 
+#include <algorithm>
+#include <chrono>
 #include <variant>
 
 namespace sonic::python_backend {
@@ -72,6 +74,49 @@ std::uint32_t sequence_flags_of(const Parameters& parameters) {
     return value && *value;
   };
   return (set("sequence_start") ? 1U : 0U) | (set("sequence_end") ? 2U : 0U);
+}
+
+Result<void> apply_bls_options(const json& header, InferRequest& request) {
+  auto invalid = [](const std::string& what) {
+    return Error(StatusCode::InvalidArgument, "a BLS request's " + what);
+  };
+  auto text = string_field(header, "parameters", "{}");
+  if (!text) return invalid(text.error().message());
+  const json parameters = json::parse(*text, nullptr, false);
+  if (!parameters.is_object()) return invalid("parameters are not a JSON object");
+  for (const auto& [key, value] : parameters.items()) {
+    if (value.is_boolean()) {
+      request.parameter(key, value.get<bool>());
+    } else if (value.is_number_unsigned()) {
+      request.parameter(key, value.get<std::uint64_t>());
+    } else if (value.is_number_integer()) {
+      request.parameter(key, value.get<std::int64_t>());
+    } else if (value.is_string()) {
+      request.parameter(key, value.get<std::string>());
+    } else {
+      return invalid("parameter '" + key + "' is not a bool, an int or a str");
+    }
+  }
+  const json flags = header.value("flags", json(0));
+  const json id = header.value("correlation_id", json(0));
+  if (!flags.is_number_unsigned() || !(id.is_number_unsigned() || id.is_string())) {
+    return invalid("correlation_id or flags are of the wrong type");
+  }
+  const bool start = (flags.get<std::uint64_t>() & 1U) != 0;
+  const bool end = (flags.get<std::uint64_t>() & 2U) != 0;
+  if (id.is_string() && !id.get<std::string>().empty()) {
+    request.sequence(id.get<std::string>(), start, end);
+  } else if (id.is_number_unsigned() && id.get<std::uint64_t>() != 0) {
+    request.sequence(id.get<std::uint64_t>(), start, end);
+  }
+  const json timeout = header.value("timeout", json(0));
+  if (!timeout.is_number_unsigned()) return invalid("timeout is not a number");
+  if (timeout.get<std::uint64_t>() > 0) {
+    // Far beyond any wait: a limit too large for the clock is none.
+    const auto micros = std::min<std::uint64_t>(timeout.get<std::uint64_t>(), 1ULL << 50);
+    request.server_timeout(std::chrono::microseconds(static_cast<std::int64_t>(micros)));
+  }
+  return {};
 }
 
 json error_json(const Error& error) {

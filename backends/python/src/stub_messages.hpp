@@ -40,6 +40,12 @@ nlohmann::json correlation_id_of(const Parameters& parameters);
 /// Triton's flags(): TRITONSERVER_REQUEST_FLAG_SEQUENCE_START (1) and _END (2).
 std::uint32_t sequence_flags_of(const Parameters& parameters);
 
+/// Sets on a BLS `request` what the stub's InferenceRequest carries besides its tensors, as
+/// Triton's BLS passes it on: `parameters` (a JSON object of bool, int and str, as text), the
+/// sequence (`correlation_id`, and `flags` START and END) and `timeout` (microseconds it may
+/// wait to run: the request's server_timeout). INVALID_ARGUMENT for a field of another shape.
+Result<void> apply_bls_options(const nlohmann::json& header, InferRequest& request);
+
 /// An error as a stub receives it: {"message", "code"}, the code by its name.
 nlohmann::json error_json(const Error& error);
 

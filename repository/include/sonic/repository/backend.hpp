@@ -25,6 +25,8 @@ struct LoadedModel {
   /// For a decoupled model (config.decoupled): computes a request's responses, any number of
   /// them; `compute` then answers what a caller that cannot take a stream gets.
   DecoupledFunction decoupled;
+  /// Optional: the batches dynamic_batching forms, as their requests (Model::compute_batch).
+  BatchFunction compute_batch;
 };
 
 /// Where the model a backend loads lives, and what it may use besides its file.
