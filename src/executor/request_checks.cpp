@@ -55,6 +55,14 @@ Result<void> check_functions(const Model& model) {
 
 Result<void> check_against_model(const Model& model, const ModelMetadata& metadata,
                                  const InferRequest& request) {
+  // A batching model takes at most max_batch_size rows in one request, batched by the server
+  // or not; Triton's core (InferenceRequest::Normalize) checks this before each input's dims,
+  // so [3,224,224] for a model of max_batch_size 1 is refused for its batch of 3.
+  if (model.max_batch_size > 0) {
+    if (auto batch = batch_of(request)) {
+      if (auto ok = check_batch_size(model, *batch); !ok) return ok.error();
+    }
+  }
   if (auto ok = validate_request(metadata, request); !ok) return ok.error();
   for (const auto& wanted : request.outputs()) {
     if (auto k = requested_class_count(wanted); !k) return k.error();
@@ -66,11 +74,6 @@ Result<void> check_against_model(const Model& model, const ModelMetadata& metada
     }
   }
   if (!missing.empty()) return missing_inputs(model, request, missing);
-  // A batching model takes at most max_batch_size rows in one request, batched by the server
-  // or not (Triton's core checks every request of a model with max_batch_size > 0).
-  if (model.max_batch_size > 0) {
-    if (auto batch = batch_of(request)) return check_batch_size(model, *batch);
-  }
   return {};
 }
 

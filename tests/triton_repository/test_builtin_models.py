@@ -90,3 +90,15 @@ def test_a_sequence_of_ten_as_perf_analyzer_sends_it(bare_server, pb):
                                    "sequence_end": i == len(values) - 1})
         got.append(int(output(answer, "OUTPUT", np.int32)[1][0][0]))
     assert got == [values[0] + 1] + values[1:]
+
+
+def test_the_server_names_itself_as_id_says(bare_server, pb):
+    # tritonserver's --id ("Identifier for this server", default "triton") is the name its
+    # ServerMetadata answers; Triton's health examples check it. sonic-server's is its own.
+    assert stub(bare_server, pb).ServerMetadata(pb[1].ServerMetadataRequest()).name == \
+        "sonic-server"
+    named = Server("--id", "triton")
+    try:
+        assert stub(named, pb).ServerMetadata(pb[1].ServerMetadataRequest()).name == "triton"
+    finally:
+        named.stop()

@@ -204,6 +204,10 @@ Command parse_args(int argc, char** argv) {
   line.section("Serving:")
       .option("--host", "ADDR", "address to listen on (default 127.0.0.1; 0.0.0.0 for all)",
               [&](const std::string& v) { options.host = v; })
+      .option("--id", "NAME",
+              "the server's name in its metadata (default sonic-server; tritonserver's --id, "
+              "whose default is triton)",
+              [&](const std::string& v) { options.name = v; })
       .option("-p, --port", "N", "gRPC port (default 8001; 0 picks a free port)",
               count("--port", options.port, 65535))
       .option("--tcp-port", "N",
