@@ -56,3 +56,25 @@ def test_the_batch_sweep_example(server, tmp_path):
     rows = [line.split() for line in out.splitlines() if line.strip()[:1].isdigit()]
     assert [row[0] for row in rows] == ["1", "2", "4"]
     assert all(float(row[1]) > 0 for row in rows)
+
+
+def install_section():
+    text = open(os.path.join(ROOT, "README.md")).read()
+    start = text.index("## Install, then use it")
+    return text[start:text.index("\n## ", start + 1)]
+
+
+def test_the_install_section_names_every_build_switch():
+    cmake = open(os.path.join(ROOT, "CMakeLists.txt")).read()
+    switches = set(re.findall(r"^option\((SONIC_BUILD_\w+)", cmake, re.M))
+    assert "SONIC_BUILD_HTTP" in switches
+    missing = {s for s in switches if "`%s`" % s not in install_section()}
+    assert not missing, "README's install section does not name %s" % sorted(missing)
+
+
+def test_the_install_section_names_every_pkg_config_name():
+    cmake = open(os.path.join(ROOT, "cmake", "SonicPkgConfig.cmake")).read()
+    names = set(re.findall(r"^\s*sonic_pkg_config\(([\w-]+)", cmake, re.M))
+    assert "sonic-http" in names
+    missing = {n for n in names if "`%s`" % n not in install_section()}
+    assert not missing, "README's install section does not name %s" % sorted(missing)
