@@ -130,7 +130,12 @@ Result<std::string> unload(const ControlContext& context, const pc::RepositoryMo
   CpuExecutor& executor = context.executor;
   std::map<std::string, std::vector<std::string>> runs;
   if (dependents) runs = steps_in_service(executor);
-  if (auto done = executor.unload_model(call.model); !done) return done.error();
+  if (auto done = executor.unload_model(call.model); !done) {
+    // Triton's ModelRepositoryManager::LoadUnloadModels reports the errors of loads only: an
+    // unload of a model it does not have unloads nothing and succeeds.
+    if (done.error().code() != StatusCode::NotFound) return done.error();
+    return std::string();
+  }
   if (dependents) unload_dependents(executor, call.model, std::move(runs));
   if (context.model_files) context.model_files->settle(call.model, {});
   return std::string();  // RepositoryModelUnloadResponse is empty

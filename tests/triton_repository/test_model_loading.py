@@ -312,3 +312,11 @@ def test_a_path_component_longer_than_name_max_fails_and_the_server_stays_up(exp
     stub = pb[2].GRPCInferenceServiceStub(explicit.channel())
     assert stub.ServerLive(pb[1].ServerLiveRequest(), timeout=10).live
     assert adds(explicit, pb, "simple") == list(range(0, 32, 2))
+
+
+def test_unloading_a_model_the_server_does_not_have_is_answered_ok(explicit, pb):
+    # Triton's ModelRepositoryManager::LoadUnloadModels reports errors of loads only: an
+    # unload of a name it has no model of unloads nothing, and succeeds (gRPC and HTTP).
+    unload(explicit, pb, "no_such_model")
+    assert post(explicit, "/v2/repository/models/no_such_model/unload", b"")[0] == 200
+    assert ready(explicit, pb, "simple")
