@@ -94,8 +94,6 @@ class HttpConnection : public std::enable_shared_from_this<HttpConnection> {
     link_.close();
     timer_.cancel();
     if (caller_) caller_->cancel();
-    // Regions registered over a connection end with it, as on the gRPC port.
-    if (shm_client_) shared_->context->shared_memory.drop_connection(shm_client_->connection);
     set_->remove(this);
   }
 
@@ -103,14 +101,19 @@ class HttpConnection : public std::enable_shared_from_this<HttpConnection> {
   const HttpLimits& limits() const { return shared_->service.limits; }
 
   // Who this connection's client is, for the shared memory extension: asked of the kernel once.
+  // Over HTTP a region outlives the connection that registered it, as in Triton, whose
+  // SharedMemoryManager keeps regions server-wide until they are unregistered: HTTP/1.1
+  // clients register and infer over different connections (Triton's C++ client closes a curl
+  // handle after each control call). So the registration's owner is not the connection but
+  // its user (every client alike with --shm-access any), whose regions the per-connection
+  // bounds then bound; nothing drops them when a connection ends.
   const ShmClient& shm_client() {
     if (!shm_client_) {
       shm_client_.emplace();
-      shm_client_->connection =
-          shared_->context->next_connection_id.fetch_add(1, std::memory_order_relaxed);
       if (shared_->context->options.shared_memory_access == SharedMemoryAccess::Owner) {
         shm_client_->user = net::local_peer_user(link_.socket());
       }
+      shm_client_->connection = http_registrant(shm_client_->user);
     }
     return *shm_client_;
   }

@@ -23,11 +23,20 @@ class GuardedMapping;
 
 /// Who registers or uses regions: a connection, and the local user on its other end.
 struct ShmClient {
-  /// Unique per connection in the process.
+  /// Who registrations count under, and go with: a gRPC or TCP connection (unique in the
+  /// process; its regions go when it ends), or an HTTP client's user (http_registrant()).
   std::uint64_t connection = 0;
   /// The user the kernel says owns the peer's socket; nothing for a peer that is not local.
   std::optional<uid_t> user;
 };
+
+/// The registrant of regions registered over HTTP: the client's user, or one for every client
+/// of no known user. Never a connection's id (those count up from 1), so nothing drops them
+/// but an unregister or the server's end; the per-connection bounds bound them per user.
+inline std::uint64_t http_registrant(std::optional<uid_t> user) {
+  constexpr std::uint64_t kHttp = std::uint64_t{1} << 63;
+  return kHttp | (user ? static_cast<std::uint64_t>(*user) : std::uint64_t{1} << 32);
+}
 
 /// A registered region as the server maps it.
 struct SharedRegion {

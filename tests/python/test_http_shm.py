@@ -33,8 +33,7 @@ def rest():
 
 
 class Rest:
-    """One keep-alive connection, as tritonclient.http's pool keeps (a region lives as long as
-    the connection that registered it)."""
+    """One keep-alive connection, as tritonclient.http's pool keeps."""
 
     def __init__(self, port):
         self.connection = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
@@ -304,3 +303,45 @@ def test_sonic_client_over_http_against_sonic_server(rest, regions):
 def test_sonic_client_over_http_against_triton(regions):
     with TritonHttpServer() as triton:
         sonic_client_round_trip(triton.url, regions)
+
+
+def test_a_region_outlives_the_connection_that_registered_it(regions):
+    """Triton's C++ HTTP client registers on a curl handle of its own, closed after each call
+    (http_client.cc's Post), and infers on another: its regions stay registered until they are
+    unregistered, as Triton's server-wide SharedMemoryManager keeps them. They count against
+    their user's bound, whatever connection registered them."""
+    server = Server("--http-port", "0", "--max-connection-shm-regions", "2")
+    port = http_port(server)
+    a = np.arange(16, dtype=np.int32)
+    into, out = regions("input_data", 128), regions("output_data", 128)
+    shm.set_shared_memory_region(into, [a])
+    shm.set_shared_memory_region(into, [a], offset=64)
+
+    def once(method, path, body=None):
+        client = Rest(port)
+        try:
+            return client.call(method, path, body)
+        finally:
+            client.close()
+
+    try:
+        for name, handle in (("input_data", into), ("output_data", out)):
+            body = json.dumps({"key": handle._shm_key, "offset": 0, "byte_size": 128})
+            assert once("POST", "/v2/systemsharedmemory/region/%s/register" % name, body)[0] == 200
+        listed = json.loads(once("GET", "/v2/systemsharedmemory/status")[2])
+        assert sorted(r["name"] for r in listed) == ["input_data", "output_data"]
+        body = json.dumps({"inputs": [shm_input("INPUT0", "INT32", "input_data", 64),
+                                      shm_input("INPUT1", "INT32", "input_data", 64, 64)],
+                           "outputs": [shm_output("OUTPUT0", "output_data", 64)]})
+        status, _, answer = once("POST", "/v2/models/simple/infer", body)
+        assert status == 200, answer
+        np.testing.assert_array_equal(shm.get_contents_as_numpy(out, np.int32, [1, 16])[0], a + a)
+        # The user's bound holds across connections.
+        extra = regions("extra", 64)
+        body = json.dumps({"key": extra._shm_key, "offset": 0, "byte_size": 64})
+        status, _, answer = once("POST", "/v2/systemsharedmemory/region/extra/register", body)
+        assert status != 200 and b"regions" in answer, answer
+        assert once("POST", "/v2/systemsharedmemory/unregister")[0] == 200
+        assert json.loads(once("GET", "/v2/systemsharedmemory/status")[2]) == []
+    finally:
+        server.stop()
