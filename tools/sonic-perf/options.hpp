@@ -19,6 +19,7 @@
 #include "command_line.hpp"
 #include "npy.hpp"
 #include "number_option.hpp"
+#include "sequences.hpp"
 #include "tensor_spec.hpp"
 
 namespace sonic::perf {
@@ -64,6 +65,7 @@ struct Options {
   int max_windows = 10;
   double latency_threshold_us = 0;  ///< > 0: the highest load whose latency stays under it
   bool binary_search = false;       ///< bisect the sweep's range for that load
+  SequenceOptions sequences;        ///< for a model with sequence_batching
   std::string csv, json, plot;
 };
 
