@@ -3,7 +3,7 @@
 # --input-data files with validation_data (an answer that differs is a failure), --shape for
 # variable dimensions (refused when missing, not silently 1), --percentile and the p95 column,
 # --latency-threshold with and without --binary-search, --concurrency-range, sequence models
-# (--sequence-length, --sequence-id-range, ...); with a model repository, -b on a batching
+# (--sequence-length, --sequence-id-range, ...) and -i; with a model repository, -b on a batching
 # model (the server sees the rows: past max_batch_size it refuses).
 #   test_perf_analyzer_parity.sh SONIC_SERVER SONIC_PERF            (built-in models)
 #   test_perf_analyzer_parity.sh SONIC_SERVER SONIC_PERF MODELS_DIR (-b, generated models)
@@ -180,6 +180,17 @@ PY
 status "$perf" -u "$url" -m simple_sequence --sequence-id-range 1:4 --concurrency 4 "${quick[@]}"
 [ $rc -eq 2 ] && grep -q "sequence ids would collide" "$work/err" ||
   fail "a sequence id range under the concurrency: rc=$rc $(cat "$work/err")"
+pass
+
+# -i (perf_analyzer's --protocol) gives a -u without a scheme its scheme.
+status "$perf" -u "127.0.0.1:$http" -i http -m simple "${quick[@]}"
+[ $rc -eq 0 ] || fail "-i http: rc=$rc $(cat "$work/err")"
+status "$perf" -u "127.0.0.1:$port" -i grpc -m simple "${quick[@]}"
+[ $rc -eq 0 ] || fail "-i grpc: rc=$rc $(cat "$work/err")"
+status "$perf" -u "127.0.0.1:$port" -i tcp -m simple
+[ $rc -eq 2 ] && grep -q "\-i takes grpc or http" "$work/err" || fail "-i tcp: rc=$rc $(cat "$work/err")"
+status "$perf" -u "grpc://127.0.0.1:$port" -i http -m simple
+[ $rc -eq 2 ] || fail "-i http with a grpc:// URL: rc=$rc $(cat "$work/err")"
 pass
 
 echo "perf_analyzer parity: $passed passed, 0 failed"

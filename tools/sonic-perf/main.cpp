@@ -48,7 +48,7 @@ Options parse(int argc, char** argv) {
       "a sweep of requests in flight or of request rates, each point measured over windows\n"
       "until they agree, after a warm-up. The options perf_analyzer users know (-m, -u, -b,\n"
       "--shape, --input-data, --percentile, --latency-threshold, --binary-search,\n"
-      "--concurrency-range, --request-rate-range, the sequence options) mean what they mean\n"
+      "--concurrency-range, --request-rate-range, -i, the sequence options) mean what they mean\n"
       "there.");
   line.section("What to load:")
       .option("-m, --model", "NAME", "the model (required)",
@@ -58,7 +58,14 @@ Options parse(int argc, char** argv) {
               "+tls), http://, https:// HOST:PORT; "
               "without a scheme grpc:// (default grpc://127.0.0.1:8001); several, "
               "comma-separated, share the load",
-              [&](const std::string& v) { o.urls = tools::comma_list("--url", v); })
+              [&](const std::string& v) {
+                o.urls = tools::comma_list("--url", v);
+                o.urls_given = true;
+              })
+      .option("-i, --protocol", "grpc|http",
+              "perf_analyzer's -i: the scheme of a -u without one, and without -u "
+              "127.0.0.1:8000 for http (default grpc)",
+              [&](const std::string& v) { o.protocol = v; })
       .option("--token-file", "FILE",
               "send FILE's bearer token with every call (sonic::TokenFile: read again "
               "when the file changes)",
@@ -204,6 +211,7 @@ Options parse(int argc, char** argv) {
   if (o.binary_search && o.latency_threshold_us <= 0) {
     usage_error("--binary-search needs --latency-threshold");
   }
+  apply_protocol(o);
   // perf_analyzer refuses the same: more sequences at once than ids would reuse an id in use.
   const std::size_t at_once =
       o.rates.empty()
