@@ -156,7 +156,7 @@ status "$perf" -u "$url" -m simple_sequence --input-data "$work/sequence.json" -
   --concurrency 4 "${quick[@]}"
 [ $rc -eq 0 ] || fail "sequences with --sync: rc=$rc $(cat "$work/err")"
 status "$perf" -u "$url" -m simple_sequence --input-data "$work/sequence.json" --rate 200 \
-  --num-of-sequences 3 "${quick[@]}"
+  --num-of-sequences 3 --serial-sequences "${quick[@]}"
 [ $rc -eq 0 ] && grep -q "^rate 200/s" "$work/out" || fail "sequences at a rate: rc=$rc $(cat "$work/err")"
 # Ids 1 to 4 (END excluded) for 4 sequences at once; once sonic-perf is done each has its END:
 # a request of any of them without START then fails (one in progress would answer).

@@ -162,7 +162,11 @@ Options parse(int argc, char** argv) {
       .option("--num-of-sequences", "N", "sequences in progress with --rate (4)",
               [&](const std::string& v) {
                 o.sequences.rate_sequences = parse_count("--num-of-sequences", v);
-              });
+              })
+      .flag("--serial-sequences",
+            "one request of a sequence out at a time: always so here (perf_analyzer's "
+            "option, accepted)",
+            [] {});
   line.section("How each point is measured:")
       .option("--warmup", "S", "seconds of load before measuring each point (1)",
               [&](const std::string& v) { o.warmup_s = parse_positive("--warmup", v, true); })

@@ -6,9 +6,11 @@
 // are --sequence-length within +/- --sequence-length-variation percent, or the steps of an
 // --input-data file (a sequence sends them in order). Ids run from the start of
 // --sequence-id-range, wrapping within it; an id still in use by another slot is not taken (the
-// slot keeps the id it had). Unlike perf_analyzer's default (several requests of a sequence may
-// be out at once unless --serial-sequences), a sequence has one request in flight at a time:
-// its order on the wire is then its order of sending.
+// slot keeps the id it had). A sequence has one request in flight at a time, so its order on
+// the wire is its order of sending: as perf_analyzer's concurrency mode (a sequence per request
+// in flight), and with --rate as its --serial-sequences (by default it sends a request of a
+// random sequence, whether or not one of it is out). A request due at --rate while every
+// sequence has one out waits for one, and the wait counts in its latency.
 #pragma once
 
 #include <sonic/sonic.hpp>
