@@ -2,8 +2,9 @@
 # What Triton users reach for in perf_analyzer, in sonic-perf against a real sonic-server:
 # --input-data files with validation_data (an answer that differs is a failure), --shape for
 # variable dimensions (refused when missing, not silently 1), --percentile and the p95 column,
-# --latency-threshold with and without --binary-search, --concurrency-range; with a model
-# repository, -b on a batching model (the server sees the rows: past max_batch_size it refuses).
+# --latency-threshold with and without --binary-search, --concurrency-range, sequence models
+# (--sequence-length, --sequence-id-range, ...) and -i; with a model repository, -b on a batching
+# model (the server sees the rows: past max_batch_size it refuses).
 #   test_perf_analyzer_parity.sh SONIC_SERVER SONIC_PERF            (built-in models)
 #   test_perf_analyzer_parity.sh SONIC_SERVER SONIC_PERF MODELS_DIR (-b, generated models)
 set -euo pipefail
@@ -121,6 +122,75 @@ status "$perf" -u "$url" -m simple --concurrency 1:8:x2 --latency-threshold 0.00
   fail "an unmet threshold: rc=$rc $(cat "$work/out" "$work/err")"
 status "$perf" -u "$url" -m simple --binary-search
 [ $rc -eq 2 ] && grep -q "needs --latency-threshold" "$work/err" || fail "--binary-search alone"
+pass
+
+# simple_sequence has sequence_batching: OUTPUT = INPUT + 1 on a sequence's first request (START),
+# INPUT after, and a request of a sequence that was not started fails. Sequences of 10 at
+# concurrency 4 over gRPC and HTTP: none fails. The file's validation_data (step 0 answers
+# INPUT + 1, the others INPUT) holds only when START is on each sequence's first request alone
+# (its ten steps make a sequence, as perf_analyzer reads one stream of steps).
+python3 - "$work" <<'PY'
+import json, sys
+steps = [{"INPUT": [10 * i + 3]} for i in range(10)]
+expect = [{"OUTPUT": [s["INPUT"][0] + (1 if i == 0 else 0)]} for i, s in enumerate(steps)]
+json.dump({"data": steps, "validation_data": expect}, open(sys.argv[1] + "/sequence.json", "w"))
+PY
+for u in "$url" "http://127.0.0.1:$http"; do
+  status "$perf" -u "$u" -m simple_sequence --sequence-length 10 --concurrency 4 "${quick[@]}" \
+    --json "$work/sequence-result.json"
+  [ $rc -eq 0 ] || fail "sequences of 10 at $u: rc=$rc $(cat "$work/err")"
+  python3 -c "
+import json
+p = json.load(open('$work/sequence-result.json'))['points'][0]
+assert p['failures'] == 0 and p['requests'] > 20, p
+" || fail "sequences at $u: every request answered"
+  status "$perf" -u "$u" -m simple_sequence --input-data "$work/sequence.json" --concurrency 1,4 \
+    "${quick[@]}"
+  [ $rc -eq 0 ] || fail "validated sequences at $u: rc=$rc $(cat "$work/err")"
+done
+# The same through a stream, blocking calls, and a fixed rate over perf_analyzer's 4 sequences.
+status "$perf" -u "$url" -m simple_sequence --input-data "$work/sequence.json" --sequence-length 10 \
+  --sequence-length-variation 0 --streaming --concurrency 4 "${quick[@]}"
+[ $rc -eq 0 ] || fail "sequences on a stream: rc=$rc $(cat "$work/err")"
+status "$perf" -u "$url" -m simple_sequence --input-data "$work/sequence.json" --sync \
+  --concurrency 4 "${quick[@]}"
+[ $rc -eq 0 ] || fail "sequences with --sync: rc=$rc $(cat "$work/err")"
+status "$perf" -u "$url" -m simple_sequence --input-data "$work/sequence.json" --rate 200 \
+  --num-of-sequences 3 --serial-sequences "${quick[@]}"
+[ $rc -eq 0 ] && grep -q "^rate 200/s" "$work/out" || fail "sequences at a rate: rc=$rc $(cat "$work/err")"
+# Ids 1 to 4 (END excluded) for 4 sequences at once; once sonic-perf is done each has its END:
+# a request of any of them without START then fails (one in progress would answer).
+status "$perf" -u "$url" -m simple_sequence --sequence-id-range 1:5 --sequence-length 3 \
+  --concurrency 4 "${quick[@]}"
+[ $rc -eq 0 ] || fail "--sequence-id-range 1:5: rc=$rc $(cat "$work/err")"
+python3 - "$http" <<'PY' || fail "a sequence left without its END"
+import json, sys, urllib.error, urllib.request
+for sequence_id in range(1, 5):
+    body = {"parameters": {"sequence_id": sequence_id},
+            "inputs": [{"name": "INPUT", "datatype": "INT32", "shape": [1, 1], "data": [5]}]}
+    request = urllib.request.Request(
+        "http://127.0.0.1:%s/v2/models/simple_sequence/infer" % sys.argv[1],
+        json.dumps(body).encode(), {"Content-Type": "application/json"})
+    try:
+        urllib.request.urlopen(request, timeout=5)
+        sys.exit("sequence %d is still in progress" % sequence_id)
+    except urllib.error.HTTPError as e:
+        assert "START" in e.read().decode(), sequence_id
+PY
+status "$perf" -u "$url" -m simple_sequence --sequence-id-range 1:4 --concurrency 4 "${quick[@]}"
+[ $rc -eq 2 ] && grep -q "sequence ids would collide" "$work/err" ||
+  fail "a sequence id range under the concurrency: rc=$rc $(cat "$work/err")"
+pass
+
+# -i (perf_analyzer's --protocol) gives a -u without a scheme its scheme.
+status "$perf" -u "127.0.0.1:$http" -i http -m simple "${quick[@]}"
+[ $rc -eq 0 ] || fail "-i http: rc=$rc $(cat "$work/err")"
+status "$perf" -u "127.0.0.1:$port" -i grpc -m simple "${quick[@]}"
+[ $rc -eq 0 ] || fail "-i grpc: rc=$rc $(cat "$work/err")"
+status "$perf" -u "127.0.0.1:$port" -i tcp -m simple
+[ $rc -eq 2 ] && grep -q "\-i takes grpc or http" "$work/err" || fail "-i tcp: rc=$rc $(cat "$work/err")"
+status "$perf" -u "grpc://127.0.0.1:$port" -i http -m simple
+[ $rc -eq 2 ] || fail "-i http with a grpc:// URL: rc=$rc $(cat "$work/err")"
 pass
 
 echo "perf_analyzer parity: $passed passed, 0 failed"

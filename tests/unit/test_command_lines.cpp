@@ -1,6 +1,6 @@
 // The command-line reader the programs share, and sonic-perf's parts that need no server: load
 // sweeps and the threshold search, --input and --shape, perf_analyzer's input data files and
-// the shapes of the requests they make.
+// the shapes of the requests they make, the sequences of a sequence model.
 #include <doctest/doctest.h>
 
 #include <unistd.h>
@@ -278,4 +278,71 @@ TEST_CASE("an answer that differs from validation_data is named, with the elemen
         "output 'OUTPUT0' has 8 bytes where validation_data has 12");
   CHECK(mismatch(plan, sonic::InferResult("m", "1", "", {})) ==
         "output 'OUTPUT0' is missing from the answer");
+}
+
+TEST_CASE("sequences: START first, END last, ids in their range, one request of each out") {
+  SequenceOptions options;
+  parse_sequence_id_range("5:8", options);  // ids 5, 6, 7
+  CHECK((options.start_id == 5 && options.id_range == 3));
+  options.length = 3;
+  options.variation = 0;
+  Sequences sequences(options, 2, 0);
+  auto a = sequences.next(), b = sequences.next();
+  CHECK((a.slot == 0 && a.id == 5 && a.start && !a.end && a.position == 0));
+  CHECK((b.slot == 1 && b.id == 6 && b.start && !b.end));
+  // Slot 1 stays busy: slot 0 alone goes on, its sequence one request at a time.
+  std::vector<std::uint64_t> firsts{5};
+  for (int sent = 1; sent < 12; ++sent) {
+    sequences.release(0);
+    auto t = sequences.next();
+    CHECK(t.slot == 0);
+    CHECK(t.position == static_cast<std::size_t>(sent % 3));
+    CHECK(t.start == (sent % 3 == 0));
+    CHECK(t.end == (sent % 3 == 2));
+    if (t.start) firsts.push_back(t.id);
+  }
+  // 7, then 5 (wrapped), then not 6, which slot 1 holds: slot 0 keeps its 5 instead.
+  CHECK(firsts == std::vector<std::uint64_t>{5, 7, 5, 5});
+  // Slot 1's sequence (one request sent) gets its END; slot 0's had it already.
+  sequences.release(0);
+  sequences.release(1);
+  std::vector<Sequences::Turn> last;
+  sequences.end_all(
+      [&](sonic::InferRequest, sonic::Callback<sonic::InferResult> done) {
+        last.push_back(sequences.next());
+        sequences.release(last.back().slot);
+        done(sonic::Error(sonic::StatusCode::Unavailable, "not sent"));
+      },
+      [] { return sonic::InferRequest("m"); });
+  REQUIRE(last.size() == 1);
+  CHECK((last[0].slot == 1 && last[0].id == 6 && last[0].end && !last[0].start));
+
+  CHECK_THROWS_AS(parse_sequence_id_range("5:5", options), UsageError);
+  CHECK_THROWS_AS(parse_sequence_id_range("x", options), UsageError);
+  parse_sequence_id_range("0", options);  // 0 is no sequence: ids start at 1, as perf_analyzer's
+  CHECK(options.start_id == 1);
+}
+
+TEST_CASE("sequence lengths vary within --sequence-length-variation, or are the file's steps") {
+  SequenceOptions options;
+  options.length = 10;  // +/- 20 %: 8 to 12
+  Sequences varied(options, 1, 0);
+  std::size_t shortest = 100, longest = 0, length = 0;
+  for (int i = 0; i < 2000; ++i) {
+    auto t = varied.next();
+    varied.release(0);
+    ++length;
+    if (t.end) {
+      shortest = std::min(shortest, length);
+      longest = std::max(longest, length);
+      length = 0;
+    }
+  }
+  CHECK((shortest >= 8 && longest <= 12 && shortest < longest));
+  Sequences steps(options, 1, 4);  // --input-data with 4 steps, no --sequence-length
+  for (int i = 0; i < 8; ++i) {
+    auto t = steps.next();
+    steps.release(0);
+    CHECK(t.end == (i % 4 == 3));
+  }
 }

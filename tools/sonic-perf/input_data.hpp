@@ -6,7 +6,8 @@
 // little-endian bytes; for BYTES, each element a 4-byte length then its bytes), or as
 // {"content": ARRAY or {"b64": ...}, "shape": [...]} where the shape (without the batch
 // dimension) fills the model's variable dimensions; validation_data entries align with data's.
-// Sequence streams (data as an array of arrays) are refused: sonic-perf does not drive sequences.
+// For a sequence model a sequence sends the steps in order (sequences.hpp); several data streams
+// (data as an array of arrays, one per sequence) are refused.
 #pragma once
 
 #include <sonic/sonic.hpp>

@@ -27,6 +27,7 @@
 #include "options.hpp"
 #include "report.hpp"
 #include "request_plan.hpp"
+#include "sequences.hpp"
 #include "stream_sender.hpp"
 #include "sweep.hpp"
 #include "sync_sender.hpp"
@@ -47,7 +48,8 @@ Options parse(int argc, char** argv) {
       "a sweep of requests in flight or of request rates, each point measured over windows\n"
       "until they agree, after a warm-up. The options perf_analyzer users know (-m, -u, -b,\n"
       "--shape, --input-data, --percentile, --latency-threshold, --binary-search,\n"
-      "--concurrency-range, --request-rate-range) mean what they mean there.");
+      "--concurrency-range, --request-rate-range, -i, the sequence options) mean what they mean\n"
+      "there.");
   line.section("What to load:")
       .option("-m, --model", "NAME", "the model (required)",
               [&](const std::string& v) { o.model = v; })
@@ -56,7 +58,14 @@ Options parse(int argc, char** argv) {
               "+tls), http://, https:// HOST:PORT; "
               "without a scheme grpc:// (default grpc://127.0.0.1:8001); several, "
               "comma-separated, share the load",
-              [&](const std::string& v) { o.urls = tools::comma_list("--url", v); })
+              [&](const std::string& v) {
+                o.urls = tools::comma_list("--url", v);
+                o.urls_given = true;
+              })
+      .option("-i, --protocol", "grpc|http",
+              "perf_analyzer's -i: the scheme of a -u without one, and without -u "
+              "127.0.0.1:8000 for http (default grpc)",
+              [&](const std::string& v) { o.protocol = v; })
       .option("--token-file", "FILE",
               "send FILE's bearer token with every call (sonic::TokenFile: read again "
               "when the file changes)",
@@ -133,6 +142,31 @@ Options parse(int argc, char** argv) {
               [&](const std::string& v) { o.client_batch = parse_count("--client-batch", v, 0); })
       .option("--batch-delay", "US", "how long a client-side batch waits to fill (500)",
               [&](const std::string& v) { o.batch_delay_us = parse_count("--batch-delay", v, 0); });
+  line.section("Sequences (for a model whose configuration has sequence_batching):")
+      .option("--sequence-length", "N",
+              "requests per sequence (20; with --input-data, its steps unless given)",
+              [&](const std::string& v) {
+                o.sequences.length = parse_count("--sequence-length", v);
+                o.sequences.length_given = true;
+              })
+      .option("--sequence-length-variation", "PERCENT",
+              "each sequence's length within +/- PERCENT of --sequence-length (20)",
+              [&](const std::string& v) {
+                o.sequences.variation = parse_positive("--sequence-length-variation", v, true);
+              })
+      .option("--sequence-id-range", "START[:END]",
+              "sequence ids from START, wrapping before END (default 1, no END)",
+              [&](const std::string& v) { parse_sequence_id_range(v, o.sequences); })
+      .option("--start-sequence-id", "N", "the first sequence id alone (--sequence-id-range N)",
+              [&](const std::string& v) { parse_sequence_id_range(v, o.sequences); })
+      .option("--num-of-sequences", "N", "sequences in progress with --rate (4)",
+              [&](const std::string& v) {
+                o.sequences.rate_sequences = parse_count("--num-of-sequences", v);
+              })
+      .flag("--serial-sequences",
+            "one request of a sequence out at a time: always so here (perf_analyzer's "
+            "option, accepted)",
+            [] {});
   line.section("How each point is measured:")
       .option("--warmup", "S", "seconds of load before measuring each point (1)",
               [&](const std::string& v) { o.warmup_s = parse_positive("--warmup", v, true); })
@@ -161,6 +195,9 @@ Options parse(int argc, char** argv) {
       .option("--plot", "FILE.svg", "latency against throughput",
               [&](const std::string& v) { o.plot = v; });
   line.epilogue(
+      "A sequence model: each request in flight (with --rate, each of --num-of-sequences)\n"
+      "keeps a sequence going, one request of it at a time, START on its first request and END\n"
+      "on its last; the sequences in progress get their END after each point.\n"
       "Windows with failures are never stable; a window in which every request failed ends its\n"
       "point and the sweep. Exit status: 0 every request answered (and, with\n"
       "--latency-threshold, some load met it); 1 some failed (the table's failed column; the\n"
@@ -177,6 +214,16 @@ Options parse(int argc, char** argv) {
   }
   if (o.binary_search && o.latency_threshold_us <= 0) {
     usage_error("--binary-search needs --latency-threshold");
+  }
+  apply_protocol(o);
+  // perf_analyzer refuses the same: more sequences at once than ids would reuse an id in use.
+  const std::size_t at_once =
+      o.rates.empty()
+          ? static_cast<std::size_t>(*std::max_element(o.concurrency.begin(), o.concurrency.end()))
+          : static_cast<std::size_t>(o.sequences.rate_sequences);
+  if (o.sequences.id_range < at_once) {
+    usage_error("--sequence-id-range holds " + std::to_string(o.sequences.id_range) + " ids for " +
+                std::to_string(at_once) + " sequences at once: sequence ids would collide");
   }
   check_writable("--csv", o.csv);
   check_writable("--json", o.json);
@@ -196,11 +243,18 @@ bool is_decoupled(Client& client, const std::string& model) {
 
 // Measures one load level: warm-up, then windows until stable or the limit.
 Point measure_point(Client& client, const Options& o, const std::vector<PlannedRequest>& plan,
-                    bool decoupled, int concurrency, double rate) {
+                    bool decoupled, bool sequential, int concurrency, double rate) {
   // Requests cycle through the plan; the step a request came from is found again by its first
   // input's bytes, which no two steps share, to check its answer.
   std::atomic<std::size_t> next{0};
+  std::optional<Sequences> sequences;
+  if (sequential) {
+    sequences.emplace(o.sequences,
+                      static_cast<std::size_t>(rate > 0 ? o.sequences.rate_sequences : concurrency),
+                      o.input_data.empty() ? 0 : plan.size());
+  }
   auto make = [&] {
+    if (sequences) return InferRequest(o.model);  // its sequence's turn gives the inputs
     const PlannedRequest& step = plan[next.fetch_add(1, std::memory_order_relaxed) % plan.size()];
     InferRequest request(o.model);
     for (const auto& in : step.inputs) request.input(in.name, in.tensor);
@@ -247,7 +301,8 @@ Point measure_point(Client& client, const Options& o, const std::vector<PlannedR
       });
     };
   }
-  LoadDriver driver(std::move(send), make, concurrency, rate, o.poisson);
+  if (sequences) send = in_sequences(std::move(send), *sequences, plan);
+  LoadDriver driver(send, make, concurrency, rate, o.poisson);
   long failures = 0;
   auto warmup = driver.run(Clock::now() + std::chrono::duration_cast<Clock::duration>(
                                               std::chrono::duration<double>(o.warmup_s)),
@@ -278,6 +333,7 @@ Point measure_point(Client& client, const Options& o, const std::vector<PlannedR
     }
     if (stable(windows, o.stable_windows, o.stability)) break;
   }
+  if (sequences) sequences->end_all(send, make);
   // The point: the last stable_windows windows, merged by their medians.
   std::size_t use =
       std::min<std::size_t>(windows.size(), static_cast<std::size_t>(o.stable_windows));
@@ -337,6 +393,11 @@ int run(const Options& o) {
   Client client(client_options);
   const std::vector<PlannedRequest> plan = plan_requests(client, o);
   const bool decoupled = is_decoupled(client, o.model);
+  const bool sequential = is_sequence_model(client, o.model);
+  if (sequential && o.client_batch) {
+    usage_error("model '" + o.model + "' keeps sequences: requests of different sequences " +
+                "cannot be merged (--client-batch)");
+  }
   if (decoupled && !o.streaming) {
     usage_error("model '" + o.model + "' is decoupled: it answers only on a stream (--streaming)");
   }
@@ -345,11 +406,11 @@ int run(const Options& o) {
     if (by_rate) {
       std::fprintf(stderr, "sonic-perf: %s at %d requests/s%s%s\n", o.model.c_str(), load,
                    o.poisson ? " (Poisson)" : "", o.streaming ? ", on a stream" : "");
-      return measure_point(client, o, plan, decoupled, 0, load);
+      return measure_point(client, o, plan, decoupled, sequential, 0, load);
     }
     std::fprintf(stderr, "sonic-perf: %s with %d in flight%s\n", o.model.c_str(), load,
                  o.streaming ? " on a stream" : "");
-    return measure_point(client, o, plan, decoupled, load, 0);
+    return measure_point(client, o, plan, decoupled, sequential, load, 0);
   });
   print_table(points, o.percentile);
   if (o.client_batch) {

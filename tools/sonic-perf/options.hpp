@@ -5,6 +5,7 @@
 
 #include <unistd.h>
 
+#include <cctype>
 #include <cstdlib>
 #include <filesystem>
 #include <map>
@@ -19,6 +20,7 @@
 #include "command_line.hpp"
 #include "npy.hpp"
 #include "number_option.hpp"
+#include "sequences.hpp"
 #include "tensor_spec.hpp"
 
 namespace sonic::perf {
@@ -34,8 +36,10 @@ struct InputSpec {
 
 struct Options {
   std::vector<std::string> urls{"grpc://127.0.0.1:8001"};
-  std::string token_file;  ///< a bearer token's file (--token-file); empty: none
-  TlsOptions tls;          ///< certificates of TLS endpoints (--tls-*)
+  bool urls_given = false;  ///< -u given: -i then only adds a missing scheme
+  std::string protocol;     ///< -i grpc|http (perf_analyzer's); empty: grpc
+  std::string token_file;   ///< a bearer token's file (--token-file); empty: none
+  TlsOptions tls;           ///< certificates of TLS endpoints (--tls-*)
   std::string model;
   std::vector<InputSpec> inputs;  ///< empty: from the model's metadata (or --input-data)
   /// --shape NAME:DIMS: the variable dimensions of the model's inputs (batch dimension excluded).
@@ -64,6 +68,7 @@ struct Options {
   int max_windows = 10;
   double latency_threshold_us = 0;  ///< > 0: the highest load whose latency stays under it
   bool binary_search = false;       ///< bisect the sweep's range for that load
+  SequenceOptions sequences;        ///< for a model with sequence_batching
   std::string csv, json, plot;
 };
 
@@ -182,6 +187,30 @@ inline std::vector<int> parse_sweep(const std::string& flag, const std::string& 
     values.push_back(static_cast<int>(v));
   }
   return values;
+}
+
+/// Applies -i (perf_analyzer's --protocol): a URL without a scheme gets the protocol's, and
+/// without -u the default is perf_analyzer's port of the protocol (8001 gRPC, 8000 HTTP). A URL
+/// whose scheme is of the other protocol is refused rather than silently kept.
+inline void apply_protocol(Options& o) {
+  if (o.protocol.empty()) return;
+  for (auto& c : o.protocol) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  if (o.protocol != "grpc" && o.protocol != "http") {
+    usage_error("-i takes grpc or http, not '" + o.protocol + "'");
+  }
+  const bool http = o.protocol == "http";
+  if (!o.urls_given) {
+    o.urls = {http ? "http://127.0.0.1:8000" : "grpc://127.0.0.1:8001"};
+    return;
+  }
+  for (auto& url : o.urls) {
+    const auto scheme_end = url.find("://");
+    if (scheme_end == std::string::npos) {
+      url = (http ? "http://" : "grpc://") + url;
+    } else if ((url.compare(0, 4, "http") == 0) != http) {
+      usage_error("-i " + o.protocol + ": the URL " + url + " is of another protocol");
+    }
+  }
 }
 
 /// Refuses an output file whose folder does not exist or cannot be written, before a sweep
