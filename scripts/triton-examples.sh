@@ -3,19 +3,21 @@
 # sonic-server: the check of "a Triton user changes nothing" against code sonic did not write.
 # Not part of CI (it needs NVIDIA's repositories, which CI cannot fetch).
 #
-#   scripts/triton-examples.sh BUILD CLIENT PYTHON_BACKEND [triton|sonic]
+#   scripts/triton-examples.sh BUILD CLIENT PYTHON_BACKEND SERVER [triton|sonic]
 #
-# BUILD: sonic's build directory (tools/sonic-server, python/ for the sonic package); CLIENT and
-# PYTHON_BACKEND: checkouts of triton-inference-server/client and /python_backend. Mode triton
+# BUILD: sonic's build directory (tools/sonic-server, python/ for the sonic package); CLIENT,
+# PYTHON_BACKEND and SERVER: checkouts of triton-inference-server/client, /python_backend and
+# /server. Mode triton
 # (default) runs NVIDIA's tritonclient from CLIENT's sources; sonic runs the same examples with
 # tritonclient replaced by sonic.tritonclient in their imports. Needs Debian's
 # python3-grpc-tools, -geventhttpclient, -rapidjson, -aiohttp, -packaging, -pil, -numpy and, for
-# the pytorch example, -torch (Debian's python3, or $PYTHON); ports 8000-8002, 8100-8102 and
-# 8200-8202 free on 127.0.0.1.
+# the pytorch example, -torch (Debian's python3, or $PYTHON); ports 8000-8002, 8100-8102,
+# 8200-8202 and 8300-8302 free on 127.0.0.1. The C++ examples: scripts/triton-cpp-examples*.sh.
 set -u
 python=${PYTHON:-/usr/bin/python3}
-build=$(realpath "$1") client=$(realpath "$2") pb_src=$(realpath "$3") mode=${4:-triton}
-here=$(cd "$(dirname "$0")" && pwd)
+build=$(realpath "$1") client=$(realpath "$2") pb_src=$(realpath "$3") server_src=$(realpath "$4")
+mode=${5:-triton}
+SRC=$(cd "$(dirname "$0")/.." && pwd)  # sonic's source tree
 server=$build/tools/sonic-server
 work=$(mktemp -d)
 pids=()
@@ -26,8 +28,8 @@ lib=$work/lib
 cp -r "$client/src/python/library" "$lib"
 protos=$work/protos
 mkdir -p "$protos"
-cp "$here/../proto/grpc_service.proto" "$protos/service.proto"
-cp "$here/../proto/model_config.proto" "$protos/"
+cp "$SRC/proto/grpc_service.proto" "$protos/service.proto"
+cp "$SRC/proto/model_config.proto" "$protos/"
 "$python" -m grpc_tools.protoc -I"$protos" --python_out="$lib/tritonclient/grpc" \
   --grpc_python_out="$lib/tritonclient/grpc" "$protos/service.proto" "$protos/model_config.proto"
 sed -i -E 's/^import (service_pb2|model_config_pb2) as/from tritonclient.grpc import \1 as/' \
@@ -62,17 +64,21 @@ else
   path=$lib:$work/shims
 fi
 
-# Triton's example repository, its configs as published (models made by the tests' script).
+# Triton's example repository as published (SERVER: a checkout of
+# triton-inference-server/server; docs/examples/model_repository, its configs and model files),
+# with densenet_onnx's and inception_onnx's model files, which Triton's fetch_models.sh
+# downloads, made by the tests' script.
 published=$work/model_repository
-SONIC_PYTHON=$python "$python" -c "import sys; sys.path.insert(0, '$here/../tests/triton_repository')
-import make_models; make_models.make('$published')" >/dev/null
-# Served less simple_dyna_sequence (TensorFlow, which sonic has no backend for): otherwise the
-# server is not ready, as Triton is not while a model failed to load.
-repo=$work/repo7
-cp -r "$published" "$repo" && rm -rf "$repo/simple_dyna_sequence"
+cp -r "$server_src/docs/examples/model_repository" "$published"
+SONIC_PYTHON=$python "$python" -c "import sys; sys.path.insert(0, '$SRC/tests/triton_repository')
+import make_models; make_models.make('$work/made')" >/dev/null
+for m in densenet_onnx inception_onnx; do
+  mkdir -p "$published/$m/1" && cp "$work/made/$m/1/model.onnx" "$published/$m/1/"
+done
+repo=$published
 
 pass=0 fail=0
-started() { for _ in $(seq 200); do grep -q "listening" "$1" && return; sleep 0.1; done; cat "$1"; exit 1; }
+started() { for _ in $(seq 200); do grep -qs "listening" "$1" && return; sleep 0.1; done; cat "$1"; exit 1; }
 run() {  # run NAME COMMAND...
   local name=$1
   shift
@@ -90,10 +96,24 @@ pids+=($!)
 "$server" --model-repository "$published" --model-control-mode explicit -p 8101 \
   --http-port 8100 --metrics-port 8102 >"$work/control.log" 2>&1 &
 pids+=($!)
+# simple_http_model_control counts 7 models: the repository Triton's QA runs it on (L0_http:
+# six of the published models and a simple_string_dyna_sequence), where the gRPC one counts 8
+# (L0_grpc's: those, simple_int8 and simple_string_dyna_sequence), as many as the published one.
+http_control=$work/http_control
+mkdir -p "$http_control"
+for m in simple simple_dyna_sequence simple_identity simple_sequence simple_string densenet_onnx; do
+  cp -r "$published/$m" "$http_control/"
+done
+cp -r "$published/simple_dyna_sequence" "$http_control/simple_string_dyna_sequence"
+sed -i 's/simple_dyna_sequence/simple_string_dyna_sequence/' \
+  "$http_control/simple_string_dyna_sequence/config.pbtxt"
+"$server" --model-repository "$http_control" --model-control-mode explicit -p 8301 \
+  --http-port 8300 --metrics-port 8302 >"$work/http_control.log" 2>&1 &
+pids+=($!)
 # Without a repository: the built-in models (repeat_int32, which the QA repository has).
 "$server" -p 8201 --http-port 8200 --metrics-port 8202 >"$work/bare.log" 2>&1 &
 pids+=($!)
-for log in server control bare; do started "$work/$log.log"; done
+for log in server control http_control bare; do started "$work/$log.log"; done
 image=$work/image.jpg
 "$python" -c "from PIL import Image; import numpy as np
 Image.fromarray((np.random.RandomState(1).rand(300, 300, 3) * 255).astype('uint8')).save('$image')"
@@ -105,7 +125,7 @@ for f in "$examples"/simple_grpc_*.py "$examples"/simple_http_*.py \
   case $name in
     *cudashm*) ;;  # CUDA: needs a GPU
     simple_grpc_model_control) run "$name" "$f" -u localhost:8101 ;;
-    simple_http_model_control) run "$name" "$f" -u localhost:8100 ;;
+    simple_http_model_control) run "$name" "$f" -u localhost:8300 ;;
     simple_grpc_custom_repeat) run "$name" "$f" -u localhost:8201 ;;
     *) run "$name" "$f" ;;
   esac
