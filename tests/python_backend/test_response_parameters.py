@@ -1,16 +1,18 @@
 """Response parameters of Python models (pb_utils.InferenceResponse(..., parameters={...})) as
 Triton's server hands them to clients: ModelInferResponse.parameters on gRPC, the "parameters"
-object of an HTTP/REST answer, and each ModelStreamInfer response of a decoupled model, with
+object of an HTTP/REST answer, each ModelStreamInfer response of a decoupled model, and a BLS
+caller's response.parameters(), with
 their types (bool, int64, string). Triton's python_backend sets them with
 TRITONBACKEND_ResponseSet{String,Int,Bool}Parameter (src/infer_response.cc); its front ends
 write them in src/grpc/infer_handler.h and src/http_server.cc."""
 
 import json
 import re
-import urllib.error
 import urllib.request
 
+import grpc
 import numpy as np
+import pytest
 
 from conftest import tensor
 from test_python_backend import TIMEOUT, stub
@@ -48,25 +50,19 @@ def test_a_model_cannot_set_the_servers_own(server, pb):
 def test_what_triton_cannot_carry_fails_as_in_triton(server, pb):
     # An int past int64: Triton's python_backend fails the response ("Unsupported value type
     # on parameters"); a float: pb_utils.InferenceResponse refuses it (PyParametersToJSON).
-    import grpc
-    try:
+    with pytest.raises(grpc.RpcError) as failed:
         model_infer(server, pb, 2)
-        assert False, "an int past int64 came through"
-    except grpc.RpcError as e:
-        assert e.code() == grpc.StatusCode.INTERNAL
-        assert "Unsupported value type on parameters" in e.details()
+    assert failed.value.code() == grpc.StatusCode.INTERNAL
+    assert "Unsupported value type on parameters" in failed.value.details()
     refused = typed(model_infer(server, pb, 3).parameters)["refused"][1]
     assert "Expect parameters values to have type bool/int/str" in refused
 
 
 def test_a_model_cannot_attach_without_bound(server, pb):
-    import grpc
-    try:
+    with pytest.raises(grpc.RpcError) as failed:
         model_infer(server, pb, 4)
-        assert False, "1000 parameters came through"
-    except grpc.RpcError as e:
-        assert e.code() == grpc.StatusCode.RESOURCE_EXHAUSTED
-        assert "response parameters" in e.details()
+    assert failed.value.code() == grpc.StatusCode.RESOURCE_EXHAUSTED
+    assert "response parameters" in failed.value.details()
 
 
 def test_http_answers_carry_them_as_json(server):
@@ -100,3 +96,10 @@ def test_each_streamed_response_carries_its_own(server, pb):
         assert parameters["name"] == ("string_param", "response %d" % i)
         # The server's own, not the model's True: only its last response is final.
         assert parameters["triton_final_response"] == ("bool_param", False)
+
+
+def test_a_bls_caller_reads_them(server, pb):
+    got = typed(model_infer(server, pb, 0, model="bls_parameters").parameters)
+    assert got["called_flag"] == ("bool_param", True)
+    assert got["called_count"] == ("int64_param", -(2**63))
+    assert got["called_echo"] == ("string_param", "from bls")
