@@ -1,8 +1,7 @@
 """Response parameters of Python models (pb_utils.InferenceResponse(..., parameters={...})) as
 Triton's server hands them to clients: ModelInferResponse.parameters on gRPC, the "parameters"
 object of an HTTP/REST answer, each ModelStreamInfer response of a decoupled model, and a BLS
-caller's response.parameters(), with
-their types (bool, int64, string). Triton's python_backend sets them with
+caller's response.parameters(), with their types (bool, int64, string). Triton's python_backend sets them with
 TRITONBACKEND_ResponseSet{String,Int,Bool}Parameter (src/infer_response.cc); its front ends
 write them in src/grpc/infer_handler.h and src/http_server.cc."""
 
