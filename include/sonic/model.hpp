@@ -46,7 +46,8 @@ inline constexpr std::size_t kMaxResponseParameterBytes = 64 * 1024;
 /// (FAILED_PRECONDITION). Calls add up (a name given again takes the new value). Names that
 /// sonic's servers set themselves (triton_final_response, and every name that starts with
 /// "sonic_") are dropped: a model cannot override them. Past kMaxResponseParameters or
-/// kMaxResponseParameterBytes it fails (RESOURCE_EXHAUSTED) and attaches none of `parameters`.
+/// kMaxResponseParameterBytes it fails (RESOURCE_EXHAUSTED), and with a name or string that is
+/// not UTF-8 (INVALID_ARGUMENT), attaching none of `parameters`.
 /// Defined in sonic::executor, which runs the models.
 SONIC_EXPORT Result<void> set_response_parameters(const InferRequest& request,
                                                   Parameters parameters);

@@ -4,6 +4,7 @@
 #include <utility>
 
 #include "protocol/names.hpp"
+#include "protocol/utf8.hpp"
 
 namespace sonic {
 
@@ -75,6 +76,15 @@ Result<void> ResponseParametersScope::attach(const InferRequest& request, Parame
     return Error(StatusCode::FailedPrecondition,
                  "response parameters are attached on the thread that runs the model's "
                  "function, while it runs, to the request it was given");
+  }
+  // The wire writes them as protobuf strings and JSON, which hold UTF-8 only (a client's
+  // protobuf library refuses a string field that is not).
+  for (const auto& [name, value] : parameters) {
+    const auto* text = std::get_if<std::string>(&value);
+    if (!protocol::is_utf8(name) || (text && !protocol::is_utf8(*text))) {
+      return Error(StatusCode::InvalidArgument,
+                   "a response parameter's name or string value is not UTF-8");
+    }
   }
   Parameters merged = slot->parameters;
   for (auto& [name, value] : parameters) {

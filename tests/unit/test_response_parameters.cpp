@@ -81,8 +81,8 @@ TEST_CASE("a model cannot set the names the servers set themselves") {
   CHECK(result->parameters() == Parameters{{"kept", true}});
 }
 
-TEST_CASE("a model attaches only within bounds") {
-  Result<void> too_many, too_large;
+TEST_CASE("a model attaches only within bounds, and UTF-8 only") {
+  Result<void> too_many, too_large, not_utf8;
   auto executor = sonic::CpuExecutor::with_models(
       {echo([&](const InferRequest& r) {
         Parameters many;
@@ -92,6 +92,7 @@ TEST_CASE("a model attaches only within bounds") {
         too_many = sonic::set_response_parameters(r, many);
         too_large = sonic::set_response_parameters(
             r, {{"big", std::string(sonic::kMaxResponseParameterBytes, 'x')}});
+        not_utf8 = sonic::set_response_parameters(r, {{"bytes", std::string("\xff\xfe")}});
         return sonic::set_response_parameters(r, {{"small", true}});
       })},
       1);
@@ -99,6 +100,7 @@ TEST_CASE("a model attaches only within bounds") {
   REQUIRE_MESSAGE(result, result.error().message());
   CHECK(too_many.code() == StatusCode::ResourceExhausted);
   CHECK(too_large.code() == StatusCode::ResourceExhausted);
+  CHECK(not_utf8.code() == StatusCode::InvalidArgument);
   CHECK(result->parameters() == Parameters{{"small", true}});  // the refused left nothing
 }
 
