@@ -3,6 +3,7 @@
 #pragma once
 
 #include <algorithm>
+#include <cstddef>
 #include <functional>
 #include <map>
 #include <memory>
@@ -26,6 +27,30 @@ using ModelFunction = std::function<Result<std::vector<NamedTensor>>(const Infer
 
 /// Hands one response of a decoupled model to whoever asked: the outputs of that response.
 using ResponseSink = std::function<void(std::vector<NamedTensor> outputs)>;
+
+/// The most response parameters one response may carry, and their bytes (names and string values
+/// together, 8 for any other value): a model cannot make a response grow without bound.
+inline constexpr std::size_t kMaxResponseParameters = 64;
+inline constexpr std::size_t kMaxResponseParameterBytes = 64 * 1024;
+
+/// Attaches parameters to the response of `request` that the model's function is computing, as
+/// Triton's backends do with TRITONBACKEND_ResponseSet{Bool,Int,String}Parameter: the response
+/// `compute` returns, the answer to `request` among those of `compute_batch` (every request's,
+/// for a request of a merged batch), or the next one a `decoupled` function hands to `respond`.
+/// They reach the client with that response (ModelInferResponse and ModelStreamInferResponse
+/// parameters, the "parameters" object of an HTTP answer; InferResult::parameters()).
+///
+/// Thread contract: call it on the thread that runs the model's function, while it runs, with
+/// the very request the function was given (a decoupled model: before the respond() call, on
+/// that thread too); there it never blocks. Anywhere else it attaches nothing and fails
+/// (FAILED_PRECONDITION). Calls add up (a name given again takes the new value). Names that
+/// sonic's servers set themselves (triton_final_response, and every name that starts with
+/// "sonic_") are dropped: a model cannot override them. Past kMaxResponseParameters or
+/// kMaxResponseParameterBytes it fails (RESOURCE_EXHAUSTED), and with a name or string that is
+/// not UTF-8 (INVALID_ARGUMENT), attaching none of `parameters`.
+/// Defined in sonic::executor, which runs the models.
+SONIC_EXPORT Result<void> set_response_parameters(const InferRequest& request,
+                                                  Parameters parameters);
 
 /// Computes a decoupled model (Triton's decoupled transaction policy): any number of responses
 /// to one request, none included, each given to `respond` as soon as it is made. Returns once

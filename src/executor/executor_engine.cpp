@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "executor/request_checks.hpp"
+#include "executor/response_parameters.hpp"
 
 namespace sonic::detail {
 
@@ -226,7 +227,10 @@ std::shared_ptr<ExecutorEngine::Entry> ExecutorEngine::make_entry(Model model, b
         [weak](const InferRequest& model_request) -> Result<std::vector<NamedTensor>> {
           auto alive = weak.lock();
           if (!alive) return Error(StatusCode::Unavailable, "the model was unloaded");
-          return compute_guarded(alive->model, model_request);
+          ResponseParametersScope attached({&model_request});
+          auto computed = compute_guarded(alive->model, model_request);
+          hold_step_parameters(attached.take(model_request));  // for sequence_result()
+          return computed;
         },
         [this](detail::UniqueFunction<void()> runner) { pool_.post(std::move(runner)); });
   }

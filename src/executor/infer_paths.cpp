@@ -7,6 +7,7 @@
 #include "executor/executor_engine.hpp"
 #include "executor/request_caller.hpp"
 #include "executor/request_checks.hpp"
+#include "executor/response_parameters.hpp"
 
 namespace sonic::detail {
 
@@ -74,12 +75,14 @@ Result<void> ExecutorEngine::infer_responses(const InferRequest& request,
   FailureReason failure = FailureReason::Other;
   if (outcome) {
     failure = FailureReason::Backend;
+    ResponseParametersScope attached({&request});
     ResponseSink sink = [&](std::vector<NamedTensor> outputs) {
       // Classification was checked with the request; the model's own outputs are kept if
       // its tensors defy their declared types.
       auto chosen = requested(model, request, outputs);
       respond(InferResult(model.name, model.version, request.request_id(),
-                          chosen ? std::move(*chosen) : std::move(outputs)));
+                          chosen ? std::move(*chosen) : std::move(outputs),
+                          attached.take(request)));
     };
     try {
       CallerScope scope(request.caller());
@@ -176,6 +179,7 @@ Result<InferResult> ExecutorEngine::run(const Model& model, const InferRequest& 
   if (auto ok = check_against_model(model, entry.metadata, request); !ok) return ok.error();
   auto t1 = Clock::now();
   entry.stats.compute_input.add(t1 - t0);
+  ResponseParametersScope attached({&request});
   Result<std::vector<NamedTensor>> computed = [&] {
     CallerScope scope(request.caller());  // the model's own calls are made for this caller
     return compute_guarded(model, request);
@@ -193,7 +197,8 @@ Result<InferResult> ExecutorEngine::run(const Model& model, const InferRequest& 
   auto outputs = requested(model, request, std::move(*computed));
   entry.stats.compute_output.add(Clock::now() - t2);
   if (!outputs) return outputs.error();
-  return InferResult(model.name, model.version, request.request_id(), std::move(*outputs));
+  return InferResult(model.name, model.version, request.request_id(), std::move(*outputs),
+                     attached.take(request));
 }
 
 // One request run on the calling thread, with its statistics and server timing.
@@ -280,6 +285,7 @@ Result<InferResult> ExecutorEngine::sequence_result(Entry& entry, const InferReq
                                                     Clock::time_point queued,
                                                     Clock::time_point started) {
   const auto finished = Clock::now();
+  Parameters parameters = take_step_parameters();  // the step's, which just ran on this thread
   if (outputs) {
     entry.stats.queue.add(started - queued);
     entry.stats.compute_infer.add(finished - started);
@@ -290,7 +296,8 @@ Result<InferResult> ExecutorEngine::sequence_result(Entry& entry, const InferReq
   const Model& model = entry.model;
   auto chosen = requested(model, request, std::move(*outputs));
   if (!chosen) return chosen.error();
-  InferResult result(model.name, model.version, request.request_id(), std::move(*chosen));
+  InferResult result(model.name, model.version, request.request_id(), std::move(*chosen),
+                     std::move(parameters));
   result.timing().server_queue = started - queued;
   result.timing().server_compute = finished - started;
   return result;
@@ -367,7 +374,9 @@ void ExecutorEngine::execute_batch(const std::shared_ptr<Entry>& entry,
   InferRequest merged = detail::merge_requests(parts);
   const auto t1 = Clock::now();
   // A merged execution that fails, however, is run again request by request below.
+  ResponseParametersScope attached({&merged});
   Result<std::vector<NamedTensor>> computed = compute_guarded(model, merged);
+  const Parameters parameters = attached.take(merged);  // each request's response carries them
   const auto t2 = Clock::now();
   entry->stats.remember_compute_time(t2 - t1);
   entry->stats.execution_ended(t2);
@@ -404,7 +413,8 @@ void ExecutorEngine::execute_batch(const std::shared_ptr<Entry>& entry,
       p.done(chosen.error());
       continue;
     }
-    InferResult result(model.name, model.version, p.request.request_id(), std::move(*chosen));
+    InferResult result(model.name, model.version, p.request.request_id(), std::move(*chosen),
+                       parameters);
     result.timing().server_queue = t0 - p.queued;
     result.timing().server_compute = t3 - t0;
     p.done(std::move(result));
@@ -425,6 +435,7 @@ void ExecutorEngine::execute_unmerged(Entry& entry,
     entry.stats.queue.add(t0 - p.queued);
   }
   std::vector<Result<std::vector<NamedTensor>>> computed;
+  ResponseParametersScope attached(parts);
   try {
     computed = model.compute_batch(parts);
   } catch (const std::exception& e) {
@@ -456,7 +467,8 @@ void ExecutorEngine::execute_unmerged(Entry& entry,
       continue;
     }
     entry.stats.success.add(t1 - p.queued);
-    InferResult result(model.name, model.version, p.request.request_id(), std::move(*chosen));
+    InferResult result(model.name, model.version, p.request.request_id(), std::move(*chosen),
+                       attached.take(p.request));
     result.timing().server_queue = t0 - p.queued;
     result.timing().server_compute = t1 - t0;
     p.done(std::move(result));

@@ -76,6 +76,13 @@ def test_responses_carry_parameters_and_errors():
     assert json.loads(pb_utils.InferenceResponse().parameters()) == {}
     with pytest.raises(pb_utils.TritonModelException, match="keys to have type str"):
         pb_utils.InferenceResponse(parameters={1: "x"})
+    # Triton's PyParametersToJSON takes bool, int and str values only, and a dict only (a JSON
+    # string too is refused: PyDefaultArgumentToMutableType<py::dict>).
+    for value in (1.5, None, [1], {"a": 1}, b"x"):
+        with pytest.raises(pb_utils.TritonModelException, match="bool/int/str"):
+            pb_utils.InferenceResponse(parameters={"v": value})
+    with pytest.raises(pb_utils.TritonModelException, match="Expect dict"):
+        pb_utils.InferenceResponse(parameters='{"n": 2}')
     with pytest.raises(TypeError):
         pb_utils.InferenceResponse(output_tensors=[np.zeros(2)])
     with pytest.raises(TypeError):

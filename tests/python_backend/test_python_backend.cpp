@@ -1,6 +1,7 @@
 // The Python backend below the server: its frames' bounds (a stub that declares lengths past
-// the limits costs an error, not memory), and a decoupled model's responses as the backend hands
-// them on. (test_python_backend.py runs the rest through sonic-server and a client's fallback.)
+// the limits costs an error, not memory), a decoupled model's responses as the backend hands
+// them on, and models' response parameters as the executor's results carry them.
+// (test_python_backend.py runs the rest through sonic-server and a client's fallback.)
 #include "stub_frame.hpp"
 
 #include <sys/socket.h>
@@ -9,11 +10,14 @@
 #include <doctest/doctest.h>
 #include <cstdlib>
 #include <fstream>
+#include <limits>
 #include <sstream>
 #include <thread>
 
+#include "sonic/executor.hpp"
 #include "sonic/repository/backend.hpp"
 #include "sonic/repository/model_config.hpp"
+#include "sonic/repository/repository.hpp"
 
 namespace pb = sonic::python_backend;
 using sonic::StatusCode;
@@ -183,4 +187,35 @@ TEST_CASE("without python3 the load says how to get one") {
   REQUIRE(!loaded);
   CHECK(loaded.error().code() == StatusCode::FailedPrecondition);
   CHECK(loaded.error().message().find("/nonexistent/python3") != std::string::npos);
+}
+
+TEST_CASE("a Python model's response parameters reach the executor's results, typed") {
+  auto executor = sonic::CpuExecutor::with_models({}, 2);
+  executor->set_source(std::make_shared<sonic::repository::Repository>(
+                           std::vector<std::string>{SONIC_PYTHON_BACKEND_MODELS}),
+                       true);
+  std::vector<std::int32_t> zero{0};
+  auto result = executor->infer(sonic::InferRequest("response_parameters")
+                                    .input("IN", sonic::Tensor::view(zero, {1}))
+                                    .parameter("tag", std::string("asked")));
+  REQUIRE_MESSAGE(result, (result ? "" : result.error().message()));
+  const sonic::Parameters& got = result->parameters();
+  CHECK(got.at("flag") == sonic::Parameter(true));
+  CHECK(got.at("count") == sonic::Parameter(std::numeric_limits<std::int64_t>::min()));
+  CHECK(got.at("name") == sonic::Parameter(std::string("żółw")));
+  CHECK(got.at("echo") == sonic::Parameter(std::string("asked")));
+  // A decoupled model's responses, each with its own.
+  std::vector<std::int32_t> values{4, 5};
+  std::vector<sonic::Parameters> each;
+  auto done = executor->infer_responses(
+      sonic::InferRequest("decoupled_parameters").input("IN", sonic::Tensor::view(values, {2})),
+      [&](sonic::InferResult r) { each.push_back(r.parameters()); });
+  REQUIRE_MESSAGE(done, (done ? "" : done.error().message()));
+  REQUIRE(each.size() == 2);
+  for (std::int64_t i = 0; i < 2; ++i) {
+    const sonic::Parameters& one = each[static_cast<std::size_t>(i)];
+    CHECK(one.at("index") == sonic::Parameter(i));
+    CHECK(one.at("last") == sonic::Parameter(i == 1));
+    CHECK(one.count("triton_final_response") == 0);  // the server's own name
+  }
 }

@@ -357,11 +357,18 @@ def encode_response(response, buffers):
             "expected an InferenceResponse, got %s" % type(response).__name__)
     if response.has_error():
         return {"outputs": [], "error": encode_error(response.error())}
+    # The parameters as the JSON text Triton's InferResponse keeps (PyParametersToJSON); the
+    # server sets them on the response as Triton's python_backend does, or fails it.
     return {"outputs": [encode_tensor(t, buffers) for t in response.output_tensors()],
-            "error": None}
+            "parameters": response.parameters(), "error": None}
 
 
 def decode_response(described, buffers):
     if described.get("error"):
         return pb_utils.InferenceResponse(error=decode_error(described["error"]))
-    return pb_utils.InferenceResponse([decode_tensor(t, buffers) for t in described["outputs"]])
+    response = pb_utils.InferenceResponse(
+        [decode_tensor(t, buffers) for t in described["outputs"]])
+    # A BLS call's response parameters, as the called model set them (any KServe type: they are
+    # the server's, not checked as a model's own are).
+    response._parameters = described.get("parameters") or "{}"
+    return response

@@ -2,6 +2,7 @@
 
 #include <exception>
 #include <nlohmann/json.hpp>
+#include <optional>
 
 #include "current_loads.hpp"
 #include "stub_conversation.hpp"
@@ -29,16 +30,37 @@ void PythonModel::add_instance(Instance instance) { pool_.add(std::move(instance
 
 void PythonModel::set_decoupled(bool decoupled) { decoupled_ = decoupled; }
 
+namespace {
+// A response's parameters attached to the response of `request` the executor is making.
+Result<void> attach(const InferRequest& request, Parameters parameters) {
+  if (parameters.empty()) return {};
+  return set_response_parameters(request, std::move(parameters));
+}
+}  // namespace
+
 Result<std::vector<NamedTensor>> PythonModel::compute(const InferRequest& request) {
-  std::vector<NamedTensor> outputs;
-  auto done = run(request, [&](std::vector<NamedTensor> got) { outputs = std::move(got); });
+  StubResponse answer;
+  auto done = run(request, [&](StubResponse got) { answer = std::move(got); });
   if (!done) return done.error();
-  return outputs;
+  if (auto ok = attach(request, std::move(answer.parameters)); !ok) return ok.error();
+  return std::move(answer.outputs);
 }
 
 Result<void> PythonModel::compute_decoupled(const InferRequest& request,
                                             const ResponseSink& respond) {
-  return run(request, [&](std::vector<NamedTensor> got) { respond(std::move(got)); });
+  // A response whose parameters cannot be attached is not sent; the first such is the
+  // request's error, as the first error response is.
+  std::optional<Error> refused;
+  auto done = run(request, [&](StubResponse got) {
+    if (auto ok = attach(request, std::move(got.parameters)); !ok) {
+      if (!refused) refused = ok.error();
+      return;
+    }
+    respond(std::move(got.outputs));
+  });
+  if (!done) return done;
+  if (refused) return *refused;
+  return {};
 }
 
 // The execute message of `requests`, numbered `execute`, their tensors' bytes in `buffers`. A
@@ -73,7 +95,7 @@ Result<std::string> PythonModel::describe(const std::vector<const InferRequest*>
 }
 
 // Runs one request on a free stub, handing each response's outputs to `take`.
-Result<void> PythonModel::run(const InferRequest& request, const ResponseSink& take) {
+Result<void> PythonModel::run(const InferRequest& request, const TakeOutputs& take) {
   std::vector<ByteRange> buffers;
   // Every message of the stub's about this execute carries its number: one of another
   // execute's (a response sent late) is a broken protocol, never another request's answer.
@@ -119,10 +141,16 @@ std::vector<Result<std::vector<NamedTensor>>> PythonModel::compute_batch(
       // The batch has no one caller: its model's is_cancelled() says no.
       StubConversation conversation(instance, settings_, name_, host_.get(), nullptr, *metrics_,
                                     [&](const std::string& what) { return broke(instance, what); });
-      return conversation.execute_batch(execute, *header, buffers, requests.size(),
-                                        [&](std::size_t i, Result<std::vector<NamedTensor>> got) {
-                                          answers[i] = std::move(got);
-                                        });
+      return conversation.execute_batch(
+          execute, *header, buffers, requests.size(), [&](std::size_t i, Result<StubResponse> got) {
+            if (!got) {
+              answers[i] = got.error();
+            } else if (auto ok = attach(*requests[i], std::move(got->parameters)); !ok) {
+              answers[i] = ok.error();
+            } else {
+              answers[i] = std::move(got->outputs);
+            }
+          });
     } catch (const std::exception& e) {
       return Result<void>(broke(instance, std::string("could not be answered (") + e.what() + ")"));
     }

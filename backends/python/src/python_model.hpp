@@ -16,6 +16,7 @@
 #include "sonic/error.hpp"
 #include "sonic/model.hpp"
 #include "sonic/repository/backend.hpp"
+#include "stub_conversation.hpp"
 
 namespace sonic::python_backend {
 
@@ -39,9 +40,11 @@ class PythonModel {
   /// The metrics this load's stubs made (pb_utils.MetricFamily); they end with it.
   CustomMetricOwner& metrics() { return *metrics_; }
 
-  /// Runs `request` on a free instance: its outputs, or the error (the request's own, the
-  /// model's, or UNAVAILABLE when no instance is free within instance_wait_timeout_ms or the
-  /// stub broke). Blocks for the wait and the execute (see StubConversation::execute).
+  /// Runs `request` on a free instance: its outputs (the response's parameters attached with
+  /// set_response_parameters(), so that the executor's result carries them), or the error (the
+  /// request's own, the model's, or UNAVAILABLE when no instance is free within
+  /// instance_wait_timeout_ms or the stub broke). Blocks for the wait and the execute (see
+  /// StubConversation::execute).
   Result<std::vector<NamedTensor>> compute(const InferRequest& request);
 
   /// As compute(), for a decoupled model: each response's outputs go to `respond`, on this
@@ -54,7 +57,7 @@ class PythonModel {
       const std::vector<const InferRequest*>& requests);
 
  private:
-  Result<void> run(const InferRequest& request, const ResponseSink& take);
+  Result<void> run(const InferRequest& request, const TakeOutputs& take);
   Result<std::string> describe(const std::vector<const InferRequest*>& requests,
                                std::uint64_t execute, std::vector<ByteRange>& buffers) const;
   Error broke(Instance& instance, const std::string& what);

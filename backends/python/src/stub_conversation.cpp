@@ -30,14 +30,14 @@ Result<void> StubConversation::execute(std::uint64_t execute, const std::string&
     return await_decoupled(execute, take);
   }
   Result<void> answered;
-  auto ok = execute_batch(execute, header, buffers, 1,
-                          [&](std::size_t, Result<std::vector<NamedTensor>> outputs) {
-                            if (outputs) {
-                              take(std::move(*outputs));
-                            } else {
-                              answered = outputs.error();
-                            }
-                          });
+  auto ok =
+      execute_batch(execute, header, buffers, 1, [&](std::size_t, Result<StubResponse> response) {
+        if (response) {
+          take(std::move(*response));
+        } else {
+          answered = response.error();
+        }
+      });
   if (!ok) return ok;
   return answered;
 }
@@ -155,7 +155,7 @@ Result<void> StubConversation::await_responses(std::uint64_t execute, std::size_
         header["responses"].size() != count) {
       return broke_("broke the protocol (sent " + header.dump() + ")");
     }
-    for (std::size_t i = 0; i < count; ++i) take(i, outputs_of(header["responses"][i], frame));
+    for (std::size_t i = 0; i < count; ++i) take(i, response_of(header["responses"][i], frame));
     return {};
   }
 }
@@ -213,18 +213,17 @@ bool StubConversation::gone() const {
   return caller_ && caller_->gone(std::chrono::steady_clock::now());
 }
 
-// One response: its error, or its outputs handed to `take`.
+// One response: its error, or it handed to `take`.
 Result<void> StubConversation::take_response(const json& response, const Frame& frame,
                                              const TakeOutputs& take) {
-  auto outputs = outputs_of(response, frame);
-  if (!outputs) return outputs.error();
-  take(std::move(*outputs));
+  auto taken = response_of(response, frame);
+  if (!taken) return taken.error();
+  take(std::move(*taken));
   return {};
 }
 
-// One response's outputs, or its error (a malformed one breaks the stub).
-Result<std::vector<NamedTensor>> StubConversation::outputs_of(const json& response,
-                                                              const Frame& frame) {
+// One response's outputs and parameters, or its error (a malformed one breaks the stub).
+Result<StubResponse> StubConversation::response_of(const json& response, const Frame& frame) {
   if (response.contains("error") && response["error"].is_object()) {
     const json& e = response["error"];
     auto code = string_field(e, "code", "INTERNAL");
@@ -234,8 +233,13 @@ Result<std::vector<NamedTensor>> StubConversation::outputs_of(const json& respon
     }
     return Error(code_named(*code), *message);
   }
-  return tensors_of(response.contains("outputs") ? response["outputs"] : json::array(), frame,
-                    settings_.limits, "the Python stub of model '" + model_name_ + "'");
+  auto parameters = response_parameters_of(response);
+  if (!parameters) return parameters.error();
+  auto outputs =
+      tensors_of(response.contains("outputs") ? response["outputs"] : json::array(), frame,
+                 settings_.limits, "the Python stub of model '" + model_name_ + "'");
+  if (!outputs) return outputs.error();
+  return StubResponse{std::move(*outputs), std::move(*parameters)};
 }
 
 // A BLS call of the stub's: runs it through the host and answers, one response or (decoupled)
@@ -248,9 +252,12 @@ Result<void> StubConversation::answer_bls(const json& header, const Frame& frame
   const json call = header.contains("call") ? header["call"] : json(nullptr);
   auto answer = [&](const Result<InferResult>& result) {
     std::vector<ByteRange> buffers;
-    json response =
-        result ? json{{"outputs", describe_all(result->outputs(), buffers)}, {"error", nullptr}}
-               : json{{"outputs", json::array()}, {"error", error_json(result.error())}};
+    // As Triton's BLS gives them: the called model's response parameters too.
+    json response = result
+                        ? json{{"outputs", describe_all(result->outputs(), buffers)},
+                               {"parameters", dump_header(parameters_json(result->parameters()))},
+                               {"error", nullptr}}
+                        : json{{"outputs", json::array()}, {"error", error_json(result.error())}};
     return send({{"type", "bls_response"}, {"call", call}, {"response", response}}, buffers);
   };
   auto end = [&](const Result<void>& outcome) {

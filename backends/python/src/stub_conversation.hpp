@@ -24,10 +24,16 @@
 
 namespace sonic::python_backend {
 
-/// Takes one response's outputs, on the thread that runs the conversation.
-using TakeOutputs = std::function<void(std::vector<NamedTensor>)>;
+/// One response of the stub's: its outputs, and the response parameters the model gave it
+/// (pb_utils.InferenceResponse(parameters=...)), for sonic::set_response_parameters().
+struct StubResponse {
+  std::vector<NamedTensor> outputs;
+  Parameters parameters;
+};
+/// Takes one response, on the thread that runs the conversation.
+using TakeOutputs = std::function<void(StubResponse)>;
 /// Takes the answer to the request at `index` of an execute of several, on that thread.
-using TakeAnswer = std::function<void(std::size_t index, Result<std::vector<NamedTensor>>)>;
+using TakeAnswer = std::function<void(std::size_t index, Result<StubResponse>)>;
 /// Kills the conversation's stub and fails its model with `what` (how the stub failed); the
 /// error the request fails with (UNAVAILABLE).
 using BreakStub = std::function<Error(const std::string& what)>;
@@ -46,7 +52,7 @@ class StubConversation {
                    BreakStub broke);
 
   /// Sends `header` (an execute message numbered `execute`, dumped) with `buffers`, then reads
-  /// the stub's answer, handing each response's outputs to `take`. Blocks for as long as the
+  /// the stub's answer, handing each response to `take`. Blocks for as long as the
   /// stub takes, up to execute_timeout_ms for each of its messages and for each write to it,
   /// plus whatever the BLS calls it makes take. The model's error (INTERNAL, Triton's words)
   /// when its execute raised; UNAVAILABLE once the stub is broken. May throw
@@ -73,7 +79,7 @@ class StubConversation {
   Result<void> await_decoupled(std::uint64_t execute, const TakeOutputs& take);
   Result<void> take_response(const nlohmann::json& response, const Frame& frame,
                              const TakeOutputs& take);
-  Result<std::vector<NamedTensor>> outputs_of(const nlohmann::json& response, const Frame& frame);
+  Result<StubResponse> response_of(const nlohmann::json& response, const Frame& frame);
   Result<void> answer_bls(const nlohmann::json& header, const Frame& frame);
   Result<void> answer_is_cancelled(const nlohmann::json& header, bool cancelled);
   bool gone() const;

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdint>
+#include <limits>
 #include <variant>
 
 namespace sonic::python_backend {
@@ -117,6 +119,32 @@ Result<void> apply_bls_options(const json& header, InferRequest& request) {
     request.server_timeout(std::chrono::microseconds(static_cast<std::int64_t>(micros)));
   }
   return {};
+}
+
+Result<Parameters> response_parameters_of(const json& response) {
+  if (!response.contains("parameters") || response["parameters"].is_null()) return Parameters{};
+  const json& text = response["parameters"];
+  const json parameters =
+      text.is_string() ? json::parse(text.get<std::string>(), nullptr, false) : json();
+  if (!parameters.is_object()) {
+    return Error(StatusCode::Internal, "a response's parameters are not a JSON object");
+  }
+  Parameters out;
+  for (const auto& [key, value] : parameters.items()) {
+    constexpr auto kInt64Max = static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max());
+    if (value.is_boolean()) {
+      out[key] = value.get<bool>();
+    } else if (value.is_number_unsigned() && value.get<std::uint64_t>() <= kInt64Max) {
+      out[key] = static_cast<std::int64_t>(value.get<std::uint64_t>());
+    } else if (value.is_number_integer() && !value.is_number_unsigned()) {
+      out[key] = value.get<std::int64_t>();
+    } else if (value.is_string()) {
+      out[key] = value.get<std::string>();
+    } else {
+      return Error(StatusCode::Internal, "Unsupported value type on parameters");
+    }
+  }
+  return out;
 }
 
 json error_json(const Error& error) {

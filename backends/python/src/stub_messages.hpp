@@ -40,6 +40,13 @@ nlohmann::json correlation_id_of(const Parameters& parameters);
 /// Triton's flags(): TRITONSERVER_REQUEST_FLAG_SEQUENCE_START (1) and _END (2).
 std::uint32_t sequence_flags_of(const Parameters& parameters);
 
+/// A response's parameters as the stub sends them (Triton's InferResponse::Parameters(), the
+/// JSON text of a dict of bool, int and str), as Triton's python_backend sets them on its
+/// response (src/infer_response.cc: a string, an int64 or a bool each): none when absent. An
+/// int past int64's range, or any other value, fails the response with Triton's words
+/// (INTERNAL "Unsupported value type on parameters"), as text that is no JSON object does.
+Result<Parameters> response_parameters_of(const nlohmann::json& response);
+
 /// Sets on a BLS `request` what the stub's InferenceRequest carries besides its tensors, as
 /// Triton's BLS passes it on: `parameters` (a JSON object of bool, int and str, as text), the
 /// sequence (`correlation_id`, and `flags` START and END) and `timeout` (microseconds it may
