@@ -11,6 +11,7 @@
 
 #include <atomic>
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 #include <stdexcept>
 #include <string>
@@ -20,6 +21,17 @@
 #include "protocol/names.hpp"
 
 namespace sonic::test {
+
+/// What `command` (a shell command line: shm_thief, run as another user) prints on stdout.
+inline std::string output_of(const std::string& command) {
+  FILE* pipe = ::popen(command.c_str(), "r");
+  if (!pipe) throw std::runtime_error("popen " + command + ": " + std::strerror(errno));
+  std::string out;
+  char buffer[512];
+  while (std::fgets(buffer, sizeof buffer, pipe)) out += buffer;
+  ::pclose(pipe);
+  return out;
+}
 
 /// A shared memory object "/sonic-hostile-<pid>-<n>" of `size` bytes and `mode`.
 class ShmObject {

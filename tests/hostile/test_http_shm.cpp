@@ -43,16 +43,6 @@ std::string counting_floats() {
   return bytes;
 }
 
-std::string run_thief(const std::string& command) {
-  std::string out;
-  FILE* pipe = ::popen(command.c_str(), "r");
-  REQUIRE(pipe != nullptr);
-  char buffer[512];
-  while (std::fgets(buffer, sizeof buffer, pipe)) out += buffer;
-  ::pclose(pipe);
-  return out;
-}
-
 }  // namespace
 
 TEST_CASE("over HTTP, regions are bound as over gRPC: sizes past them refused, truncation too") {
@@ -128,7 +118,7 @@ TEST_CASE("over HTTP, a client maps only memory it owns and uses only its user's
   secret.write(counting_floats());
   const std::string thief = std::string(SHM_THIEF_BINARY) + " " + http_endpoint(target) + " " +
                             std::to_string(nobody->pw_uid) + " ";
-  const std::string by_key = run_thief(thief + secret.key());
+  const std::string by_key = output_of(thief + secret.key());
   MESSAGE("thief on root's object: " << by_key);
   CHECK(by_key.rfind("refused: ", 0) == 0);
   CHECK(by_key.find("is not this client's") != std::string::npos);
@@ -136,14 +126,14 @@ TEST_CASE("over HTTP, a client maps only memory it owns and uses only its user's
   Client owner(http_endpoint(target));
   register_region(owner, "roots", secret.key(), 64);
   CHECK(identity_from_region(owner, "roots", 16)[0] == 1000.0f);
-  const std::string by_name = run_thief(thief + "@roots");
+  const std::string by_name = output_of(thief + "@roots");
   MESSAGE("thief on root's region: " << by_name);
   CHECK(by_name.rfind("refused: NOT_FOUND", 0) == 0);
   // The same client with an object of its own is served.
   ShmObject own(4096, 0600);
   own.chown_to(nobody->pw_uid, nobody->pw_gid);
   own.write(counting_floats());
-  const std::string served = run_thief(thief + own.key());
+  const std::string served = output_of(thief + own.key());
   MESSAGE("thief on its own object: " << served);
   CHECK(served.rfind("read: 1000 1001", 0) == 0);
 }

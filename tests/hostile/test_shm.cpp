@@ -35,16 +35,6 @@ StatusCode code_of(const std::function<void()>& call) {
   return StatusCode::Ok;
 }
 
-std::string run(const std::string& command) {
-  std::string out;
-  FILE* pipe = ::popen(command.c_str(), "r");
-  REQUIRE(pipe != nullptr);
-  char buffer[512];
-  while (std::fgets(buffer, sizeof buffer, pipe)) out += buffer;
-  ::pclose(pipe);
-  return out;
-}
-
 }  // namespace
 
 TEST_CASE("a region truncated under the server is an error for its request, not a crash") {
@@ -152,7 +142,7 @@ TEST_CASE("a client maps only shared memory it owns") {
   const std::string thief = std::string(SHM_THIEF_BINARY) + " " +
                             std::to_string(target.grpc_port()) + " " +
                             std::to_string(nobody->pw_uid) + " ";
-  std::string stolen = run(thief + secret.key());
+  std::string stolen = output_of(thief + secret.key());
   MESSAGE("thief on root's object: " << stolen);
   CHECK(stolen.rfind("refused: PERMISSION_DENIED", 0) == 0);
 
@@ -160,7 +150,7 @@ TEST_CASE("a client maps only shared memory it owns") {
   ShmObject own(4096, 0600);
   own.chown_to(nobody->pw_uid, nobody->pw_gid);
   own.write(bytes);
-  std::string read = run(thief + own.key());
+  std::string read = output_of(thief + own.key());
   MESSAGE("thief on its own object: " << read);
   CHECK(read.rfind("read: 1000 1001", 0) == 0);
 }

@@ -1,7 +1,9 @@
 """What the gRPC and the HTTP clients of sonic.tritonclient share: the sonic clients that carry
 their calls, plugins, and the control calls' time limits."""
 
+import asyncio
 import collections
+import functools
 import sys
 import threading
 
@@ -37,6 +39,25 @@ class InferenceServerClientBase:
         if self._plugin is None:
             raise_error("No plugin has been registered.")
         self._plugin = None
+
+
+class AioClient:
+    """What the asyncio clients (.grpc.aio, .http.aio) share over their blocking twin's calls:
+    each runs on the loop's default executor, so the loop never waits on the network."""
+
+    async def __aenter__(self):
+        return self
+
+    async def __aexit__(self, type, value, traceback):
+        await self.close()
+
+    async def close(self):
+        """Closes the client: requests in flight end CANCELLED, later calls fail."""
+        await self._off_loop(self._connection.close)
+
+    async def _off_loop(self, call, *arguments):
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(None, functools.partial(call, *arguments))
 
 
 def control_limit(client_timeout):

@@ -47,6 +47,22 @@ def request_parameters(sequence_id, sequence_start, sequence_end, priority, time
     return sent or None
 
 
+def infer_arguments(model_name, inputs, model_version, outputs, request_id, sequence_id,
+                    sequence_start, sequence_end, priority, timeout, parameters,
+                    enable_empty_final_response=False):
+    """sonic's arguments of a request that tritonclient's infer() arguments describe."""
+    check_version(model_version)
+    return {
+        "model": model_name,
+        "inputs": list(inputs),
+        "outputs": list(outputs) if outputs else None,
+        "version": model_version,
+        "request_id": request_id,
+        "parameters": request_parameters(sequence_id, sequence_start, sequence_end, priority,
+                                         timeout, parameters, enable_empty_final_response),
+    }
+
+
 def metadata_headers(headers, plugin):
     """The headers a call sends: the caller's, as the registered plugin (if any) left them,
     with lower-case names (as gRPC metadata has them; HTTP's are case-blind); None when there

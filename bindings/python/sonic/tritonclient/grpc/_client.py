@@ -27,11 +27,12 @@ import sys
 from ... import _errors
 from .. import _messages
 from .._connection import Connection, InferenceServerClientBase, control_limit
+from .._requests import infer_arguments
 from ..utils import raise_error
 from ._infer import InferResult
 from ._stream import InferStream
 from ._utils import (check_version, get_cancelled_error, get_error_grpc, metadata_headers,
-                     raise_error_grpc, request_parameters)
+                     raise_error_grpc)
 
 # tritonclient's limit of a gRPC message (grpc/_client.py): INT32_MAX.
 INT32_MAX = 2 ** (struct.Struct("i").size * 8 - 1) - 1
@@ -155,21 +156,7 @@ class ClientCalls(InferenceServerClientBase):
             print(response)
         return document if as_json else response
 
-    def _infer_arguments(self, model_name, inputs, model_version, outputs, request_id,
-                         sequence_id, sequence_start, sequence_end, priority, timeout,
-                         parameters, enable_empty_final_response=False):
-        """sonic's arguments of a request that tritonclient's arguments describe."""
-        check_version(model_version)
-        return {
-            "model": model_name,
-            "inputs": list(inputs),
-            "outputs": list(outputs) if outputs else None,
-            "version": model_version,
-            "request_id": request_id,
-            "parameters": request_parameters(sequence_id, sequence_start, sequence_end,
-                                             priority, timeout, parameters,
-                                             enable_empty_final_response),
-        }
+    _infer_arguments = staticmethod(infer_arguments)
 
     def _prepare_infer(self, call, headers, compression_algorithm, *request):
         """What an infer call (named `call` in verbose output) sends: the sonic client for its

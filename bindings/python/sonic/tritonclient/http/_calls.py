@@ -13,7 +13,7 @@ import base64
 from ... import _errors
 from .. import _messages
 from .._connection import Connection, InferenceServerClientBase, control_limit
-from .._requests import check_version, metadata_headers, request_parameters
+from .._requests import check_version, infer_arguments, metadata_headers
 from ..utils import raise_error
 from ._utils import (get_error_http, log_settings_json, raise_error_http, rest_json,
                      trace_settings_json)
@@ -66,20 +66,7 @@ class ClientCalls(InferenceServerClientBase):
             print(response)
         return response
 
-    def _infer_arguments(self, model_name, inputs, model_version, outputs, request_id,
-                         sequence_id, sequence_start, sequence_end, priority, timeout,
-                         parameters):
-        """sonic's arguments of a request that tritonclient.http's arguments describe."""
-        check_version(model_version)
-        return {
-            "model": model_name,
-            "inputs": list(inputs),
-            "outputs": list(outputs) if outputs else None,
-            "version": model_version,
-            "request_id": request_id,
-            "parameters": request_parameters(sequence_id, sequence_start, sequence_end,
-                                             priority, timeout, parameters),
-        }
+    _infer_arguments = staticmethod(infer_arguments)
 
     def _prepare_infer(self, call, headers, request_compression_algorithm, *request):
         """What an infer call (named `call` in verbose output) sends: the sonic client for its

@@ -9,19 +9,19 @@ gRPC library's AioRpcError through there).
 """
 
 import asyncio
-import functools
 import threading
 
 from .... import _errors
 from ...utils import InferenceServerException, raise_error
 from .. import *  # noqa: F401,F403 (tritonclient.grpc.aio exports tritonclient.grpc's names)
 from .. import __all__ as _grpc_names
+from ..._connection import AioClient
 from .._client import ClientCalls, KeepAliveOptions, _compression
 from .._infer import InferResult
 from .._utils import get_error_grpc, metadata_headers, raise_error_grpc
 
 
-class InferenceServerClient(ClientCalls):
+class InferenceServerClient(AioClient, ClientCalls):
     """tritonclient.grpc.InferenceServerClient for asyncio: the same arguments (and sonic's
     options), every call a coroutine but stream_infer(). For one event loop's thread."""
 
@@ -30,20 +30,6 @@ class InferenceServerClient(ClientCalls):
                  **sonic_options):
         super().__init__(url, verbose, ssl, root_certificates, private_key, certificate_chain,
                          creds, keepalive_options, channel_args, sonic_options)
-
-    async def __aenter__(self):
-        return self
-
-    async def __aexit__(self, type, value, traceback):
-        await self.close()
-
-    async def close(self):
-        """Closes the client: requests in flight end CANCELLED, later calls fail."""
-        await self._off_loop(self._connection.close)
-
-    async def _off_loop(self, call, *arguments):
-        loop = asyncio.get_running_loop()
-        return await loop.run_in_executor(None, functools.partial(call, *arguments))
 
     async def is_server_live(self, headers=None, client_timeout=None):
         """See sonic.tritonclient.grpc.InferenceServerClient.is_server_live."""

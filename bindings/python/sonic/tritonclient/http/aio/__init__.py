@@ -5,13 +5,11 @@ infer() awaits sonic.Client.ainfer() (no thread per request); control calls run 
 loop's default executor, sonic releasing the GIL while it waits.
 """
 
-import asyncio
-import functools
-
 from .... import _errors
 from ...utils import raise_error
 from .. import *  # noqa: F401,F403 (tritonclient.http.aio exports tritonclient.http's names)
 from .. import __all__ as _http_names
+from ..._connection import AioClient
 from .._calls import ClientCalls, http_connection
 from .._client import InferenceServerClient as _BlockingClient
 from .._client import client_settings
@@ -19,7 +17,7 @@ from .._infer import InferResult
 from .._utils import raise_error_http
 
 
-class InferenceServerClient(ClientCalls):
+class InferenceServerClient(AioClient, ClientCalls):
     """tritonclient.http.aio.InferenceServerClient: InferenceServerClient(url, verbose=False,
     conn_limit=100, conn_timeout=60.0, ssl=False, ssl_context=None, **sonic_options), every
     call a coroutine. conn_limit is the number of connections (sonic's http_connections),
@@ -34,20 +32,6 @@ class InferenceServerClient(ClientCalls):
                         "tls_ca_file, tls_cert_file and tls_key_file (or tls_..._pem)")
         settings = client_settings(ssl, None, conn_limit, None, conn_timeout)
         super().__init__(verbose, http_connection(url, ssl, settings, sonic_options))
-
-    async def __aenter__(self):
-        return self
-
-    async def __aexit__(self, type, value, traceback):
-        await self.close()
-
-    async def close(self):
-        """Closes the client: requests in flight end, later calls fail."""
-        await self._off_loop(self._connection.close)
-
-    async def _off_loop(self, call, *arguments):
-        loop = asyncio.get_running_loop()
-        return await loop.run_in_executor(None, functools.partial(call, *arguments))
 
     async def is_server_live(self, headers=None, query_params=None):
         """See sonic.tritonclient.http.InferenceServerClient.is_server_live."""
