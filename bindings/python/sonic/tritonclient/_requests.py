@@ -1,5 +1,6 @@
 """tritonclient's request arguments as sonic takes them, for the gRPC and the HTTP clients."""
 
+import base64
 import numbers
 
 from .utils import raise_error
@@ -61,6 +62,20 @@ def infer_arguments(model_name, inputs, model_version, outputs, request_id, sequ
         "parameters": request_parameters(sequence_id, sequence_start, sequence_end, priority,
                                          timeout, parameters, enable_empty_final_response),
     }
+
+
+def load_request(model_name, config, files):
+    """The RepositoryModelLoadRequest (as JSON) of tritonclient's load_model(): the config
+    override and the model's files, bytes in base64 as protobuf's JSON has them."""
+    parameters = {}
+    if config is not None:
+        parameters["config"] = {"string_param": config}
+    for path, content in (files or {}).items():
+        parameters[path] = {"bytes_param": base64.b64encode(content).decode("ascii")}
+    request = {"model_name": model_name}
+    if parameters:
+        request["parameters"] = parameters
+    return request
 
 
 def metadata_headers(headers, plugin):

@@ -27,7 +27,7 @@ import sys
 from ... import _errors
 from .. import _messages
 from .._connection import Connection, InferenceServerClientBase, control_limit
-from .._requests import infer_arguments
+from .._requests import infer_arguments, load_request
 from ..utils import raise_error
 from ._infer import InferResult
 from ._stream import InferStream
@@ -199,14 +199,7 @@ class ClientCalls(InferenceServerClientBase):
         return self._control("RepositoryIndex", {}, headers, client_timeout, as_json)
 
     def _load_model(self, model_name, headers, config, files, client_timeout):
-        parameters = {}
-        if config is not None:
-            parameters["config"] = {"string_param": config}
-        for path, content in (files or {}).items():
-            parameters[path] = {"bytes_param": base64.b64encode(content).decode("ascii")}
-        request = {"model_name": model_name}
-        if parameters:
-            request["parameters"] = parameters
+        request = load_request(model_name, config, files)
         self._control("RepositoryModelLoad", request, headers, client_timeout)
         if self._verbose:
             print("Loaded model '{}'".format(model_name))

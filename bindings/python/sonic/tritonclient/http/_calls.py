@@ -13,7 +13,7 @@ import base64
 from ... import _errors
 from .. import _messages
 from .._connection import Connection, InferenceServerClientBase, control_limit
-from .._requests import check_version, infer_arguments, metadata_headers
+from .._requests import check_version, infer_arguments, load_request, metadata_headers
 from ..utils import raise_error
 from ._utils import (get_error_http, log_settings_json, raise_error_http, rest_json,
                      trace_settings_json)
@@ -112,14 +112,7 @@ class ClientCalls(InferenceServerClientBase):
         return [rest_json(model, defaults=False) for model in index.models]
 
     def _load_model(self, model_name, headers, config, files):
-        parameters = {}
-        if config is not None:
-            parameters["config"] = {"string_param": config}
-        for path, content in (files or {}).items():
-            parameters[path] = {"bytes_param": base64.b64encode(content).decode("ascii")}
-        request = {"model_name": model_name}
-        if parameters:
-            request["parameters"] = parameters
+        request = load_request(model_name, config, files)
         self._control("RepositoryModelLoad", request, headers)
         if self._verbose:
             print("Loaded model '{}'".format(model_name))
