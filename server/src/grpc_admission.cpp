@@ -112,9 +112,12 @@ void GrpcConnection::admit_waiting() {
     const std::int32_t id = waiting_.front();
     ServerStream* stream = find(id);
     if (!stream || !stream->reader || stream->answered || !stream->reader->waiting_admission()) {
-      if (stream) stream->waiting = false;
       waiting_.pop_front();
       context_->memory->waiting_ends();
+      if (stream) {
+        stream->waiting = false;
+        end_stream_if_done(id);  // a stream's end may have waited for this message
+      }
       continue;
     }
     const std::size_t kept = stream->reader->kept_bytes();

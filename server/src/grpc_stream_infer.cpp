@@ -207,11 +207,13 @@ void GrpcConnection::open_stream_response(std::int32_t id, ServerStream& stream)
 }
 
 // Ends a stream whose client ended its side, once every request is answered: grpc-status 0
-// in the trailers after the last answer.
+// in the trailers after the last answer. Requests still in compressed bytes not yet inflated
+// (deferring: the client's END_STREAM can come before their turn) or in a message waiting for
+// memory are not answered yet: dispatch() comes back here once they are read.
 void GrpcConnection::end_stream_if_done(std::int32_t id) {
   ServerStream* stream = find(id);
   if (!stream || !stream->streaming() || stream->answered || !stream->request_ended ||
-      stream->in_flight > 0 || !stream->backlog.empty()) {
+      stream->in_flight > 0 || !stream->backlog.empty() || stream->deferring() || stream->waiting) {
     return;
   }
   if (!stream->response) open_stream_response(id, *stream);
