@@ -287,7 +287,11 @@ Result<InferResult> ExecutorEngine::sequence_result(Entry& entry, const InferReq
   const auto finished = Clock::now();
   Parameters parameters = take_step_parameters();  // the step's, which just ran on this thread
   if (outputs) {
+    // Triton counts each execution in compute input, infer and output alike (perf_analyzer
+    // refuses statistics whose counts differ). The sequence batcher's control and state inputs
+    // are made inside the step: their time is in compute_infer, and compute_input counts none.
     entry.stats.queue.add(started - queued);
+    entry.stats.compute_input.add(Clock::duration::zero());
     entry.stats.compute_infer.add(finished - started);
   }
   count(entry, request, outputs.ok(),
@@ -295,6 +299,7 @@ Result<InferResult> ExecutorEngine::sequence_result(Entry& entry, const InferReq
   if (!outputs) return outputs.error();
   const Model& model = entry.model;
   auto chosen = requested(model, request, std::move(*outputs));
+  entry.stats.compute_output.add(Clock::now() - finished);
   if (!chosen) return chosen.error();
   InferResult result(model.name, model.version, request.request_id(), std::move(*chosen),
                      std::move(parameters));

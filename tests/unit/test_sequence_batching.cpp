@@ -263,3 +263,20 @@ TEST_CASE("sequence batching: a model cannot batch dynamically and by sequence a
   sonic::CpuExecutor executor(1);
   CHECK_THROWS_AS(executor.add_model(m), sonic::Error);
 }
+
+TEST_CASE("sequence batching: each request counts once in compute input, infer and output") {
+  // Triton counts every execution in all three; perf_analyzer refuses statistics whose counts
+  // differ ("Server side statistics compute counts must be the same").
+  auto executor = sonic::CpuExecutor::with_models({digits()}, 2);
+  REQUIRE(executor->infer(digit(1, 3, true)).ok());
+  REQUIRE(executor->infer(digit(2, 3)).ok());
+  std::promise<sonic::Result<sonic::InferResult>> last;
+  executor->infer_async(digit(3, 3, false, true),
+                        [&](sonic::Result<sonic::InferResult> r) { last.set_value(std::move(r)); });
+  REQUIRE(last.get_future().get().ok());
+  auto stats = executor->statistics("digits");
+  REQUIRE(stats.ok());
+  CHECK(stats->compute_infer.count == 3);
+  CHECK(stats->compute_input.count == 3);
+  CHECK(stats->compute_output.count == 3);
+}
