@@ -227,7 +227,7 @@ std::shared_ptr<ExecutorEngine::Entry> ExecutorEngine::make_entry(Model model, b
         [weak](const InferRequest& model_request) -> Result<std::vector<NamedTensor>> {
           auto alive = weak.lock();
           if (!alive) return Error(StatusCode::Unavailable, "the model was unloaded");
-          ResponseParametersScope attached({&model_request});
+          ResponseParametersScope attached(model_request);
           auto computed = compute_guarded(alive->model, model_request);
           hold_step_parameters(attached.take(model_request));  // for sequence_result()
           return computed;

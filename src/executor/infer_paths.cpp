@@ -75,7 +75,7 @@ Result<void> ExecutorEngine::infer_responses(const InferRequest& request,
   FailureReason failure = FailureReason::Other;
   if (outcome) {
     failure = FailureReason::Backend;
-    ResponseParametersScope attached({&request});
+    ResponseParametersScope attached(request);
     ResponseSink sink = [&](std::vector<NamedTensor> outputs) {
       // Classification was checked with the request; the model's own outputs are kept if
       // its tensors defy their declared types.
@@ -179,7 +179,7 @@ Result<InferResult> ExecutorEngine::run(const Model& model, const InferRequest& 
   if (auto ok = check_against_model(model, entry.metadata, request); !ok) return ok.error();
   auto t1 = Clock::now();
   entry.stats.compute_input.add(t1 - t0);
-  ResponseParametersScope attached({&request});
+  ResponseParametersScope attached(request);
   Result<std::vector<NamedTensor>> computed = [&] {
     CallerScope scope(request.caller());  // the model's own calls are made for this caller
     return compute_guarded(model, request);
@@ -379,7 +379,7 @@ void ExecutorEngine::execute_batch(const std::shared_ptr<Entry>& entry,
   InferRequest merged = detail::merge_requests(parts);
   const auto t1 = Clock::now();
   // A merged execution that fails, however, is run again request by request below.
-  ResponseParametersScope attached({&merged});
+  ResponseParametersScope attached(merged);
   Result<std::vector<NamedTensor>> computed = compute_guarded(model, merged);
   const Parameters parameters = attached.take(merged);  // each request's response carries them
   const auto t2 = Clock::now();

@@ -46,33 +46,43 @@ bool reserved_response_parameter(std::string_view name) {
   return name == protocol::kFinalResponse || name.substr(0, 6) == "sonic_";
 }
 
-ResponseParametersScope::ResponseParametersScope(const std::vector<const InferRequest*>& requests)
-    : outer_(innermost()), thread_(std::this_thread::get_id()) {
-  slots_.reserve(requests.size());
-  for (const InferRequest* request : requests) slots_.push_back({request, {}});
+ResponseParametersScope::ResponseParametersScope(const InferRequest* const* requests,
+                                                 std::size_t count)
+    : requests_(requests), count_(count), outer_(innermost()), thread_(std::this_thread::get_id()) {
   innermost() = this;
 }
 
+ResponseParametersScope::ResponseParametersScope(const InferRequest& request)
+    : ResponseParametersScope(&single_, 1) {
+  single_ = &request;
+}
+
+ResponseParametersScope::ResponseParametersScope(const std::vector<const InferRequest*>& requests)
+    : ResponseParametersScope(requests.data(), requests.size()) {}
+
 ResponseParametersScope::~ResponseParametersScope() { innermost() = outer_; }
 
-ResponseParametersScope::Slot* ResponseParametersScope::find(const InferRequest& request) {
-  for (auto& slot : slots_) {
-    if (slot.request == &request) return &slot;
+std::size_t ResponseParametersScope::find(const InferRequest& request) const {
+  for (std::size_t i = 0; i < count_; ++i) {
+    if (requests_[i] == &request) return i;
   }
-  return nullptr;
+  return count_;
 }
 
 Parameters ResponseParametersScope::take(const InferRequest& request) {
-  if (std::this_thread::get_id() != thread_) return {};
-  Slot* slot = find(request);
-  return slot ? std::exchange(slot->parameters, {}) : Parameters{};
+  if (std::this_thread::get_id() != thread_ || parameters_.empty()) return {};
+  const std::size_t i = find(request);
+  return i < count_ ? std::exchange(parameters_[i], {}) : Parameters{};
 }
 
 Result<void> ResponseParametersScope::attach(const InferRequest& request, Parameters parameters) {
-  Slot* slot = nullptr;
-  for (auto* scope = innermost(); scope && !slot; scope = scope->outer_)
-    slot = scope->find(request);
-  if (!slot) {
+  ResponseParametersScope* scope = innermost();
+  std::size_t index = 0;
+  for (; scope; scope = scope->outer_) {
+    index = scope->find(request);
+    if (index < scope->count_) break;
+  }
+  if (!scope) {
     return Error(StatusCode::FailedPrecondition,
                  "response parameters are attached on the thread that runs the model's "
                  "function, while it runs, to the request it was given");
@@ -86,7 +96,9 @@ Result<void> ResponseParametersScope::attach(const InferRequest& request, Parame
                    "a response parameter's name or string value is not UTF-8");
     }
   }
-  Parameters merged = slot->parameters;
+  if (scope->parameters_.empty()) scope->parameters_.resize(scope->count_);
+  Parameters& slot = scope->parameters_[index];
+  Parameters merged = slot;
   for (auto& [name, value] : parameters) {
     if (!reserved_response_parameter(name)) merged[name] = std::move(value);
   }
@@ -99,7 +111,7 @@ Result<void> ResponseParametersScope::attach(const InferRequest& request, Parame
                      " bytes to a response; this one would carry " + std::to_string(merged.size()) +
                      " of " + std::to_string(bytes) + " bytes");
   }
-  slot->parameters = std::move(merged);
+  slot = std::move(merged);
   return {};
 }
 

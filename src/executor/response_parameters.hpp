@@ -2,6 +2,7 @@
 // until the executor puts them on the model's responses.
 #pragma once
 
+#include <cstddef>
 #include <string_view>
 #include <thread>
 #include <vector>
@@ -17,8 +18,14 @@ namespace sonic::detail {
 /// nest (a model's own calls of other models, such as BLS and ensemble steps, run on the
 /// thread of the execution that makes them); set_response_parameters() finds the innermost
 /// scope that names its request. Used on one thread only: the one that opened it.
+///
+/// Opening one allocates nothing: it runs around every execution, and parameters are rare
+/// (their storage is made on the first attach).
 class ResponseParametersScope {
  public:
+  /// One request: the model computes it alone.
+  explicit ResponseParametersScope(const InferRequest& request);
+  /// The requests of one execution; `requests` outlives the scope.
   explicit ResponseParametersScope(const std::vector<const InferRequest*>& requests);
   ~ResponseParametersScope();
   ResponseParametersScope(const ResponseParametersScope&) = delete;
@@ -33,13 +40,14 @@ class ResponseParametersScope {
   static Result<void> attach(const InferRequest& request, Parameters parameters);
 
  private:
-  struct Slot {
-    const InferRequest* request;
-    Parameters parameters;
-  };
-  Slot* find(const InferRequest& request);
+  ResponseParametersScope(const InferRequest* const* requests, std::size_t count);
+  /// The index of `request` among the scope's, or count_.
+  std::size_t find(const InferRequest& request) const;
 
-  std::vector<Slot> slots_;
+  const InferRequest* single_ = nullptr;  // the one request, for the one-request constructor
+  const InferRequest* const* requests_;
+  std::size_t count_;
+  std::vector<Parameters> parameters_;  // by request index, made on the first attach
   ResponseParametersScope* outer_;
   std::thread::id thread_;
 };
