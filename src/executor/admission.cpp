@@ -12,6 +12,7 @@
 #include <string>
 #include <utility>
 
+#include "executor/answer_estimate.hpp"
 #include "executor/executor_engine.hpp"
 #include "protocol/names.hpp"
 #include "sonic/caller.hpp"
@@ -58,35 +59,23 @@ Result<Admission> ExecutorEngine::admit(const InferRequest& request, bool shed) 
   const std::int64_t took = entry->stats.recent_compute_ns();
   if (shed && caller && caller->has_deadline() && took > 0 && !entry->sequencer &&
       !model.is_decoupled()) {
-    // Requests under way ahead of this one, in executions (a batch takes up to max_batch_size).
+    const auto left = caller->deadline() - Clock::now();
     const std::int64_t ahead = std::max<std::int64_t>(0, entry->stats.under_way());
-    const std::int64_t per_execution = entry->batcher ? std::max(1, model.max_batch_size) : 1;
-    const std::int64_t executions = ahead / per_execution;
-    // How long each takes: while the model has been busy, the time between executions' ends
-    // (its real pace, whatever runs at once and whatever they wait for), but never less than
-    // one execution's own time; else its executions' own time, in rounds of those that run at
-    // once.
-    const std::int64_t interval = entry->stats.recent_interval_ns();
-    std::chrono::nanoseconds expected;
-    if (interval > 0) {
-      expected = std::chrono::nanoseconds(std::max((executions + 1) * interval, took));
-    } else {
-      const std::int64_t at_once = std::max<std::int64_t>(
-          1, std::min<std::int64_t>(model.instances, static_cast<std::int64_t>(pool_.size())));
-      expected = std::chrono::nanoseconds((executions / at_once + 1) * took);
-    }
-    // The estimate is a mean, and past capacity the queue fills until the last admitted
-    // request's estimate just meets its deadline: any execution slower than the mean would
-    // make it late, its execution wasted. A tenth of the time left is kept in hand for that
-    // (and for the answer's way back), at no cost in goodput: the model stays as busy.
-    const auto now = Clock::now();
-    const auto margin = (caller->deadline() - now) / 10;
-    if (now + expected + margin > caller->deadline()) {
+    ModelPace pace;
+    pace.ahead = ahead;
+    pace.per_execution = entry->batcher ? std::max(1, model.max_batch_size) : 1;
+    pace.at_once = std::max<std::int64_t>(
+        1, std::min<std::int64_t>(model.instances, static_cast<std::int64_t>(pool_.size())));
+    pace.took = std::chrono::nanoseconds(took);
+    pace.interval =
+        std::chrono::nanoseconds(std::max<std::int64_t>(0, entry->stats.recent_interval_ns()));
+    const auto expected = expected_answer(pace);
+    if (would_miss_deadline(expected, left)) {
       entry->stats.count_failure(FailureReason::Rejected, Clock::duration::zero());
       return Error(StatusCode::Unavailable,
                    "model '" + model.name + "' would answer in about " + milliseconds(expected) +
                        " (" + std::to_string(ahead) + " requests ahead), after the request's " +
-                       "deadline in " + milliseconds(caller->deadline() - now) +
+                       "deadline in " + milliseconds(left) +
                        ": refused at once, so that it can go elsewhere",
                    std::string(protocol::reason::kWouldMissDeadline));
     }

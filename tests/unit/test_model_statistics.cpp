@@ -84,6 +84,30 @@ TEST_CASE("the moving mean of execution times weighs the latest by 1/8") {
   CHECK(counters.recent_compute_ns() == 800);
 }
 
+TEST_CASE("the pace: time between executions' ends, only while the model stays busy") {
+  sonic::detail::ModelCounters counters;
+  const auto t0 = sonic::Clock::time_point(1s);
+  counters.admitted();  // one request alone: its end says nothing of a pace
+  counters.execution_ended(t0);
+  counters.execution_ended(t0 + 40ms);
+  CHECK(counters.recent_interval_ns() == -1);
+  for (int i = 0; i < 8; ++i) counters.admitted();  // busy: nine under way
+  counters.execution_ended(t0 + 100ms);             // the first busy end: no interval yet
+  CHECK(counters.recent_interval_ns() == -1);
+  counters.execution_ended(t0 + 140ms);
+  CHECK(counters.recent_interval_ns() == 40'000'000);  // the first is the mean
+  counters.execution_ended(t0 + 220ms);
+  CHECK(counters.recent_interval_ns() == 45'000'000);  // 40 + (80 - 40) / 8
+  // Idle between: the gap until the next end is a pause, not the model's pace.
+  for (int i = 0; i < 8; ++i) counters.answered();
+  counters.execution_ended(t0 + 1s);
+  for (int i = 0; i < 8; ++i) counters.admitted();
+  counters.execution_ended(t0 + 2s);
+  CHECK(counters.recent_interval_ns() == 45'000'000);
+  counters.execution_ended(t0 + 2s + 50ms);
+  CHECK(counters.recent_interval_ns() == 45'625'000);  // 45 + (50 - 45) / 8
+}
+
 TEST_CASE("a request's inferences: its batch elements, with a batch dimension") {
   sonic::Model batching;
   batching.max_batch_size = 8;
