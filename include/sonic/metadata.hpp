@@ -4,11 +4,26 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <tuple>
 #include <vector>
 
 #include "sonic/tensor.hpp"
 
 namespace sonic {
+
+/// A model as a call names it: its name, and its version (empty: the server's choice).
+struct ModelRef {
+  std::string name;
+  std::string version;
+
+  friend bool operator<(const ModelRef& a, const ModelRef& b) {
+    return std::tie(a.name, a.version) < std::tie(b.name, b.version);
+  }
+  friend bool operator==(const ModelRef& a, const ModelRef& b) {
+    return a.name == b.name && a.version == b.version;
+  }
+  friend bool operator!=(const ModelRef& a, const ModelRef& b) { return !(a == b); }
+};
 
 /// A tensor a model takes or produces; -1 in the shape marks a variable dimension.
 struct TensorMetadata {
@@ -91,12 +106,41 @@ struct ModelStatistics {
   std::vector<BatchStatistics> batch_stats;  ///< per batch size the model executed
 };
 
+/// A model's state, as Triton's core names them (ModelReadyState) and RepositoryIndex carries
+/// them: "READY", "UNAVAILABLE", "LOADING", "UNLOADING"; Unknown for a state not given, or one
+/// this library does not know.
+enum class ModelState : std::uint8_t { Unknown, Ready, Unavailable, Loading, Unloading };
+
+/// Its name on the wire ("READY"; "UNKNOWN" for Unknown).
+inline std::string_view model_state_name(ModelState state) noexcept {
+  switch (state) {
+    case ModelState::Ready: return "READY";
+    case ModelState::Unavailable: return "UNAVAILABLE";
+    case ModelState::Loading: return "LOADING";
+    case ModelState::Unloading: return "UNLOADING";
+    case ModelState::Unknown: break;
+  }
+  return "UNKNOWN";
+}
+
+/// The state of that name; Unknown for another.
+inline ModelState model_state_named(std::string_view name) noexcept {
+  for (auto state :
+       {ModelState::Ready, ModelState::Unavailable, ModelState::Loading, ModelState::Unloading}) {
+    if (model_state_name(state) == name) return state;
+  }
+  return ModelState::Unknown;
+}
+
 /// A model of a server's repository, as RepositoryIndex lists it.
 struct ModelIndex {
   std::string name;
   std::string version;
-  std::string state;   ///< "READY", "UNAVAILABLE", "LOADING", ...
+  ModelState state = ModelState::Unknown;
   std::string reason;  ///< why it is not ready, when it is not
+  /// Taken out of service on purpose (Triton's reason "unloaded"), not failed: a server whose
+  /// models are READY or unloaded is ready.
+  bool unloaded = false;
 };
 
 }  // namespace sonic

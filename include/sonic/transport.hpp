@@ -13,6 +13,8 @@
 #include <vector>
 
 #include "sonic/cancel.hpp"
+#include "sonic/clock.hpp"
+#include "sonic/control.hpp"
 #include "sonic/detail/export.hpp"
 #include "sonic/detail/unique_function.hpp"
 #include "sonic/error.hpp"
@@ -21,19 +23,6 @@
 #include "sonic/request.hpp"
 
 namespace sonic {
-
-using Clock = std::chrono::steady_clock;
-/// The moment an operation must be complete by; Deadline::max() means none.
-using Deadline = Clock::time_point;
-
-/// The deadline `timeout` from now; none for a zero timeout.
-inline Deadline deadline_after(std::chrono::microseconds timeout) {
-  return timeout.count() > 0 ? Clock::now() + timeout : Deadline::max();
-}
-
-/// A completion handler: called exactly once with the outcome. Move-only callables are fine.
-template <typename T>
-using Callback = detail::UniqueFunction<void(Result<T>)>;
 
 /// A parsed endpoint URL: scheme://host:port.
 struct Endpoint {
@@ -120,44 +109,72 @@ class SONIC_EXPORT Transport {
   virtual void infer_async(const InferRequest& request, Deadline deadline,
                            std::shared_ptr<CancelSignal> cancel, Callback<InferResult> done) = 0;
 
-  /// Any other method of inference.GRPCInferenceService ("ServerReady", "RepositoryIndex",
-  /// "SystemSharedMemoryRegister", ...) as one unary call: `request` is its serialized
-  /// protobuf request, and `done` receives the serialized response or the call's error.
-  virtual void call_async(std::string method, std::string request, Deadline deadline,
-                          Callback<std::string> done) = 0;
+  /// A control call (health, metadata, statistics, the model repository, shared memory,
+  /// settings: every ControlMethod): `done` gets the answer of the request's Answer type, or the
+  /// call's error. A transport that does not carry a method answers UNIMPLEMENTED.
+  virtual void control_async(ControlRequest request, Deadline deadline,
+                             Callback<ControlAnswer> done) = 0;
+
+  // The control calls, typed: each is control_async() with its request, the same contract.
 
   /// Whether the server is live (KServe ServerLive).
-  virtual void server_live_async(Deadline deadline, Callback<bool> done) = 0;
+  void server_live_async(Deadline deadline, Callback<bool> done) {
+    typed_control(ServerLiveRequest{}, deadline, std::move(done));
+  }
   /// Whether the server is ready for inference (KServe ServerReady).
-  virtual void server_ready_async(Deadline deadline, Callback<bool> done) = 0;
+  void server_ready_async(Deadline deadline, Callback<bool> done) {
+    typed_control(ServerReadyRequest{}, deadline, std::move(done));
+  }
   /// Whether a model (an empty version: the server's choice) is ready (KServe ModelReady).
-  virtual void model_ready_async(std::string model, std::string version, Deadline deadline,
-                                 Callback<bool> done) = 0;
+  void model_ready_async(std::string model, std::string version, Deadline deadline,
+                         Callback<bool> done) {
+    typed_control(ModelReadyRequest{{std::move(model), std::move(version)}}, deadline,
+                  std::move(done));
+  }
   /// The server's name, version and extensions.
-  virtual void server_metadata_async(Deadline deadline, Callback<ServerMetadata> done) = 0;
+  void server_metadata_async(Deadline deadline, Callback<ServerMetadata> done) {
+    typed_control(ServerMetadataRequest{}, deadline, std::move(done));
+  }
   /// A model's inputs, outputs, versions and platform.
-  virtual void model_metadata_async(std::string model, std::string version, Deadline deadline,
-                                    Callback<ModelMetadata> done) = 0;
+  void model_metadata_async(std::string model, std::string version, Deadline deadline,
+                            Callback<ModelMetadata> done) {
+    typed_control(ModelMetadataRequest{{std::move(model), std::move(version)}}, deadline,
+                  std::move(done));
+  }
   /// A model's configuration (Triton's ModelConfig) as JSON text.
-  virtual void model_config_async(std::string model, std::string version, Deadline deadline,
-                                  Callback<std::string> done) = 0;
+  void model_config_async(std::string model, std::string version, Deadline deadline,
+                          Callback<std::string> done) {
+    typed_control(ModelConfigRequest{{std::move(model), std::move(version)}}, deadline,
+                  std::move(done));
+  }
   /// Statistics of a model, or of every model when `model` is empty.
-  virtual void model_statistics_async(std::string model, std::string version, Deadline deadline,
-                                      Callback<std::vector<ModelStatistics>> done) = 0;
-
-  // The model repository (KServe's model repository extension). A transport that does not
-  // carry it answers UNIMPLEMENTED, as these defaults do, on the process's completion thread
-  // (the Transport destructor waits for those answers).
-
+  void model_statistics_async(std::string model, std::string version, Deadline deadline,
+                              Callback<std::vector<ModelStatistics>> done) {
+    typed_control(ModelStatisticsRequest{{std::move(model), std::move(version)}}, deadline,
+                  std::move(done));
+  }
   /// The server's models and their states (RepositoryIndex); `ready_only`: READY ones only.
-  virtual void repository_index_async(bool ready_only, Deadline deadline,
-                                      Callback<std::vector<ModelIndex>> done);
+  void repository_index_async(bool ready_only, Deadline deadline,
+                              Callback<std::vector<ModelIndex>> done) {
+    typed_control(RepositoryIndexRequest{ready_only}, deadline, std::move(done));
+  }
   /// Loads (or reloads) a model (RepositoryModelLoad); `config_json`, unless empty, is the
   /// model configuration to load it with (Triton's "config" parameter). `done` gets true.
-  virtual void load_model_async(std::string model, std::string config_json, Deadline deadline,
-                                Callback<bool> done);
+  void load_model_async(std::string model, std::string config_json, Deadline deadline,
+                        Callback<bool> done) {
+    typed_control(RepositoryModelLoadRequest{std::move(model), std::move(config_json)}, deadline,
+                  std::move(done));
+  }
   /// Unloads a model (RepositoryModelUnload). `done` gets true.
-  virtual void unload_model_async(std::string model, Deadline deadline, Callback<bool> done);
+  void unload_model_async(std::string model, Deadline deadline, Callback<bool> done) {
+    typed_control(RepositoryModelUnloadRequest{std::move(model)}, deadline, std::move(done));
+  }
+  /// Any control method by its name in inference.GRPCInferenceService ("ServerReady",
+  /// "SystemSharedMemoryRegister", ...): `request` is its serialized protobuf request, and
+  /// `done` receives the serialized response or the call's error; UNIMPLEMENTED (on the
+  /// process's completion thread) for a name that is no control method.
+  void call_async(std::string_view method, std::string request, Deadline deadline,
+                  Callback<std::string> done);
 
   /// Opens a ModelStreamInfer call: requests sent on it are answered through `on_response`,
   /// then `done` gets how the call ended (OK once the client closed its side and the server
@@ -169,6 +186,21 @@ class SONIC_EXPORT Transport {
   /// outlive it.
   virtual Result<std::unique_ptr<TransportStream>> open_stream(
       Deadline deadline, std::function<void(StreamResponse)> on_response, Callback<void> done);
+
+ private:
+  // control_async() with `request`, its answer taken out of the variant (INTERNAL should a
+  // transport answer with another type: a defect of that transport).
+  template <typename Request>
+  void typed_control(Request request, Deadline deadline, Callback<typename Request::Answer> done) {
+    control_async(std::move(request), deadline,
+                  [done = std::move(done)](Result<ControlAnswer> answer) mutable {
+                    if (!answer) return done(answer.error());
+                    auto* value = std::get_if<typename Request::Answer>(&*answer);
+                    if (!value) return done(mismatched_answer(Request::method));
+                    done(std::move(*value));
+                  });
+  }
+  static Error mismatched_answer(ControlMethod method);
 };
 
 /// Makes a transport for an endpoint; returns an Error for a URL it cannot serve.

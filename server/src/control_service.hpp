@@ -3,11 +3,13 @@
 #pragma once
 
 #include <functional>
+#include <optional>
 #include <string>
 #include <string_view>
 
 #include "model_files.hpp"
 #include "shm_registry.hpp"
+#include "sonic/control.hpp"
 #include "sonic/executor.hpp"
 #include "sonic/server.hpp"
 
@@ -31,14 +33,14 @@ bool server_ready(const CpuExecutor& executor, bool strict);
 /// UNIMPLEMENTED for a method of inference.GRPCInferenceService this server does not serve.
 Error unimplemented(std::string_view method);
 
-/// Whether answer_control() serves `method` (a name in inference.GRPCInferenceService); the
-/// shared memory calls only with `shared_memory`.
-bool serves_control(std::string_view method, bool shared_memory);
+/// The control method of that gRPC name if this server serves it (the shared memory methods
+/// only with `shared_memory`); none otherwise.
+std::optional<ControlMethod> served_control(std::string_view name, bool shared_memory);
 
-/// Answers `method` (ServerLive, ModelMetadata, SystemSharedMemoryRegister, ...) of
-/// inference.GRPCInferenceService given its serialized request: the serialized response, or
-/// an Error (INVALID_ARGUMENT for a malformed request, UNIMPLEMENTED for an unknown method).
-Result<std::string> answer_control(const ControlContext& context, std::string_view method,
+/// Answers `method` given its serialized request message, through the server's handler table:
+/// the serialized response, or an Error (INVALID_ARGUMENT for a malformed request,
+/// UNIMPLEMENTED for a method this server does not serve).
+Result<std::string> answer_control(const ControlContext& context, ControlMethod method,
                                    std::string_view request);
 
 }  // namespace sonic::server

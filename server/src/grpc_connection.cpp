@@ -232,7 +232,7 @@ int GrpcConnection::on_data(std::int32_t stream_id, const std::uint8_t* data, st
   }
   stream->last_data = activity_.last_read;
   if (!stream->reader) {
-    bool infer = stream->method == "ModelInfer" || stream->streaming();
+    bool infer = stream->method == protocol::kModelInfer || stream->streaming();
     // A health check is read without the token: it may hold no more than its service name.
     const std::size_t limit = stream->path == kHealthCheckPath
                                   ? kMaxHealthCheckRequestBytes
@@ -311,8 +311,8 @@ std::optional<Error> GrpcConnection::refusal(const ServerStream& stream) const {
     return Error(StatusCode::Unimplemented, "unknown service in path '" + stream.path + "'");
   }
   const std::string& method = stream.method;
-  if (method != "ModelInfer" && method != kStreamMethod &&
-      !serves_control(method, context_->options.shared_memory)) {
+  if (method != protocol::kModelInfer && method != kStreamMethod &&
+      !served_control(method, context_->options.shared_memory)) {
     return unimplemented(method);
   }
   // gRPC: a message compressed in a way the server does not know is UNIMPLEMENTED, and the

@@ -21,13 +21,14 @@
 #include "memory_budget.hpp"
 #include "net/connection_set.hpp"
 #include "net/h2_session.hpp"
+#include "protocol/control_methods.hpp"
 #include "protocol/grpc_wire.hpp"
 #include "server_context.hpp"
 
 namespace sonic::server {
 
 // Triton's streaming inference: many requests on one call, each answered on it.
-constexpr std::string_view kStreamMethod = "ModelStreamInfer";
+constexpr std::string_view kStreamMethod = protocol::kModelStreamInfer;
 // Requests of one stream taken at once (queued for or in a model, or answered out of turn);
 // the stream's further requests wait unread, and its client in its flow-control window.
 constexpr std::size_t kMaxStreamRequests = 64;

@@ -74,7 +74,7 @@ void GrpcConnection::dispatch(std::int32_t id) {
   }
   ReceivedMessage message = std::move(messages.front());
   messages.clear();
-  if (stream->method == "ModelInfer") return infer(id, std::move(message));
+  if (stream->method == protocol::kModelInfer) return infer(id, std::move(message));
   if (stream->path == kHealthCheckPath) return health_check(id, message.envelope);
   control(id, stream->method, message.envelope);
 }
@@ -110,12 +110,15 @@ void GrpcConnection::answer(std::int32_t id, Answer answer) {
   respond(id, std::move(*answer.body), std::move(answer.held), answer.encoding);
 }
 
-void GrpcConnection::control(std::int32_t id, const std::string& method, const std::string& bytes) {
+void GrpcConnection::control(std::int32_t id, const std::string& name, const std::string& bytes) {
+  // Served: refusal() answered every other method when its headers came.
+  const auto method = served_control(name, context_->options.shared_memory);
+  if (!method) return reply(id, unimplemented(name));
   ControlContext context{*context_->executor, context_->options,
                          context_->options.shared_memory ? &context_->shared_memory : nullptr,
                          [this]() -> const ShmClient& { return shm_client(); },
                          &context_->model_files};
-  reply(id, answer_control(context, method, bytes));
+  reply(id, answer_control(context, *method, bytes));
 }
 
 void GrpcConnection::health_check(std::int32_t id, const std::string& bytes) {

@@ -28,42 +28,6 @@ using nlohmann::json;
 // microseconds of JSON at most.
 constexpr std::size_t kDecodeHereBytes = 16 << 10;
 
-json tensors_json(const std::vector<TensorMetadata>& tensors) {
-  json out = json::array();
-  for (const auto& t : tensors) {
-    out.push_back({{"name", t.name}, {"datatype", to_string(t.dtype)}, {"shape", t.shape}});
-  }
-  return out;
-}
-
-// Triton's statistics extension over HTTP (docs/protocol/extension_statistics.md): counts and
-// durations as JSON numbers; cache_hit, which sonic has no cache for, as zeros.
-json duration_json(const Duration& d) { return json{{"count", d.count}, {"ns", d.ns}}; }
-
-json statistics_json(const ModelStatistics& s) {
-  json batches = json::array();
-  for (const auto& b : s.batch_stats) {
-    batches.push_back({{"batch_size", b.batch_size},
-                       {"compute_input", duration_json(b.compute_input)},
-                       {"compute_infer", duration_json(b.compute_infer)},
-                       {"compute_output", duration_json(b.compute_output)}});
-  }
-  return json{{"name", s.name},
-              {"version", s.version},
-              {"last_inference", s.last_inference_ms},
-              {"inference_count", s.inference_count},
-              {"execution_count", s.execution_count},
-              {"inference_stats",
-               {{"success", duration_json(s.success)},
-                {"fail", duration_json(s.fail)},
-                {"queue", duration_json(s.queue)},
-                {"compute_input", duration_json(s.compute_input)},
-                {"compute_infer", duration_json(s.compute_infer)},
-                {"compute_output", duration_json(s.compute_output)},
-                {"cache_hit", duration_json(Duration{})}}},
-              {"batch_stats", std::move(batches)}};
-}
-
 // What a request asked for: how its outputs are written, and the regions it uses.
 struct Asked {
   HttpInferRequest http;
@@ -76,60 +40,22 @@ class HttpApi : public std::enable_shared_from_this<HttpApi> {
 
   void handle(HttpRequest request, HttpRespond respond) {
     const auto parts = path_segments(request.path);
-    const bool get = request.method == "GET";
-    if (parts.size() == 3 && parts[0] == "v2" && parts[1] == "health" &&
-        (parts[2] == "live" || parts[2] == "ready")) {
-      // Probes carry no token: health is answered to anyone, as the gRPC health check is.
-      if (!get) return respond(method_not_allowed());
-      const bool yes = parts[2] == "live" ||
-                       server_ready(*context_->executor, context_->options.strict_readiness);
-      return respond({yes ? 200 : 400, {}, {}, {}});
-    }
-    if (auto refused = context_->authenticator.refusal(request.header("authorization"))) {
-      return respond(error_reply(*refused));
-    }
-    if (parts.size() == 1 && parts[0] == "v2") {
-      if (!get) return respond(method_not_allowed());
-      return respond(server_metadata(request));
-    }
-    if (parts.size() == 3 && parts[0] == "v2" && parts[1] == "models" && parts[2] == "stats") {
-      if (!get) return respond(method_not_allowed());
-      return respond(statistics(context_->executor->all_statistics()));
-    }
-    if (parts.size() == 3 && parts[0] == "v2" && parts[1] == "repository" && parts[2] == "index") {
-      if (request.method != "POST") return respond(method_not_allowed());
-      return respond(repository_index(request.body.view()));
-    }
-    if (auto answered = control_reply(control(request), request, parts)) {
-      return respond(std::move(*answered));
-    }
-    auto route = model_route(parts);
-    if (!route) return respond({400, {}, {}, {}});  // as Triton: a path it does not serve
-    if (route->action.empty()) {
-      if (!get) return respond(method_not_allowed());
-      return respond(model_metadata(*route));
-    }
-    if (route->action == "ready") {
-      if (!get) return respond(method_not_allowed());
-      if (!context_->executor->has_model(route->name, route->version)) {
-        return respond(error_reply(400, "Model version not ready"));
+    const auto control_route = protocol::match_control_route(parts);
+    // Probes carry no token: health is answered to anyone, as the gRPC health check is.
+    const bool probe = control_route && (control_route->method == ControlMethod::ServerLive ||
+                                         control_route->method == ControlMethod::ServerReady);
+    if (!probe) {
+      if (auto refused = context_->authenticator.refusal(request.header("authorization"))) {
+        return respond(error_reply(*refused));
       }
-      return respond({200, {}, {}, {}});
     }
-    if (route->action == "config") {
-      return respond(model_config_reply(control(request), request, *route));
-    }
-    if (route->action == "stats") {
-      if (!get) return respond(method_not_allowed());
-      auto stats = context_->executor->statistics(route->name, route->version);
-      if (!stats) return respond(error_reply(stats.error()));
-      return respond(statistics({*stats}));
-    }
-    if (route->action == "infer") {
-      if (request.method != "POST") return respond(method_not_allowed());
-      return infer(std::move(*route), std::move(request), std::move(respond));
-    }
-    respond({400, {}, {}, {}});
+    if (control_route)
+      return respond(answer_http_control(control(request), *control_route, request));
+    auto route = model_route(parts);
+    // As Triton: a path it does not serve is 400.
+    if (!route || route->action != "infer") return respond({400, {}, {}, {}});
+    if (request.method != "POST") return respond(method_not_allowed());
+    return infer(std::move(*route), std::move(request), std::move(respond));
   }
 
  private:
@@ -138,62 +64,6 @@ class HttpApi : public std::enable_shared_from_this<HttpApi> {
     return {*context_->executor, context_->options,
             context_->options.shared_memory ? &context_->shared_memory : nullptr, request.client,
             &context_->model_files};
-  }
-
-  // The extensions the gRPC port lists (both ports serve the same control calls), and the
-  // binary tensor data extension, which is HTTP's.
-  HttpReply server_metadata(const HttpRequest& request) const {
-    auto answer = answer_control(control(request), "ServerMetadata", {});
-    if (!answer) return error_reply(answer.error());
-    auto metadata = protocol::decode_server_metadata(*answer);
-    if (!metadata) return error_reply(metadata.error());
-    metadata->extensions.push_back("binary_tensor_data");
-    return json_reply(200, json{{"name", metadata->name},
-                                {"version", metadata->version},
-                                {"extensions", metadata->extensions}});
-  }
-
-  static HttpReply statistics(const std::vector<ModelStatistics>& models) {
-    json all = json::array();
-    for (const auto& s : models) all.push_back(statistics_json(s));
-    return json_reply(200, json{{"model_stats", std::move(all)}});
-  }
-
-  // Triton's model repository extension: every model (or, with {"ready": true}, the ready ones)
-  // as {name, version, state, reason}, the empty fields left out as Triton's JSON leaves them.
-  HttpReply repository_index(std::string_view body) const {
-    bool ready_only = false;
-    if (!body.empty()) {
-      const json query = json::parse(body.begin(), body.end(), nullptr, false);
-      if (query.is_discarded() || !query.is_object()) {
-        return error_reply(400, "failed to parse the request JSON buffer");
-      }
-      if (auto ready = query.find("ready"); ready != query.end()) {
-        if (!ready->is_boolean())
-          return error_reply(400, "Invalid value for 'ready': expected a boolean");
-        ready_only = ready->get<bool>();
-      }
-    }
-    json models = json::array();
-    for (const auto& model : context_->executor->repository_index()) {
-      if (ready_only && model.state != "READY") continue;
-      json entry{{"name", model.name}};
-      if (!model.version.empty()) entry["version"] = model.version;
-      if (!model.state.empty()) entry["state"] = model.state;
-      if (!model.reason.empty()) entry["reason"] = model.reason;
-      models.push_back(std::move(entry));
-    }
-    return json_reply(200, models);
-  }
-
-  HttpReply model_metadata(const ModelRoute& route) const {
-    auto metadata = context_->executor->metadata(route.name, route.version);
-    if (!metadata) return error_reply(metadata.error());
-    return json_reply(200, json{{"name", metadata->name},
-                                {"versions", metadata->versions},
-                                {"platform", metadata->platform},
-                                {"inputs", tensors_json(metadata->inputs)},
-                                {"outputs", tensors_json(metadata->outputs)}});
   }
 
   // A small body is decoded on the network thread, and a quick model's request (every one with

@@ -1,9 +1,11 @@
 #include "http_control_routes.hpp"
 
+#include <array>
 #include <cstdlib>
 #include <string>
 
 #include "protocol/control_codec.hpp"
+#include "protocol/control_methods.hpp"
 #include "protocol/grpc_wire.hpp"
 #include "protocol/invalid.hpp"
 #include "protocol/model_config_json.hpp"
@@ -18,6 +20,42 @@ using protocol::invalid;
 using nlohmann::json;
 using nlohmann::ordered_json;
 namespace pc = protocol;
+
+json tensors_json(const std::vector<TensorMetadata>& tensors) {
+  json out = json::array();
+  for (const auto& t : tensors) {
+    out.push_back({{"name", t.name}, {"datatype", to_string(t.dtype)}, {"shape", t.shape}});
+  }
+  return out;
+}
+
+// Triton's statistics extension over HTTP (docs/protocol/extension_statistics.md): counts and
+// durations as JSON numbers; cache_hit, which sonic has no cache for, as zeros.
+json duration_json(const Duration& d) { return json{{"count", d.count}, {"ns", d.ns}}; }
+
+json statistics_json(const ModelStatistics& s) {
+  json batches = json::array();
+  for (const auto& b : s.batch_stats) {
+    batches.push_back({{"batch_size", b.batch_size},
+                       {"compute_input", duration_json(b.compute_input)},
+                       {"compute_infer", duration_json(b.compute_infer)},
+                       {"compute_output", duration_json(b.compute_output)}});
+  }
+  return json{{"name", s.name},
+              {"version", s.version},
+              {"last_inference", s.last_inference_ms},
+              {"inference_count", s.inference_count},
+              {"execution_count", s.execution_count},
+              {"inference_stats",
+               {{"success", duration_json(s.success)},
+                {"fail", duration_json(s.fail)},
+                {"queue", duration_json(s.queue)},
+                {"compute_input", duration_json(s.compute_input)},
+                {"compute_infer", duration_json(s.compute_infer)},
+                {"compute_output", duration_json(s.compute_output)},
+                {"cache_hit", duration_json(Duration{})}}},
+              {"batch_stats", std::move(batches)}};
+}
 
 // An empty 200, Triton's answer to a call that succeeded and returns nothing.
 HttpReply done() { return {200, {}, {}, {}}; }
@@ -71,28 +109,23 @@ Result<void> unload_parameters(const json& parameters, pc::RepositoryModelReques
   return {};
 }
 
-// Triton's HandleRepositoryControl: POST only; a repository name is UNSUPPORTED; the body, when
-// there is one, is {"parameters": {...}}.
-std::optional<HttpReply> repository_reply(const ControlContext& context, const HttpRequest& request,
-                                          const std::vector<std::string_view>& parts) {
-  const std::size_t n = parts.size();
-  if ((n != 5 && n != 6) || parts[n - 3] != "models" ||
-      (parts[n - 1] != "load" && parts[n - 1] != "unload")) {
-    return std::nullopt;
+// Triton's HandleRepositoryControl: a repository name is UNSUPPORTED; the body, when there is
+// one, is {"parameters": {...}}.
+HttpReply repository_control(const ControlContext& context, ControlMethod method,
+                             const pc::RouteValues& route, const HttpRequest& request) {
+  if (!route.repository.empty()) {
+    return error_reply(501, "'repository_name' specification is not supported");
   }
-  if (request.method != "POST") return method_not_allowed();
-  if (n == 6) return error_reply(501, "'repository_name' specification is not supported");
-  const bool load = parts[n - 1] == "load";
+  const bool load = method == ControlMethod::RepositoryModelLoad;
   auto body = json_body(request.body.view());
   if (!body) return error_reply(body.error());
-  pc::RepositoryModelRequest call{{}, std::string(parts[n - 2]), {}};
+  pc::RepositoryModelRequest call{{}, route.model, {}};
   if (auto parameters = body->find("parameters"); body->is_object() && parameters != body->end()) {
     if (!parameters->is_object()) return error_reply(400, "'parameters' must be a JSON object");
     auto read = load ? load_parameters(*parameters, call) : unload_parameters(*parameters, call);
     if (!read) return error_reply(read.error());
   }
-  auto answer = answer_control(context, load ? "RepositoryModelLoad" : "RepositoryModelUnload",
-                               pc::encode_repository_model_request(call));
+  auto answer = answer_control(context, method, pc::encode_repository_model_request(call));
   if (!answer) return error_reply(answer.error());
   return done();
 }
@@ -163,53 +196,78 @@ Result<json> status_json(bool cuda, std::string_view answer) {
   return regions;
 }
 
-// Triton's HandleSystemSharedMemory and HandleCudaSharedMemory: status by GET, the rest by
-// POST; a registration needs a region name.
-std::optional<HttpReply> shared_memory_reply(const ControlContext& context,
-                                             const HttpRequest& request,
-                                             const std::vector<std::string_view>& parts) {
-  std::string name;
-  std::string_view action;
-  if (parts.size() == 3) {
-    action = parts[2];
-  } else if (parts.size() == 5 && parts[2] == "region") {
-    name = std::string(parts[3]);
-    action = parts[4];
-  } else {
-    return std::nullopt;
-  }
-  if (action != "status" && action != "register" && action != "unregister") return std::nullopt;
-  if (request.method != (action == "status" ? "GET" : "POST")) return method_not_allowed();
-  const bool cuda = parts[1] == "cudasharedmemory";
-  const std::string kind = cuda ? "cuda" : "system";
-  std::string method = std::string(cuda ? "Cuda" : "System") + "SharedMemory";
-  Result<std::string> call = pc::encode_region_name(name);
-  if (action == "register") {
-    if (name.empty()) {
-      return error_reply(
-          400, "'region name' is necessary to register " + kind + " shared memory region");
-    }
+// Triton's HandleSystemSharedMemory and HandleCudaSharedMemory; a registration needs a region
+// name.
+HttpReply shared_memory(const ControlContext& context, ControlMethod method,
+                        const pc::RouteValues& route, const HttpRequest& request) {
+  using M = ControlMethod;
+  const bool cuda = method == M::CudaSharedMemoryStatus || method == M::CudaSharedMemoryRegister ||
+                    method == M::CudaSharedMemoryUnregister;
+  Result<std::string> call = pc::encode_region_name(route.region);
+  if (method == M::SystemSharedMemoryRegister || method == M::CudaSharedMemoryRegister) {
     auto body = json_body(request.body.view());
     if (!body) return error_reply(body.error());
-    call = cuda ? cuda_registration(name, *body) : system_registration(name, *body);
+    call = cuda ? cuda_registration(route.region, *body) : system_registration(route.region, *body);
   }
   if (!call) return error_reply(call.error());
-  method += action == "status" ? "Status" : action == "register" ? "Register" : "Unregister";
   auto answer = answer_control(context, method, *call);
   if (!answer) return error_reply(answer.error());
-  if (action != "status") return done();
+  if (method != M::SystemSharedMemoryStatus && method != M::CudaSharedMemoryStatus) return done();
   auto regions = status_json(cuda, *answer);
   if (!regions) return error_reply(regions.error());
   return json_reply(200, *regions);
 }
 
-}  // namespace
+// ---- the other methods, as Triton's HTTP frontend answers them ----------------------------
 
-HttpReply model_config_reply(const ControlContext& context, const HttpRequest& request,
-                             const ModelRoute& route) {
-  if (request.method != "GET") return method_not_allowed();
-  auto answer =
-      answer_control(context, "ModelConfig", pc::encode_model_ref({route.name, route.version}));
+HttpReply health(const ControlContext& context, ControlMethod method, const pc::RouteValues& route,
+                 const HttpRequest&) {
+  // Triton answers with the status alone: 200, or 400 when not live or ready.
+  auto answer = answer_control(context, method,
+                               method == ControlMethod::ModelReady
+                                   ? pc::encode_model_ref({route.model, route.version})
+                                   : std::string());
+  if (!answer) return error_reply(answer.error());
+  auto yes = pc::decode_flag(*answer);
+  if (!yes) return error_reply(yes.error());
+  if (!*yes && method == ControlMethod::ModelReady) {
+    return error_reply(400, "Model version not ready");
+  }
+  return {*yes ? 200 : 400, {}, {}, {}};
+}
+
+// The extensions the gRPC port lists (both ports serve the same control calls), and the
+// binary tensor data extension, which is HTTP's.
+HttpReply server_metadata(const ControlContext& context, ControlMethod method,
+                          const pc::RouteValues&, const HttpRequest&) {
+  auto answer = answer_control(context, method, {});
+  if (!answer) return error_reply(answer.error());
+  auto metadata = pc::decode_server_metadata(*answer);
+  if (!metadata) return error_reply(metadata.error());
+  metadata->extensions.push_back("binary_tensor_data");
+  return json_reply(200, json{{"name", metadata->name},
+                              {"version", metadata->version},
+                              {"extensions", metadata->extensions}});
+}
+
+HttpReply model_metadata(const ControlContext& context, ControlMethod method,
+                         const pc::RouteValues& route, const HttpRequest&) {
+  auto answer = answer_control(context, method, pc::encode_model_ref({route.model, route.version}));
+  if (!answer) return error_reply(answer.error());
+  auto metadata = pc::decode_model_metadata(*answer);
+  if (!metadata) return error_reply(metadata.error());
+  return json_reply(200, json{{"name", metadata->name},
+                              {"versions", metadata->versions},
+                              {"platform", metadata->platform},
+                              {"inputs", tensors_json(metadata->inputs)},
+                              {"outputs", tensors_json(metadata->outputs)}});
+}
+
+// The model's configuration as Triton prints it (core src/model_config_utils.cc,
+// ModelConfigToJson).
+HttpReply model_config(const ControlContext& context, ControlMethod method,
+                       const pc::RouteValues& route, const HttpRequest&) {
+  auto answer = answer_control(context, method, pc::encode_model_ref({route.model, route.version}));
   if (!answer) return error_reply(answer.error());
   auto config = pc::decode_model_config_response(*answer);
   if (!config) return error_reply(config.error());
@@ -218,14 +276,94 @@ HttpReply model_config_reply(const ControlContext& context, const HttpRequest& r
   return json_reply(200, *document);
 }
 
-std::optional<HttpReply> control_reply(const ControlContext& context, const HttpRequest& request,
-                                       const std::vector<std::string_view>& parts) {
-  if (parts.size() < 3 || parts[0] != "v2") return std::nullopt;
-  if (parts[1] == "repository") return repository_reply(context, request, parts);
-  if (parts[1] == "systemsharedmemory" || parts[1] == "cudasharedmemory") {
-    return shared_memory_reply(context, request, parts);
+HttpReply model_statistics(const ControlContext& context, ControlMethod method,
+                           const pc::RouteValues& route, const HttpRequest&) {
+  auto answer = answer_control(context, method, pc::encode_model_ref({route.model, route.version}));
+  if (!answer) return error_reply(answer.error());
+  auto models = pc::decode_model_statistics(*answer);
+  if (!models) return error_reply(models.error());
+  json all = json::array();
+  for (const auto& s : *models) all.push_back(statistics_json(s));
+  return json_reply(200, json{{"model_stats", std::move(all)}});
+}
+
+// Triton's model repository extension: every model (or, with {"ready": true}, the ready ones)
+// as {name, version, state, reason}, the empty fields left out as Triton's JSON leaves them.
+HttpReply repository_index(const ControlContext& context, ControlMethod method,
+                           const pc::RouteValues& route, const HttpRequest& request) {
+  const std::string_view body = request.body.view();
+  bool ready_only = false;
+  if (!body.empty()) {
+    const json query = json::parse(body.begin(), body.end(), nullptr, false);
+    if (query.is_discarded() || !query.is_object()) {
+      return error_reply(400, "failed to parse the request JSON buffer");
+    }
+    if (auto ready = query.find("ready"); ready != query.end()) {
+      if (!ready->is_boolean()) {
+        return error_reply(400, "Invalid value for 'ready': expected a boolean");
+      }
+      ready_only = ready->get<bool>();
+    }
   }
-  return std::nullopt;
+  auto answer =
+      answer_control(context, method, pc::encode_repository_query({route.repository, ready_only}));
+  if (!answer) return error_reply(answer.error());
+  auto index = pc::decode_repository_index(*answer);
+  if (!index) return error_reply(index.error());
+  json models = json::array();
+  for (const auto& model : *index) {
+    json entry{{"name", model.name}};
+    if (!model.version.empty()) entry["version"] = model.version;
+    if (model.state != ModelState::Unknown) entry["state"] = model_state_name(model.state);
+    if (!model.reason.empty()) entry["reason"] = model.reason;
+    models.push_back(std::move(entry));
+  }
+  return json_reply(200, models);
+}
+
+// One method's REST handler.
+using Handler = HttpReply (*)(const ControlContext&, ControlMethod, const pc::RouteValues&,
+                              const HttpRequest&);
+
+constexpr std::array<Handler, pc::kControlMethods.size()> handlers() {
+  using M = ControlMethod;
+  std::array<Handler, pc::kControlMethods.size()> table{};
+  auto set = [&table](M method, Handler handler) {
+    table[static_cast<std::size_t>(method)] = handler;
+  };
+  set(M::ServerLive, health);
+  set(M::ServerReady, health);
+  set(M::ModelReady, health);
+  set(M::ServerMetadata, server_metadata);
+  set(M::ModelMetadata, model_metadata);
+  set(M::ModelConfig, model_config);
+  set(M::ModelStatistics, model_statistics);
+  set(M::RepositoryIndex, repository_index);
+  set(M::RepositoryModelLoad, repository_control);
+  set(M::RepositoryModelUnload, repository_control);
+  for (M method :
+       {M::SystemSharedMemoryStatus, M::SystemSharedMemoryRegister, M::SystemSharedMemoryUnregister,
+        M::CudaSharedMemoryStatus, M::CudaSharedMemoryRegister, M::CudaSharedMemoryUnregister}) {
+    set(method, shared_memory);
+  }
+  return table;
+}
+
+constexpr auto kHandlers = handlers();
+
+}  // namespace
+
+HttpReply answer_http_control(const ControlContext& context, const pc::RouteMatch& route,
+                              const HttpRequest& request) {
+  const pc::ControlMethodSpec& spec = pc::spec_of(route.method);
+  const bool get = request.method == "GET";
+  const bool verb_ok = spec.verb == pc::RestVerb::Get    ? get
+                       : spec.verb == pc::RestVerb::Post ? request.method == "POST"
+                                                         : get || request.method == "POST";
+  if (!verb_ok) return method_not_allowed();
+  const Handler handler = kHandlers[static_cast<std::size_t>(route.method)];
+  if (!handler) return error_reply(unimplemented(spec.name));
+  return handler(context, route.method, route.values, request);
 }
 
 }  // namespace sonic::server

@@ -1,9 +1,10 @@
-// Triton's model configuration, model repository and shared memory extensions over HTTP/REST.
-// Each REST request becomes the protobuf request of the gRPC method of the same name and is
-// answered by answer_control(), as on the gRPC port (so both ports agree on every answer and
-// error); its answer is then written as the JSON Triton's HTTP frontend writes (server
-// src/http_server.cc: HandleModelConfig, HandleRepositoryControl, HandleSystemSharedMemory,
-// HandleCudaSharedMemory).
+// The control methods over HTTP/REST (health, metadata, configuration, statistics, the model
+// repository, shared memory, settings). Each REST request becomes the protobuf request of its
+// method and is answered by answer_control(), as on the gRPC port (so both ports agree on every
+// answer and error); its answer is then written as the JSON Triton's HTTP frontend writes
+// (server src/http_server.cc: HandleHealth, HandleServerMetadata, HandleModelMetadata,
+// HandleModelConfig, HandleModelStats, HandleRepositoryIndex, HandleRepositoryControl,
+// HandleSystemSharedMemory, HandleCudaSharedMemory).
 #pragma once
 
 #include <optional>
@@ -13,18 +14,14 @@
 #include "control_service.hpp"
 #include "http_replies.hpp"
 #include "http_server.hpp"
+#include "protocol/control_routes.hpp"
 
 namespace sonic::server {
 
-/// GET v2/models/NAME[/versions/VERSION]/config: the model's configuration as Triton prints it
-/// (core src/model_config_utils.cc, ModelConfigToJson).
-HttpReply model_config_reply(const ControlContext& context, const HttpRequest& request,
-                             const ModelRoute& route);
-
-/// POST v2/repository[/REPOSITORY]/models/NAME/(load|unload), and
-/// v2/(systemsharedmemory|cudasharedmemory)[/region/NAME]/(status|register|unregister): the
-/// answer, or nothing for a path that is none of these.
-std::optional<HttpReply> control_reply(const ControlContext& context, const HttpRequest& request,
-                                       const std::vector<std::string_view>& parts);
+/// Answers a request whose path is a control method's route (protocol/control_routes.hpp),
+/// through the port's handler of that method: Triton's 405 for a verb the route does not take,
+/// its 501 for a method this server does not serve.
+HttpReply answer_http_control(const ControlContext& context, const protocol::RouteMatch& route,
+                              const HttpRequest& request);
 
 }  // namespace sonic::server

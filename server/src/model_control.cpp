@@ -83,7 +83,7 @@ std::vector<std::string> steps_of(const std::string& config) {
 std::map<std::string, std::vector<std::string>> steps_in_service(const CpuExecutor& executor) {
   std::map<std::string, std::vector<std::string>> runs;
   for (const auto& entry : executor.repository_index()) {
-    if (entry.state != "READY" || runs.count(entry.name)) continue;
+    if (entry.state != ModelState::Ready || runs.count(entry.name)) continue;
     auto model = executor.model(entry.name, entry.version);
     if (model) runs[entry.name] = steps_of((*model)->config);
   }

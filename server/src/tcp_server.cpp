@@ -176,7 +176,9 @@ class TcpConnection final : public net::FrameStream {
     // Regions are a gRPC matter: the TCP port does not serve the shared memory extension.
     ControlContext control{*context_->executor, context_->options, nullptr, nullptr,
                            &context_->model_files};
-    auto reply = answer_control(control, call->first, call->second);
+    const auto method = served_control(call->first, /*shared_memory=*/false);
+    auto reply = method ? answer_control(control, *method, call->second)
+                        : Result<std::string>(unimplemented(call->first));
     if (!reply) return send(protocol::tcp::encode_error(frame.id, reply.error()));
     send(protocol::tcp::encode_frame(FrameKind::Reply, frame.id, std::move(*reply), {}, nullptr,
                                      {}));

@@ -208,7 +208,7 @@ void ClientCore::validate_then_attempt(const std::shared_ptr<Flight>& flight) {
     }
     return attempt(flight);
   }
-  const ModelRef key = ModelRef::of(flight->request);
+  const ModelRef key = model_ref_of(flight->request);
   const MetadataCache::Lookup found = metadata_.lookup(key);
   if (found.known) {
     if (auto ok = validate_request(*found.known, flight->request); !ok) {
@@ -256,7 +256,7 @@ void ClientCore::attempt(const std::shared_ptr<Flight>& flight) {
            Error(StatusCode::DeadlineExceeded, "deadline passed before an attempt could be made"));
     return release_reader(flight);
   }
-  const ModelRef key = ModelRef::of(flight->request);
+  const ModelRef key = model_ref_of(flight->request);
   EndpointPool::PickFor want;
   want.avoid = flight->last_slot;
   // A retry spends budget, unless the previous attempt never left the client.
@@ -354,7 +354,7 @@ void ClientCore::on_attempt(const std::shared_ptr<Flight>& flight, std::size_t s
   if (code == StatusCode::NotFound && endpoints_->active() > 1) {
     // Servers may host different models: remember that this one lacks it, and try the
     // others at once (pick() skips the endpoints known to lack the model).
-    endpoints_->lacks_model(slot, ModelRef::of(flight->request));
+    endpoints_->lacks_model(slot, model_ref_of(flight->request));
     endpoints_->rediscover_soon();
     flight->left_behind().not_found = result.error();
     return attempt(flight);
@@ -385,7 +385,7 @@ void ClientCore::on_attempt(const std::shared_ptr<Flight>& flight, std::size_t s
   want.retry = true;
   want.refused = flight->refused();
   if (!result.error().never_sent() &&
-      endpoints_->retry_throttled(ModelRef::of(flight->request), want)) {
+      endpoints_->retry_throttled(model_ref_of(flight->request), want)) {
     // Wherever it went, the retry budget would refuse it: no point waiting a backoff first.
     ClientCounters::add(counters_.throttled_retries);
     return give_up(flight, throttled_error(result.error()));

@@ -18,7 +18,9 @@ bool DiscoveryRules::lists(const ReadyModels& ready, const ModelRef& ref) {
 ReadyModels DiscoveryRules::ready_models(const std::vector<ModelIndex>& index) {
   ReadyModels ready;
   for (const auto& model : index) {
-    if (model.state.empty() || model.state == "READY") ready[model.name].insert(model.version);
+    if (model.state == ModelState::Unknown || model.state == ModelState::Ready) {
+      ready[model.name].insert(model.version);
+    }
   }
   return ready;
 }

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "completion_thread.hpp"
+#include "protocol/control_methods.hpp"
 #include "threads.hpp"
 
 namespace sonic {
@@ -254,33 +255,42 @@ bool is_ip_literal(std::string_view host) {
 
 TransportStream::~TransportStream() = default;
 
-// Waits for the answers the defaults below posted for this transport: they run before its
+// Waits for the answers call_async() posted for this transport: they run before its
 // destructor returns, as every outstanding call's completion does.
 Transport::~Transport() { detail::drain_completions(this); }
 
-namespace {
-
-// Answers `done` UNIMPLEMENTED on the process's completion thread: a Transport has no thread
-// of its own, and `done` must not run inside the call.
-template <typename T>
-void no_repository_calls(const Transport* transport, Callback<T> done) {
-  detail::post_completion(transport, [done = std::move(done)]() mutable {
-    done(Error(StatusCode::Unimplemented, "this transport has no model repository calls"));
-  });
+void Transport::call_async(std::string_view method, std::string request, Deadline deadline,
+                           Callback<std::string> done) {
+  auto named = control_method_named(method);
+  if (!named) {
+    // On the process's completion thread: a Transport has no thread of its own, and `done`
+    // must not run inside the call.
+    return detail::post_completion(
+        this, [done = std::move(done), method = std::string(method)]() mutable {
+          done(Error(StatusCode::Unimplemented,
+                     "'" + method + "' is no control method of inference.GRPCInferenceService"));
+        });
+  }
+  control_async(RawControlRequest{*named, std::move(request)}, deadline,
+                [done = std::move(done)](Result<ControlAnswer> answer) mutable {
+                  if (!answer) return done(answer.error());
+                  auto* response = std::get_if<std::string>(&*answer);
+                  if (!response) return done(mismatched_answer(ControlMethod::ServerLive));
+                  done(std::move(*response));
+                });
 }
 
-}  // namespace
-
-void Transport::repository_index_async(bool, Deadline, Callback<std::vector<ModelIndex>> done) {
-  no_repository_calls(this, std::move(done));
+Error Transport::mismatched_answer(ControlMethod method) {
+  return Error(StatusCode::Internal, "the transport answered " + std::string(method_name(method)) +
+                                         " with a value of another type");
 }
 
-void Transport::load_model_async(std::string, std::string, Deadline, Callback<bool> done) {
-  no_repository_calls(this, std::move(done));
+std::string_view method_name(ControlMethod method) noexcept {
+  return protocol::spec_of(method).name;
 }
 
-void Transport::unload_model_async(std::string, Deadline, Callback<bool> done) {
-  no_repository_calls(this, std::move(done));
+std::optional<ControlMethod> control_method_named(std::string_view name) noexcept {
+  return protocol::find_control_method(name);
 }
 
 Result<std::unique_ptr<TransportStream>> Transport::open_stream(Deadline,

@@ -7,6 +7,7 @@
 
 #include "executor/request_checks.hpp"
 #include "executor/response_parameters.hpp"
+#include "protocol/names.hpp"
 
 namespace sonic::detail {
 
@@ -28,26 +29,40 @@ void ExecutorEngine::add_model(Model model) {
   add_version(it->second, make_entry(std::move(model), false));
 }
 
+namespace {
+
+// A model out of service, and why: protocol::reason::kUnloaded when taken out on purpose.
+ModelIndex unavailable(const std::string& name, const std::string& version,
+                       const std::string& reason) {
+  return {name, version, ModelState::Unavailable, reason, reason == protocol::reason::kUnloaded};
+}
+
+}  // namespace
+
 std::vector<ModelIndex> ExecutorEngine::repository_index() const {
   std::map<std::string, std::vector<ModelIndex>> index;
-  for (const auto& name : source_names()) index[name] = {{name, "", "UNAVAILABLE", "unloaded"}};
+  const std::string unloaded(protocol::reason::kUnloaded);
+  for (const auto& name : source_names()) index[name] = {unavailable(name, "", unloaded)};
   std::lock_guard<std::mutex> lock(mutex_);
-  for (const auto& [name, reason] : states_) index[name] = {{name, "", "UNAVAILABLE", reason}};
+  for (const auto& [name, why] : states_) index[name] = {unavailable(name, "", why)};
   for (const auto& name : loading_) {
-    if (!models_.count(name)) index[name] = {{name, "", "LOADING", ""}};
+    if (!models_.count(name)) index[name] = {{name, "", ModelState::Loading, "", false}};
   }
   for (const auto& [name, versions] : models_) {
     auto& entries = index[name];
     entries.clear();
     for (const auto& entry : versions) {
       if (!entry->loaded.load()) {
-        entries.push_back({name, entry->model.version, "UNAVAILABLE", "unloaded"});
+        entries.push_back(unavailable(name, entry->model.version, unloaded));
         continue;
       }
       // An ensemble whose composing model is out of service is too.
       auto ready = find_locked(name, entry->model.version, Loaded::kOnly, 0);
-      entries.push_back({name, entry->model.version, ready ? "READY" : "UNAVAILABLE",
-                         ready ? "" : ready.error().message()});
+      if (ready) {
+        entries.push_back({name, entry->model.version, ModelState::Ready, "", false});
+      } else {
+        entries.push_back(unavailable(name, entry->model.version, ready.error().message()));
+      }
     }
   }
   std::vector<ModelIndex> all;

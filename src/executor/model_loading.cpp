@@ -7,6 +7,7 @@
 
 #include "executor/executor_engine.hpp"
 #include "executor/request_checks.hpp"
+#include "protocol/names.hpp"
 
 namespace sonic::detail {
 
@@ -40,7 +41,7 @@ Result<void> ExecutorEngine::unload_model(const std::string& name) {
     Versions ending;  // ends after the lock: a model's end (a Python model's finalize) may be slow
     {
       std::lock_guard<std::mutex> lock(mutex_);
-      ending = take_out_locked(name, "unloaded");
+      ending = take_out_locked(name, std::string(protocol::reason::kUnloaded));
       source = source_;
     }
     // Files sent with a load are let go with the model (Triton deletes its copy on unload).

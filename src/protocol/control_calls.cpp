@@ -3,85 +3,89 @@
 #include <utility>
 
 #include "control_codec.hpp"
+#include "control_methods.hpp"
 #include "proto_json.hpp"
 
 namespace sonic::protocol {
 
 namespace {
 
-// Calls `method` and answers `done` with decode(response), or with the call's error.
-template <typename T, typename Decode>
-void ask(Transport& transport, const char* method, std::string request, Deadline deadline,
-         Callback<T> done, Decode decode) {
-  transport.call_async(method, std::move(request), deadline,
-                       [done = std::move(done), decode](Result<std::string> response) mutable {
-                         if (!response) return done(response.error());
-                         done(decode(*response));
-                       });
-}
+template <typename... F>
+struct Overloaded : F... {
+  using F::operator()...;
+};
+template <typename... F>
+Overloaded(F...) -> Overloaded<F...>;
 
-Result<std::string> config_as_json(std::string_view response) {
-  auto config = decode_model_config_response(response);
-  if (!config) return config.error();
-  return message_to_json("inference.ModelConfig", *config);
+// A decoded value as the answer variant, or the decoder's error.
+template <typename T>
+Result<ControlAnswer> answer(Result<T> decoded) {
+  if (!decoded) return decoded.error();
+  return ControlAnswer(std::move(*decoded));
 }
 
 }  // namespace
 
-void ControlCalls::server_live_async(Deadline deadline, Callback<bool> done) {
-  ask(*this, "ServerLive", std::string(), deadline, std::move(done), decode_flag);
+std::string encode_control_request(const ControlRequest& request) {
+  return std::visit(Overloaded{
+                        [](const ServerLiveRequest&) { return std::string(); },
+                        [](const ServerReadyRequest&) { return std::string(); },
+                        [](const ServerMetadataRequest&) { return std::string(); },
+                        [](const ModelReadyRequest& r) { return encode_model_ref(r.model); },
+                        [](const ModelMetadataRequest& r) { return encode_model_ref(r.model); },
+                        [](const ModelConfigRequest& r) { return encode_model_ref(r.model); },
+                        [](const ModelStatisticsRequest& r) { return encode_model_ref(r.model); },
+                        [](const RepositoryIndexRequest& r) {
+                          return encode_repository_query({std::string(), r.ready_only});
+                        },
+                        [](const RepositoryModelLoadRequest& r) {
+                          RepositoryModelRequest load{std::string(), r.model, {}};
+                          if (!r.config_json.empty()) load.parameters["config"] = r.config_json;
+                          return encode_repository_model_request(load);
+                        },
+                        [](const RepositoryModelUnloadRequest& r) {
+                          return encode_repository_model_request({std::string(), r.model, {}});
+                        },
+                        [](const RawControlRequest& r) { return r.message; },
+                    },
+                    request);
 }
 
-void ControlCalls::server_ready_async(Deadline deadline, Callback<bool> done) {
-  ask(*this, "ServerReady", std::string(), deadline, std::move(done), decode_flag);
+Result<ControlAnswer> decode_control_answer(const ControlRequest& request,
+                                            std::string_view response) {
+  return std::visit(
+      Overloaded{
+          [&](const ServerLiveRequest&) { return answer(decode_flag(response)); },
+          [&](const ServerReadyRequest&) { return answer(decode_flag(response)); },
+          [&](const ServerMetadataRequest&) { return answer(decode_server_metadata(response)); },
+          [&](const ModelReadyRequest&) { return answer(decode_flag(response)); },
+          [&](const ModelMetadataRequest&) { return answer(decode_model_metadata(response)); },
+          [&](const ModelConfigRequest&) -> Result<ControlAnswer> {
+            auto config = decode_model_config_response(response);
+            if (!config) return config.error();
+            return answer(message_to_json("inference.ModelConfig", *config));
+          },
+          [&](const ModelStatisticsRequest&) { return answer(decode_model_statistics(response)); },
+          [&](const RepositoryIndexRequest&) { return answer(decode_repository_index(response)); },
+          [&](const RepositoryModelLoadRequest&) { return answer(Result<bool>(true)); },
+          [&](const RepositoryModelUnloadRequest&) { return answer(Result<bool>(true)); },
+          [&](const RawControlRequest&) {
+            return answer(Result<std::string>(std::string(response)));
+          },
+      },
+      request);
 }
 
-void ControlCalls::model_ready_async(std::string model, std::string version, Deadline deadline,
-                                     Callback<bool> done) {
-  ask(*this, "ModelReady", encode_model_ref({std::move(model), std::move(version)}), deadline,
-      std::move(done), decode_flag);
-}
-
-void ControlCalls::server_metadata_async(Deadline deadline, Callback<ServerMetadata> done) {
-  ask(*this, "ServerMetadata", std::string(), deadline, std::move(done), decode_server_metadata);
-}
-
-void ControlCalls::model_metadata_async(std::string model, std::string version, Deadline deadline,
-                                        Callback<ModelMetadata> done) {
-  ask(*this, "ModelMetadata", encode_model_ref({std::move(model), std::move(version)}), deadline,
-      std::move(done), decode_model_metadata);
-}
-
-void ControlCalls::model_config_async(std::string model, std::string version, Deadline deadline,
-                                      Callback<std::string> done) {
-  ask(*this, "ModelConfig", encode_model_ref({std::move(model), std::move(version)}), deadline,
-      std::move(done), config_as_json);
-}
-
-void ControlCalls::model_statistics_async(std::string model, std::string version, Deadline deadline,
-                                          Callback<std::vector<ModelStatistics>> done) {
-  ask(*this, "ModelStatistics", encode_model_ref({std::move(model), std::move(version)}), deadline,
-      std::move(done), decode_model_statistics);
-}
-
-void ControlCalls::repository_index_async(bool ready_only, Deadline deadline,
-                                          Callback<std::vector<ModelIndex>> done) {
-  ask(*this, "RepositoryIndex", encode_repository_query({std::string(), ready_only}), deadline,
-      std::move(done), decode_repository_index);
-}
-
-void ControlCalls::load_model_async(std::string model, std::string config_json, Deadline deadline,
-                                    Callback<bool> done) {
-  RepositoryModelRequest request{std::string(), std::move(model), {}};
-  if (!config_json.empty()) request.parameters["config"] = std::move(config_json);
-  ask(*this, "RepositoryModelLoad", encode_repository_model_request(request), deadline,
-      std::move(done), [](std::string_view) -> Result<bool> { return true; });
-}
-
-void ControlCalls::unload_model_async(std::string model, Deadline deadline, Callback<bool> done) {
-  ask(*this, "RepositoryModelUnload",
-      encode_repository_model_request({std::string(), std::move(model), {}}), deadline,
-      std::move(done), [](std::string_view) -> Result<bool> { return true; });
+void control_by_messages(ControlRequest request, const MessageCall& call,
+                         Callback<ControlAnswer> done) {
+  const ControlMethod method = method_of(request);
+  std::string message = encode_control_request(request);
+  call(
+      method, std::move(message),
+      [request = std::move(request), done = std::move(done)](Result<std::string> response) mutable {
+        if (!response) return done(response.error());
+        done(decode_control_answer(request, *response));
+      });
 }
 
 }  // namespace sonic::protocol

@@ -1,36 +1,33 @@
-// The typed control calls of sonic::Transport, for every transport that carries the inference
-// service's messages (gRPC streams, TCP frames): each encodes its request with the control
-// codec, sends it through the transport's generic call_async, and decodes the response.
+// The typed control calls (sonic/control.hpp) as the service's messages: each request encoded
+// as its method's protobuf request, each response decoded into its typed answer. Transports
+// whose wire carries those messages (gRPC, sonic's TCP frames) answer control_async() with
+// them; the HTTP transport maps the same messages to REST.
 #pragma once
 
+#include <functional>
 #include <string>
-#include <vector>
+#include <string_view>
 
 #include "sonic/detail/export.hpp"
 #include "sonic/transport.hpp"
 
 namespace sonic::protocol {
 
-/// A Transport whose control calls are unary calls over call_async. Derived transports
-/// implement infer_async and call_async; the contract of each call is call_async's.
-class SONIC_EXPORT ControlCalls : public Transport {
- public:
-  void server_live_async(Deadline deadline, Callback<bool> done) override;
-  void server_ready_async(Deadline deadline, Callback<bool> done) override;
-  void model_ready_async(std::string model, std::string version, Deadline deadline,
-                         Callback<bool> done) override;
-  void server_metadata_async(Deadline deadline, Callback<ServerMetadata> done) override;
-  void model_metadata_async(std::string model, std::string version, Deadline deadline,
-                            Callback<ModelMetadata> done) override;
-  void model_config_async(std::string model, std::string version, Deadline deadline,
-                          Callback<std::string> done) override;
-  void model_statistics_async(std::string model, std::string version, Deadline deadline,
-                              Callback<std::vector<ModelStatistics>> done) override;
-  void repository_index_async(bool ready_only, Deadline deadline,
-                              Callback<std::vector<ModelIndex>> done) override;
-  void load_model_async(std::string model, std::string config_json, Deadline deadline,
-                        Callback<bool> done) override;
-  void unload_model_async(std::string model, Deadline deadline, Callback<bool> done) override;
-};
+/// The serialized protobuf request of `request`'s method.
+SONIC_EXPORT std::string encode_control_request(const ControlRequest& request);
+
+/// The answer of `request`'s type from its method's serialized response: INTERNAL for one that
+/// does not parse (the server sent it).
+SONIC_EXPORT Result<ControlAnswer> decode_control_answer(const ControlRequest& request,
+                                                         std::string_view response);
+
+/// One unary call of the service: `request` is the method's serialized request; `done` gets the
+/// serialized response or the call's error, under Transport::control_async()'s contract.
+using MessageCall =
+    std::function<void(ControlMethod method, std::string request, Callback<std::string> done)>;
+
+/// Transport::control_async() over `call`: encodes, calls, decodes.
+SONIC_EXPORT void control_by_messages(ControlRequest request, const MessageCall& call,
+                                      Callback<ControlAnswer> done);
 
 }  // namespace sonic::protocol

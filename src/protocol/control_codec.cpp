@@ -3,6 +3,7 @@
 
 #include <utility>
 
+#include "names.hpp"
 #include "wire.hpp"
 
 namespace sonic::protocol {
@@ -483,7 +484,9 @@ std::string encode_repository_index(const std::vector<ModelIndex>& models) {
     std::string index;
     wire::put_string_field(index, 1, m.name);
     wire::put_string_field(index, 2, m.version);
-    wire::put_string_field(index, 3, m.state);
+    if (m.state != ModelState::Unknown) {
+      wire::put_string_field(index, 3, std::string(model_state_name(m.state)));
+    }
     wire::put_string_field(index, 4, m.reason);
     put_message(msg, 1, index);
   }
@@ -499,8 +502,15 @@ Result<std::vector<ModelIndex>> decode_repository_index(std::string_view bytes) 
       return read_fields(index, [&](Field& g) {
         if (g.number == 1) g.string(m.name);
         if (g.number == 2) g.string(m.version);
-        if (g.number == 3) g.string(m.state);
-        if (g.number == 4) g.string(m.reason);
+        if (g.number == 3) {
+          std::string state;
+          g.string(state);
+          m.state = model_state_named(state);
+        }
+        if (g.number == 4) {
+          g.string(m.reason);
+          m.unloaded = m.reason == reason::kUnloaded;
+        }
       });
     });
   });

@@ -23,10 +23,6 @@ namespace sonic::protocol {
 
 /// ModelReadyRequest, ModelMetadataRequest, ModelConfigRequest and ModelStatisticsRequest all
 /// name a model (name = 1) and a version (version = 2; empty: the server's choice).
-struct ModelRef {
-  std::string name;
-  std::string version;
-};
 SONIC_EXPORT std::string encode_model_ref(const ModelRef& model);
 SONIC_EXPORT Result<ModelRef> decode_model_ref(std::string_view bytes);
 

@@ -34,6 +34,9 @@ inline constexpr const char* kClientTimeoutParameter = "sonic_client_timeout_us"
 /// Error reasons (Error::reason(), google.rpc.ErrorInfo.reason in domain "sonic"), for errors a
 /// client recovers from by itself.
 namespace reason {
+/// RepositoryIndex's reason for a model taken out of service on purpose (Triton's word), rather
+/// than one that failed: a server whose models are READY or unloaded is ready.
+inline constexpr std::string_view kUnloaded = "unloaded";
 /// A tensor names a shared memory region the server does not know (it restarted, or the
 /// registration went away with its connection): register it again.
 inline constexpr std::string_view kShmRegionNotFound = "SHM_REGION_NOT_FOUND";

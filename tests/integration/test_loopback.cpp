@@ -285,7 +285,7 @@ TEST_CASE("model control, by default refused as Triton refuses it: no client unl
     CHECK(e.message().rfind("explicit model load / unload is not allowed", 0) == 0);
   }
   CHECK(client.model_ready("simple"));
-  CHECK(test::find_in_index(client.repository_index(), "simple")->state == "READY");
+  CHECK(test::find_in_index(client.repository_index(), "simple")->state == ModelState::Ready);
 }
 
 TEST_CASE("model control: the index, unload and load; a new configuration is refused") {

@@ -344,38 +344,24 @@ TEST_CASE(
   }
 }
 
-// A transport that implements only what it must: the model repository calls and streams are
-// the base class's defaults (UNIMPLEMENTED).
+// A transport that implements only what it must: its control calls never answer, and streams
+// are the base class's default (UNIMPLEMENTED).
 class BareTransport final : public Transport {
  public:
   void infer_async(const InferRequest&, Deadline, std::shared_ptr<CancelSignal>,
                    Callback<InferResult>) override {}
-  void call_async(std::string, std::string, Deadline, Callback<std::string>) override {}
-  void server_live_async(Deadline, Callback<bool>) override {}
-  void server_ready_async(Deadline, Callback<bool>) override {}
-  void model_ready_async(std::string, std::string, Deadline, Callback<bool>) override {}
-  void server_metadata_async(Deadline, Callback<ServerMetadata>) override {}
-  void model_metadata_async(std::string, std::string, Deadline, Callback<ModelMetadata>) override {}
-  void model_config_async(std::string, std::string, Deadline, Callback<std::string>) override {}
-  void model_statistics_async(std::string, std::string, Deadline,
-                              Callback<std::vector<ModelStatistics>>) override {}
+  void control_async(ControlRequest, Deadline, Callback<ControlAnswer>) override {}
 };
 
 TEST_CASE("transport contract: the base class's UNIMPLEMENTED answers complete later, once") {
+  // A name that is no control method is answered by the base class, on the process's
+  // completion thread; so is a stream where the transport has none.
   auto transport = std::make_unique<BareTransport>();
   Calls calls;
-  initiate([&] {
-    transport->repository_index_async(
-        false, soon(), calls.add("RepositoryIndex").callback<std::vector<ModelIndex>>());
-  });
-  initiate([&] {
-    transport->load_model_async("simple", "", soon(),
-                                calls.add("RepositoryModelLoad").callback<bool>());
-  });
-  initiate([&] {
-    transport->unload_model_async("simple", soon(),
-                                  calls.add("RepositoryModelUnload").callback<bool>());
-  });
+  for (const char* name : {"NoSuchMethod", "ModelInfer", "modelready"}) {
+    initiate(
+        [&] { transport->call_async(name, "", soon(), calls.add(name).callback<std::string>()); });
+  }
   std::atomic<int> responses{0}, responses_inside{0};
   stream_call(*transport, calls, "open_stream", nullptr, responses_inside, responses);
   calls.check_each_ran_outside();
@@ -386,13 +372,12 @@ TEST_CASE("transport contract: the base class's UNIMPLEMENTED answers complete l
   // Destroyed at once: the answers have run when the destructor returns.
   for (int round = 0; round < 20; ++round) {
     auto bare = std::make_unique<BareTransport>();
-    Completion index("RepositoryIndex, transport destroyed at once");
-    initiate([&] {
-      bare->repository_index_async(true, soon(), index.callback<std::vector<ModelIndex>>());
-    });
+    Completion unknown("an unknown method, transport destroyed at once");
+    initiate(
+        [&] { bare->call_async("NoSuchMethod", "", soon(), unknown.callback<std::string>()); });
     bare.reset();
-    index.check_ran_once();
-    if (index.runs() != 1) break;
+    unknown.check_ran_once();
+    if (unknown.runs() != 1) break;
   }
 
   // Destroyed by an answer of its own, with another still queued behind it on the thread that
@@ -400,26 +385,27 @@ TEST_CASE("transport contract: the base class's UNIMPLEMENTED answers complete l
   auto owned = std::make_shared<std::unique_ptr<BareTransport>>(std::make_unique<BareTransport>());
   std::promise<void> gate;
   auto opened = gate.get_future().share();
-  Completion holding("RepositoryIndex, holding the answers back");
-  Completion destroying("RepositoryModelLoad, whose answer destroys the transport");
-  Completion queued("RepositoryModelUnload, queued behind it");
+  Completion holding("the first answer, holding the others back");
+  Completion destroying("the second, whose answer destroys the transport");
+  Completion queued("the third, queued behind it");
   initiate([&] {
-    (*owned)->repository_index_async(false, soon(),
-                                     [opened, inner = holding.callback<std::vector<ModelIndex>>()](
-                                         Result<std::vector<ModelIndex>> r) mutable {
-                                       (void)opened.wait_for(15s);  // bounded, should it run inside
-                                       inner(std::move(r));
-                                     });
+    (*owned)->call_async(
+        "First", "", soon(),
+        [opened, inner = holding.callback<std::string>()](Result<std::string> r) mutable {
+          (void)opened.wait_for(15s);  // bounded, should it run inside
+          inner(std::move(r));
+        });
   });
   initiate([&] {
-    (*owned)->load_model_async(
-        "simple", "", soon(), [owned, inner = destroying.callback<bool>()](Result<bool> r) mutable {
+    (*owned)->call_async(
+        "Second", "", soon(),
+        [owned, inner = destroying.callback<std::string>()](Result<std::string> r) mutable {
           owned->reset();
           inner(std::move(r));
         });
   });
-  REQUIRE(*owned != nullptr);  // the load's answer has not run yet
-  initiate([&] { (*owned)->unload_model_async("simple", soon(), queued.callback<bool>()); });
+  REQUIRE(*owned != nullptr);  // the second answer has not run yet
+  initiate([&] { (*owned)->call_async("Third", "", soon(), queued.callback<std::string>()); });
   gate.set_value();
   holding.check_ran_outside();
   destroying.check_ran_outside();

@@ -132,7 +132,8 @@ TEST_CASE("several versions served at once, as their policy selects, each answer
   auto versions_in_index = [&] {
     std::vector<std::string> versions;
     for (const auto& entry : executor->repository_index()) {
-      if (entry.name == "m") versions.push_back(entry.version + ":" + entry.state);
+      if (entry.name == "m")
+        versions.push_back(entry.version + ":" + std::string(model_state_name(entry.state)));
     }
     return versions;
   };
@@ -344,7 +345,7 @@ TEST_CASE("an executor over a repository: states, load, unload, and one broken m
 
   auto index = executor->repository_index();
   REQUIRE(index.size() == 2);
-  CHECK(index[0].state == "UNAVAILABLE");
+  CHECK(index[0].state == ModelState::Unavailable);
   CHECK(index[0].reason == "unloaded");
   // Not on demand: a request for a model not loaded fails.
   CHECK_FALSE(executor->infer(
@@ -356,9 +357,9 @@ TEST_CASE("an executor over a repository: states, load, unload, and one broken m
   CHECK(broken.error().message().find("no number in the model file") != std::string::npos);
   index = executor->repository_index();
   CHECK(index[0].name == "broken");
-  CHECK(index[0].state == "UNAVAILABLE");
+  CHECK(index[0].state == ModelState::Unavailable);
   CHECK(index[0].reason.find("no number") != std::string::npos);
-  CHECK(index[1].state == "READY");
+  CHECK(index[1].state == ModelState::Ready);
   CHECK(index[1].version == "1");
   CHECK(run(*executor, "good", {5}) == std::vector<float>{10});
 

@@ -208,14 +208,29 @@ TEST_CASE("statistics, batch statistics included") {
 }
 
 TEST_CASE("repository index and shared memory status responses") {
-  std::vector<ModelIndex> models = {{"simple", "1", "READY", ""},
-                                    {"cnn", "2", "UNAVAILABLE", "model.onnx: unsupported op TopK"}};
+  std::vector<ModelIndex> models = {
+      {"simple", "1", ModelState::Ready, "", false},
+      {"cnn", "2", ModelState::Unavailable, "model.onnx: unsupported op TopK", false},
+      {"old", "1", ModelState::Unavailable, "unloaded", true}};
   auto pb = parsed<inference::RepositoryIndexResponse>(encode_repository_index(models));
-  REQUIRE(pb.models_size() == 2);
+  REQUIRE(pb.models_size() == 3);
+  CHECK(pb.models(0).state() == "READY");
+  CHECK(pb.models(1).state() == "UNAVAILABLE");
   CHECK(pb.models(1).reason() == "model.onnx: unsupported op TopK");
   auto back = decode_repository_index(pb.SerializeAsString());
   REQUIRE(back);
-  CHECK((*back)[1].state == "UNAVAILABLE");
+  CHECK((*back)[0].state == ModelState::Ready);
+  CHECK((*back)[1].state == ModelState::Unavailable);
+  CHECK_FALSE((*back)[1].unloaded);
+  CHECK((*back)[2].unloaded);  // Triton's reason for a model taken out on purpose
+  // A state this library does not know, or none, is Unknown.
+  inference::RepositoryIndexResponse odd;
+  odd.add_models()->set_name("a");
+  odd.add_models()->set_state("WARMING");
+  auto unknown = decode_repository_index(odd.SerializeAsString());
+  REQUIRE(unknown);
+  CHECK((*unknown)[0].state == ModelState::Unknown);
+  CHECK((*unknown)[1].state == ModelState::Unknown);
 
   auto system = parsed<inference::SystemSharedMemoryStatusResponse>(
       encode_system_shm_status({{"a", "/a", 0, 64}, {"b", "/b", 4096, 128}}));

@@ -50,26 +50,7 @@ class DeafTransport final : public Transport {
     ++calls();
     hold(std::move(done));
   }
-  void call_async(std::string, std::string, Deadline, Callback<std::string> done) override {
-    hold(std::move(done));
-  }
-  void server_live_async(Deadline, Callback<bool> done) override { hold(std::move(done)); }
-  void server_ready_async(Deadline, Callback<bool> done) override { hold(std::move(done)); }
-  void model_ready_async(std::string, std::string, Deadline, Callback<bool> done) override {
-    hold(std::move(done));
-  }
-  void server_metadata_async(Deadline, Callback<ServerMetadata> done) override {
-    hold(std::move(done));
-  }
-  void model_metadata_async(std::string, std::string, Deadline,
-                            Callback<ModelMetadata> done) override {
-    hold(std::move(done));
-  }
-  void model_config_async(std::string, std::string, Deadline, Callback<std::string> done) override {
-    hold(std::move(done));
-  }
-  void model_statistics_async(std::string, std::string, Deadline,
-                              Callback<std::vector<ModelStatistics>> done) override {
+  void control_async(ControlRequest, Deadline, Callback<ControlAnswer> done) override {
     hold(std::move(done));
   }
 

@@ -22,8 +22,8 @@
 using namespace sonic;
 using namespace sonic::test;
 using namespace std::chrono_literals;
+using sonic::ModelRef;
 using sonic::detail::EndpointPool;
-using sonic::detail::ModelRef;
 
 namespace {
 

@@ -80,7 +80,7 @@ void later(detail::TimerQueue::Owner owner, Clock::time_point when,
   timers->schedule(owner, when, std::move(task));
 }
 
-class FakeTransport final : public protocol::ControlCalls {
+class FakeTransport final : public Transport {
  public:
   explicit FakeTransport(std::string name) : name_(std::move(name)) {}
 
@@ -150,8 +150,17 @@ class FakeTransport final : public protocol::ControlCalls {
     }
   }
 
-  void call_async(std::string method, std::string request, Deadline,
-                  Callback<std::string> done) override {
+  void control_async(ControlRequest request, Deadline, Callback<ControlAnswer> done) override {
+    protocol::control_by_messages(
+        std::move(request),
+        [this](ControlMethod method, std::string message, Callback<std::string> answered) {
+          unary(method, std::move(message), std::move(answered));
+        },
+        std::move(done));
+  }
+
+ private:
+  void unary(ControlMethod method, const std::string& request, Callback<std::string> done) {
     bool discovery = false;
     auto outcome = answer(method, request, discovery);
     auto state = discovery ? find_server(name_) : nullptr;
@@ -167,7 +176,6 @@ class FakeTransport final : public protocol::ControlCalls {
         std::move(outcome));
   }
 
- private:
   using State = FakeServer::State;
 
   // Delivers an outcome decided inside a call outside it, on the process's completion thread
@@ -181,19 +189,19 @@ class FakeTransport final : public protocol::ControlCalls {
   }
 
   // The answer to a control call; `discovery`: it is the answer of RepositoryIndex.
-  Result<std::string> answer(const std::string& method, const std::string& request,
-                             bool& discovery) {
+  Result<std::string> answer(ControlMethod method, const std::string& request, bool& discovery) {
     auto state = find_server(name_);
     if (!state) return unreachable(name_);
     bool down;
     {
       std::lock_guard<std::mutex> lock(state->mutex);
       down = state->down;
-      if (method == "ServerReady") ++state->probes;
+      if (method == ControlMethod::ServerReady) ++state->probes;
     }
-    if (method == "ServerReady" || method == "ServerLive") return protocol::encode_flag(!down);
+    if (method == ControlMethod::ServerReady || method == ControlMethod::ServerLive)
+      return protocol::encode_flag(!down);
     if (down) return Error(StatusCode::Unavailable, "fake server '" + name_ + "' is down");
-    if (method == "RepositoryIndex") {
+    if (method == ControlMethod::RepositoryIndex) {
       std::optional<Error> refusal;
       {
         std::lock_guard<std::mutex> lock(state->mutex);
@@ -205,15 +213,16 @@ class FakeTransport final : public protocol::ControlCalls {
     }
     auto ref = protocol::decode_model_ref(request);
     if (!ref) return ref.error();
-    if (method == "ModelReady") {
+    if (method == ControlMethod::ModelReady) {
       return protocol::encode_flag(state->executor->has_model(ref->name, ref->version));
     }
-    if (method == "ModelMetadata") {
+    if (method == ControlMethod::ModelMetadata) {
       auto model = state->executor->model(ref->name, ref->version);
       if (!model) return model.error();
       return protocol::encode_model_metadata((*model)->metadata());
     }
-    return Error(StatusCode::Unimplemented, "the fake server does not answer " + method);
+    return Error(StatusCode::Unimplemented,
+                 "the fake server does not answer " + std::string(method_name(method)));
   }
 
   std::string name_;

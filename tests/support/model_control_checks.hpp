@@ -27,12 +27,12 @@ inline void check_unload_and_load(Client& client, const std::string& model,
   const auto before = client.repository_index();
   const ModelIndex* listed = find_in_index(before, model);
   REQUIRE(listed);
-  CHECK(listed->state == "READY");
+  CHECK(listed->state == sonic::ModelState::Ready);
 
   client.unload_model(model);
   const auto unloaded = client.repository_index();
   REQUIRE(find_in_index(unloaded, model));
-  CHECK(find_in_index(unloaded, model)->state == "UNAVAILABLE");
+  CHECK(find_in_index(unloaded, model)->state == sonic::ModelState::Unavailable);
   CHECK_FALSE(find_in_index(client.repository_index(/*ready_only=*/true), model));
   CHECK_FALSE(client.model_ready(model));
   try {
@@ -43,7 +43,7 @@ inline void check_unload_and_load(Client& client, const std::string& model,
   }
 
   client.load_model(model);
-  CHECK(find_in_index(client.repository_index(), model)->state == "READY");
+  CHECK(find_in_index(client.repository_index(), model)->state == sonic::ModelState::Ready);
   CHECK(client.model_ready(model));
   CHECK_NOTHROW((void)client.infer(request));
 }

@@ -26,16 +26,7 @@ class Silent final : public Transport {
  public:
   void infer_async(const sonic::InferRequest&, Deadline, std::shared_ptr<sonic::CancelSignal>,
                    Callback<sonic::InferResult>) override {}
-  void call_async(std::string, std::string, Deadline, Callback<std::string>) override {}
-  void server_live_async(Deadline, Callback<bool>) override {}
-  void server_ready_async(Deadline, Callback<bool>) override {}
-  void model_ready_async(std::string, std::string, Deadline, Callback<bool>) override {}
-  void server_metadata_async(Deadline, Callback<sonic::ServerMetadata>) override {}
-  void model_metadata_async(std::string, std::string, Deadline,
-                            Callback<sonic::ModelMetadata>) override {}
-  void model_config_async(std::string, std::string, Deadline, Callback<std::string>) override {}
-  void model_statistics_async(std::string, std::string, Deadline,
-                              Callback<std::vector<sonic::ModelStatistics>>) override {}
+  void control_async(sonic::ControlRequest, Deadline, Callback<sonic::ControlAnswer>) override {}
 };
 
 struct Endpoints {

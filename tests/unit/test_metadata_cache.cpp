@@ -5,9 +5,9 @@
 
 using sonic::Error;
 using sonic::ModelMetadata;
+using sonic::ModelRef;
 using sonic::StatusCode;
 using sonic::detail::MetadataCache;
-using sonic::detail::ModelRef;
 
 namespace {
 

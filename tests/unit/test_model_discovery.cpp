@@ -12,12 +12,13 @@ using namespace std::chrono_literals;
 using sonic::Clock;
 using sonic::Error;
 using sonic::ModelIndex;
+using sonic::ModelRef;
+using sonic::ModelState;
 using sonic::Result;
 using sonic::Routing;
 using sonic::StatusCode;
 using sonic::detail::DiscoveryRules;
 using sonic::detail::DiscoveryState;
-using sonic::detail::ModelRef;
 
 namespace {
 
@@ -36,10 +37,10 @@ bool admits_now(const DiscoveryRules& rules, const DiscoveryState& state, const 
 }  // namespace
 
 TEST_CASE("an index lists a model by name, and by version when both name one") {
-  const auto ready = DiscoveryRules::ready_models({{"jets", "1", "READY", ""},
-                                                   {"jets", "2", "UNAVAILABLE", "oom"},
-                                                   {"taus", "", "", ""},
-                                                   {"met", "3", "LOADING", ""}});
+  const auto ready = DiscoveryRules::ready_models({{"jets", "1", ModelState::Ready, ""},
+                                                   {"jets", "2", ModelState::Unavailable, "oom"},
+                                                   {"taus", "", ModelState::Unknown, ""},
+                                                   {"met", "3", ModelState::Loading, ""}});
   CHECK(DiscoveryRules::lists(ready, {"jets", ""}));
   CHECK(DiscoveryRules::lists(ready, {"jets", "1"}));
   CHECK_FALSE(DiscoveryRules::lists(ready, {"jets", "2"}));  // not ready
@@ -55,7 +56,7 @@ TEST_CASE("an endpoint takes only the models its index lists, once it answered")
   CHECK(rules.discovering());
   DiscoveryState state;
   CHECK(admits_now(rules, state, {"jets", ""}));  // not answered yet: tried as without discovery
-  const std::vector<ModelIndex> index{{"jets", "1", "READY", ""}};
+  const std::vector<ModelIndex> index{{"jets", "1", ModelState::Ready, ""}};
   auto outcome = rules.took_index(state, "fake://a", index);
   CHECK_FALSE(outcome.failed);
   CHECK(admits_now(rules, state, {"jets", "1"}));
@@ -82,7 +83,8 @@ TEST_CASE("an endpoint that refuses discovery takes nothing until it answers aga
   CHECK(rules.why_not(state, {"jets", ""}) == "refused model discovery (servers overloaded)");
   CHECK(rules.took_index(state, "fake://a", refusal).message.empty());  // said once
 
-  auto back = rules.took_index(state, "fake://a", std::vector<ModelIndex>{{"jets", "", "", ""}});
+  auto back = rules.took_index(state, "fake://a",
+                               std::vector<ModelIndex>{{"jets", "", ModelState::Unknown, ""}});
   CHECK_FALSE(back.failed);
   CHECK(back.message == "endpoint fake://a answers model discovery again");
   CHECK(admits_now(rules, state, {"jets", ""}));
@@ -109,8 +111,8 @@ TEST_CASE("a pinned checksum excludes an endpoint until it reports that configur
   CHECK(admits_now(rules, state, {"taus", ""}));         // not pinned: unchecked
   CHECK(rules.why_not(state, {"jets", "1"}) == "has not reported its configuration yet");
 
-  auto outcome =
-      rules.took_index(state, "fake://a", std::vector<ModelIndex>{{"jets", "1", "READY", ""}});
+  auto outcome = rules.took_index(state, "fake://a",
+                                  std::vector<ModelIndex>{{"jets", "1", ModelState::Ready, ""}});
   CHECK(outcome.to_check == std::vector<std::string>{"jets"});
   CHECK(rules.awaiting(state, "jets"));
   CHECK_FALSE(rules.awaiting(state, "taus"));
@@ -138,8 +140,8 @@ TEST_CASE("a pinned checksum excludes an endpoint until it reports that configur
 TEST_CASE("a pinned model its index does not list is not asked about") {
   const DiscoveryRules rules(pinned_jets("2"));
   DiscoveryState state;
-  auto outcome =
-      rules.took_index(state, "fake://a", std::vector<ModelIndex>{{"jets", "1", "READY", ""}});
+  auto outcome = rules.took_index(state, "fake://a",
+                                  std::vector<ModelIndex>{{"jets", "1", ModelState::Ready, ""}});
   CHECK(outcome.to_check.empty());
   CHECK(state.config_pending.empty());
 }

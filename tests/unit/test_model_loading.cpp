@@ -51,7 +51,7 @@ std::string state_of(const sonic::CpuExecutor& executor, const std::string& name
   for (const auto& entry : executor.repository_index()) {
     if (entry.name != name) continue;
     if (reason) *reason = entry.reason;
-    return entry.state;
+    return std::string(sonic::model_state_name(entry.state));
   }
   return "absent";
 }

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "protocol/control_codec.hpp"
+#include "protocol/control_methods.hpp"
 #include "protocol/infer_codec.hpp"
 #include "protocol/proto_json.hpp"
 
@@ -163,7 +164,7 @@ TEST_CASE("answers whose JSON is of the wrong shape are refused, not thrown") {
 TEST_CASE("control methods go to their REST routes") {
   using sonic::protocol::encode_model_ref;
   auto route = [](const char* method, const std::string& request) {
-    auto made = http::encode_rest_control(method, request);
+    auto made = http::encode_rest_control(*sonic::protocol::find_control_method(method), request);
     REQUIRE(made);
     return made->method + " " + made->target + (made->json.empty() ? "" : " " + made->json);
   };
@@ -187,15 +188,16 @@ TEST_CASE("control methods go to their REST routes") {
   REQUIRE(shm);
   CHECK(route("SystemSharedMemoryRegister", *shm) ==
         R"(POST /v2/systemsharedmemory/region/r/register {"byte_size":64,"key":"/k","offset":8})");
-  CHECK(http::encode_rest_control("ModelInfer", "").error().code() == StatusCode::Unimplemented);
 }
 
 TEST_CASE("REST answers become the protobuf responses the client reads") {
-  auto live = http::decode_rest_control("ServerLive", 400, "");
+  auto live = http::decode_rest_control(sonic::ControlMethod::ServerLive, 400, "");
   REQUIRE(live);
   CHECK(*sonic::protocol::decode_flag(*live) == false);
-  CHECK(*sonic::protocol::decode_flag(*http::decode_rest_control("ModelReady", 200, "")));
-  auto metadata = http::decode_rest_control("ModelMetadata", 200, R"({"name": "m",
+  CHECK(*sonic::protocol::decode_flag(
+      *http::decode_rest_control(sonic::ControlMethod::ModelReady, 200, "")));
+  auto metadata =
+      http::decode_rest_control(sonic::ControlMethod::ModelMetadata, 200, R"({"name": "m",
     "versions": ["1"], "platform": "onnxruntime_onnx",
     "inputs": [{"name": "x", "datatype": "FP32", "shape": [-1, 16]}],
     "outputs": [{"name": "y", "datatype": "FP32", "shape": [-1, 5]}]})");
@@ -204,19 +206,20 @@ TEST_CASE("REST answers become the protobuf responses the client reads") {
   REQUIRE(decoded);
   CHECK(decoded->inputs[0].shape == sonic::Shape{-1, 16});
   // Triton answers .../config with the configuration itself; the response wraps it.
-  auto config =
-      http::decode_rest_control("ModelConfig", 200, R"({"name": "m", "max_batch_size": 8})");
+  auto config = http::decode_rest_control(sonic::ControlMethod::ModelConfig, 200,
+                                          R"({"name": "m", "max_batch_size": 8})");
   REQUIRE(config);
   auto inner = sonic::protocol::decode_model_config_response(*config);
   REQUIRE(inner);
   CHECK(json::parse(*sonic::protocol::message_to_json("inference.ModelConfig", *inner)) ==
         json::parse(R"({"name": "m", "max_batch_size": 8})"));
-  auto index = http::decode_rest_control("RepositoryIndex", 200,
+  auto index = http::decode_rest_control(sonic::ControlMethod::RepositoryIndex, 200,
                                          R"([{"name": "a", "version": "1", "state": "READY"}])");
   REQUIRE(index);
   CHECK(sonic::protocol::decode_repository_index(*index)->at(0).name == "a");
-  CHECK(http::decode_rest_control("ModelMetadata", 200, "not json").error().code() ==
-        StatusCode::Internal);
+  CHECK(http::decode_rest_control(sonic::ControlMethod::ModelMetadata, 200, "not json")
+            .error()
+            .code() == StatusCode::Internal);
 }
 
 TEST_CASE("error answers keep Triton's words and map its statuses back to codes") {
@@ -245,7 +248,7 @@ TEST_CASE("trace and log settings go to Triton's routes and back") {
   auto route = [](const char* method, const char* type, const char* request) {
     auto bytes = message_from_json(type, request);
     REQUIRE(bytes);
-    auto made = http::encode_rest_control(method, *bytes);
+    auto made = http::encode_rest_control(*sonic::protocol::find_control_method(method), *bytes);
     REQUIRE(made);
     return made->method + " " + made->target + (made->json.empty() ? "" : " " + made->json);
   };
@@ -264,7 +267,7 @@ TEST_CASE("trace and log settings go to Triton's routes and back") {
                   "log_format": {"string_param": "ISO8601"}}})") ==
         R"(POST /v2/logging {"log_format":"ISO8601","log_info":false,"log_verbose_level":2})");
 
-  auto trace = http::decode_rest_control("TraceSetting", 200,
+  auto trace = http::decode_rest_control(sonic::ControlMethod::TraceSetting, 200,
                                          R"({"trace_level": ["TIMESTAMPS"], "trace_rate": "1000",
                                              "trace_count": "-1", "trace_mode": "triton"})");
   REQUIRE(trace);
@@ -272,7 +275,7 @@ TEST_CASE("trace and log settings go to Triton's routes and back") {
         json::parse(R"({"settings": {"trace_level": {"value": ["TIMESTAMPS"]},
           "trace_rate": {"value": ["1000"]}, "trace_count": {"value": ["-1"]},
           "trace_mode": {"value": ["triton"]}}})"));
-  auto log = http::decode_rest_control("LogSettings", 200,
+  auto log = http::decode_rest_control(sonic::ControlMethod::LogSettings, 200,
                                        R"({"log_file": "", "log_info": true,
                                            "log_verbose_level": 0, "log_format": "default"})");
   REQUIRE(log);

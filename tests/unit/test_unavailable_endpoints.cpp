@@ -6,8 +6,8 @@
 #include <string>
 
 using sonic::Error;
+using sonic::ModelRef;
 using sonic::StatusCode;
-using sonic::detail::ModelRef;
 using sonic::detail::no_endpoint_error;
 using sonic::detail::UnavailableEndpoints;
 

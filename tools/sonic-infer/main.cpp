@@ -457,8 +457,9 @@ void print_list(sonic::Client& client, const Options& options) {
     }
     std::cout << "models:\n";
     for (const auto& m : models) {
-      std::cout << "  " << m.name << (m.version.empty() ? "" : " v" + m.version) << "  " << m.state
-                << (m.reason.empty() ? "" : " (" + m.reason + ")") << '\n';
+      std::cout << "  " << m.name << (m.version.empty() ? "" : " v" + m.version) << "  "
+                << model_state_name(m.state) << (m.reason.empty() ? "" : " (" + m.reason + ")")
+                << '\n';
     }
     return;
   }

@@ -120,7 +120,8 @@ void bind_control_calls(py::class_<PyClient>& client) {
             py::list list;
             for (const auto& m : all) {
               list.append(py::dict(py::arg("name") = m.name, py::arg("version") = m.version,
-                                   py::arg("state") = m.state, py::arg("reason") = m.reason));
+                                   py::arg("state") = std::string(model_state_name(m.state)),
+                                   py::arg("reason") = m.reason));
             }
             return list;
           },

@@ -4,6 +4,7 @@
 #include <mutex>
 #include <utility>
 
+#include "protocol/control_methods.hpp"
 #include "protocol/infer_codec.hpp"
 
 namespace sonic::grpc {
@@ -135,8 +136,9 @@ std::unique_ptr<TransportStream> open_grpc_stream(
   auto body = std::make_shared<protocol::OutgoingBody>();
   body->open = true;
   // The tensors inside each response's infer_response go straight into buffers of their own.
-  auto call = std::make_shared<ClientCall>("ModelStreamInfer", std::move(body), deadline,
-                                           protocol::kStreamResponseRawField, max_message_bytes);
+  auto call =
+      std::make_shared<ClientCall>(std::string(protocol::kModelStreamInfer), std::move(body),
+                                   deadline, protocol::kStreamResponseRawField, max_message_bytes);
   call->headers = std::move(headers);
   if (compression != Compression::None) {
     call->headers.emplace_back("grpc-encoding", protocol::encoding_name(compression));

@@ -14,6 +14,7 @@
 #include "net/resolve.hpp"
 #include "net/tls.hpp"
 #include "protocol/control_calls.hpp"
+#include "protocol/control_methods.hpp"
 #include "protocol/infer_codec.hpp"
 
 namespace sonic::grpc {
@@ -55,7 +56,7 @@ void record_timing(InferTiming& t, const CallTimes& at, Clock::time_point begun,
   t.total = span(begun, now);
 }
 
-class GrpcTransport final : public protocol::ControlCalls {
+class GrpcTransport final : public Transport {
  public:
   GrpcTransport(const Endpoint& endpoint, const ClientOptions& options,
                 std::shared_ptr<net::TlsContext> tls)
@@ -86,7 +87,8 @@ class GrpcTransport final : public protocol::ControlCalls {
     }
     const bool compressed = packed != nullptr;  // else none, or it would not shrink: as it is
     if (compressed) body = std::move(packed);
-    auto call = make_call("ModelInfer", std::move(*body), deadline, protocol::kRawOutputField);
+    auto call = make_call(std::string(protocol::kModelInfer), std::move(*body), deadline,
+                          protocol::kRawOutputField);
     call->times.encoded = Clock::now();
     call->headers = request.headers();
     if (auto ok = add_credentials(call->headers); !ok) {
@@ -121,15 +123,27 @@ class GrpcTransport final : public protocol::ControlCalls {
                             std::move(on_response), std::move(done));
   }
 
-  void call_async(std::string method, std::string request, Deadline deadline,
-                  Callback<std::string> done) override {
+  void control_async(ControlRequest request, Deadline deadline,
+                     Callback<ControlAnswer> done) override {
+    protocol::control_by_messages(
+        std::move(request),
+        [this, deadline](ControlMethod method, std::string message, Callback<std::string> answer) {
+          unary(method, std::move(message), deadline, std::move(answer));
+        },
+        std::move(done));
+  }
+
+ private:
+  // One unary call of the service: `request` is the method's serialized request message.
+  void unary(ControlMethod method, std::string request, Deadline deadline,
+             Callback<std::string> done) {
     auto body = std::make_shared<protocol::OutgoingBody>();
     body->append_owned(request);
     const Routes::Route& route = routes_.shared();
     if (auto ok = body->finish(max_message_bytes_); !ok) {
       return route.fail(std::move(done), ok.error());
     }
-    auto call = make_call(std::move(method), std::move(body), deadline, 0);
+    auto call = make_call(std::string(method_name(method)), std::move(body), deadline, 0);
     if (auto ok = add_credentials(call->headers); !ok) {
       return route.fail(std::move(done), ok.error());
     }
@@ -140,7 +154,6 @@ class GrpcTransport final : public protocol::ControlCalls {
     start(route, std::move(call));
   }
 
- private:
   std::shared_ptr<ClientCall> make_call(std::string method,
                                         std::shared_ptr<protocol::OutgoingBody> body,
                                         Deadline deadline, std::uint32_t raw_field) {

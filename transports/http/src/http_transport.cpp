@@ -42,7 +42,7 @@ bool safe_field(std::string_view text) {
   return text.find_first_of("\r\n") == std::string_view::npos && !text.empty();
 }
 
-class HttpTransport final : public protocol::ControlCalls {
+class HttpTransport final : public Transport {
  public:
   HttpTransport(const Endpoint& endpoint, const ClientOptions& options,
                 std::shared_ptr<net::TlsContext> tls)
@@ -110,8 +110,20 @@ class HttpTransport final : public protocol::ControlCalls {
     start(route, std::move(call), deadline);
   }
 
-  void call_async(std::string method, std::string request, Deadline deadline,
-                  Callback<std::string> done) override {
+  void control_async(ControlRequest request, Deadline deadline,
+                     Callback<ControlAnswer> done) override {
+    protocol::control_by_messages(
+        std::move(request),
+        [this, deadline](ControlMethod method, std::string message, Callback<std::string> answer) {
+          unary(method, std::move(message), deadline, std::move(answer));
+        },
+        std::move(done));
+  }
+
+ private:
+  // One unary call of the service: `request` is the method's serialized request message.
+  void unary(ControlMethod method, std::string request, Deadline deadline,
+             Callback<std::string> done) {
     const Routes::Route& route = routes_.shared();
     auto rest = encode_rest_control(method, request);
     if (!rest) return route.fail(std::move(done), rest.error());
@@ -125,7 +137,6 @@ class HttpTransport final : public protocol::ControlCalls {
     start(route, std::move(call), deadline);
   }
 
- private:
   // The body (JSON and tensors) as one gzip or deflate stream, which Triton's HTTP frontend
   // inflates (Content-Encoding); made on the caller's thread, so that callers compress in
   // parallel. The answer may then come compressed too (Accept-Encoding).

@@ -6,6 +6,7 @@
 #include <cstring>
 #include <utility>
 
+#include "protocol/control_routes.hpp"
 #include "protocol/json_tensors.hpp"
 #include "protocol/names.hpp"
 #include "protocol/proto_json.hpp"
@@ -15,6 +16,7 @@ namespace sonic::http {
 namespace {
 
 using nlohmann::json;
+using protocol::percent_encoded;
 
 Error internal(std::string message) { return Error(StatusCode::Internal, std::move(message)); }
 
@@ -22,26 +24,10 @@ bool in_shared_memory(const Parameters& parameters) {
   return parameters.count("shared_memory_region") != 0;
 }
 
-std::string percent_encoded(std::string_view part) {
-  static constexpr char kHex[] = "0123456789ABCDEF";
-  std::string out;
-  for (unsigned char c : part) {
-    const bool unreserved = (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') ||
-                            (c >= '0' && c <= '9') || c == '-' || c == '.' || c == '_' || c == '~';
-    if (unreserved) {
-      out += static_cast<char>(c);
-    } else {
-      out += '%';
-      out += kHex[c >> 4];
-      out += kHex[c & 15];
-    }
-  }
-  return out;
-}
-
 // The request message of `method` as JSON (protobuf's mapping, field names as declared).
-Result<json> request_json(std::string_view method, std::string_view request) {
-  auto text = protocol::message_to_json("inference." + std::string(method) + "Request", request);
+Result<json> request_json(ControlMethod method, std::string_view request) {
+  auto text =
+      protocol::message_to_json(std::string(protocol::spec_of(method).request_type), request);
   if (!text) return Error(StatusCode::InvalidArgument, text.error().message());
   return json::parse(*text);
 }
@@ -78,15 +64,9 @@ RestRequest post(std::string target, const json& body) {
   return {"POST", std::move(target), body.dump(), {}, 0};
 }
 
-// The route of a shared memory method ("SystemSharedMemoryRegister", "CudaSharedMemoryStatus").
-Result<RestRequest> shared_memory_route(std::string_view method, const json& request) {
-  const bool cuda = method.rfind("Cuda", 0) == 0;
-  const std::string_view verb = method.substr(cuda ? 4 : 6);  // after "Cuda" or "System"
-  const std::string base = cuda ? "/v2/cudasharedmemory" : "/v2/systemsharedmemory";
-  const std::string name = text_field(request, "name");
-  const std::string region = name.empty() ? base : base + "/region/" + percent_encoded(name);
-  if (verb == "SharedMemoryStatus") return get(region + "/status");
-  if (verb == "SharedMemoryUnregister") return post(region + "/unregister", json::object());
+// A shared memory registration's body, as Triton's HandleSystemSharedMemory and
+// HandleCudaSharedMemory read it.
+json registration_body(bool cuda, const json& request) {
   json body = json::object();
   if (cuda) {
     body["raw_handle"] = {{"b64", text_field(request, "raw_handle")}};
@@ -96,21 +76,16 @@ Result<RestRequest> shared_memory_route(std::string_view method, const json& req
     body["offset"] = number_field(request, "offset");
   }
   body["byte_size"] = number_field(request, "byte_size");
-  return post(region + "/register", body);
+  return body;
 }
 
 // The protobuf response of `type` written by `body` (protobuf's JSON mapping).
 // TraceSettingRequest as Triton's trace route takes it (src/http_server.cc HandleTrace): a
 // model's or the global settings, trace_level as a list, the others as one string, null to
 // clear one; no settings only reads them.
-RestRequest trace_route(const json& request) {
-  const std::string model = text_field(request, "model_name");
-  std::string target = model.empty() ? std::string("/v2/trace/setting")
-                                     : "/v2/models/" + percent_encoded(model) + "/trace/setting";
+json trace_body(const json& request) {
   auto settings = request.find("settings");
-  if (settings == request.end() || !settings->is_object() || settings->empty()) {
-    return get(std::move(target));
-  }
+  if (settings == request.end() || !settings->is_object() || settings->empty()) return nullptr;
   json body = json::object();
   for (const auto& [key, setting] : settings->items()) {
     json values = setting.is_object() ? setting.value("value", json::array()) : json::array();
@@ -122,21 +97,19 @@ RestRequest trace_route(const json& request) {
       body[key] = values.front();
     }
   }
-  return post(std::move(target), body);
+  return body;
 }
 
 // LogSettingsRequest as Triton's logging route takes it (HandleLogging): each setting's value
 // (a boolean, log_verbose_level a number, log_file and log_format strings); none only reads.
-RestRequest log_route(const json& request) {
+json log_body(const json& request) {
   auto settings = request.find("settings");
-  if (settings == request.end() || !settings->is_object() || settings->empty()) {
-    return get("/v2/logging");
-  }
+  if (settings == request.end() || !settings->is_object() || settings->empty()) return nullptr;
   json body = json::object();
   for (const auto& [key, setting] : settings->items()) {
     if (setting.is_object() && !setting.empty()) body[key] = setting.begin().value();
   }
-  return post("/v2/logging", body);
+  return body;
 }
 
 // Triton's trace settings answer, {setting: "value" or ["values"]}, as TraceSettingResponse.
@@ -169,18 +142,12 @@ json log_settings(const json& answer) {
   return settings;
 }
 
-Result<std::string> response_of(const char* type, const json& body) {
-  auto bytes = protocol::message_from_json(std::string("inference.") + type, body.dump());
-  if (!bytes) return internal(std::string("malformed ") + type + ": " + bytes.error().message());
+// `method`'s protobuf response, written by `body` (protobuf's JSON mapping).
+Result<std::string> response_of(ControlMethod method, const json& body) {
+  const std::string type(protocol::spec_of(method).response_type);
+  auto bytes = protocol::message_from_json(type, body.dump());
+  if (!bytes) return internal("malformed " + type + ": " + bytes.error().message());
   return bytes;
-}
-
-Result<json> parse_answer(std::string_view method, std::string_view body) {
-  json parsed = json::parse(body.begin(), body.end(), nullptr, false);
-  if (parsed.is_discarded()) {
-    return internal("the " + std::string(method) + " answer is not JSON");
-  }
-  return parsed;
 }
 
 // Triton answers a status query with an array of regions; the protobuf has a map by name.
@@ -364,84 +331,80 @@ Result<InferResult> decode_outputs(const json& answer,
 
 }  // namespace
 
-Result<RestRequest> encode_rest_control(std::string_view method, std::string_view request) {
+Result<RestRequest> encode_rest_control(ControlMethod method, std::string_view request) {
+  using M = ControlMethod;
   auto fields = request_json(method, request);
   if (!fields) return fields.error();
   const json& r = *fields;
-  const std::string name = text_field(r, "name");
-  const std::string version = text_field(r, "version");
-  if (method == "ServerLive") return get("/v2/health/live");
-  if (method == "ServerReady") return get("/v2/health/ready");
-  if (method == "ServerMetadata") return get("/v2");
-  if (method == "ModelReady") return get(model_target(name, version) + "/ready");
-  if (method == "ModelMetadata") return get(model_target(name, version));
-  if (method == "ModelConfig") return get(model_target(name, version) + "/config");
-  if (method == "ModelStatistics") {
-    return get(name.empty() ? std::string("/v2/models/stats")
-                            : model_target(name, version) + "/stats");
+  protocol::RouteValues values;
+  values.version = text_field(r, "version");
+  json body = json::object();
+  switch (method) {
+    case M::RepositoryModelLoad:
+    case M::RepositoryModelUnload:
+      values.model = text_field(r, "model_name");
+      if (auto p = r.find("parameters"); p != r.end())
+        body["parameters"] = repository_parameters(*p);
+      break;
+    case M::RepositoryIndex: body["ready"] = r.value("ready", false); break;
+    case M::SystemSharedMemoryRegister:
+    case M::CudaSharedMemoryRegister:
+      values.region = text_field(r, "name");
+      body = registration_body(method == M::CudaSharedMemoryRegister, r);
+      break;
+    case M::SystemSharedMemoryStatus:
+    case M::SystemSharedMemoryUnregister:
+    case M::CudaSharedMemoryStatus:
+    case M::CudaSharedMemoryUnregister: values.region = text_field(r, "name"); break;
+    case M::TraceSetting:
+      values.model = text_field(r, "model_name");
+      body = trace_body(r);
+      break;
+    case M::LogSettings: body = log_body(r); break;
+    default: values.model = text_field(r, "name"); break;
   }
-  if (method == "RepositoryIndex") {
-    return post("/v2/repository/index", {{"ready", r.value("ready", false)}});
+  std::string target = protocol::control_route_path(method, values);
+  switch (protocol::spec_of(method).verb) {
+    case protocol::RestVerb::Get: return get(std::move(target));
+    case protocol::RestVerb::Post: return post(std::move(target), body);
+    case protocol::RestVerb::GetOrPost: break;
   }
-  if (method == "RepositoryModelLoad" || method == "RepositoryModelUnload") {
-    json body = json::object();
-    if (auto p = r.find("parameters"); p != r.end()) {
-      body["parameters"] = repository_parameters(*p);
-    }
-    return post("/v2/repository/models/" + percent_encoded(text_field(r, "model_name")) +
-                    (method == "RepositoryModelLoad" ? "/load" : "/unload"),
-                body);
-  }
-  if (method.find("SharedMemory") != std::string_view::npos) {
-    return shared_memory_route(method, r);
-  }
-  if (method == "TraceSetting") return trace_route(r);
-  if (method == "LogSettings") return log_route(r);
-  return Error(StatusCode::Unimplemented,
-               "the http:// transport has no REST route for " + std::string(method));
+  if (body.is_null()) return get(std::move(target));  // no changes: only reads the settings
+  return post(std::move(target), body);
 }
 
-Result<std::string> decode_rest_control(std::string_view method, int status,
-                                        std::string_view body) {
+Result<std::string> decode_rest_control(ControlMethod method, int status, std::string_view body) {
+  using M = ControlMethod;
   // Health and readiness are the status alone: 200, or 400 (Triton's answer when not).
-  const bool health = method == "ServerLive" || method == "ServerReady" || method == "ModelReady";
-  if (health && (status == 200 || status == 400)) {
-    const char* field = method == "ServerLive" ? "live" : "ready";
-    return response_of((std::string(method) + "Response").c_str(), {{field, status == 200}});
+  if ((method == M::ServerLive || method == M::ServerReady || method == M::ModelReady) &&
+      (status == 200 || status == 400)) {
+    return response_of(method, {{method == M::ServerLive ? "live" : "ready", status == 200}});
   }
   if (status != 200) return rest_error(status, body);
-  if (method == "RepositoryModelLoad" || method == "RepositoryModelUnload" ||
-      method.find("SharedMemoryRegister") != std::string_view::npos ||
-      method.find("SharedMemoryUnregister") != std::string_view::npos) {
-    return std::string();  // the responses have no fields
+  json answer;
+  if (!body.empty()) {
+    answer = json::parse(body.begin(), body.end(), nullptr, false);
+    if (answer.is_discarded()) {
+      return internal("the " + std::string(method_name(method)) + " answer is not JSON");
+    }
   }
-  auto answer = parse_answer(method, body);
-  if (!answer) return answer.error();
-  if (method == "ServerMetadata") return response_of("ServerMetadataResponse", *answer);
-  if (method == "ModelMetadata") return response_of("ModelMetadataResponse", *answer);
-  if (method == "ModelConfig") {
-    // Triton answers with the configuration itself; the protobuf response wraps it.
-    const json config = answer->contains("config") ? (*answer)["config"] : *answer;
-    return response_of("ModelConfigResponse", {{"config", config}});
+  switch (method) {
+    case M::ModelConfig: {
+      // Triton answers with the configuration itself; the protobuf response wraps it.
+      const json config = answer.contains("config") ? answer["config"] : answer;
+      return response_of(method, {{"config", config}});
+    }
+    case M::RepositoryIndex: return response_of(method, {{"models", answer}});
+    case M::SystemSharedMemoryStatus:
+    case M::CudaSharedMemoryStatus:
+      return response_of(method, {{"regions", regions_by_name(answer)}});
+    case M::TraceSetting: return response_of(method, {{"settings", trace_settings(answer)}});
+    case M::LogSettings: return response_of(method, {{"settings", log_settings(answer)}});
+    case M::ServerMetadata:
+    case M::ModelMetadata:
+    case M::ModelStatistics: return response_of(method, answer);
+    default: return std::string();  // the other responses have no fields
   }
-  if (method == "ModelStatistics") return response_of("ModelStatisticsResponse", *answer);
-  if (method == "RepositoryIndex") {
-    return response_of("RepositoryIndexResponse", {{"models", *answer}});
-  }
-  if (method == "SystemSharedMemoryStatus") {
-    return response_of("SystemSharedMemoryStatusResponse", {{"regions", regions_by_name(*answer)}});
-  }
-  if (method == "CudaSharedMemoryStatus") {
-    return response_of("CudaSharedMemoryStatusResponse", {{"regions", regions_by_name(*answer)}});
-  }
-  if (method == "TraceSetting") {
-    return response_of("TraceSettingResponse", {{"settings", trace_settings(*answer)}});
-  }
-  if (method == "LogSettings") {
-    return response_of("LogSettingsResponse", {{"settings", log_settings(*answer)}});
-  }
-  return Error(StatusCode::Unimplemented,
-               "the http:// transport has no REST route for " + std::string(method));
 }
 
 namespace {

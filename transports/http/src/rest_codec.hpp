@@ -14,6 +14,7 @@
 #include <string_view>
 #include <vector>
 
+#include "sonic/control.hpp"
 #include "sonic/error.hpp"
 #include "sonic/request.hpp"
 
@@ -70,14 +71,14 @@ Result<InferResult> decode_rest_infer(const nlohmann::json& answer,
                                       const std::vector<std::size_t>& sizes,
                                       const std::vector<RequestedOutput>* placed = nullptr);
 
-/// The REST request of a control method of inference.GRPCInferenceService ("ModelMetadata",
-/// "RepositoryModelLoad", ...) given its serialized protobuf request. UNIMPLEMENTED for a
-/// method the REST protocol has no route for; INVALID_ARGUMENT for a malformed request.
-Result<RestRequest> encode_rest_control(std::string_view method, std::string_view request);
+/// The REST request of a control method given its serialized protobuf request: its route and
+/// verb from the method table (protocol/control_methods.hpp), its body as Triton's HTTP
+/// frontend reads it. INVALID_ARGUMENT for a malformed request.
+Result<RestRequest> encode_rest_control(ControlMethod method, std::string_view request);
 
 /// The serialized protobuf response of `method` from its REST answer (status and body). An
 /// error status is the server's error (rest_error()); health and readiness read the status.
-Result<std::string> decode_rest_control(std::string_view method, int status, std::string_view body);
+Result<std::string> decode_rest_control(ControlMethod method, int status, std::string_view body);
 
 /// The error an HTTP error answer carries: Triton's {"error": "..."} message (or the body's
 /// text), with the status code Triton's HttpCodeFromError maps to that status (400

@@ -15,7 +15,6 @@
 #include <set>
 
 #include "client/completion_thread.hpp"
-#include "client/model_ref.hpp"
 #include "protocol/control_calls.hpp"
 #include "protocol/control_codec.hpp"
 #include "protocol/names.hpp"
@@ -82,7 +81,7 @@ struct Exchange {
   bool retried = false;
 };
 
-class ShmTransport final : public protocol::ControlCalls {
+class ShmTransport final : public Transport {
  public:
   // The two gRPC transports come from the registry, as a user's would: one for requests and
   // control calls, one for registrations, so that regions can still be unregistered after the
@@ -124,31 +123,31 @@ class ShmTransport final : public protocol::ControlCalls {
     register_then_send(exchange, /*plain=*/false);
   }
 
-  void call_async(std::string method, std::string request, Deadline deadline,
-                  Callback<std::string> done) override {
-    calls_->call_async(std::move(method), std::move(request), deadline, std::move(done));
+  void control_async(ControlRequest request, Deadline deadline,
+                     Callback<ControlAnswer> done) override {
+    auto* asked = std::get_if<ModelMetadataRequest>(&request);
+    if (!asked) return calls_->control_async(std::move(request), deadline, std::move(done));
+    // The client fetches metadata to validate inputs before a model's first request: keep a
+    // copy, which names the outputs to place in shared memory from that first request on.
+    ModelRef key = asked->model;
+    calls_->control_async(
+        std::move(request), deadline,
+        [this, key = std::move(key), done = std::move(done)](Result<ControlAnswer> answer) mutable {
+          if (answer) {
+            if (auto* metadata = std::get_if<ModelMetadata>(&*answer)) {
+              std::lock_guard<std::mutex> lock(mutex_);
+              metadata_requested_.insert(key);
+              metadata_[key] = *metadata;
+            }
+          }
+          done(std::move(answer));
+        });
   }
   // A stream's requests carry their tensors inline, over the gRPC transport.
   Result<std::unique_ptr<TransportStream>> open_stream(
       Deadline deadline, std::function<void(StreamResponse)> on_response,
       Callback<void> done) override {
     return calls_->open_stream(deadline, std::move(on_response), std::move(done));
-  }
-  void model_metadata_async(std::string model, std::string version, Deadline deadline,
-                            Callback<ModelMetadata> done) override {
-    // The client fetches metadata to validate inputs before a model's first request: keep a
-    // copy, which names the outputs to place in shared memory from that first request on.
-    sonic::detail::ModelRef key{model, version};
-    calls_->model_metadata_async(
-        std::move(model), std::move(version), deadline,
-        [this, key, done = std::move(done)](Result<ModelMetadata> metadata) mutable {
-          if (metadata) {
-            std::lock_guard<std::mutex> lock(mutex_);
-            metadata_requested_.insert(key);
-            metadata_[key] = *metadata;
-          }
-          done(std::move(metadata));
-        });
   }
 
  private:
@@ -253,7 +252,7 @@ class ShmTransport final : public protocol::ControlCalls {
       steps.push_back([this, x](Callback<bool> next) {
         protocol::SystemShmRegistration request{x->lease->region->name(), x->lease->region->key(),
                                                 0, x->lease->region->size()};
-        register_region("SystemSharedMemoryRegister",
+        register_region(ControlMethod::SystemSharedMemoryRegister,
                         protocol::encode_system_shm_registration(request), x->deadline,
                         [this, x, next = std::move(next)](Result<bool> ok) mutable {
                           if (ok && *ok) pool_->mark_registered(*x->lease);
@@ -301,13 +300,16 @@ class ShmTransport final : public protocol::ControlCalls {
 
   // A registration (`method`: System- or CudaSharedMemoryRegister, with its encoded request);
   // `done` gets true once the server knows the region (ALREADY_EXISTS included).
-  void register_region(const char* method, std::string request, Deadline deadline,
+  void register_region(ControlMethod method, std::string request, Deadline deadline,
                        Callback<bool> done) {
-    control_->call_async(method, std::move(request), std::min(deadline, control_deadline()),
-                         [done = std::move(done)](Result<std::string> r) mutable {
-                           if (!r && r.code() != StatusCode::AlreadyExists) return done(r.error());
-                           done(true);
-                         });
+    control_->control_async(RawControlRequest{method, std::move(request)},
+                            std::min(deadline, control_deadline()),
+                            [done = std::move(done)](Result<ControlAnswer> r) mutable {
+                              if (!r && r.code() != StatusCode::AlreadyExists) {
+                                return done(r.error());
+                              }
+                              done(true);
+                            });
   }
 
   void register_user(const std::shared_ptr<const UserRegion>& region, Deadline deadline,
@@ -321,14 +323,14 @@ class ShmTransport final : public protocol::ControlCalls {
     };
     if (!region->cuda) {
       protocol::SystemShmRegistration request{region->name, region->key, 0, region->size};
-      return register_region("SystemSharedMemoryRegister",
+      return register_region(ControlMethod::SystemSharedMemoryRegister,
                              protocol::encode_system_shm_registration(request), deadline,
                              std::move(remember));
     }
     protocol::CudaShmRegistration request{region->name, region->ipc_handle, region->device,
                                           region->size};
-    register_region("CudaSharedMemoryRegister", protocol::encode_cuda_shm_registration(request),
-                    deadline, std::move(remember));
+    register_region(ControlMethod::CudaSharedMemoryRegister,
+                    protocol::encode_cuda_shm_registration(request), deadline, std::move(remember));
   }
 
   bool knows(const std::string& user_region) const {
@@ -451,7 +453,7 @@ class ShmTransport final : public protocol::ControlCalls {
   // ---- Output sizes: from static shapes in the metadata, else as last seen. ----
 
   void learn_metadata(const InferRequest& request) {
-    sonic::detail::ModelRef key = sonic::detail::ModelRef::of(request);
+    ModelRef key = ModelRef{request.model_name(), request.model_version()};
     {
       std::lock_guard<std::mutex> lock(mutex_);
       if (!metadata_requested_.insert(key).second) return;
@@ -470,7 +472,7 @@ class ShmTransport final : public protocol::ControlCalls {
   std::vector<std::string> known_outputs(const InferRequest& request) const {
     std::lock_guard<std::mutex> lock(mutex_);
     std::vector<std::string> names;
-    auto it = metadata_.find(sonic::detail::ModelRef::of(request));
+    auto it = metadata_.find(ModelRef{request.model_name(), request.model_version()});
     if (it != metadata_.end()) {
       for (const auto& out : it->second.outputs) names.push_back(out.name);
     }
@@ -479,7 +481,7 @@ class ShmTransport final : public protocol::ControlCalls {
 
   std::size_t predict(const InferRequest& request, const std::string& output) const {
     std::lock_guard<std::mutex> lock(mutex_);
-    const sonic::detail::ModelRef key = sonic::detail::ModelRef::of(request);
+    const ModelRef key = ModelRef{request.model_name(), request.model_version()};
     if (auto m = metadata_.find(key); m != metadata_.end()) {
       if (const TensorMetadata* spec = m->second.find_output(output);
           spec && spec->dtype != DataType::Bytes) {
@@ -494,13 +496,13 @@ class ShmTransport final : public protocol::ControlCalls {
 
   void learn_sizes(const InferRequest& request, const InferResult& result) {
     std::lock_guard<std::mutex> lock(mutex_);
-    auto& sizes = sizes_[sonic::detail::ModelRef::of(request)];
+    auto& sizes = sizes_[ModelRef{request.model_name(), request.model_version()}];
     for (const auto& out : result.outputs()) sizes[out.name] = out.tensor.byte_size();
   }
 
   void forget_sizes(const InferRequest& request) {
     std::lock_guard<std::mutex> lock(mutex_);
-    sizes_.erase(sonic::detail::ModelRef::of(request));
+    sizes_.erase(ModelRef{request.model_name(), request.model_version()});
   }
 
   // ---- Falling back, and cleaning up. ----
@@ -521,12 +523,13 @@ class ShmTransport final : public protocol::ControlCalls {
   }
 
   void unregister_one(const std::string& name, bool cuda, std::shared_ptr<std::promise<void>> ack) {
-    control_->call_async(cuda ? "CudaSharedMemoryUnregister" : "SystemSharedMemoryUnregister",
-                         protocol::encode_region_name(name),
-                         deadline_after(std::chrono::milliseconds(1000)),
-                         [ack](Result<std::string>) {
-                           if (ack) ack->set_value();
-                         });
+    control_->control_async(RawControlRequest{cuda ? ControlMethod::CudaSharedMemoryUnregister
+                                                   : ControlMethod::SystemSharedMemoryUnregister,
+                                              protocol::encode_region_name(name)},
+                            deadline_after(std::chrono::milliseconds(1000)),
+                            [ack](Result<ControlAnswer>) {
+                              if (ack) ack->set_value();
+                            });
   }
 
   // Unregisters every region this transport registered; waits at most about a second.
@@ -556,10 +559,10 @@ class ShmTransport final : public protocol::ControlCalls {
   std::mutex calls_mutex_;  // orders dispatch() against the destructor
   bool closing_ = false;    // guarded by calls_mutex_
   mutable std::mutex mutex_;
-  std::set<sonic::detail::ModelRef> metadata_requested_;
-  std::map<sonic::detail::ModelRef, ModelMetadata> metadata_;
+  std::set<ModelRef> metadata_requested_;
+  std::map<ModelRef, ModelMetadata> metadata_;
   // Last seen bytes of each model's outputs, by output name.
-  std::map<sonic::detail::ModelRef, std::map<std::string, std::size_t>> sizes_;
+  std::map<ModelRef, std::map<std::string, std::size_t>> sizes_;
   std::map<std::string, std::shared_ptr<const UserRegion>> user_registered_;
 };
 

@@ -48,7 +48,7 @@ Routes routes_for(const Endpoint& endpoint, const ClientOptions& options,
       std::move(factory));
 }
 
-class TcpTransport final : public protocol::ControlCalls {
+class TcpTransport final : public Transport {
  public:
   TcpTransport(const Endpoint& endpoint, const ClientOptions& options, bool zstd,
                std::shared_ptr<net::TlsContext> tls)
@@ -105,25 +105,37 @@ class TcpTransport final : public protocol::ControlCalls {
     start(route, std::move(call), deadline);
   }
 
-  void call_async(std::string method, std::string request, Deadline deadline,
-                  Callback<std::string> done) override {
+  void control_async(ControlRequest request, Deadline deadline,
+                     Callback<ControlAnswer> done) override {
+    protocol::control_by_messages(
+        std::move(request),
+        [this, deadline](ControlMethod method, std::string message, Callback<std::string> answer) {
+          unary(method, std::move(message), deadline, std::move(answer));
+        },
+        std::move(done));
+  }
+
+ private:
+  // One unary call of the service: `request` is the method's serialized request message.
+  void unary(ControlMethod method, std::string request, Deadline deadline,
+             Callback<std::string> done) {
     auto call = std::make_shared<TcpCall>();
     call->id = next_id++;
     if (auto ok = add_credentials(*call); !ok) {
       return routes_.shared().fail(std::move(done), ok.error());
     }
-    call->frame = protocol::tcp::encode_call(call->id, method, request);
+    call->frame = protocol::tcp::encode_call(call->id, std::string(method_name(method)), request);
     call->done = [done = std::move(done), method](Result<Frame> answer) mutable {
       if (!answer) return done(answer.error());
       if (answer->kind != FrameKind::Reply) {
-        return done(Error(StatusCode::Internal, "malformed " + method + " reply from server"));
+        return done(Error(StatusCode::Internal,
+                          "malformed " + std::string(method_name(method)) + " reply from server"));
       }
       done(std::move(answer->envelope));
     };
     start(routes_.shared(), std::move(call), deadline);
   }
 
- private:
   // The bearer token's header, asked now; the connection sends it in a metadata frame before
   // the call's frame when the server has not heard it yet (a rotated token is picked up).
   Result<void> add_credentials(TcpCall& call) const {
