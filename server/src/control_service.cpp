@@ -159,6 +159,8 @@ constexpr std::array<Handler, pc::kControlMethods.size()> handlers() {
   set(M::CudaSharedMemoryStatus, shm_status<true>);
   set(M::CudaSharedMemoryRegister, cuda_shm_register);
   set(M::CudaSharedMemoryUnregister, shm_unregister<true>);
+  set(M::TraceSetting, answer_trace_setting);
+  set(M::LogSettings, answer_log_settings);
   return table;
 }
 

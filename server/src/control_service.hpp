@@ -8,6 +8,7 @@
 #include <string_view>
 
 #include "model_files.hpp"
+#include "settings_service.hpp"
 #include "shm_registry.hpp"
 #include "sonic/control.hpp"
 #include "sonic/executor.hpp"
@@ -24,6 +25,8 @@ struct ControlContext {
   std::function<const ShmClient&()> client;
   /// Where a load's "file:" parameters are written; null: a load with files is refused.
   ModelFiles* model_files = nullptr;
+  /// The run-time log and trace settings (LogSettings, TraceSetting).
+  ServerSettings* settings = nullptr;
 };
 
 /// ServerReady's answer: with `strict` (Triton's --strict-readiness), whether every model the

@@ -117,7 +117,7 @@ void GrpcConnection::control(std::int32_t id, const std::string& name, const std
   ControlContext context{*context_->executor, context_->options,
                          context_->options.shared_memory ? &context_->shared_memory : nullptr,
                          [this]() -> const ShmClient& { return shm_client(); },
-                         &context_->model_files};
+                         &context_->model_files, &context_->settings};
   reply(id, answer_control(context, *method, bytes));
 }
 

@@ -10,6 +10,7 @@
 #include "protocol/invalid.hpp"
 #include "protocol/model_config_json.hpp"
 #include "protocol/proto_json.hpp"
+#include "protocol/settings_codec.hpp"
 
 namespace sonic::server {
 
@@ -321,6 +322,43 @@ HttpReply repository_index(const ControlContext& context, ControlMethod method,
   return json_reply(200, models);
 }
 
+// Triton's HandleLogging: GET reads the settings, POST changes them; the answer is the whole
+// settings as plain JSON values.
+HttpReply log_settings(const ControlContext& context, ControlMethod method, const pc::RouteValues&,
+                       const HttpRequest& request) {
+  pc::LogSettingMap changes;
+  if (request.method == "POST") {
+    auto body = json_body(request.body.view());
+    if (!body) return error_reply(body.error());
+    auto read = pc::log_settings_from_rest(*body);
+    if (!read) return error_reply(read.error());
+    changes = std::move(*read);
+  }
+  auto answer = answer_control(context, method, pc::encode_log_settings(changes));
+  if (!answer) return error_reply(answer.error());
+  auto settings = pc::decode_log_settings(*answer);
+  if (!settings) return error_reply(settings.error());
+  return json_reply(200, pc::log_settings_to_rest(*settings));
+}
+
+// Triton's HandleTrace: the global settings, or a model's, read by GET, changed by POST.
+HttpReply trace_setting(const ControlContext& context, ControlMethod method,
+                        const pc::RouteValues& route, const HttpRequest& request) {
+  pc::TraceSettingChange change{route.model, {}};
+  if (request.method == "POST") {
+    auto body = json_body(request.body.view());
+    if (!body) return error_reply(body.error());
+    auto read = pc::trace_settings_from_rest(*body);
+    if (!read) return error_reply(read.error());
+    change.settings = std::move(*read);
+  }
+  auto answer = answer_control(context, method, pc::encode_trace_setting_request(change));
+  if (!answer) return error_reply(answer.error());
+  auto settings = pc::decode_trace_settings(*answer);
+  if (!settings) return error_reply(settings.error());
+  return json_reply(200, pc::trace_settings_to_rest(*settings));
+}
+
 // One method's REST handler.
 using Handler = HttpReply (*)(const ControlContext&, ControlMethod, const pc::RouteValues&,
                               const HttpRequest&);
@@ -346,6 +384,8 @@ constexpr std::array<Handler, pc::kControlMethods.size()> handlers() {
         M::CudaSharedMemoryStatus, M::CudaSharedMemoryRegister, M::CudaSharedMemoryUnregister}) {
     set(method, shared_memory);
   }
+  set(M::TraceSetting, trace_setting);
+  set(M::LogSettings, log_settings);
   return table;
 }
 

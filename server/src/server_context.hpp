@@ -11,6 +11,7 @@
 #include "memory_budget.hpp"
 #include "model_files.hpp"
 #include "net/tls.hpp"
+#include "settings_service.hpp"
 #include "shm_registry.hpp"
 #include "sonic/executor.hpp"
 #include "sonic/server.hpp"
@@ -50,6 +51,8 @@ struct ServerContext {
   /// The files of loads that send them (RepositoryModelLoad's "file:" parameters), removed
   /// with the server.
   ModelFiles model_files;
+  /// The log and trace settings LogSettings and TraceSetting read and change.
+  ServerSettings settings;
   std::atomic<std::size_t> connections{0};  // open now, gRPC and TCP together
   std::atomic<std::uint64_t> next_connection_id{1};
 };

@@ -174,8 +174,8 @@ class TcpConnection final : public net::FrameStream {
     auto call = protocol::tcp::decode_call(frame);
     if (!call) return send(protocol::tcp::encode_error(frame.id, call.error()));
     // Regions are a gRPC matter: the TCP port does not serve the shared memory extension.
-    ControlContext control{*context_->executor, context_->options, nullptr, nullptr,
-                           &context_->model_files};
+    ControlContext control{*context_->executor,    context_->options,  nullptr, nullptr,
+                           &context_->model_files, &context_->settings};
     const auto method = served_control(call->first, /*shared_memory=*/false);
     auto reply = method ? answer_control(control, *method, call->second)
                         : Result<std::string>(unimplemented(call->first));

@@ -332,11 +332,6 @@ def test_errors_are_tritonclients(client, reference, dead_url):
     assert (no_model.value.message(), no_model.value.status()) == \
         (expected.value.details(), str(expected.value.code()))
 
-    with pytest.raises(InferenceServerException) as unimplemented:
-        client.get_log_settings()
-    assert (unimplemented.value.message(), unimplemented.value.status()) == \
-        reference.error("LogSettings")
-
     with grpcclient.InferenceServerClient(host_port(dead_url), max_attempts=1) as down:
         with pytest.raises(InferenceServerException) as unavailable:
             down.is_server_live()
