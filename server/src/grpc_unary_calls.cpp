@@ -114,10 +114,12 @@ void GrpcConnection::control(std::int32_t id, const std::string& name, const std
   // Served: refusal() answered every other method when its headers came.
   const auto method = served_control(name, context_->options.shared_memory);
   if (!method) return reply(id, unimplemented(name));
-  ControlContext context{*context_->executor, context_->options,
+  ControlContext context{*context_->executor,
+                         context_->options,
                          context_->options.shared_memory ? &context_->shared_memory : nullptr,
                          [this]() -> const ShmClient& { return shm_client(); },
-                         &context_->model_files, &context_->settings};
+                         &context_->model_files,
+                         &context_->settings};
   reply(id, answer_control(context, *method, bytes));
 }
 

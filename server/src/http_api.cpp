@@ -61,9 +61,12 @@ class HttpApi : public std::enable_shared_from_this<HttpApi> {
  private:
   // The control calls as the gRPC port answers them, for this request's client.
   ControlContext control(const HttpRequest& request) const {
-    return {*context_->executor, context_->options,
-            context_->options.shared_memory ? &context_->shared_memory : nullptr, request.client,
-            &context_->model_files, &context_->settings};
+    return {*context_->executor,
+            context_->options,
+            context_->options.shared_memory ? &context_->shared_memory : nullptr,
+            request.client,
+            &context_->model_files,
+            &context_->settings};
   }
 
   // A small body is decoded on the network thread, and a quick model's request (every one with
