@@ -13,8 +13,8 @@
 #include "net/codec_timing.hpp"
 #include "net/tls.hpp"
 #include "protocol/compression.hpp"
-#include "protocol/control_calls.hpp"
 #include "protocol/infer_codec.hpp"
+#include "rest_control.hpp"
 
 namespace sonic::http {
 
@@ -110,33 +110,24 @@ class HttpTransport final : public Transport {
     start(route, std::move(call), deadline);
   }
 
+  // Typed calls go straight to their REST routes and back (rest_control.hpp).
   void control_async(ControlRequest request, Deadline deadline,
                      Callback<ControlAnswer> done) override {
-    protocol::control_by_messages(
-        std::move(request),
-        [this, deadline](ControlMethod method, std::string message, Callback<std::string> answer) {
-          unary(method, std::move(message), deadline, std::move(answer));
-        },
-        std::move(done));
-  }
-
- private:
-  // One unary call of the service: `request` is the method's serialized request message.
-  void unary(ControlMethod method, std::string request, Deadline deadline,
-             Callback<std::string> done) {
     const Routes::Route& route = routes_.shared();
-    auto rest = encode_rest_control(method, request);
+    auto rest = encode_rest_request(request);
     if (!rest) return route.fail(std::move(done), rest.error());
     auto call = std::make_shared<HttpCall>();
     call->request = std::move(*rest);
     if (auto head = make_head(*call, {}); !head) return route.fail(std::move(done), head.error());
-    call->done = [done = std::move(done), method](Result<HttpAnswer> answer) mutable {
+    call->done = [done = std::move(done),
+                  request = std::move(request)](Result<HttpAnswer> answer) mutable {
       if (!answer) return done(answer.error());
-      done(decode_rest_control(method, answer->status, answer->body));
+      done(decode_rest_answer(request, answer->status, answer->body));
     };
     start(route, std::move(call), deadline);
   }
 
+ private:
   // The body (JSON and tensors) as one gzip or deflate stream, which Triton's HTTP frontend
   // inflates (Content-Encoding); made on the caller's thread, so that callers compress in
   // parallel. The answer may then come compressed too (Accept-Encoding).
