@@ -8,6 +8,7 @@
 #include "infer_dispatch.hpp"
 #include "net/frame_stream.hpp"
 #include "protocol/infer_codec.hpp"
+#include "reply_compression.hpp"
 #include "request_options.hpp"
 
 namespace sonic::server {
@@ -188,8 +189,8 @@ class TcpConnection final : public net::FrameStream {
   void infer(Frame frame) {
     const std::uint64_t id = frame.id;
     const auto arrived = Clock::now();
-    const bool compress = (frame.flags & protocol::tcp::kCompressResponse) != 0;
-    const ZstdPolicy compression{compress, context_->options.zstd_level, true};
+    const ZstdPolicy compression = tcp_reply_compression(
+        context_->options, (frame.flags & protocol::tcp::kCompressResponse) != 0);
     // Answers are encoded (and compressed) where the model ran, written on this thread. The
     // dispatch's completions hold the io_context, not the server: they may come after it
     // stopped.
