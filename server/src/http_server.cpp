@@ -5,7 +5,6 @@
 #include <string_view>
 #include <vector>
 
-#include "connection_room.hpp"
 #include "net/peer_user.hpp"
 
 namespace sonic::server {
@@ -58,17 +57,16 @@ class HttpConnection : public std::enable_shared_from_this<HttpConnection> {
  public:
   HttpConnection(asio::ip::tcp::socket socket, std::shared_ptr<asio::io_context> io,
                  std::shared_ptr<HttpShared> shared,
-                 std::shared_ptr<net::ConnectionSet<HttpConnection>> set)
+                 std::shared_ptr<net::ConnectionSet<HttpConnection>> set, ConnectionSlot slot)
       : link_(std::move(socket), shared->tls),
         io_(std::move(io)),
         shared_(std::move(shared)),
         set_(std::move(set)),
+        slot_(std::move(slot)),
         timer_(*io_),
         budget_(std::make_shared<ConnectionBudget>(
             shared_->context->memory,
             shared_->context->options.limits.max_connection_buffered_bytes)) {}
-  // The count was taken when the connection was accepted (HttpServer::start).
-  ~HttpConnection() { shared_->connections.fetch_sub(1, std::memory_order_relaxed); }
 
   const std::shared_ptr<asio::io_context>& io_context() const { return io_; }
   /// Whether, and since when, it waits for a request head (connection_room.hpp).
@@ -386,6 +384,7 @@ class HttpConnection : public std::enable_shared_from_this<HttpConnection> {
   WaitingMark waiting_;  // since accepted: the TLS handshake and the first head count
   std::shared_ptr<HttpShared> shared_;
   std::shared_ptr<net::ConnectionSet<HttpConnection>> set_;
+  ConnectionSlot slot_;
   asio::steady_timer timer_;
   std::uint64_t timer_generation_ = 0;
   std::shared_ptr<ConnectionBudget> budget_;
@@ -410,44 +409,26 @@ class HttpConnection : public std::enable_shared_from_this<HttpConnection> {
   bool closed_ = false;
 };
 
+// Each HTTP port has its own cap (HttpLimits::max_connections), apart from the gRPC and TCP
+// ports' one.
 HttpServer::HttpServer(std::shared_ptr<ServerContext> context, net::NetworkThreads& threads,
                        std::uint16_t port, HttpService service,
                        std::shared_ptr<net::TlsContext> tls)
-    : shared_(std::make_shared<HttpShared>()),
-      threads_(threads),
-      accept_io_(threads_.next()),
-      listener_(*accept_io_, context->options.host, port),
-      connections_(std::make_shared<net::ConnectionSet<HttpConnection>>()) {
-  shared_->context = std::move(context);
-  shared_->service = std::move(service);
-  shared_->tls = std::move(tls);
-}
+    : shared_(
+          std::make_shared<HttpShared>(HttpShared{context, std::move(service), std::move(tls)})),
+      acceptor_(context, threads, port,
+                std::make_shared<ConnectionCount>(shared_->service.limits.max_connections)) {}
 
 void HttpServer::start() {
-  listener_.start([this] { return threads_.next(); },
-                  [this](asio::ip::tcp::socket socket, std::shared_ptr<asio::io_context> io) {
-                    const std::size_t most = shared_->service.limits.max_connections;
-                    if (shared_->connections.fetch_add(1, std::memory_order_relaxed) >= most &&
-                        !make_room(*connections_)) {
-                      shared_->connections.fetch_sub(1, std::memory_order_relaxed);
-                      return;  // as many as allowed, each serving a request: this one closes
-                    }
-                    // An answer's last segment must not wait for the client to acknowledge
-                    // the one before it (Nagle's algorithm against delayed ACKs: up to 40 ms).
-                    std::error_code ignored;
-                    socket.set_option(asio::ip::tcp::no_delay(true), ignored);
-                    auto connection = std::make_shared<HttpConnection>(std::move(socket), io,
-                                                                       shared_, connections_);
-                    if (!connections_->add(connection)) return;  // stopping: it closes now
-                    asio::post(*io, [connection] { connection->start(); });
-                  });
+  acceptor_.start([this](asio::ip::tcp::socket socket, std::shared_ptr<asio::io_context> io,
+                         ConnectionSlot slot) {
+    return std::make_shared<HttpConnection>(std::move(socket), io, shared_, acceptor_.connections(),
+                                            std::move(slot));
+  });
 }
 
 void HttpServer::stop() {
-  listener_.close();
-  for (auto& connection : connections_->close()) {
-    asio::post(*connection->io_context(), [connection] { connection->close(); });
-  }
+  acceptor_.stop([](HttpConnection& connection) { connection.close(); });
 }
 
 }  // namespace sonic::server
