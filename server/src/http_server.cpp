@@ -66,7 +66,8 @@ class HttpConnection : public std::enable_shared_from_this<HttpConnection> {
         timer_(*io_),
         budget_(std::make_shared<ConnectionBudget>(
             shared_->context->memory,
-            shared_->context->options.limits.max_connection_buffered_bytes)) {}
+            shared_->context->options.limits.max_connection_buffered_bytes)),
+        models_(shared_->context, io_) {}
 
   const std::shared_ptr<asio::io_context>& io_context() const { return io_; }
   /// Whether, and since when, it waits for a request head (connection_room.hpp).
@@ -92,6 +93,7 @@ class HttpConnection : public std::enable_shared_from_this<HttpConnection> {
     link_.close();
     timer_.cancel();
     if (caller_) caller_->cancel();
+    models_.cancel_all();
     set_->remove(this);
   }
 
@@ -294,14 +296,23 @@ class HttpConnection : public std::enable_shared_from_this<HttpConnection> {
     request_.budget = budget_;
     caller_ = std::make_shared<Caller>();
     request_.caller = caller_;
-    // The reply keeps the connection alive, and so does the read that watches for its close.
+    request_.models = {&models_, weak_from_this(), io_};
+    // The reply keeps the connection alive, and so does the read that watches for its close. A
+    // reply given on this thread after `handle` returned (the dispatch's delivery) is written
+    // at once; one given inside it, or on another thread, is posted.
+    handling_ = true;
     shared_->service.handle(
         std::move(request_), [self = shared_from_this()](HttpReply reply) mutable {
+          if (self->io_->get_executor().running_in_this_thread() && !self->handling_) {
+            if (!self->closed_) self->send(std::move(reply), self->keep_alive_);
+            return;
+          }
           auto io = self->io_;
           asio::post(*io, [self = std::move(self), reply = std::move(reply)]() mutable {
             if (!self->closed_) self->send(std::move(reply), self->keep_alive_);
           });
         });
+    handling_ = false;
     watch_for_close();
   }
 
@@ -406,7 +417,9 @@ class HttpConnection : public std::enable_shared_from_this<HttpConnection> {
   std::shared_ptr<Caller> caller_;  // of the request with the service, until its reply is written
   bool keep_alive_ = true;
   bool head_only_ = false;
+  bool handling_ = false;  // inside the service's `handle`
   bool closed_ = false;
+  InferDispatch models_;  // where this connection's inference requests run
 };
 
 // Each HTTP port has its own cap (HttpLimits::max_connections), apart from the gRPC and TCP

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "acceptor.hpp"
+#include "infer_dispatch.hpp"
 #include "memory_budget.hpp"
 #include "net/http_head.hpp"
 #include "net/link.hpp"
@@ -48,6 +49,13 @@ struct HttpRequest {
   /// written (the connection reads on while the service works, to notice); without a deadline
   /// until the service finds one in the request.
   std::shared_ptr<Caller> caller;
+  /// Where its inference runs: the connection's dispatch, as on the gRPC and TCP ports
+  /// (infer_dispatch.hpp). Touched on the connection's thread (`io`) only, while `owner` lives.
+  struct Models {
+    InferDispatch* dispatch = nullptr;
+    std::weak_ptr<void> owner;
+    std::shared_ptr<asio::io_context> io;
+  } models;
 
   /// The header's value, or empty.
   const std::string& header(const std::string& lower_name) const;
