@@ -4,6 +4,9 @@
 
 namespace sonic::server {
 
+// At the cap, a connection that has not begun a call makes room for a newcomer.
+static_assert(EvictsWaiting<GrpcConnection>::value);
+
 GrpcServer::GrpcServer(std::shared_ptr<ServerContext> context, net::NetworkThreads& threads)
     : context_(context),
       acceptor_(context, threads, context->options.port, server_connections(context)) {}

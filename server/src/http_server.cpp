@@ -422,6 +422,9 @@ class HttpConnection : public std::enable_shared_from_this<HttpConnection> {
   InferDispatch models_;  // where this connection's inference requests run
 };
 
+// At the cap, a connection waiting for a request head makes room for a newcomer.
+static_assert(EvictsWaiting<HttpConnection>::value);
+
 // Each HTTP port has its own cap (HttpLimits::max_connections), apart from the gRPC and TCP
 // ports' one.
 HttpServer::HttpServer(std::shared_ptr<ServerContext> context, net::NetworkThreads& threads,

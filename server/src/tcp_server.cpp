@@ -285,6 +285,9 @@ class TcpConnection final : public net::FrameStream {
   asio::steady_timer watch_timer_;
 };
 
+// At the cap, a newcomer is refused: a TCP connection does not say when it waits.
+static_assert(!EvictsWaiting<TcpConnection>::value);
+
 TcpServer::TcpServer(std::shared_ptr<ServerContext> context, net::NetworkThreads& threads)
     : context_(context),
       acceptor_(context, threads, context->options.tcp_port.value_or(0),
