@@ -11,7 +11,8 @@
 # the ratios are then the clients' alone. With CLIENT_BUILD=DIR, both servers are driven by that
 # build's sonic-perf: the ratios are the servers' alone. ELEMENTS=N sends N floats per request
 # (default 16: 64 B; 16384: 64 KiB). SERVER_ARGS_A and SERVER_ARGS_B are options for that side's
-# sonic-server: with the same build twice, they compare two settings of one server.
+# sonic-server: with the same build twice, they compare two settings of one server. SCHEME=http
+# (or tcp) measures that port of the server instead of gRPC's.
 #
 # A build directory of an older layout (programs under examples/) works too.
 set -euo pipefail
@@ -23,6 +24,13 @@ fi
 rounds=${3:-7}
 concurrencies=(1 4 16)
 elements=${ELEMENTS:-16}
+scheme=${SCHEME:-grpc}
+case $scheme in
+  grpc) port_args=() ;;
+  http) port_args=(--http-port 0) ;;
+  tcp) port_args=(--tcp-port 0) ;;
+  *) echo "compare: SCHEME is grpc, http or tcp" >&2; exit 2 ;;
+esac
 
 program() {  # BUILD NAME: the program's path in either layout
   local dir
@@ -42,10 +50,13 @@ run() {
   local args_name="SERVER_ARGS_$label"
   # shellcheck disable=SC2086  # the options are words
   start_server "$(program "${SERVER_BUILD:-$build}" sonic-server)" "$work/server.log" \
-    ${!args_name:-}
+    "${port_args[@]}" ${!args_name:-}
+  local url_port=$port
+  [[ $scheme == http ]] && url_port=$http_port
+  [[ $scheme == tcp ]] && url_port=$tcp_port
   for c in "${concurrencies[@]}"; do
     before=$(awk '{print $14 + $15}' "/proc/$server_pid/stat")
-    "$(program "${CLIENT_BUILD:-$build}" sonic-perf)" --url "grpc://127.0.0.1:$port" \
+    "$(program "${CLIENT_BUILD:-$build}" sonic-perf)" --url "$scheme://127.0.0.1:$url_port" \
       --model identity_fp32 --input "INPUT0=FP32:1,$elements:random" --concurrency "$c" --warmup 0.5 \
       --window-requests 20000 --max-windows 1 --json "$work/$label-$c-$round.json" \
       >/dev/null 2>&1
@@ -78,7 +89,7 @@ for line in open(path):
     rows.setdefault((label, int(c)), []).append([float(v) for v in values])
 server, client = os.environ.get("SERVER_BUILD"), os.environ.get("CLIENT_BUILD")
 size = 4 * int(os.environ.get("ELEMENTS", "16"))
-print(f"A = {a} {os.environ.get('SERVER_ARGS_A', '')}\nB = {b} {os.environ.get('SERVER_ARGS_B', '')}\n{size} B identity_fp32 over grpc://, medians of {rounds} interleaved runs")
+print(f"A = {a} {os.environ.get('SERVER_ARGS_A', '')}\nB = {b} {os.environ.get('SERVER_ARGS_B', '')}\n{size} B identity_fp32 over {os.environ.get('SCHEME', 'grpc')}://, medians of {rounds} interleaved runs")
 if server:
     print(f"both against the sonic-server of {server}")
 if client:

@@ -4,33 +4,23 @@
 
 namespace sonic::server {
 
-using IoContext = GrpcConnection::IoContext;
+// At the cap, a connection that has not begun a call makes room for a newcomer.
+static_assert(EvictsWaiting<GrpcConnection>::value);
 
 GrpcServer::GrpcServer(std::shared_ptr<ServerContext> context, net::NetworkThreads& threads)
-    : context_(std::move(context)),
-      threads_(threads),
-      accept_io_(threads_.next()),
-      listener_(*accept_io_, context_->options.host, context_->options.port),
-      connections_(std::make_shared<net::ConnectionSet<GrpcConnection>>()) {}
+    : context_(context),
+      acceptor_(context, threads, context->options.port, server_connections(context)) {}
 
 void GrpcServer::start() {
-  listener_.start([this] { return threads_.next(); },
-                  [this](asio::ip::tcp::socket socket, IoContext io) {
-                    ConnectionSlot slot(context_, [this] { return make_room(*connections_); });
-                    if (!slot) return;  // as many as allowed, each with a call: this one closes
-                    auto connection = std::make_shared<GrpcConnection>(
-                        std::move(socket), io, context_, connections_, std::move(slot));
-                    if (!connections_->add(connection)) return;  // stopping: it closes now
-                    asio::post(*io, [connection] { connection->start(); });
-                  });
+  acceptor_.start(
+      [this](asio::ip::tcp::socket socket, GrpcConnection::IoContext io, ConnectionSlot slot) {
+        return std::make_shared<GrpcConnection>(std::move(socket), io, context_,
+                                                acceptor_.connections(), std::move(slot));
+      });
 }
 
 void GrpcServer::stop() {
-  listener_.close();
-  for (auto& connection : connections_->close()) {
-    auto io = connection->io_context();
-    asio::post(*io, [connection] { connection->shutdown(); });
-  }
+  acceptor_.stop([](GrpcConnection& connection) { connection.shutdown(); });
 }
 
 }  // namespace sonic::server

@@ -4,6 +4,7 @@
 #include "grpc_connection.hpp"
 #include "health_service.hpp"
 #include "protocol/infer_codec.hpp"
+#include "reply_compression.hpp"
 #include "request_options.hpp"
 
 namespace sonic::server {
@@ -12,20 +13,6 @@ using protocol::OutgoingBody;
 using protocol::ReceivedMessage;
 
 namespace {
-
-// How a ModelInfer answer is compressed for a client that accepts `accept_encoding`, as gRPC
-// core chooses for a compression level (grpc_compression_algorithm_for_level: gzip and deflate
-// ranked in that order; low takes the first the client accepts, medium and high the last).
-Compression response_encoding(ServerOptions::ResponseCompression level,
-                              std::string_view accept_encoding) {
-  using Level = ServerOptions::ResponseCompression;
-  if (level == Level::None) return Compression::None;
-  const bool gzip = protocol::accepts(accept_encoding, Compression::Gzip);
-  const bool deflate = protocol::accepts(accept_encoding, Compression::Deflate);
-  if (!gzip && !deflate) return Compression::None;
-  if (level == Level::Low) return gzip ? Compression::Gzip : Compression::Deflate;
-  return deflate ? Compression::Deflate : Compression::Gzip;
-}
 
 // Writes outputs bound for shared memory into their regions and encodes the rest.
 Answer encode_answer(Result<InferResult> result, const ShmUse& shm, ServerContext& context,
@@ -94,7 +81,7 @@ void GrpcConnection::infer(std::int32_t id, ReceivedMessage message) {
     shm = std::move(*bound);
   }
   const Compression encoding =
-      response_encoding(context_->options.infer_response_compression, find(id)->accept_encoding);
+      reply_compression(context_->options.infer_response_compression, find(id)->accept_encoding);
   // Encoded (and compressed) where the model ran; answered on the connection's thread.
   models_.infer(
       std::move(*request), weak_from_this(),

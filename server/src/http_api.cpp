@@ -15,6 +15,7 @@
 #include "paced_inflate.hpp"
 #include "protocol/compression.hpp"
 #include "protocol/control_codec.hpp"
+#include "reply_compression.hpp"
 #include "request_options.hpp"
 #include "shm_registry.hpp"
 
@@ -32,6 +33,18 @@ constexpr std::size_t kDecodeHereBytes = 16 << 10;
 struct Asked {
   HttpInferRequest http;
   ShmUse shm;
+};
+
+// An inference request's way from its body to its answer: who sent it (read on the network
+// thread, as decoding may be on the pool), who waits and since when, how the answer is
+// compressed, where it runs, and the memory held for an inflated body until the answer.
+struct Way {
+  ShmClient client;
+  std::shared_ptr<Caller> caller;
+  Clock::time_point arrived;
+  Compression encoding = Compression::None;
+  HttpRequest::Models models;
+  std::shared_ptr<BudgetHold> held;
 };
 
 class HttpApi : public std::enable_shared_from_this<HttpApi> {
@@ -69,10 +82,11 @@ class HttpApi : public std::enable_shared_from_this<HttpApi> {
             &context_->settings};
   }
 
-  // A small body is decoded on the network thread, and a quick model's request (every one with
-  // inline_models) runs there too, as on the gRPC and TCP ports (infer_dispatch.hpp): two
-  // hand-overs between threads would be most of such a request's time. A larger body is
-  // decoded, run and encoded on the executor's pool: its JSON must not hold the network thread.
+  // A small body is decoded on the network thread, a larger one on the executor's pool: its
+  // JSON must not hold the network thread. Either then runs through the connection's dispatch
+  // (infer_dispatch.hpp), as on the gRPC and TCP ports: a quick model's request (every one with
+  // inline_models) on the network thread, where two hand-overs between threads would be most
+  // of its time; the rest on the pool, encoded there.
   void infer(ModelRoute route, HttpRequest request, HttpRespond respond) {
     std::optional<std::size_t> json_length;
     if (const auto& declared = request.header("inference-header-content-length");
@@ -84,40 +98,34 @@ class HttpApi : public std::enable_shared_from_this<HttpApi> {
     }
     auto body_encoding = encoding_of(request.header("content-encoding"));
     if (!body_encoding) return respond(error_reply(body_encoding.error()));
-    // Answers are compressed for a client that asks (Triton: Accept-Encoding, gzip first).
-    const std::string& accept = request.header("accept-encoding");
-    const Compression answer_encoding =
-        protocol::accepts(accept, Compression::Gzip)      ? Compression::Gzip
-        : protocol::accepts(accept, Compression::Deflate) ? Compression::Deflate
-                                                          : Compression::None;
-    respond = [respond = std::move(respond), answer_encoding](HttpReply reply) mutable {
-      respond(compressed(std::move(reply), answer_encoding));
-    };
+    Way way{client_of(request),
+            std::move(request.caller),
+            Clock::now(),
+            reply_compression(kHttpReplyLevel, request.header("accept-encoding")),
+            std::move(request.models),
+            {}};
     if (*body_encoding != Compression::None) {
       return infer_compressed(std::move(route), std::move(request), *body_encoding, json_length,
-                              std::move(respond));
+                              std::move(way), std::move(respond));
     }
-    const auto arrived = Clock::now();
     if (request.body.size <= kDecodeHereBytes) {
       auto decoded = decode_http_infer(route.name, route.version, request.body.bytes,
                                        request.body.view(), json_length);
       if (!decoded) return respond(error_reply(decoded.error()));
-      return run(std::move(*decoded), client_of(request), request.caller, arrived, {},
-                 std::move(respond), true);
+      return run(std::move(*decoded), std::move(way), std::move(respond));
     }
     context_->executor->run_async([self = shared_from_this(), route = std::move(route),
                                    body = std::move(request.body), json_length,
-                                   client = client_of(request), caller = std::move(request.caller),
-                                   arrived, respond = std::move(respond)]() mutable {
+                                   way = std::move(way), respond = std::move(respond)]() mutable {
       auto decoded =
           decode_http_infer(route.name, route.version, body.bytes, body.view(), json_length);
       if (!decoded) return respond(error_reply(decoded.error()));
-      self->run(std::move(*decoded), client, caller, arrived, {}, std::move(respond), false);
+      self->run(std::move(*decoded), std::move(way), std::move(respond));
     });
   }
 
   // Who sent `request`, for its tensors in shared memory: asked here, on the connection's
-  // network thread (HttpRequest::client), as decoding and running may be on the pool.
+  // network thread (HttpRequest::client), as decoding may be on the pool.
   static ShmClient client_of(const HttpRequest& request) {
     return request.client ? request.client() : ShmClient{};
   }
@@ -128,7 +136,7 @@ class HttpApi : public std::enable_shared_from_this<HttpApi> {
   // before they are made until the answer is written; a server short of that memory answers
   // UNAVAILABLE at once.
   void infer_compressed(ModelRoute route, HttpRequest request, Compression encoding,
-                        std::optional<std::size_t> json_length, HttpRespond respond) {
+                        std::optional<std::size_t> json_length, Way way, HttpRespond respond) {
     const ServerOptions& options = context_->options;
     const std::size_t bound = protocol::inflate_bound(request.body.size, options.max_inflate_ratio,
                                                       options.max_message_bytes);
@@ -137,63 +145,56 @@ class HttpApi : public std::enable_shared_from_this<HttpApi> {
           Error(StatusCode::Unavailable, "the server's memory for requests is in use: try again")));
     }
     request.budget->settle(bound);
-    auto held = std::make_shared<BudgetHold>(request.budget, bound);
+    way.held = std::make_shared<BudgetHold>(request.budget, bound);
     inflate_paced(
         context_->executor, std::move(request.body), encoding, options.max_inflate_ratio,
         options.max_message_bytes,
-        [self = shared_from_this(), route = std::move(route), held, json_length,
-         client = client_of(request), caller = std::move(request.caller), arrived = Clock::now(),
+        [self = shared_from_this(), route = std::move(route), json_length, way = std::move(way),
          respond = std::move(respond)](Result<HttpBody> inflated) mutable {
           if (!inflated) return respond(error_reply(inflated.error()));
           auto decoded = decode_http_infer(route.name, route.version, inflated->bytes,
                                            inflated->view(), json_length);
           if (!decoded) return respond(error_reply(decoded.error()));
-          self->run(std::move(*decoded), client, caller, arrived, held, std::move(respond), false);
+          self->run(std::move(*decoded), std::move(way), std::move(respond));
         });
   }
 
-  // Runs a decoded request for `caller` (its deadline the one the request carries, counted from
-  // `arrived`), admitted first (counted on its model, and refused at once when it would miss
-  // its deadline); on the calling thread when it may (`here`: the network thread, a quick
-  // model or inline_models), else on the pool. `held` is kept until the answer. Tensors in
-  // shared memory are bound to `client`'s regions first, as on the gRPC port (the same
-  // registry, checks and limits): inputs become views of them (CUDA ones, host copies),
+  // Runs a decoded request for `way.caller` (its deadline the one the request carries, counted
+  // from `way.arrived`) through the connection's dispatch, on the connection's thread (posted
+  // there from the pool; dropped when the connection is gone, as nobody reads its answer).
+  // Tensors in shared memory are bound to the client's regions first, as on the gRPC port (the
+  // same registry, checks and limits): inputs become views of them (CUDA ones, host copies),
   // outputs are written there once the model ran; a region stays mapped until the answer even
   // if it is unregistered meanwhile.
-  void run(HttpInferRequest decoded, const ShmClient& client, const std::shared_ptr<Caller>& caller,
-           Clock::time_point arrived, std::shared_ptr<BudgetHold> held, HttpRespond respond,
-           bool here) {
+  void run(HttpInferRequest decoded, Way way, HttpRespond respond) {
     InferRequest infer_request = std::move(decoded.request);
     auto asked = std::make_shared<Asked>();
     asked->http = std::move(decoded);
     if (SharedMemoryRegistry::uses_shared_memory(infer_request)) {
-      auto bound = context_->shared_memory.bind(client, infer_request);
+      auto bound = context_->shared_memory.bind(way.client, infer_request);
       if (!bound) return respond(error_reply(bound.error()));
       asked->shm = std::move(*bound);
     }
-    if (caller) {
-      take_client_timeout(*caller, infer_request, arrived);
-      infer_request.caller(caller);
+    if (way.caller) {
+      take_client_timeout(*way.caller, infer_request, way.arrived);
+      infer_request.caller(way.caller);
     }
-    auto& executor = *context_->executor;
-    const ServerOptions& options = context_->options;
-    auto admitted = executor.admit(infer_request, options.shed_early);
-    if (!admitted) return respond(reply_of(admitted.error(), *asked));
-    if (here && options.inline_models) {
-      return respond(reply_of(executor.infer(infer_request), *asked));
-    }
-    if (here) {
-      if (auto quick = executor.infer_if_quick(infer_request, options.quick_model_budget)) {
-        return respond(reply_of(std::move(*quick), *asked));
-      }
-    }
-    executor.infer_async(
-        std::move(infer_request),
-        [self = shared_from_this(), asked, held = std::move(held), admission = std::move(*admitted),
-         respond = std::move(respond)](Result<InferResult> result) mutable {
-          Admission answered = std::move(admission);  // off the model's count
-          respond(self->reply_of(std::move(result), *asked));
-        });
+    const HttpRequest::Models models = std::move(way.models);
+    // The answer is encoded (and compressed) where the model ran; `held` is kept until then.
+    auto dispatch = [self = shared_from_this(), models, request = std::move(infer_request), asked,
+                     held = std::move(way.held), encoding = way.encoding,
+                     respond = std::move(respond)]() mutable {
+      models.dispatch->infer(
+          std::move(request), models.owner,
+          [self, asked, held, encoding](Result<InferResult>&& result) {
+            return compressed(self->reply_of(std::move(result), *asked), encoding);
+          },
+          std::move(respond));
+    };
+    if (models.io->get_executor().running_in_this_thread()) return dispatch();
+    asio::post(*models.io, [owner = models.owner, dispatch = std::move(dispatch)]() mutable {
+      if (auto alive = owner.lock()) dispatch();
+    });
   }
 
   // What a Content-Encoding names: none, gzip or deflate; Triton's words for another.

@@ -5,7 +5,6 @@
 #include <string_view>
 #include <vector>
 
-#include "connection_room.hpp"
 #include "net/peer_user.hpp"
 
 namespace sonic::server {
@@ -58,17 +57,17 @@ class HttpConnection : public std::enable_shared_from_this<HttpConnection> {
  public:
   HttpConnection(asio::ip::tcp::socket socket, std::shared_ptr<asio::io_context> io,
                  std::shared_ptr<HttpShared> shared,
-                 std::shared_ptr<net::ConnectionSet<HttpConnection>> set)
+                 std::shared_ptr<net::ConnectionSet<HttpConnection>> set, ConnectionSlot slot)
       : link_(std::move(socket), shared->tls),
         io_(std::move(io)),
         shared_(std::move(shared)),
         set_(std::move(set)),
+        slot_(std::move(slot)),
         timer_(*io_),
         budget_(std::make_shared<ConnectionBudget>(
             shared_->context->memory,
-            shared_->context->options.limits.max_connection_buffered_bytes)) {}
-  // The count was taken when the connection was accepted (HttpServer::start).
-  ~HttpConnection() { shared_->connections.fetch_sub(1, std::memory_order_relaxed); }
+            shared_->context->options.limits.max_connection_buffered_bytes)),
+        models_(shared_->context, io_) {}
 
   const std::shared_ptr<asio::io_context>& io_context() const { return io_; }
   /// Whether, and since when, it waits for a request head (connection_room.hpp).
@@ -94,6 +93,7 @@ class HttpConnection : public std::enable_shared_from_this<HttpConnection> {
     link_.close();
     timer_.cancel();
     if (caller_) caller_->cancel();
+    models_.cancel_all();
     set_->remove(this);
   }
 
@@ -296,14 +296,23 @@ class HttpConnection : public std::enable_shared_from_this<HttpConnection> {
     request_.budget = budget_;
     caller_ = std::make_shared<Caller>();
     request_.caller = caller_;
-    // The reply keeps the connection alive, and so does the read that watches for its close.
+    request_.models = {&models_, weak_from_this(), io_};
+    // The reply keeps the connection alive, and so does the read that watches for its close. A
+    // reply given on this thread after `handle` returned (the dispatch's delivery) is written
+    // at once; one given inside it, or on another thread, is posted.
+    handling_ = true;
     shared_->service.handle(
         std::move(request_), [self = shared_from_this()](HttpReply reply) mutable {
+          if (self->io_->get_executor().running_in_this_thread() && !self->handling_) {
+            if (!self->closed_) self->send(std::move(reply), self->keep_alive_);
+            return;
+          }
           auto io = self->io_;
           asio::post(*io, [self = std::move(self), reply = std::move(reply)]() mutable {
             if (!self->closed_) self->send(std::move(reply), self->keep_alive_);
           });
         });
+    handling_ = false;
     watch_for_close();
   }
 
@@ -386,6 +395,7 @@ class HttpConnection : public std::enable_shared_from_this<HttpConnection> {
   WaitingMark waiting_;  // since accepted: the TLS handshake and the first head count
   std::shared_ptr<HttpShared> shared_;
   std::shared_ptr<net::ConnectionSet<HttpConnection>> set_;
+  ConnectionSlot slot_;
   asio::steady_timer timer_;
   std::uint64_t timer_generation_ = 0;
   std::shared_ptr<ConnectionBudget> budget_;
@@ -407,47 +417,34 @@ class HttpConnection : public std::enable_shared_from_this<HttpConnection> {
   std::shared_ptr<Caller> caller_;  // of the request with the service, until its reply is written
   bool keep_alive_ = true;
   bool head_only_ = false;
+  bool handling_ = false;  // inside the service's `handle`
   bool closed_ = false;
+  InferDispatch models_;  // where this connection's inference requests run
 };
 
+// At the cap, a connection waiting for a request head makes room for a newcomer.
+static_assert(EvictsWaiting<HttpConnection>::value);
+
+// Each HTTP port has its own cap (HttpLimits::max_connections), apart from the gRPC and TCP
+// ports' one.
 HttpServer::HttpServer(std::shared_ptr<ServerContext> context, net::NetworkThreads& threads,
                        std::uint16_t port, HttpService service,
                        std::shared_ptr<net::TlsContext> tls)
-    : shared_(std::make_shared<HttpShared>()),
-      threads_(threads),
-      accept_io_(threads_.next()),
-      listener_(*accept_io_, context->options.host, port),
-      connections_(std::make_shared<net::ConnectionSet<HttpConnection>>()) {
-  shared_->context = std::move(context);
-  shared_->service = std::move(service);
-  shared_->tls = std::move(tls);
-}
+    : shared_(
+          std::make_shared<HttpShared>(HttpShared{context, std::move(service), std::move(tls)})),
+      acceptor_(context, threads, port,
+                std::make_shared<ConnectionCount>(shared_->service.limits.max_connections)) {}
 
 void HttpServer::start() {
-  listener_.start([this] { return threads_.next(); },
-                  [this](asio::ip::tcp::socket socket, std::shared_ptr<asio::io_context> io) {
-                    const std::size_t most = shared_->service.limits.max_connections;
-                    if (shared_->connections.fetch_add(1, std::memory_order_relaxed) >= most &&
-                        !make_room(*connections_)) {
-                      shared_->connections.fetch_sub(1, std::memory_order_relaxed);
-                      return;  // as many as allowed, each serving a request: this one closes
-                    }
-                    // An answer's last segment must not wait for the client to acknowledge
-                    // the one before it (Nagle's algorithm against delayed ACKs: up to 40 ms).
-                    std::error_code ignored;
-                    socket.set_option(asio::ip::tcp::no_delay(true), ignored);
-                    auto connection = std::make_shared<HttpConnection>(std::move(socket), io,
-                                                                       shared_, connections_);
-                    if (!connections_->add(connection)) return;  // stopping: it closes now
-                    asio::post(*io, [connection] { connection->start(); });
-                  });
+  acceptor_.start([this](asio::ip::tcp::socket socket, std::shared_ptr<asio::io_context> io,
+                         ConnectionSlot slot) {
+    return std::make_shared<HttpConnection>(std::move(socket), io, shared_, acceptor_.connections(),
+                                            std::move(slot));
+  });
 }
 
 void HttpServer::stop() {
-  listener_.close();
-  for (auto& connection : connections_->close()) {
-    asio::post(*connection->io_context(), [connection] { connection->close(); });
-  }
+  acceptor_.stop([](HttpConnection& connection) { connection.close(); });
 }
 
 }  // namespace sonic::server

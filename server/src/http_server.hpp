@@ -14,13 +14,11 @@
 #include <string_view>
 #include <vector>
 
+#include "acceptor.hpp"
+#include "infer_dispatch.hpp"
 #include "memory_budget.hpp"
-#include "net/connection_set.hpp"
 #include "net/http_head.hpp"
 #include "net/link.hpp"
-#include "net/listener.hpp"
-#include "net/network_threads.hpp"
-#include "server_context.hpp"
 #include "sonic/caller.hpp"
 
 namespace sonic::server {
@@ -51,6 +49,13 @@ struct HttpRequest {
   /// written (the connection reads on while the service works, to notice); without a deadline
   /// until the service finds one in the request.
   std::shared_ptr<Caller> caller;
+  /// Where its inference runs: the connection's dispatch, as on the gRPC and TCP ports
+  /// (infer_dispatch.hpp). Touched on the connection's thread (`io`) only, while `owner` lives.
+  struct Models {
+    InferDispatch* dispatch = nullptr;
+    std::weak_ptr<void> owner;
+    std::shared_ptr<asio::io_context> io;
+  } models;
 
   /// The header's value, or empty.
   const std::string& header(const std::string& lower_name) const;
@@ -75,7 +80,7 @@ using HttpRespond = std::function<void(HttpReply)>;
 struct HttpLimits {
   std::size_t max_head_bytes = 8 << 10;  ///< request line and header fields (431 past it)
   std::size_t max_body_bytes = 0;        ///< Content-Length (413 past it; 0: no bodies)
-  std::size_t max_connections = 64;      ///< more are closed as they are accepted
+  std::size_t max_connections = 64;      ///< more are closed as they are accepted (acceptor.hpp)
 };
 
 /// A port's service: its limits and the function that answers each request. `handle` runs on
@@ -93,7 +98,6 @@ struct HttpShared {
   std::shared_ptr<ServerContext> context;
   HttpService service;
   std::shared_ptr<net::TlsContext> tls;  ///< null: plaintext
-  std::atomic<std::size_t> connections{0};
 };
 
 /// Listens on the options' host and `port`; connections run on the given network threads,
@@ -104,16 +108,13 @@ class HttpServer {
   HttpServer(std::shared_ptr<ServerContext> context, net::NetworkThreads& threads,
              std::uint16_t port, HttpService service, std::shared_ptr<net::TlsContext> tls);
   void start();
-  std::uint16_t port() const { return listener_.port(); }
+  std::uint16_t port() const { return acceptor_.port(); }
   /// Stops accepting and closes every connection; returns at once.
   void stop();
 
  private:
   std::shared_ptr<HttpShared> shared_;
-  net::NetworkThreads& threads_;  // outlives this object (see Server::stop)
-  std::shared_ptr<asio::io_context> accept_io_;
-  net::Listener listener_;
-  std::shared_ptr<net::ConnectionSet<HttpConnection>> connections_;
+  Acceptor<HttpConnection> acceptor_;
 };
 
 /// The reason phrase of a status code this server sends.

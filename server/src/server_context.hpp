@@ -1,5 +1,5 @@
 // What every part of a server shares: the models, the options, the shared memory registry, the
-// memory budget and the count of connections. Connections hold it, so it outlives them
+// memory budget and the count of gRPC and TCP connections. Connections hold it, so it outlives them
 // whatever the order of shutdown.
 #pragma once
 
@@ -17,6 +17,13 @@
 #include "sonic/server.hpp"
 
 namespace sonic::server {
+
+/// The connections one or more ports hold, and how many they may. Thread-safe.
+struct ConnectionCount {
+  explicit ConnectionCount(std::size_t most) : limit(most) {}
+  const std::size_t limit;
+  std::atomic<std::size_t> open{0};
+};
 
 struct ServerContext {
   /// The context of one port's TLS, or null when `tls` names no certificate. Throws
@@ -38,7 +45,8 @@ struct ServerContext {
         authenticator(options.auth_token_file),
         grpc_tls(tls_context(options.tls, net::TlsPurpose::kGrpc)),
         tcp_tls(tls_context(options.tls, net::TlsPurpose::kFrames)),
-        model_files(options.max_message_bytes) {}
+        model_files(options.max_message_bytes),
+        connections(options.limits.max_connections) {}
 
   std::shared_ptr<CpuExecutor> executor;
   const ServerOptions options;
@@ -53,44 +61,42 @@ struct ServerContext {
   ModelFiles model_files;
   /// The log and trace settings LogSettings and TraceSetting read and change.
   ServerSettings settings;
-  std::atomic<std::size_t> connections{0};  // open now, gRPC and TCP together
+  ConnectionCount connections;  // of the gRPC and TCP ports together
   std::atomic<std::uint64_t> next_connection_id{1};
 };
 
-/// A connection's place among the server's: taken when it is accepted, given back when it is
-/// destroyed. Empty when the server has as many connections as it allows.
+/// A connection's place among those of its port (or ports): taken when it is accepted, given
+/// back when it is destroyed. Empty when they are as many as allowed.
 class ConnectionSlot {
  public:
   ConnectionSlot() = default;
-  explicit ConnectionSlot(std::shared_ptr<ServerContext> context)
-      : ConnectionSlot(std::move(context), [] { return false; }) {}
-  /// `room`: called at the limit, true when a connection was chosen to close and make room
-  /// (connection_room.hpp): the slot is then taken beyond the limit until that one ends.
+  /// `count` (kept alive by the slot): the ports' connections. `room`: called at the limit,
+  /// true when a connection was chosen to close and make room (connection_room.hpp): the slot
+  /// is then taken beyond the limit until that one ends.
   template <typename MakeRoom>
-  ConnectionSlot(std::shared_ptr<ServerContext> context, MakeRoom room) {
-    const std::size_t limit = context->options.limits.max_connections;
-    if (context->connections.fetch_add(1, std::memory_order_relaxed) >= limit && !room()) {
-      context->connections.fetch_sub(1, std::memory_order_relaxed);
+  ConnectionSlot(ServerContext& context, std::shared_ptr<ConnectionCount> count, MakeRoom room) {
+    if (count->open.fetch_add(1, std::memory_order_relaxed) >= count->limit && !room()) {
+      count->open.fetch_sub(1, std::memory_order_relaxed);
       return;
     }
-    context_ = std::move(context);
-    id_ = context_->next_connection_id.fetch_add(1, std::memory_order_relaxed);
+    count_ = std::move(count);
+    id_ = context.next_connection_id.fetch_add(1, std::memory_order_relaxed);
   }
   ~ConnectionSlot() {
-    if (context_) context_->connections.fetch_sub(1, std::memory_order_relaxed);
+    if (count_) count_->open.fetch_sub(1, std::memory_order_relaxed);
   }
   ConnectionSlot(ConnectionSlot&& other) noexcept
-      : context_(std::move(other.context_)), id_(other.id_) {}
+      : count_(std::move(other.count_)), id_(other.id_) {}
   ConnectionSlot& operator=(ConnectionSlot&&) = delete;
   ConnectionSlot(const ConnectionSlot&) = delete;
   ConnectionSlot& operator=(const ConnectionSlot&) = delete;
 
-  explicit operator bool() const noexcept { return context_ != nullptr; }
+  explicit operator bool() const noexcept { return count_ != nullptr; }
   /// Unique per connection in the process.
   std::uint64_t id() const noexcept { return id_; }
 
  private:
-  std::shared_ptr<ServerContext> context_;
+  std::shared_ptr<ConnectionCount> count_;
   std::uint64_t id_ = 0;
 };
 

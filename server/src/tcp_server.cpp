@@ -8,6 +8,7 @@
 #include "infer_dispatch.hpp"
 #include "net/frame_stream.hpp"
 #include "protocol/infer_codec.hpp"
+#include "reply_compression.hpp"
 #include "request_options.hpp"
 
 namespace sonic::server {
@@ -190,8 +191,8 @@ class TcpConnection final : public net::FrameStream {
   void infer(Frame frame) {
     const std::uint64_t id = frame.id;
     const auto arrived = Clock::now();
-    const bool compress = (frame.flags & protocol::tcp::kCompressResponse) != 0;
-    const ZstdPolicy compression{compress, context_->options.zstd_level, true};
+    const ZstdPolicy compression = tcp_reply_compression(
+        context_->options, (frame.flags & protocol::tcp::kCompressResponse) != 0);
     // Answers are encoded (and compressed) where the model ran, written on this thread. The
     // dispatch's completions hold the io_context, not the server: they may come after it
     // stopped.
@@ -286,35 +287,26 @@ class TcpConnection final : public net::FrameStream {
   asio::steady_timer watch_timer_;
 };
 
+// At the cap, a newcomer is refused: a TCP connection does not say when it waits.
+static_assert(!EvictsWaiting<TcpConnection>::value);
+
 TcpServer::TcpServer(std::shared_ptr<ServerContext> context, net::NetworkThreads& threads)
-    : context_(std::move(context)),
-      threads_(threads),
-      accept_io_(threads_.next()),
-      listener_(*accept_io_, context_->options.host, context_->options.tcp_port.value_or(0)),
-      connections_(std::make_shared<net::ConnectionSet<TcpConnection>>()) {}
+    : context_(context),
+      acceptor_(context, threads, context->options.tcp_port.value_or(0),
+                server_connections(context)) {}
 
 void TcpServer::start() {
-  listener_.start([this] { return threads_.next(); },
-                  [this](asio::ip::tcp::socket socket, std::shared_ptr<asio::io_context> io) {
-                    ConnectionSlot slot(context_);
-                    if (!slot) return;  // as many connections as allowed: this one closes now
-                    std::error_code ignored;
-                    socket.set_option(asio::ip::tcp::no_delay(true), ignored);
-                    auto budget = std::make_shared<ConnectionBudget>(
-                        context_->memory, context_->options.limits.max_connection_buffered_bytes);
-                    auto connection = std::make_shared<TcpConnection>(
-                        std::move(socket), io, context_, connections_, std::move(slot),
-                        std::move(budget));
-                    if (!connections_->add(connection)) return;  // stopping: it closes now
-                    asio::post(*io, [connection] { connection->start(); });
-                  });
+  acceptor_.start([this](asio::ip::tcp::socket socket, std::shared_ptr<asio::io_context> io,
+                         ConnectionSlot slot) {
+    auto budget = std::make_shared<ConnectionBudget>(
+        context_->memory, context_->options.limits.max_connection_buffered_bytes);
+    return std::make_shared<TcpConnection>(std::move(socket), io, context_, acceptor_.connections(),
+                                           std::move(slot), std::move(budget));
+  });
 }
 
 void TcpServer::stop() {
-  listener_.close();
-  for (auto& connection : connections_->close()) {
-    asio::post(*connection->io_context(), [connection] { connection->close("server stopping"); });
-  }
+  acceptor_.stop([](TcpConnection& connection) { connection.close("server stopping"); });
 }
 
 }  // namespace sonic::server

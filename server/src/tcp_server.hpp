@@ -4,10 +4,7 @@
 #include <cstdint>
 #include <memory>
 
-#include "net/connection_set.hpp"
-#include "net/listener.hpp"
-#include "net/network_threads.hpp"
-#include "server_context.hpp"
+#include "acceptor.hpp"
 
 namespace sonic::server {
 
@@ -19,16 +16,13 @@ class TcpServer {
   /// Binds (throws sonic::Error as Server::start says).
   TcpServer(std::shared_ptr<ServerContext> context, net::NetworkThreads& threads);
   void start();
-  std::uint16_t port() const { return listener_.port(); }
+  std::uint16_t port() const { return acceptor_.port(); }
   /// Stops accepting and closes every connection; returns at once.
   void stop();
 
  private:
   std::shared_ptr<ServerContext> context_;
-  net::NetworkThreads& threads_;  // outlives this object (see Server::stop)
-  std::shared_ptr<asio::io_context> accept_io_;
-  net::Listener listener_;
-  std::shared_ptr<net::ConnectionSet<TcpConnection>> connections_;
+  Acceptor<TcpConnection> acceptor_;
 };
 
 }  // namespace sonic::server
