@@ -206,6 +206,10 @@ HttpReply shared_memory(const ControlContext& context, ControlMethod method,
                     method == M::CudaSharedMemoryUnregister;
   Result<std::string> call = pc::encode_region_name(route.region);
   if (method == M::SystemSharedMemoryRegister || method == M::CudaSharedMemoryRegister) {
+    if (route.region.empty()) {
+      return error_reply(400, std::string("'region name' is necessary to register ") +
+                                  (cuda ? "cuda" : "system") + " shared memory region");
+    }
     auto body = json_body(request.body.view());
     if (!body) return error_reply(body.error());
     call = cuda ? cuda_registration(route.region, *body) : system_registration(route.region, *body);

@@ -106,7 +106,9 @@ TEST_CASE("Triton's REST routes name the methods it answers") {
   REQUIRE(region);
   CHECK(region->method == ControlMethod::CudaSharedMemoryRegister);
   CHECK(region->values.region == "r");
-  CHECK_FALSE(match("/v2/systemsharedmemory/register"));  // a registration names its region
+  // A registration must name its region: the route matches, and the port refuses it in
+  // Triton's words.
+  CHECK(match("/v2/systemsharedmemory/register")->values.region.empty());
   CHECK(match("/v2/trace/setting")->method == ControlMethod::TraceSetting);
   CHECK(match("/v2/models/m/trace/setting")->values.model == "m");
   CHECK(match("/v2/logging")->method == ControlMethod::LogSettings);
