@@ -78,12 +78,14 @@ void check_call_and_owner() {
 template <typename Call, typename Owner>
 void arm_deadline(const std::shared_ptr<Call>& call, asio::io_context& io, const Owner& owner);
 template <typename Call, typename Connection>
-bool settle(const std::shared_ptr<Call>& call, typename Call::Outcome outcome, bool borrowed,
+bool settle(const std::shared_ptr<Call>& call, typename Call::Outcome&& outcome, bool borrowed,
             asio::io_context& io, Connection& connection);
 
 /// The life of one call: a transport's call type derives from it (as from BookEntry), with
 /// `Outcome` what its `done` receives (a Result). `deadline` and `done` are set on the caller's
 /// thread before the call is posted to its network thread; everything else runs there only.
+/// Outcomes are taken by rvalue reference: an answer (its envelope and tensors) is moved once,
+/// into `done`, however many steps hand it on.
 template <typename OutcomeType>
 class CallLife {
  public:
@@ -109,7 +111,7 @@ class CallLife {
   /// Decides the outcome and hands it to `done` now, unless it was decided before (then
   /// `outcome` is dropped). For a call no write reads (it never reached a connection's writes).
   /// Network thread.
-  void deliver(Outcome outcome) {
+  void deliver(Outcome&& outcome) {
     if (finished_) return;
     finished_ = true;
     hand_over(std::move(outcome));
@@ -126,7 +128,7 @@ class CallLife {
   /// Holds `outcome` without deciding the call, for a carrier that decides it later, once its
   /// write is over (take_parked()): an http:// connection, which carries one call at a time.
   /// Network thread.
-  void park(Outcome outcome) { parked_ = std::make_unique<Outcome>(std::move(outcome)); }
+  void park(Outcome&& outcome) { parked_ = std::make_unique<Outcome>(std::move(outcome)); }
   /// The outcome park() held; parked() must be true. Network thread.
   Outcome take_parked() {
     auto outcome = std::move(parked_);
@@ -138,10 +140,10 @@ class CallLife {
   friend void arm_deadline(const std::shared_ptr<Call>& call, asio::io_context& io,
                            const Owner& owner);
   template <typename Call, typename Connection>
-  friend bool settle(const std::shared_ptr<Call>& call, typename Call::Outcome outcome,
+  friend bool settle(const std::shared_ptr<Call>& call, typename Call::Outcome&& outcome,
                      bool borrowed, asio::io_context& io, Connection& connection);
 
-  void hand_over(Outcome outcome) {
+  void hand_over(Outcome&& outcome) {
     if (timer_) timer_->cancel();
     auto finish = std::move(done);
     finish(std::move(outcome));
@@ -192,7 +194,7 @@ void arm_deadline(const std::shared_ptr<Call>& call, asio::io_context& io, const
 /// Otherwise the outcome is delivered now, inside this function, and false is returned.
 /// Network thread (of `io`).
 template <typename Call, typename Connection>
-bool settle(const std::shared_ptr<Call>& call, typename Call::Outcome outcome, bool borrowed,
+bool settle(const std::shared_ptr<Call>& call, typename Call::Outcome&& outcome, bool borrowed,
             asio::io_context& io, Connection& connection) {
   using Owner = std::shared_ptr<Connection>;
   call_life_detail::check_call_and_owner<Call, Owner>();
