@@ -8,13 +8,16 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <string>
 #include <thread>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
 #include "caller_lane.hpp"
 #include "channel.hpp"
 #include "client/blocking_wait.hpp"
+#include "connection_settings.hpp"
 
 namespace sonic::net {
 
@@ -120,15 +123,33 @@ class CallRoutes {
   std::vector<OnLane> lanes_;  // one per thread that made a blocking call through this transport
 };
 
+/// What the process's clients share a connection by, besides its settings.
+enum class ShareBy {
+  kUrl,      ///< the endpoint's URL: one connection per scheme
+  kAddress,  ///< host and port: the schemes of one transport share it (their calls say which)
+};
+
 /// The routes of one client's calls to `endpoint`: the channel the process's clients of it share
-/// under `key` (an endpoint and the settings of its connections; a channel of its own when
-/// options.share_connections is off), and a channel per thread that waits in a blocking call.
-/// `factory` makes the connections of both.
+/// (the endpoint as `share_by` says, and the settings of its connections; a channel of its own
+/// when options.share_connections is off), and a channel per thread that waits in a blocking
+/// call. Their connections are `Connection(io, endpoint, settings, events)`, with the settings of
+/// `options` and `tls` (null: plaintext). Called on the caller's thread (a transport's
+/// constructor); thread-safe.
 template <typename Connection, typename Call>
-CallRoutes<Connection, Call> make_routes(const std::string& key, const Endpoint& endpoint,
-                                         const ClientOptions& options,
-                                         typename Channel<Connection, Call>::Factory factory) {
+CallRoutes<Connection, Call> routes_for(const Endpoint& endpoint, const ClientOptions& options,
+                                        std::shared_ptr<TlsContext> tls, ShareBy share_by) {
+  static_assert(std::is_constructible_v<Connection, asio::io_context&, const Endpoint&,
+                                        const ConnectionSettings&, ChannelEvents<Call>>,
+                "Connection is made as Connection(io, endpoint, settings, events)");
   using ChannelType = Channel<Connection, Call>;
+  auto settings = ConnectionSettings::of(options, std::move(tls));
+  typename ChannelType::Factory factory = [endpoint, settings](asio::io_context& io,
+                                                               ChannelEvents<Call> events) {
+    return std::make_shared<Connection>(io, endpoint, settings, std::move(events));
+  };
+  const std::string key = settings.sharing_key(
+      share_by == ShareBy::kUrl ? endpoint.url
+                                : endpoint.host + ':' + std::to_string(endpoint.port));
   auto shared = ChannelType::get(key, options.share_connections, endpoint, options, factory);
   return CallRoutes<Connection, Call>(
       std::move(shared), options.drive_blocking_calls,

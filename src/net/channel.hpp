@@ -19,18 +19,13 @@
 #include <utility>
 #include <vector>
 
+#include "call_life.hpp"
 #include "network_threads.hpp"
 #include "sonic/cancel.hpp"
 #include "sonic/options.hpp"
 #include "sonic/transport.hpp"
 
 namespace sonic::net {
-
-/// How long a client connection may keep writing the bytes of a request that already ended
-/// (cancelled, or its client destroyed) before the connection is closed to let go of them:
-/// the caller's memory must not be read after its callback, and that callback waits for it.
-/// A request whose deadline passed gets no grace.
-inline constexpr std::chrono::milliseconds kParkedGrace{1000};
 
 /// Exponential backoff with ±20 % jitter between failed connection attempts
 /// (ClientOptions::reconnect_backoff, doubling up to reconnect_backoff_max). Not thread-safe:
@@ -99,9 +94,9 @@ struct ChannelEvents {
 };
 
 /// `Connection` has connect(), usable(), submit(std::shared_ptr<Call>) and
-/// shutdown(StatusCode, const std::string&); `Call` has `finished`, `deadline`,
-/// `wait_for_reconnect`, and `done`, callable with an Error. Everything but the constructor,
-/// the destructor and get() runs on the channel's network thread.
+/// shutdown(StatusCode, const std::string&); `Call` derives from CallLife (call_life.hpp) and
+/// has `wait_for_reconnect`. Everything but the constructor, the destructor and get() runs on
+/// the channel's network thread.
 template <typename Connection, typename Call>
 class Channel : public std::enable_shared_from_this<Channel<Connection, Call>> {
  public:
@@ -165,7 +160,7 @@ class Channel : public std::enable_shared_from_this<Channel<Connection, Call>> {
 
   /// Starts `call` on a usable connection, or waits or fails as the backoff says.
   void submit(std::shared_ptr<Call> call) {
-    if (call->finished) return;  // cancelled before it got here
+    if (call->finished()) return;  // cancelled before it got here
     if (!current_ || !current_->usable()) {
       if (backoff_.wait() > Clock::duration::zero()) {
         if (call->wait_for_reconnect) return defer(std::move(call));
@@ -198,12 +193,7 @@ class Channel : public std::enable_shared_from_this<Channel<Connection, Call>> {
   }
 
   /// Completes a call that is on no connection (it never reached the wire).
-  static void complete(Call& call, Error error) {
-    if (call.finished) return;
-    call.finished = true;
-    auto done = std::move(call.done);
-    done(std::move(error));
-  }
+  static void complete(Call& call, Error error) { call.deliver(std::move(error)); }
 
  private:
   std::string cannot_connect() const {
@@ -282,7 +272,7 @@ class CallBook {
       book->finished();
     };
     asio::post(channel->io(), [book, channel, call = std::move(call)]() mutable {
-      if (call->finished) return;  // cancelled on its way here
+      if (call->finished()) return;  // cancelled on its way here
       book->link(call);
       channel->submit(std::move(call));
     });
@@ -345,7 +335,7 @@ class CallBook {
   }
 
   static void abandon(const std::shared_ptr<Call>& call, Error why) {
-    if (call->finished) return;
+    if (call->finished()) return;
     if (auto connection = call->connection.lock()) return connection->abandon(call, std::move(why));
     ChannelType::complete(*call, std::move(why));  // on no connection: nothing on the wire
   }

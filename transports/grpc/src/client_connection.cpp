@@ -127,9 +127,10 @@ void ClientConnection::on_connected() {
 }
 
 void ClientConnection::submit(std::shared_ptr<ClientCall> call) {
-  call->connection = std::static_pointer_cast<ClientConnection>(shared_from_this());
-  arm_deadline(call);
-  if (call->finished) return;
+  auto self = std::static_pointer_cast<ClientConnection>(shared_from_this());
+  call->connection = self;
+  net::arm_deadline(call, io_, self);
+  if (call->finished()) return;
   switch (state_) {
     case State::Idle:
     case State::Connecting: waiting_.push_back(std::move(call)); return;
@@ -146,31 +147,12 @@ void ClientConnection::submit(std::shared_ptr<ClientCall> call) {
   }
 }
 
-void ClientConnection::arm_deadline(const std::shared_ptr<ClientCall>& call) {
-  if (call->deadline == Deadline::max()) return;
-  if (call->deadline <= Clock::now()) {
-    complete(call,
-             Error(StatusCode::DeadlineExceeded, "deadline passed before the request was sent"));
-    return;
-  }
-  call->timer = std::make_unique<asio::steady_timer>(io_, call->deadline);
-  std::weak_ptr<ClientCall> weak = call;
-  auto self = std::static_pointer_cast<ClientConnection>(shared_from_this());
-  call->timer->async_wait([self, weak](std::error_code ec) {
-    auto expired = weak.lock();
-    if (ec || !expired) return;
-    self->abandon(expired, Error(StatusCode::DeadlineExceeded,
-                                 "no response from " + self->describe() + " before the deadline"));
-    // Its request is still being written (a large tensor to a slow or stalled peer): the
-    // deadline is a promise to the caller, whose memory the write reads. End the write.
-    if (expired->parked) {
-      self->fail("a request's deadline passed while it was still being written");
-    }
-  });
+void ClientConnection::let_go(const std::shared_ptr<ClientCall>&, const std::string& why) {
+  fail(why);  // closes the socket: the write ends, and its calls are answered
 }
 
 void ClientConnection::abandon(const std::shared_ptr<ClientCall>& call, Error why) {
-  if (call->finished) return;
+  if (call->finished()) return;
   if (call->stream_id > 0 && !lost_ && streams_.erase(call->stream_id) > 0) {
     // Tell the server to stop working on it; the stream's close event finds it gone.
     nghttp2_submit_rst_stream(session_, NGHTTP2_FLAG_NONE, call->stream_id, NGHTTP2_CANCEL);
@@ -187,7 +169,7 @@ void ClientConnection::forget_finished_waiting() {
   // as live ones, and each sweep is paid for by the ends that made it.
   if (++finished_waiting_ * 2 <= waiting_.size()) return;
   waiting_.erase(std::remove_if(waiting_.begin(), waiting_.end(),
-                                [](const auto& waiting) { return waiting->finished; }),
+                                [](const auto& waiting) { return waiting->finished(); }),
                  waiting_.end());
   finished_waiting_ = 0;
 }
@@ -205,7 +187,7 @@ void ClientConnection::start_waiting() {
     auto waiting = std::move(waiting_);
     waiting_.clear();
     for (auto& call : waiting) {
-      if (call->finished || hand_back(call)) continue;
+      if (call->finished() || hand_back(call)) continue;
       complete(call, Error(StatusCode::Unavailable,
                            "the connection to " + describe() +
                                " takes no more calls; this one never reached the server")
@@ -216,12 +198,12 @@ void ClientConnection::start_waiting() {
   while (!waiting_.empty() && stream_free()) {
     auto call = std::move(waiting_.front());
     waiting_.pop_front();
-    if (!call->finished) start_stream(call);
+    if (!call->finished()) start_stream(call);
   }
 }
 
 void ClientConnection::resume_call(const std::shared_ptr<ClientCall>& call) {
-  if (call->finished || call->stream_id <= 0 || lost_) return;  // not started: it reads later
+  if (call->finished() || call->stream_id <= 0 || lost_) return;  // not started: it reads later
   resume(call->stream_id, *call->body);
   flush();
 }
@@ -339,7 +321,7 @@ int ClientConnection::on_data(std::int32_t stream_id, const std::uint8_t* data, 
   // The connection's window never waits: a stream that does waits in its own.
   nghttp2_session_consume_connection(session_, len);
   auto call = find(stream_id);
-  if (!call || call->finished || !carries_grpc(call->response_state())) {
+  if (!call || call->finished() || !carries_grpc(call->response_state())) {
     // Not for a call, or not gRPC: a proxy's error page (HTTP 502, text/html) is no message.
     // It is dropped; the status says what happened when the stream closes (outcome_of).
     nghttp2_session_consume_stream(session_, stream_id, len);
@@ -373,7 +355,7 @@ int ClientConnection::on_data(std::int32_t stream_id, const std::uint8_t* data, 
 
 protocol::MessageReader::Destination ClientConnection::read_destination(std::int32_t stream_id) {
   auto call = find(stream_id);
-  if (!call || call->finished || !call->response || !carries_grpc(*call->response)) return {};
+  if (!call || call->finished() || !call->response || !carries_grpc(*call->response)) return {};
   return call->response->reader.tensor_destination();
 }
 
@@ -383,7 +365,7 @@ const protocol::OutgoingBody* ClientConnection::sending_body(std::int32_t stream
 }
 
 void ClientConnection::reopen_window(const std::shared_ptr<ClientCall>& call) {
-  if (call->finished || call->stream_id <= 0 || lost_ || !call->stream) return;
+  if (call->finished() || call->stream_id <= 0 || lost_ || !call->stream) return;
   StreamPart& stream = *call->stream;
   if (stream.window_held_back == 0) return;
   if (stream.window->hold_back()) return;  // held again meanwhile: it says when to come back
@@ -447,7 +429,7 @@ int ClientConnection::on_stream_close(nghttp2_session*, std::int32_t stream_id,
 void ClientConnection::close_stream(const std::shared_ptr<ClientCall>& call,
                                     std::uint32_t error_code) {
   call->times.last_byte = Clock::now();
-  if (call->finished) return;
+  if (call->finished()) return;
   // REFUSED_STREAM means the server did not process the stream: more streams than its limit,
   // sent before its SETTINGS arrived, or a stream above the last one a GOAWAY said it would
   // process. Like gRPC, start it again transparently: here, or on a new connection after GOAWAY.
@@ -523,35 +505,13 @@ Result<ReceivedMessage> ClientConnection::outcome_of(ClientCall& call,
 
 void ClientConnection::complete(const std::shared_ptr<ClientCall>& call,
                                 Result<ReceivedMessage> outcome) {
-  if (call->finished) return;
-  call->finished = true;
+  if (call->finished()) return;
   if (call->stream) call->stream->window->detach();
-  if (call->body && call->body->in_flight_writes > 0) {
-    // A write still reads the caller's tensors: answer once it no longer does. A healthy
-    // connection finishes the write soon; a stalled one is closed, ending the write, by the
-    // call's deadline or after net::kParkedGrace, whichever comes first.
-    call->parked = std::make_unique<Result<ReceivedMessage>>(std::move(outcome));
+  // A write still reads the caller's tensors: answered once it no longer does.
+  const bool borrowed = call->body && call->body->in_flight_writes > 0;
+  if (net::settle(call, std::move(outcome), borrowed, io_, *this)) {
     parked_[call->body.get()] = call;
-    auto release_by = std::min(call->deadline, Clock::now() + net::kParkedGrace);
-    call->timer = std::make_unique<asio::steady_timer>(io_, release_by);
-    std::weak_ptr<ClientCall> weak = call;
-    auto self = std::static_pointer_cast<ClientConnection>(shared_from_this());
-    call->timer->async_wait([self, weak](std::error_code ec) {
-      auto stuck = weak.lock();
-      if (ec || !stuck || !stuck->parked) return;
-      self->fail(
-          "a stopped request's bytes were still being written: the connection is "
-          "closed to let go of them");
-    });
-    return;
   }
-  deliver(*call, std::move(outcome));
-}
-
-void ClientConnection::deliver(ClientCall& call, Result<ReceivedMessage> outcome) {
-  if (call.timer) call.timer->cancel();
-  auto done = std::move(call.done);
-  done(std::move(outcome));
 }
 
 void ClientConnection::on_body_released(protocol::OutgoingBody& body) {
@@ -559,8 +519,7 @@ void ClientConnection::on_body_released(protocol::OutgoingBody& body) {
   if (it == parked_.end()) return;
   auto call = std::move(it->second);
   parked_.erase(it);
-  auto outcome = std::move(call->parked);
-  deliver(*call, std::move(*outcome));
+  call->release();
 }
 
 void ClientConnection::on_connection_lost(const std::string& why) {

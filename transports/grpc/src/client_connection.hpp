@@ -14,6 +14,7 @@
 #include <utility>
 #include <vector>
 
+#include "net/call_life.hpp"
 #include "net/channel.hpp"
 #include "net/connection_settings.hpp"
 #include "net/connector.hpp"
@@ -71,16 +72,20 @@ struct StreamPart {
   std::size_t window_held_back = 0;  ///< bytes received and not yet given back
 };
 
+/// Its `done` runs exactly once on the network thread, while whoever calls it holds the call
+/// (so `times` may be read there).
 struct ClientCall
-    : net::BookEntry<ClientCall, detail::UniqueFunction<void(Result<protocol::ReceivedMessage>)>> {
+    : net::CallLife<Result<protocol::ReceivedMessage>>,
+      net::BookEntry<ClientCall, net::CallLife<Result<protocol::ReceivedMessage>>::Done> {
   ClientCall(std::string method_name, std::shared_ptr<protocol::OutgoingBody> request_body,
              Deadline call_deadline, protocol::RawFieldPath raw_field,
              std::size_t max_message_bytes)
       : method(std::move(method_name)),
         body(std::move(request_body)),
-        deadline(call_deadline),
         response_raw_field(raw_field),
-        max_response_bytes(max_message_bytes) {}
+        max_response_bytes(max_message_bytes) {
+    deadline = call_deadline;
+  }
 
   /// Times a call may be refused unprocessed and started again before it fails UNAVAILABLE.
   /// Each refusal proves the server did nothing with it, so starting again is safe; a server
@@ -100,7 +105,6 @@ struct ClientCall
 
   std::string method;  ///< of the inference service ("ModelInfer")
   std::shared_ptr<protocol::OutgoingBody> body;
-  Deadline deadline;
   protocol::RawFieldPath response_raw_field;
   std::size_t max_response_bytes;
   std::vector<std::pair<std::string, std::string>> headers;
@@ -108,9 +112,6 @@ struct ClientCall
   /// client has nowhere else to go).
   bool wait_for_reconnect = false;
   CallTimes times;
-  /// Runs exactly once on the network thread, while whoever calls it holds the call (so
-  /// `times` may be read there).
-  detail::UniqueFunction<void(Result<protocol::ReceivedMessage>)> done;
   /// Set for a stream's call (its body is open, more messages are appended to it); a unary
   /// call, which a client may hold thousands of, carries none of this.
   std::unique_ptr<StreamPart> stream;
@@ -126,11 +127,7 @@ struct ClientCall
     return *response;
   }
   std::unique_ptr<CallResponse> response;
-  std::unique_ptr<asio::steady_timer> timer;
-  bool finished = false;
   int refusals = 0;  // times the server refused the stream unprocessed
-  /// The outcome, held while a write still reads the request's borrowed bytes.
-  std::unique_ptr<Result<protocol::ReceivedMessage>> parked;
 };
 
 using net::ConnectionSettings;
@@ -157,6 +154,10 @@ class ClientConnection final : public net::H2Session {
   void shutdown(StatusCode code, const std::string& why);
   /// False once the connection failed, was shut down, or the server sent GOAWAY.
   bool usable() const noexcept { return !lost_ && !goaway_; }
+  /// "grpc://host:port", for messages.
+  std::string describe() const;
+  /// Closes the connection, ending the write that still reads `call`'s bytes (net::CallLife).
+  void let_go(const std::shared_ptr<ClientCall>& call, const std::string& why);
 
  private:
   enum class State { Idle, Connecting, Ready, Closed };
@@ -173,12 +174,10 @@ class ClientConnection final : public net::H2Session {
   // A waiting call ended (deadline, cancel()): sweeps the ended ones out of the queue once
   // they are half of it.
   void forget_finished_waiting();
-  void arm_deadline(const std::shared_ptr<ClientCall>& call);
   Result<protocol::ReceivedMessage> outcome_of(ClientCall& call, std::uint32_t h2_error) const;
+  // Decides the call's outcome (net::settle): parked while a write reads its bytes.
   void complete(const std::shared_ptr<ClientCall>& call, Result<protocol::ReceivedMessage> outcome);
-  void deliver(ClientCall& call, Result<protocol::ReceivedMessage> outcome);
   std::shared_ptr<ClientCall> find(std::int32_t stream_id) const;
-  std::string describe() const;
   // Gives a call the server never processed back to the channel, to start on a new
   // connection; false when it may not be restarted again.
   bool hand_back(const std::shared_ptr<ClientCall>& call);

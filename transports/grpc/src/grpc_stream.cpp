@@ -65,7 +65,7 @@ class GrpcStream final : public TransportStream {
       return Error(StatusCode::FailedPrecondition, "the stream was closed or has ended");
     }
     asio::post(channel_->io(), [call = call_, message = std::move(*message)] {
-      if (call->finished) return;
+      if (call->finished()) return;
       call->body->append_message(*message);
       if (auto connection = call->connection.lock()) connection->resume_call(call);
     });
@@ -77,7 +77,7 @@ class GrpcStream final : public TransportStream {
     if (closed_) return;
     closed_ = true;
     asio::post(channel_->io(), [call = call_] {
-      if (call->finished) return;
+      if (call->finished()) return;
       call->body->open = false;
       if (auto connection = call->connection.lock()) connection->resume_call(call);
     });

@@ -24,20 +24,6 @@ namespace {
 using protocol::ReceivedMessage;
 using Routes = net::CallRoutes<ClientConnection, ClientCall>;
 
-/// The routes of a client's calls to `endpoint`: the channel shared with the process's other
-/// clients of the endpoint whose connection settings agree (unless share_connections is off),
-/// and a channel per thread that waits in a blocking call. With `tls`, connections speak TLS.
-Routes routes_for(const Endpoint& endpoint, const ClientOptions& options,
-                  std::shared_ptr<net::TlsContext> tls) {
-  auto settings = ConnectionSettings::of(options, std::move(tls));
-  GrpcChannel::Factory factory = [endpoint, settings](asio::io_context& io,
-                                                      net::ChannelEvents<ClientCall> events) {
-    return std::make_shared<ClientConnection>(io, endpoint, settings, std::move(events));
-  };
-  return net::make_routes<ClientConnection, ClientCall>(settings.sharing_key(endpoint.url),
-                                                        endpoint, options, std::move(factory));
-}
-
 // Turns the steps a call passed into durations; a step not seen leaves its part zero.
 void record_timing(InferTiming& t, const CallTimes& at, Clock::time_point begun,
                    Clock::time_point decoding) {
@@ -60,9 +46,11 @@ class GrpcTransport final : public Transport {
  public:
   GrpcTransport(const Endpoint& endpoint, const ClientOptions& options,
                 std::shared_ptr<net::TlsContext> tls)
-      : routes_(routes_for(endpoint, options, std::move(tls))),
+      // One connection per URL: grpc:// and grpcs:// differ in their settings anyway.
+      : routes_(net::routes_for<ClientConnection, ClientCall>(endpoint, options, std::move(tls),
+                                                              net::ShareBy::kUrl)),
         headers_(options.headers),
-        bearer_token_(options.bearer_token),
+        credentials_(options.bearer_token),
         max_message_bytes_(options.max_message_bytes),
         compression_(options.compression.grpc),
         stream_window_bytes_(options.stream_window_bytes),
@@ -163,13 +151,11 @@ class GrpcTransport final : public Transport {
     return call;
   }
 
-  // The bearer token's header, asked now (a rotated token is picked up by the next call).
+  // The bearer token's header among the call's metadata (net::Credentials).
   Result<void> add_credentials(std::vector<std::pair<std::string, std::string>>& headers) const {
-    if (!bearer_token_) return {};
-    auto authorization = net::bearer_authorization(bearer_token_);
-    if (!authorization) return authorization.error();
-    headers.emplace_back(net::kAuthorization, std::move(*authorization));
-    return {};
+    return credentials_.add_to([&headers](std::string value) {
+      headers.emplace_back(net::kAuthorization, std::move(value));
+    });
   }
 
   void start(const Routes::Route& route, std::shared_ptr<ClientCall> call) {
@@ -179,7 +165,7 @@ class GrpcTransport final : public Transport {
 
   Routes routes_;
   std::vector<std::pair<std::string, std::string>> headers_;
-  std::function<Result<std::string>()> bearer_token_;
+  net::Credentials credentials_;
   std::size_t max_message_bytes_;
   Compression compression_;          // of requests that do not choose
   std::size_t stream_window_bytes_;  // what a stream's undelivered responses may hold

@@ -91,10 +91,8 @@ void HttpConnection::start(std::shared_ptr<HttpCall> call) {
   writing_ = true;
   link_.async_write(out_, [self = shared_from_this()](std::error_code error, std::size_t) {
     self->writing_ = false;
-    if (self->parked_) {  // the call ended while its bytes were being written
-      auto outcome = std::move(*self->parked_);
-      self->parked_.reset();
-      return self->deliver(std::move(outcome));
+    if (self->call_ && self->call_->parked()) {  // it ended while its bytes were being written
+      return self->deliver(self->call_->take_parked());
     }
     if (error && !self->closed_) self->lost(error.message());
   });
@@ -322,8 +320,7 @@ void HttpConnection::finish(Result<HttpAnswer> outcome) {
   if (writing_) {
     // The request's bytes are still being written (the server answered early, or the call
     // was abandoned): reported once the write no longer reads them.
-    parked_ = std::make_unique<Result<HttpAnswer>>(std::move(outcome));
-    return;
+    return call_->park(std::move(outcome));
   }
   deliver(std::move(outcome));
 }

@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "net/call_life.hpp"
 #include "net/channel.hpp"
 #include "net/connection_settings.hpp"
 #include "net/connector.hpp"
@@ -40,8 +41,10 @@ struct HttpAnswer {
   std::vector<std::size_t> part_sizes;
 };
 
-/// One call: what to send and the handler of the answer.
-struct HttpCall : net::BookEntry<HttpCall, detail::UniqueFunction<void(Result<HttpAnswer>)>> {
+/// One call: what to send and the handler of the answer (`done`, which runs exactly once, on
+/// the network thread). Its connection parks its outcome in it while a write reads its bytes.
+struct HttpCall : net::CallLife<Result<HttpAnswer>>,
+                  net::BookEntry<HttpCall, net::CallLife<Result<HttpAnswer>>::Done> {
   RestRequest request;
   std::string head;  ///< the request line and header fields, ending in the blank line
   /// An inference call: a 200 answer with Inference-Header-Content-Length carries binary parts.
@@ -50,15 +53,10 @@ struct HttpCall : net::BookEntry<HttpCall, detail::UniqueFunction<void(Result<Ht
   Compression encoding = Compression::None;
   /// Inference-Header-Content-Length: the JSON's length before compression.
   std::size_t json_length = 0;
-  Deadline deadline = Deadline::max();
   bool wait_for_reconnect = false;
-  bool finished = false;
-  /// Runs exactly once, on the network thread.
-  detail::UniqueFunction<void(Result<HttpAnswer>)> done;
 
   // Progress, owned by the pool.
   std::weak_ptr<HttpPool> connection;  ///< the pool it was submitted to (net::CallBook's name)
-  std::unique_ptr<asio::steady_timer> timer;
 };
 
 class HttpConnection : public std::enable_shared_from_this<HttpConnection> {
@@ -120,9 +118,8 @@ class HttpConnection : public std::enable_shared_from_this<HttpConnection> {
   bool writing_ = false;  // a write reads the call's bytes
   bool reading_ = false;
   bool served_ = false;
-  bool answered_ = false;  // the call's outcome is decided (parked_ while writing_)
+  bool answered_ = false;  // the call's outcome is decided (parked in the call while writing_)
   std::shared_ptr<HttpCall> call_;
-  std::unique_ptr<Result<HttpAnswer>> parked_;  // the outcome, while writing_
   std::vector<asio::const_buffer> out_;
 
   // The answer being read.

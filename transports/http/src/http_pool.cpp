@@ -23,7 +23,7 @@ void HttpPool::open() {
                                 [weak](std::shared_ptr<HttpCall> call, Result<HttpAnswer> outcome) {
                                   if (auto self = weak.lock())
                                     return self->on_finished(std::move(call), std::move(outcome));
-                                  if (call) complete(*call, std::move(outcome));
+                                  if (call) call->deliver(std::move(outcome));
                                 }};
   auto connection = std::make_shared<HttpConnection>(io_, endpoint_, settings_, std::move(events));
   connections_.push_back(connection);
@@ -44,9 +44,9 @@ void HttpPool::on_connected(const std::string& failure) {
   auto waiting = std::move(waiting_);
   waiting_.clear();
   for (auto& call : waiting) {
-    complete(*call,
-             Error(StatusCode::Unavailable, "cannot connect to " + endpoint_.url + ": " + failure)
-                 .set_never_sent());
+    call->deliver(
+        Error(StatusCode::Unavailable, "cannot connect to " + endpoint_.url + ": " + failure)
+            .set_never_sent());
   }
   // The channel makes a new pool for its next calls; this one goes once the connection that
   // failed lets go of it (the caller holds it meanwhile).
@@ -55,34 +55,15 @@ void HttpPool::on_connected(const std::string& failure) {
 
 void HttpPool::submit(std::shared_ptr<HttpCall> call) {
   if (failed_) {
-    return complete(*call,
-                    Error(StatusCode::Unavailable, "connection to " + endpoint_.url + " is closed")
-                        .set_never_sent());
+    return call->deliver(
+        Error(StatusCode::Unavailable, "connection to " + endpoint_.url + " is closed")
+            .set_never_sent());
   }
   call->connection = weak_from_this();
-  arm_deadline(call);
-  if (call->finished) return;
+  net::arm_deadline(call, io_, call->connection);
+  if (call->finished()) return;
   waiting_.push_back(std::move(call));
   dispatch();
-}
-
-void HttpPool::arm_deadline(const std::shared_ptr<HttpCall>& call) {
-  if (call->deadline == Deadline::max()) return;
-  if (call->deadline <= Clock::now()) {
-    return complete(
-        *call, Error(StatusCode::DeadlineExceeded, "deadline passed before the request was sent"));
-  }
-  call->timer = std::make_unique<asio::steady_timer>(io_, call->deadline);
-  std::weak_ptr<HttpPool> weak_pool = weak_from_this();
-  std::weak_ptr<HttpCall> weak_call = call;
-  call->timer->async_wait([weak_pool, weak_call](std::error_code ec) {
-    auto self = weak_pool.lock();
-    auto expired = weak_call.lock();
-    if (ec || !self || !expired) return;
-    self->abandon(expired,
-                  Error(StatusCode::DeadlineExceeded,
-                        "no response from " + self->endpoint_.url + " before the deadline"));
-  });
 }
 
 void HttpPool::dispatch() {
@@ -97,7 +78,7 @@ void HttpPool::dispatch() {
   // Every caller of dispatch() holds the pool: letting go of it here never ends this call.
   if (connections_.empty() && waiting_.empty()) alive_.reset();
   while (!waiting_.empty()) {
-    if (waiting_.front()->finished) {
+    if (waiting_.front()->finished()) {
       waiting_.pop_front();
       continue;
     }
@@ -138,7 +119,7 @@ void HttpPool::on_finished(std::shared_ptr<HttpCall> call, Result<HttpAnswer> ou
     carried_.erase(std::remove_if(carried_.begin(), carried_.end(),
                                   [&call](const auto& entry) { return entry.first == call.get(); }),
                    carried_.end());
-    complete(*call, std::move(outcome));
+    call->deliver(std::move(outcome));
   }
   // The next call starts on the freed connection after this handler, never inside the
   // connection's own read or write handler.
@@ -153,16 +134,16 @@ void HttpPool::on_finished(std::shared_ptr<HttpCall> call, Result<HttpAnswer> ou
 }
 
 void HttpPool::abandon(const std::shared_ptr<HttpCall>& call, Error why) {
-  if (call->finished) return;
+  if (call->finished()) return;
   auto queued = std::find(waiting_.begin(), waiting_.end(), call);
   if (queued != waiting_.end()) {
     waiting_.erase(queued);
-    return complete(*call, std::move(why));
+    return call->deliver(std::move(why));
   }
   for (const auto& [carried, connection] : carried_) {
     if (carried == call.get()) return connection->abandon(std::move(why));
   }
-  complete(*call, std::move(why));
+  call->deliver(std::move(why));
 }
 
 void HttpPool::shutdown(StatusCode code, const std::string& why) {
@@ -172,17 +153,15 @@ void HttpPool::shutdown(StatusCode code, const std::string& why) {
   const Error error(code, why);
   auto waiting = std::move(waiting_);
   waiting_.clear();
-  for (auto& call : waiting) complete(*call, error);
+  for (auto& call : waiting) call->deliver(error);
   auto connections = connections_;
   for (auto& connection : connections) connection->close(error);
 }
 
-void HttpPool::complete(HttpCall& call, Result<HttpAnswer> outcome) {
-  if (call.finished) return;
-  call.finished = true;
-  if (call.timer) call.timer->cancel();
-  auto done = std::move(call.done);
-  done(std::move(outcome));
+void HttpPool::let_go(const std::shared_ptr<HttpCall>& call, const std::string& why) {
+  for (const auto& [carried, connection] : carried_) {
+    if (carried == call.get()) return connection->close(Error(StatusCode::Unavailable, why));
+  }
 }
 
 }  // namespace sonic::http

@@ -26,19 +26,21 @@ class HttpPool : public std::enable_shared_from_this<HttpPool> {
   void submit(std::shared_ptr<HttpCall> call);
   /// Ends the call with `why`: taken out of the queue, or its connection closed.
   void abandon(const std::shared_ptr<HttpCall>& call, Error why);
+  /// The endpoint's URL, for messages.
+  const std::string& describe() const { return endpoint_.url; }
+  /// Closes the connection that still writes `call`'s bytes (net::CallLife).
+  void let_go(const std::shared_ptr<HttpCall>& call, const std::string& why);
   /// Ends every call with `code` and closes every connection; the pool then goes once nothing
   /// else holds it.
   void shutdown(StatusCode code, const std::string& why);
 
  private:
   void open();
-  void arm_deadline(const std::shared_ptr<HttpCall>& call);
   void dispatch();
   // Runs dispatch() at `when` (one timer for the pool).
   void wake_at(Clock::time_point when);
   void on_connected(const std::string& failure);
   void on_finished(std::shared_ptr<HttpCall> call, Result<HttpAnswer> outcome);
-  static void complete(HttpCall& call, Result<HttpAnswer> outcome);
 
   asio::io_context& io_;
   const Endpoint endpoint_;

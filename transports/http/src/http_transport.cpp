@@ -20,21 +20,8 @@ namespace sonic::http {
 
 namespace {
 
-using HttpChannel = net::Channel<HttpPool, HttpCall>;
 using Routes = net::CallRoutes<HttpPool, HttpCall>;
 using Calls = Routes::Book;
-
-Routes routes_for(const Endpoint& endpoint, const ClientOptions& options,
-                  std::shared_ptr<net::TlsContext> tls) {
-  auto settings = net::ConnectionSettings::of(options, std::move(tls));
-  HttpChannel::Factory factory = [endpoint, settings](asio::io_context& io,
-                                                      net::ChannelEvents<HttpCall> events) {
-    return std::make_shared<HttpPool>(io, endpoint, settings, std::move(events));
-  };
-  return net::make_routes<HttpPool, HttpCall>(
-      settings.sharing_key(endpoint.host + ':' + std::to_string(endpoint.port)), endpoint, options,
-      std::move(factory));
-}
 
 // A header field's value may not hold a line break: it would end the field and let the text
 // after it write fields (or a request) of its own.
@@ -46,7 +33,8 @@ class HttpTransport final : public Transport {
  public:
   HttpTransport(const Endpoint& endpoint, const ClientOptions& options,
                 std::shared_ptr<net::TlsContext> tls)
-      : routes_(routes_for(endpoint, options, std::move(tls))),
+      : routes_(net::routes_for<HttpPool, HttpCall>(endpoint, options, std::move(tls),
+                                                    net::ShareBy::kAddress)),
         host_(endpoint.host.find(':') == std::string::npos ? endpoint.host
                                                            : '[' + endpoint.host + ']'),
         authority_(host_ + ':' + std::to_string(endpoint.port)),
@@ -54,7 +42,7 @@ class HttpTransport final : public Transport {
         compression_(options.compression.grpc),
         wait_for_reconnect_(net::ReconnectBackoff::calls_wait(options)),
         headers_(options.headers),
-        bearer_token_(options.bearer_token) {}
+        credentials_(options.bearer_token) {}
 
   // Cancels this client's calls (only its own: the connections may serve other clients), and
   // returns once every one of them has completed.
@@ -174,11 +162,9 @@ class HttpTransport final : public Transport {
         head += name + ": " + value + "\r\n";
       }
     }
-    if (bearer_token_) {
-      auto authorization = net::bearer_authorization(bearer_token_);
-      if (!authorization) return authorization.error();
-      head += "Authorization: " + *authorization + "\r\n";
-    }
+    auto credentials = credentials_.add_to(
+        [&head](std::string value) { head += "Authorization: " + value + "\r\n"; });
+    if (!credentials) return credentials.error();
     head += "\r\n";
     return {};
   }
@@ -196,7 +182,7 @@ class HttpTransport final : public Transport {
   const Compression compression_;  // of requests that do not choose
   const bool wait_for_reconnect_;
   const std::vector<std::pair<std::string, std::string>> headers_;
-  const std::function<Result<std::string>()> bearer_token_;
+  const net::Credentials credentials_;
 };
 
 const bool registered = [] {

@@ -51,7 +51,7 @@ void ClientStream::on_connected() {
   auto waiting = std::move(waiting_);
   waiting_.clear();
   for (auto& call : waiting) {
-    if (call->finished) continue;
+    if (call->finished()) continue;
     write_call(*call);
   }
   keepalive_.activity();
@@ -68,13 +68,14 @@ void ClientStream::connect_failed(const std::string& why) {
 
 void ClientStream::submit(std::shared_ptr<TcpCall> call) {
   if (!usable()) {
-    return deliver(*call,
-                   Error(StatusCode::Unavailable, "connection to " + endpoint_.url + " is closed")
-                       .set_never_sent());
+    return call->deliver(
+        Error(StatusCode::Unavailable, "connection to " + endpoint_.url + " is closed")
+            .set_never_sent());
   }
-  call->connection = std::static_pointer_cast<ClientStream>(shared_from_this());
-  arm_deadline(call);
-  if (call->finished) return;
+  auto self = std::static_pointer_cast<ClientStream>(shared_from_this());
+  call->connection = self;
+  net::arm_deadline(call, io_, self);
+  if (call->finished()) return;
   pending_[call->id] = call;
   if (connected_) {
     write_call(*call);
@@ -95,30 +96,12 @@ void ClientStream::write_call(TcpCall& call) {
   send(std::move(call.frame), call.id);
 }
 
-void ClientStream::arm_deadline(const std::shared_ptr<TcpCall>& call) {
-  if (call->deadline == Deadline::max()) return;
-  if (call->deadline <= Clock::now()) {
-    return deliver(
-        *call, Error(StatusCode::DeadlineExceeded, "deadline passed before the request was sent"));
-  }
-  call->timer = std::make_unique<asio::steady_timer>(io_, call->deadline);
-  auto self = std::static_pointer_cast<ClientStream>(shared_from_this());
-  std::weak_ptr<TcpCall> weak = call;
-  call->timer->async_wait([self, weak](std::error_code ec) {
-    auto expired = weak.lock();
-    if (ec || !expired) return;
-    self->abandon(expired,
-                  Error(StatusCode::DeadlineExceeded,
-                        "no response from " + self->endpoint_.url + " before the deadline"));
-    // Still being written (a large tensor to a slow or stalled peer): end the write, which
-    // reads the caller's memory, rather than break the deadline.
-    if (expired->parked)
-      self->close("a request's deadline passed while it was still being written");
-  });
+void ClientStream::let_go(const std::shared_ptr<TcpCall>&, const std::string& why) {
+  close(why);  // the write ends, and its calls are answered
 }
 
 void ClientStream::abandon(const std::shared_ptr<TcpCall>& call, Error why) {
-  if (call->finished) return;
+  if (call->finished()) return;
   // Sent: the server may still hold it in a queue. A cancel frame lets it go there, as an
   // HTTP/2 client's RST_STREAM does.
   if (pending_.erase(call->id) > 0 && usable()) send(protocol::tcp::encode_cancel(call->id));
@@ -126,35 +109,10 @@ void ClientStream::abandon(const std::shared_ptr<TcpCall>& call, Error why) {
 }
 
 void ClientStream::complete(const std::shared_ptr<TcpCall>& call, Result<Frame> outcome) {
-  if (call->finished) return;
-  call->finished = true;
-  if (writing(call->id)) {
-    // A write still reads the caller's tensors: answer once it no longer does. A healthy
-    // connection finishes the write soon; a stalled one is closed, ending the write, by the
-    // call's deadline or after net::kParkedGrace, whichever comes first.
-    call->parked = std::make_unique<Result<protocol::tcp::Frame>>(std::move(outcome));
+  // A write still reads the caller's tensors: answered once it no longer does.
+  if (net::settle(call, std::move(outcome), writing(call->id), io_, *this)) {
     parked_[call->id] = call;
-    auto release_by = std::min(call->deadline, Clock::now() + net::kParkedGrace);
-    call->timer = std::make_unique<asio::steady_timer>(io_, release_by);
-    auto self = std::static_pointer_cast<ClientStream>(shared_from_this());
-    std::weak_ptr<TcpCall> weak = call;
-    call->timer->async_wait([self, weak](std::error_code ec) {
-      auto stuck = weak.lock();
-      if (ec || !stuck || !stuck->parked) return;
-      self->close(
-          "a stopped request's bytes were still being written: the connection is "
-          "closed to let go of them");
-    });
-    return;
   }
-  deliver(*call, std::move(outcome));
-}
-
-void ClientStream::deliver(TcpCall& call, Result<Frame> outcome) {
-  call.finished = true;
-  if (call.timer) call.timer->cancel();
-  auto done = std::move(call.done);
-  done(std::move(outcome));
 }
 
 void ClientStream::on_released(std::uint64_t id) {
@@ -162,8 +120,7 @@ void ClientStream::on_released(std::uint64_t id) {
   if (it == parked_.end()) return;
   auto call = std::move(it->second);
   parked_.erase(it);
-  auto outcome = std::move(call->parked);
-  deliver(*call, std::move(*outcome));
+  call->release();
 }
 
 void ClientStream::shutdown(const Error& why) {

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "net/call_life.hpp"
 #include "net/channel.hpp"
 #include "net/connection_settings.hpp"
 #include "net/connector.hpp"
@@ -23,25 +24,19 @@ namespace sonic::tcp {
 
 class ClientStream;
 
-/// One call: a frame to send and the handler of the answer frame.
-struct TcpCall
-    : net::BookEntry<TcpCall, detail::UniqueFunction<void(Result<protocol::tcp::Frame>)>> {
+/// One call: a frame to send and the handler of the answer frame (`done`, which runs exactly
+/// once, on the network thread).
+struct TcpCall : net::CallLife<Result<protocol::tcp::Frame>>,
+                 net::BookEntry<TcpCall, net::CallLife<Result<protocol::tcp::Frame>>::Done> {
   std::uint64_t id = 0;  ///< unique in the process, so unique on every connection
   protocol::tcp::OutgoingFrame frame;
   /// The "authorization" header the frame goes with (ClientOptions::bearer_token); empty
   /// when none.
   std::string authorization;
-  Deadline deadline = Deadline::max();
   bool wait_for_reconnect = false;
-  bool finished = false;
-  /// Runs exactly once, on the network thread.
-  detail::UniqueFunction<void(Result<protocol::tcp::Frame>)> done;
 
   // Progress, owned by the connection.
   std::weak_ptr<ClientStream> connection;  // the one it was submitted to
-  std::unique_ptr<asio::steady_timer> timer;
-  /// The outcome, held while a write still reads the request's borrowed bytes.
-  std::unique_ptr<Result<protocol::tcp::Frame>> parked;
 };
 
 class ClientStream final : public net::FrameStream {
@@ -58,6 +53,10 @@ class ClientStream final : public net::FrameStream {
   /// was sent; a later answer for it is dropped. Its outcome waits while a write reads its
   /// borrowed bytes.
   void abandon(const std::shared_ptr<TcpCall>& call, Error why);
+  /// The endpoint's URL, for messages.
+  const std::string& describe() const { return endpoint_.url; }
+  /// Closes the connection, ending the write that still reads `call`'s bytes (net::CallLife).
+  void let_go(const std::shared_ptr<TcpCall>& call, const std::string& why);
   /// Completes every call with `code` and closes the connection.
   void shutdown(StatusCode code, const std::string& why) { shutdown(Error(code, why)); }
   /// Completes every call with `why` and closes the connection.
@@ -66,9 +65,8 @@ class ClientStream final : public net::FrameStream {
  private:
   void on_connected();
   void connect_failed(const std::string& why);
-  void arm_deadline(const std::shared_ptr<TcpCall>& call);
+  // Decides the call's outcome (net::settle): parked while a write reads its bytes.
   void complete(const std::shared_ptr<TcpCall>& call, Result<protocol::tcp::Frame> outcome);
-  static void deliver(TcpCall& call, Result<protocol::tcp::Frame> outcome);
   void fail_all(const Error& error);
   // Writes the call's frame, after a metadata frame when its credentials are not those the
   // server last heard on this connection (the first call, a rotated token, another client).

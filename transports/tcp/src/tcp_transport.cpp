@@ -23,7 +23,6 @@ namespace {
 
 using protocol::tcp::Frame;
 using protocol::tcp::FrameKind;
-using TcpChannel = net::Channel<ClientStream, TcpCall>;
 
 // Request ids, unique in the process and hence on every connection, whoever shares it.
 std::atomic<std::uint64_t> next_id{1};
@@ -31,32 +30,20 @@ std::atomic<std::uint64_t> next_id{1};
 using Routes = net::CallRoutes<ClientStream, TcpCall>;
 using Calls = Routes::Book;
 
-// The routes of a client's calls to `endpoint`: the connection shared with the process's other
-// clients of it (unless share_connections is off), and one per thread that waits in a blocking
-// call.
-Routes routes_for(const Endpoint& endpoint, const ClientOptions& options,
-                  std::shared_ptr<net::TlsContext> tls) {
-  auto settings = net::ConnectionSettings::of(options, std::move(tls));
-  TcpChannel::Factory factory = [endpoint, settings](asio::io_context& io,
-                                                     net::ChannelEvents<TcpCall> events) {
-    return std::make_shared<ClientStream>(io, endpoint, settings, std::move(events));
-  };
-  // tcp:// and tcp+zstd:// differ per request (the frames say): one connection serves both, and
-  // one TLS connection serves tcp+tls:// and tcp+zstd+tls://.
-  return net::make_routes<ClientStream, TcpCall>(
-      settings.sharing_key(endpoint.host + ':' + std::to_string(endpoint.port)), endpoint, options,
-      std::move(factory));
-}
-
 class TcpTransport final : public Transport {
  public:
   TcpTransport(const Endpoint& endpoint, const ClientOptions& options, bool zstd,
                std::shared_ptr<net::TlsContext> tls)
-      : routes_(routes_for(endpoint, options, std::move(tls))),
+      // tcp:// and tcp+zstd:// differ per request (the frames say): one connection serves both,
+      // and one TLS connection serves tcp+tls:// and tcp+zstd+tls://.
+      : routes_(net::routes_for<ClientStream, TcpCall>(endpoint, options, std::move(tls),
+                                                       net::ShareBy::kAddress)),
         compression_{zstd, options.compression.zstd_level, options.compression.adaptive},
         max_message_bytes_(options.max_message_bytes),
         wait_for_reconnect_(net::ReconnectBackoff::calls_wait(options)),
-        bearer_token_(options.bearer_token) {}
+        // The token travels in a metadata frame, whose header values are bounded like an
+        // error's text: one that fits always makes a frame.
+        credentials_(options.bearer_token, protocol::tcp::kMaxErrorBytes - 32) {}
 
   // Cancels this client's calls (only its own: the connection may serve other clients), and
   // returns once every one of them has completed.
@@ -136,19 +123,11 @@ class TcpTransport final : public Transport {
     start(routes_.shared(), std::move(call), deadline);
   }
 
-  // The bearer token's header, asked now; the connection sends it in a metadata frame before
-  // the call's frame when the server has not heard it yet (a rotated token is picked up).
+  // The bearer token's header (net::Credentials); the connection sends it in a metadata frame
+  // before the call's frame when the server has not heard it yet.
   Result<void> add_credentials(TcpCall& call) const {
-    if (!bearer_token_) return {};
-    auto authorization = net::bearer_authorization(bearer_token_);
-    if (!authorization) return authorization.error();
-    if (authorization->size() > protocol::tcp::kMaxErrorBytes - 32) {
-      return Error(StatusCode::Unauthenticated,
-                   "the bearer token is longer than " +
-                       std::to_string(protocol::tcp::kMaxErrorBytes - 32) + " bytes");
-    }
-    call.authorization = std::move(*authorization);
-    return {};
+    return credentials_.add_to(
+        [&call](std::string value) { call.authorization = std::move(value); });
   }
 
   void start(const Routes::Route& route, std::shared_ptr<TcpCall> call, Deadline deadline) {
@@ -161,7 +140,7 @@ class TcpTransport final : public Transport {
   protocol::tcp::ZstdPolicy compression_;
   std::size_t max_message_bytes_;
   bool wait_for_reconnect_;
-  std::function<Result<std::string>()> bearer_token_;
+  net::Credentials credentials_;
 };
 
 const bool registered = [] {
