@@ -21,8 +21,8 @@ struct EndpointLoad {
 };
 
 /// Chooses among endpoint slots, by index. Not thread-safe: the caller serialises its calls
-/// (EndpointPool calls it under its mutex). Exported for its unit test.
-class SONIC_EXPORT EndpointBalancer {
+/// (EndpointPool calls it under its mutex).
+class EndpointBalancer {
  public:
   static constexpr std::size_t kNone = SIZE_MAX;
 
@@ -57,7 +57,7 @@ class SONIC_EXPORT EndpointBalancer {
 /// One pick's passes, from the strictest rule to the loosest. A pass's choice is taken unless
 /// an earlier pass found a slot other than `avoid`; `avoid` itself is taken only when no pass
 /// finds another. Not thread-safe (one pick, on the caller's thread, under the pool's mutex).
-class SONIC_EXPORT PickPasses {
+class PickPasses {
  public:
   /// `balancer` and `loads` must outlive this.
   PickPasses(EndpointBalancer& balancer, const std::vector<EndpointLoad>& loads, std::size_t avoid);
@@ -78,12 +78,11 @@ class SONIC_EXPORT PickPasses {
 };
 
 /// The endpoint URLs `routing` prefers for `model`; null when it names none. Pure.
-SONIC_EXPORT const std::vector<std::string>* preferred_urls(const Routing& routing,
-                                                            const std::string& model);
+const std::vector<std::string>* preferred_urls(const Routing& routing, const std::string& model);
 
 /// Whether an endpoint is among `preferred`: by its own URL, or by the URL of the host name it
 /// is an address of (`name_url`, null when it is none). Pure.
-SONIC_EXPORT bool is_preferred(const std::vector<std::string>& preferred, const std::string& url,
-                               const std::string* name_url);
+bool is_preferred(const std::vector<std::string>& preferred, const std::string& url,
+                  const std::string* name_url);
 
 }  // namespace sonic::detail

@@ -22,8 +22,8 @@ struct BreakerState {
 };
 
 /// The breaker's decisions, on a BreakerState the caller guards. Pure: no lock, no clock of its
-/// own, no transport; const, so any thread may call it. Exported for its unit test.
-class SONIC_EXPORT EndpointBreaker {
+/// own, no transport; const, so any thread may call it.
+class EndpointBreaker {
  public:
   explicit EndpointBreaker(CircuitBreaker options) : options_(options) {}
 

@@ -31,8 +31,8 @@ namespace sonic::detail {
 /// gone. Held by std::shared_ptr (start() needs it).
 ///
 /// Transports are destroyed only by close() and by the drain check on the timer thread, never
-/// on one of their own threads, and never while anyone else holds them. Exported for its tests.
-class SONIC_EXPORT EndpointPool : public std::enable_shared_from_this<EndpointPool> {
+/// on one of their own threads, and never while anyone else holds them.
+class EndpointPool : public std::enable_shared_from_this<EndpointPool> {
  public:
   static constexpr std::size_t kNone = SIZE_MAX;
 

@@ -26,10 +26,9 @@ struct ResolvedUrls {
 };
 
 /// `scheme`://address for each of `addresses`, in order, until max_addresses distinct ones.
-/// Pure. Exported for its unit test.
-SONIC_EXPORT ResolvedUrls resolved_urls(const std::string& scheme,
-                                        const std::vector<std::string>& addresses,
-                                        std::size_t max_addresses);
+/// Pure.
+ResolvedUrls resolved_urls(const std::string& scheme, const std::vector<std::string>& addresses,
+                           std::size_t max_addresses);
 
 /// How a name's endpoints change to become `wanted`.
 struct AddressChange {
@@ -38,9 +37,9 @@ struct AddressChange {
 };
 
 /// Of the name's `active` endpoints (slot, URL), those not `wanted` drain; wanted URLs that no
-/// active one has join. Pure. Exported for its unit test.
-SONIC_EXPORT AddressChange address_change(
-    const std::vector<std::pair<std::size_t, std::string>>& active, std::set<std::string> wanted);
+/// active one has join. Pure.
+AddressChange address_change(const std::vector<std::pair<std::size_t, std::string>>& active,
+                             std::set<std::string> wanted);
 
 /// The host names of a pool whose every address is an endpoint. Each name has max_addresses
 /// slots of the SlotTable for its whole life; an address that leaves drains, and its slot takes

@@ -14,7 +14,7 @@ namespace sonic::detail {
 /// as proto3 leaves out a zero; none when the text is not a JSON object or the value is not an
 /// int32 of at least 0 (a number, or a string of digits as proto3's JSON allows). The same
 /// words in a name, a parameter or a nested message are not it. Linear in the text; nesting
-/// deeper than 64 levels is unreadable. Exported for its unit test.
-SONIC_EXPORT std::optional<std::int64_t> config_max_batch_size(std::string_view json);
+/// deeper than 64 levels is unreadable.
+std::optional<std::int64_t> config_max_batch_size(std::string_view json);
 
 }  // namespace sonic::detail

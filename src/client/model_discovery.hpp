@@ -51,8 +51,8 @@ struct IndexOutcome {
 };
 
 /// Discovery's decisions over a DiscoveryState the caller guards. Pure: no lock, no transport;
-/// the const members may run on any thread. Exported for its unit test.
-class SONIC_EXPORT DiscoveryRules {
+/// the const members may run on any thread.
+class DiscoveryRules {
  public:
   explicit DiscoveryRules(Routing routing) : routing_(std::move(routing)) {}
 
