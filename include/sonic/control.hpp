@@ -6,7 +6,6 @@
 #include <optional>
 #include <string>
 #include <string_view>
-#include <type_traits>
 #include <variant>
 #include <vector>
 
@@ -116,16 +115,6 @@ using ControlAnswer = std::variant<bool, ServerMetadata, ModelMetadata, std::str
                                    std::vector<ModelStatistics>, std::vector<ModelIndex>>;
 
 /// The method a request calls.
-inline ControlMethod method_of(const ControlRequest& request) noexcept {
-  return std::visit(
-      [](const auto& r) -> ControlMethod {
-        if constexpr (std::is_same_v<std::decay_t<decltype(r)>, RawControlRequest>) {
-          return r.method;
-        } else {
-          return std::decay_t<decltype(r)>::method;
-        }
-      },
-      request);
-}
+SONIC_EXPORT ControlMethod method_of(const ControlRequest& request) noexcept;
 
 }  // namespace sonic

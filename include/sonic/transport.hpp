@@ -118,57 +118,32 @@ class SONIC_EXPORT Transport {
   // The control calls, typed: each is control_async() with its request, the same contract.
 
   /// Whether the server is live (KServe ServerLive).
-  void server_live_async(Deadline deadline, Callback<bool> done) {
-    typed_control(ServerLiveRequest{}, deadline, std::move(done));
-  }
+  void server_live_async(Deadline deadline, Callback<bool> done);
   /// Whether the server is ready for inference (KServe ServerReady).
-  void server_ready_async(Deadline deadline, Callback<bool> done) {
-    typed_control(ServerReadyRequest{}, deadline, std::move(done));
-  }
+  void server_ready_async(Deadline deadline, Callback<bool> done);
   /// Whether a model (an empty version: the server's choice) is ready (KServe ModelReady).
   void model_ready_async(std::string model, std::string version, Deadline deadline,
-                         Callback<bool> done) {
-    typed_control(ModelReadyRequest{{std::move(model), std::move(version)}}, deadline,
-                  std::move(done));
-  }
+                         Callback<bool> done);
   /// The server's name, version and extensions.
-  void server_metadata_async(Deadline deadline, Callback<ServerMetadata> done) {
-    typed_control(ServerMetadataRequest{}, deadline, std::move(done));
-  }
+  void server_metadata_async(Deadline deadline, Callback<ServerMetadata> done);
   /// A model's inputs, outputs, versions and platform.
   void model_metadata_async(std::string model, std::string version, Deadline deadline,
-                            Callback<ModelMetadata> done) {
-    typed_control(ModelMetadataRequest{{std::move(model), std::move(version)}}, deadline,
-                  std::move(done));
-  }
+                            Callback<ModelMetadata> done);
   /// A model's configuration (Triton's ModelConfig) as JSON text.
   void model_config_async(std::string model, std::string version, Deadline deadline,
-                          Callback<std::string> done) {
-    typed_control(ModelConfigRequest{{std::move(model), std::move(version)}}, deadline,
-                  std::move(done));
-  }
+                          Callback<std::string> done);
   /// Statistics of a model, or of every model when `model` is empty.
   void model_statistics_async(std::string model, std::string version, Deadline deadline,
-                              Callback<std::vector<ModelStatistics>> done) {
-    typed_control(ModelStatisticsRequest{{std::move(model), std::move(version)}}, deadline,
-                  std::move(done));
-  }
+                              Callback<std::vector<ModelStatistics>> done);
   /// The server's models and their states (RepositoryIndex); `ready_only`: READY ones only.
   void repository_index_async(bool ready_only, Deadline deadline,
-                              Callback<std::vector<ModelIndex>> done) {
-    typed_control(RepositoryIndexRequest{ready_only}, deadline, std::move(done));
-  }
+                              Callback<std::vector<ModelIndex>> done);
   /// Loads (or reloads) a model (RepositoryModelLoad); `config_json`, unless empty, is the
   /// model configuration to load it with (Triton's "config" parameter). `done` gets true.
   void load_model_async(std::string model, std::string config_json, Deadline deadline,
-                        Callback<bool> done) {
-    typed_control(RepositoryModelLoadRequest{std::move(model), std::move(config_json)}, deadline,
-                  std::move(done));
-  }
+                        Callback<bool> done);
   /// Unloads a model (RepositoryModelUnload). `done` gets true.
-  void unload_model_async(std::string model, Deadline deadline, Callback<bool> done) {
-    typed_control(RepositoryModelUnloadRequest{std::move(model)}, deadline, std::move(done));
-  }
+  void unload_model_async(std::string model, Deadline deadline, Callback<bool> done);
   /// Any control method by its name in inference.GRPCInferenceService ("ServerReady",
   /// "SystemSharedMemoryRegister", ...): `request` is its serialized protobuf request, and
   /// `done` receives the serialized response or the call's error; UNIMPLEMENTED (on the
@@ -186,21 +161,6 @@ class SONIC_EXPORT Transport {
   /// outlive it.
   virtual Result<std::unique_ptr<TransportStream>> open_stream(
       Deadline deadline, std::function<void(StreamResponse)> on_response, Callback<void> done);
-
- private:
-  // control_async() with `request`, its answer taken out of the variant (INTERNAL should a
-  // transport answer with another type: a defect of that transport).
-  template <typename Request>
-  void typed_control(Request request, Deadline deadline, Callback<typename Request::Answer> done) {
-    control_async(std::move(request), deadline,
-                  [done = std::move(done)](Result<ControlAnswer> answer) mutable {
-                    if (!answer) return done(answer.error());
-                    auto* value = std::get_if<typename Request::Answer>(&*answer);
-                    if (!value) return done(mismatched_answer(Request::method));
-                    done(std::move(*value));
-                  });
-  }
-  static Error mismatched_answer(ControlMethod method);
 };
 
 /// Makes a transport for an endpoint; returns an Error for a URL it cannot serve.

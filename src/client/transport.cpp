@@ -9,7 +9,9 @@
 #include <mutex>
 #include <string>
 #include <thread>
+#include <type_traits>
 #include <utility>
+#include <variant>
 #include <vector>
 
 #include "completion_thread.hpp"
@@ -259,6 +261,79 @@ TransportStream::~TransportStream() = default;
 // destructor returns, as every outstanding call's completion does.
 Transport::~Transport() { detail::drain_completions(this); }
 
+namespace {
+
+// control_async() with `request`, its answer taken out of the variant (INTERNAL should a
+// transport answer with another type: a defect of that transport).
+template <typename Request>
+void typed_control(Transport& transport, Request request, Deadline deadline,
+                   Callback<typename Request::Answer> done) {
+  transport.control_async(
+      std::move(request), deadline, [done = std::move(done)](Result<ControlAnswer> answer) mutable {
+        if (!answer) return done(answer.error());
+        auto* value = std::get_if<typename Request::Answer>(&*answer);
+        if (!value) {
+          return done(Error(StatusCode::Internal, "the transport answered " +
+                                                      std::string(method_name(Request::method)) +
+                                                      " with a value of another type"));
+        }
+        done(std::move(*value));
+      });
+}
+
+}  // namespace
+
+void Transport::server_live_async(Deadline deadline, Callback<bool> done) {
+  typed_control(*this, ServerLiveRequest{}, deadline, std::move(done));
+}
+
+void Transport::server_ready_async(Deadline deadline, Callback<bool> done) {
+  typed_control(*this, ServerReadyRequest{}, deadline, std::move(done));
+}
+
+void Transport::model_ready_async(std::string model, std::string version, Deadline deadline,
+                                  Callback<bool> done) {
+  typed_control(*this, ModelReadyRequest{{std::move(model), std::move(version)}}, deadline,
+                std::move(done));
+}
+
+void Transport::server_metadata_async(Deadline deadline, Callback<ServerMetadata> done) {
+  typed_control(*this, ServerMetadataRequest{}, deadline, std::move(done));
+}
+
+void Transport::model_metadata_async(std::string model, std::string version, Deadline deadline,
+                                     Callback<ModelMetadata> done) {
+  typed_control(*this, ModelMetadataRequest{{std::move(model), std::move(version)}}, deadline,
+                std::move(done));
+}
+
+void Transport::model_config_async(std::string model, std::string version, Deadline deadline,
+                                   Callback<std::string> done) {
+  typed_control(*this, ModelConfigRequest{{std::move(model), std::move(version)}}, deadline,
+                std::move(done));
+}
+
+void Transport::model_statistics_async(std::string model, std::string version, Deadline deadline,
+                                       Callback<std::vector<ModelStatistics>> done) {
+  typed_control(*this, ModelStatisticsRequest{{std::move(model), std::move(version)}}, deadline,
+                std::move(done));
+}
+
+void Transport::repository_index_async(bool ready_only, Deadline deadline,
+                                       Callback<std::vector<ModelIndex>> done) {
+  typed_control(*this, RepositoryIndexRequest{ready_only}, deadline, std::move(done));
+}
+
+void Transport::load_model_async(std::string model, std::string config_json, Deadline deadline,
+                                 Callback<bool> done) {
+  typed_control(*this, RepositoryModelLoadRequest{std::move(model), std::move(config_json)},
+                deadline, std::move(done));
+}
+
+void Transport::unload_model_async(std::string model, Deadline deadline, Callback<bool> done) {
+  typed_control(*this, RepositoryModelUnloadRequest{std::move(model)}, deadline, std::move(done));
+}
+
 void Transport::call_async(std::string_view method, std::string request, Deadline deadline,
                            Callback<std::string> done) {
   auto named = control_method_named(method);
@@ -275,14 +350,24 @@ void Transport::call_async(std::string_view method, std::string request, Deadlin
                 [done = std::move(done)](Result<ControlAnswer> answer) mutable {
                   if (!answer) return done(answer.error());
                   auto* response = std::get_if<std::string>(&*answer);
-                  if (!response) return done(mismatched_answer(ControlMethod::ServerLive));
+                  if (!response) {
+                    return done(Error(StatusCode::Internal,
+                                      "the transport answered a raw call with another type"));
+                  }
                   done(std::move(*response));
                 });
 }
 
-Error Transport::mismatched_answer(ControlMethod method) {
-  return Error(StatusCode::Internal, "the transport answered " + std::string(method_name(method)) +
-                                         " with a value of another type");
+ControlMethod method_of(const ControlRequest& request) noexcept {
+  return std::visit(
+      [](const auto& r) -> ControlMethod {
+        if constexpr (std::is_same_v<std::decay_t<decltype(r)>, RawControlRequest>) {
+          return r.method;
+        } else {
+          return std::decay_t<decltype(r)>::method;
+        }
+      },
+      request);
 }
 
 std::string_view method_name(ControlMethod method) noexcept {
