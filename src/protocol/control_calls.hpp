@@ -7,6 +7,7 @@
 #include <functional>
 #include <string>
 #include <string_view>
+#include <utility>
 
 #include "sonic/detail/export.hpp"
 #include "sonic/transport.hpp"
@@ -29,5 +30,20 @@ using MessageCall =
 /// Transport::control_async() over `call`: encodes, calls, decodes.
 SONIC_EXPORT void control_by_messages(ControlRequest request, const MessageCall& call,
                                       Callback<ControlAnswer> done);
+
+/// The same for a transport whose one unary call of the service is its member `unary`.
+template <typename T>
+void control_by_messages(T& transport,
+                         void (T::*unary)(ControlMethod, std::string, Deadline,
+                                          Callback<std::string>),
+                         ControlRequest request, Deadline deadline, Callback<ControlAnswer> done) {
+  control_by_messages(
+      std::move(request),
+      [&transport, unary, deadline](ControlMethod method, std::string message,
+                                    Callback<std::string> answer) {
+        (transport.*unary)(method, std::move(message), deadline, std::move(answer));
+      },
+      std::move(done));
+}
 
 }  // namespace sonic::protocol

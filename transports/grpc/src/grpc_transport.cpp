@@ -113,12 +113,8 @@ class GrpcTransport final : public Transport {
 
   void control_async(ControlRequest request, Deadline deadline,
                      Callback<ControlAnswer> done) override {
-    protocol::control_by_messages(
-        std::move(request),
-        [this, deadline](ControlMethod method, std::string message, Callback<std::string> answer) {
-          unary(method, std::move(message), deadline, std::move(answer));
-        },
-        std::move(done));
+    protocol::control_by_messages(*this, &GrpcTransport::unary, std::move(request), deadline,
+                                  std::move(done));
   }
 
  private:
