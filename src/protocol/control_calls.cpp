@@ -4,18 +4,12 @@
 
 #include "control_codec.hpp"
 #include "control_methods.hpp"
+#include "overloaded.hpp"
 #include "proto_json.hpp"
 
 namespace sonic::protocol {
 
 namespace {
-
-template <typename... F>
-struct Overloaded : F... {
-  using F::operator()...;
-};
-template <typename... F>
-Overloaded(F...) -> Overloaded<F...>;
 
 // A decoded value as the answer variant, or the decoder's error.
 template <typename T>

@@ -50,8 +50,7 @@ enum class ControlGroup : std::uint8_t {
 ///   {model}        models/NAME[/versions/VERSION]
 ///   {model?}       {model}, or nothing
 ///   {models}       models[/NAME[/versions/VERSION]]
-///   {region}       region/NAME
-///   {region?}      {region}, or nothing
+///   {region?}      region/NAME, or nothing
 ///   {repository?}  REPOSITORY, or nothing
 struct ControlMethodSpec {
   ControlMethod method;

@@ -8,6 +8,7 @@
 #include "protocol/control_calls.hpp"
 #include "protocol/control_routes.hpp"
 #include "protocol/names.hpp"
+#include "protocol/overloaded.hpp"
 
 namespace sonic::http {
 
@@ -15,13 +16,7 @@ namespace {
 
 using nlohmann::json;
 using M = ControlMethod;
-
-template <typename... F>
-struct Overloaded : F... {
-  using F::operator()...;
-};
-template <typename... F>
-Overloaded(F...) -> Overloaded<F...>;
+using protocol::Overloaded;
 
 // An answer that is not what the method answers.
 Error malformed(std::string message) { return Error(StatusCode::Internal, std::move(message)); }
